@@ -1,0 +1,174 @@
+// traindeck-train: the built-in trainer. Reads a JSON job spec, trains, speaks the metrics protocol.
+#include "gemm.h"
+#include "jobspec.h"
+#include "metricswriter.h"
+#include "trainer.h"
+#include "devicecheck.h"
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void request_stop(int) { g_stop.store(true); }
+
+void print_usage() {
+    std::printf(
+        "usage: traindeck-train SPEC.json [options]\n"
+        "\n"
+        "Trains the model a JSON job spec describes and reports metrics as JSON lines\n"
+        "(to the fd in TRAINDECK_METRICS_FD, else stdout lines starting \"@traindeck \").\n"
+        "\n"
+        "options:\n"
+        "  --checkpoint-dir DIR  where checkpoints go (default: $TRAINDECK_CHECKPOINT_DIR, else ./checkpoints)\n"
+        "  --resume              continue from the newest intact checkpoint in that folder, if there is one\n"
+        "  --threads N           compute threads (default: all cores)\n"
+        "  --device cpu|cuda|auto  where to train (default auto: CUDA when a GPU is present and built in)\n"
+        "  --set KEY=VALUE       override a spec field; KEY may be dotted (optimizer.lr=0.01); VALUE is JSON or text\n"
+        "  --help                this text\n"
+        "\n"
+        "exit codes: 0 done, 2 bad arguments or spec, 3 bad data, 4 loss became NaN/inf,\n"
+        "            5 checkpoint could not be written, 75 stopped by SIGTERM/SIGINT after a checkpoint\n");
+}
+
+bool apply_override(nlohmann::json& root, const std::string& assignment, std::string& error) {
+    const size_t equals = assignment.find('=');
+    if (equals == std::string::npos || equals == 0) {
+        error = "--set expects KEY=VALUE, got \"" + assignment + "\"";
+        return false;
+    }
+    const std::string key = assignment.substr(0, equals), text = assignment.substr(equals + 1);
+    nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+    if (value.is_discarded())
+        value = text;
+    nlohmann::json* node = &root;
+    size_t start = 0;
+    for (;;) {
+        const size_t dot = key.find('.', start);
+        const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+        if (dot == std::string::npos) {
+            (*node)[part] = value;
+            return true;
+        }
+        if (!(*node)[part].is_object())
+            (*node)[part] = nlohmann::json::object();
+        node = &(*node)[part];
+        start = dot + 1;
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    using namespace traindeck::engine;
+    std::string spec_path, device = "auto", checkpoint_dir;
+    std::vector<std::string> overrides;
+    TrainOptions options;
+    int threads = 0;
+    if (const char* dir = std::getenv("TRAINDECK_CHECKPOINT_DIR"); dir && *dir)
+        checkpoint_dir = dir;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "traindeck-train: %s needs a value (see --help)\n", arg.c_str());
+                std::exit(kExitUsage);
+            }
+            return argv[++i];
+        };
+        if (arg == "--help" || arg == "-h") {
+            print_usage();
+            return kExitDone;
+        } else if (arg == "--checkpoint-dir") {
+            checkpoint_dir = value();
+        } else if (arg == "--resume") {
+            options.resume = true;
+        } else if (arg == "--threads") {
+            threads = std::atoi(value().c_str());
+        } else if (arg == "--device") {
+            device = value();
+        } else if (arg == "--set") {
+            overrides.push_back(value());
+        } else if (!arg.empty() && arg[0] == '-') {
+            std::fprintf(stderr, "traindeck-train: unknown option %s (see --help)\n", arg.c_str());
+            return kExitUsage;
+        } else if (spec_path.empty()) {
+            spec_path = arg;
+        } else {
+            std::fprintf(stderr, "traindeck-train: more than one spec given (%s and %s)\n", spec_path.c_str(), arg.c_str());
+            return kExitUsage;
+        }
+    }
+    if (spec_path.empty()) {
+        print_usage();
+        return kExitUsage;
+    }
+    if (device != "auto" && device != "cpu" && device != "cuda") {
+        std::fprintf(stderr, "traindeck-train: --device must be cpu, cuda or auto, not \"%s\"\n", device.c_str());
+        return kExitUsage;
+    }
+    if (!checkpoint_dir.empty())
+        options.checkpoint_dir = checkpoint_dir;
+
+    // Read the spec as JSON first so that --set can change it before validation.
+    nlohmann::json root;
+    {
+        std::FILE* file = std::fopen(spec_path.c_str(), "rb");
+        if (!file) {
+            std::fprintf(stderr, "traindeck-train: %s: cannot open the job spec: %s\n", spec_path.c_str(), std::strerror(errno));
+            return kExitUsage;
+        }
+        std::string text;
+        char buffer[4096];
+        for (size_t got; (got = std::fread(buffer, 1, sizeof(buffer), file)) > 0;)
+            text.append(buffer, got);
+        std::fclose(file);
+        try {
+            root = nlohmann::json::parse(text);
+        } catch (const nlohmann::json::parse_error& e) {
+            std::fprintf(stderr, "traindeck-train: %s: not valid JSON (%s)\n", spec_path.c_str(), e.what());
+            return kExitUsage;
+        }
+    }
+    for (const auto& assignment : overrides) {
+        std::string error;
+        if (!root.is_object() || !apply_override(root, assignment, error)) {
+            std::fprintf(stderr, "traindeck-train: %s\n", error.empty() ? "spec is not a JSON object" : error.c_str());
+            return kExitUsage;
+        }
+    }
+    auto spec = parse_job_spec(root);
+    if (!spec) {
+        std::fprintf(stderr, "traindeck-train: %s: %s\n", spec_path.c_str(), spec.error().c_str());
+        return kExitUsage;
+    }
+
+    MetricsWriter metrics;
+    if (device != "cpu") {
+        const CudaProbe probe = probe_cuda();
+        if (device == "cuda" || probe.available)
+            metrics.write({{"type", "event"}, {"event", "device"}, {"message", probe.message}});
+        if (device == "cuda" || probe.available)
+            std::fprintf(stderr, "traindeck-train: %s\n", probe.message.c_str());
+    }
+    set_compute_threads(threads);
+
+    struct sigaction action {};
+    action.sa_handler = request_stop;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, nullptr);
+    sigaction(SIGINT, &action, nullptr);
+    options.stop_requested = &g_stop;
+
+    const TrainResult result = train(*spec, options, metrics);
+    if (result.exit_code != kExitDone)
+        std::fprintf(stderr, "traindeck-train: %s\n", result.message.c_str());
+    return result.exit_code;
+}

@@ -1,0 +1,334 @@
+#include "jobspec.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace traindeck::engine {
+namespace {
+
+using nlohmann::json;
+
+// Reads known keys out of one JSON object and remembers which keys it saw, so that what is left
+// over can be reported as unknown (a typo like "learnig_rate" must not be silently ignored).
+class Reader {
+public:
+    Reader(const json& object, std::string where) : object_(object), where_(std::move(where)) {}
+
+    bool ok() const { return error_.empty(); }
+    const std::string& error() const { return error_; }
+
+    template <typename T>
+    void read(const char* key, T& out) {
+        seen_.insert(key);
+        if (!ok() || !object_.contains(key))
+            return;
+        try {
+            out = object_.at(key).get<T>();
+        } catch (const json::exception&) {
+            fail(std::string("\"") + key + "\" has the wrong type (" + object_.at(key).dump() + ")");
+        }
+    }
+
+    const json* child(const char* key) {
+        seen_.insert(key);
+        return object_.contains(key) ? &object_.at(key) : nullptr;
+    }
+
+    void fail(const std::string& message) {
+        if (ok())
+            error_ = where_ + ": " + message;
+    }
+
+    void require(bool condition, const std::string& message) {
+        if (!condition)
+            fail(message);
+    }
+
+    void reject_unknown() {
+        for (const auto& [key, value] : object_.items()) {
+            if (!seen_.count(key)) {
+                std::string known;
+                for (const auto& k : seen_)
+                    known += (known.empty() ? "" : ", ") + k;
+                fail("unknown key \"" + key + "\" (known: " + known + ")");
+                return;
+            }
+        }
+    }
+
+private:
+    const json& object_;
+    std::string where_;
+    std::set<std::string> seen_;
+    std::string error_;
+};
+
+const std::set<std::string> kLayerTypes = {"linear", "conv2d", "maxpool", "relu", "gelu", "dropout", "flatten"};
+
+Expected<LayerSpec> parse_layer(const json& object, size_t index) {
+    const std::string where = "layers[" + std::to_string(index) + "]";
+    if (!object.is_object())
+        return Error{where + ": expected an object like {\"type\":\"linear\",\"out\":128}"};
+    Reader r(object, where);
+    LayerSpec layer;
+    r.read("type", layer.type);
+    r.read("out", layer.out);
+    r.read("kernel", layer.kernel);
+    r.read("stride", layer.stride);
+    r.read("padding", layer.padding);
+    r.read("size", layer.size);
+    r.read("p", layer.p);
+    if (r.ok() && object.contains("size") && !object.contains("stride"))
+        layer.stride = layer.size;
+    if (layer.type == "maxpool" && !object.contains("size") && !object.contains("stride"))
+        layer.stride = layer.size;
+    r.require(kLayerTypes.count(layer.type) > 0,
+              "unknown layer type \"" + layer.type + "\" (known: conv2d, dropout, flatten, gelu, linear, maxpool, relu)");
+    if (layer.type == "linear" || layer.type == "conv2d")
+        r.require(layer.out > 0, "\"out\" must be a positive number of " +
+                                     std::string(layer.type == "linear" ? "features" : "channels"));
+    r.require(layer.kernel > 0 && layer.stride > 0 && layer.padding >= 0 && layer.size > 0,
+              "kernel, stride and size must be positive and padding non-negative");
+    r.require(layer.p >= 0.0f && layer.p < 1.0f, "dropout \"p\" must be in [0, 1)");
+    r.reject_unknown();
+    if (!r.ok())
+        return Error{r.error()};
+    return layer;
+}
+
+// Presets: the MLP and the small CNN of the product's demo and benchmark.
+Expected<std::vector<LayerSpec>> expand_preset(const std::string& model, Reader& r) {
+    std::vector<LayerSpec> layers;
+    std::string activation = "relu";
+    float dropout = 0.0f;
+    r.read("activation", activation);
+    r.read("dropout", dropout);
+    if (activation != "relu" && activation != "gelu")
+        return Error{"\"activation\" must be \"relu\" or \"gelu\", not \"" + activation + "\""};
+    if (dropout < 0.0f || dropout >= 1.0f)
+        return Error{"\"dropout\" must be in [0, 1)"};
+    auto add_activation = [&] {
+        layers.push_back({.type = activation});
+        if (dropout > 0.0f)
+            layers.push_back({.type = "dropout", .p = dropout});
+    };
+    if (model == "mlp") {
+        std::vector<int> hidden = {256, 128};
+        r.read("hidden", hidden);
+        layers.push_back({.type = "flatten"});
+        for (int width : hidden) {
+            if (width <= 0)
+                return Error{"\"hidden\" widths must be positive"};
+            layers.push_back({.type = "linear", .out = width});
+            add_activation();
+        }
+    } else if (model == "cnn") {
+        std::vector<int> conv = {32, 64};
+        std::vector<int> fc = {128};
+        int kernel = 3;
+        r.read("conv", conv);
+        r.read("fc", fc);
+        r.read("kernel", kernel);
+        for (int channels : conv) {
+            if (channels <= 0 || kernel <= 0)
+                return Error{"\"conv\" channels and \"kernel\" must be positive"};
+            layers.push_back({.type = "conv2d", .out = channels, .kernel = kernel});
+            layers.push_back({.type = activation});
+            layers.push_back({.type = "maxpool", .stride = 2, .size = 2});
+        }
+        layers.push_back({.type = "flatten"});
+        for (int width : fc) {
+            if (width <= 0)
+                return Error{"\"fc\" widths must be positive"};
+            layers.push_back({.type = "linear", .out = width});
+            add_activation();
+        }
+    } else {
+        return Error{"unknown model \"" + model + "\" (known: mlp, cnn; or give \"layers\")"};
+    }
+    return layers;
+}
+
+std::string resolve_data_path(const std::string& path) {
+    if (path.empty() || path.front() == '/')
+        return path;
+    if (const char* dir = std::getenv("TRAINDECK_DATASET_DIR"); dir && *dir)
+        return std::string(dir) + "/" + path;
+    return path;
+}
+
+Expected<DataSpec> parse_data(const json* object) {
+    DataSpec data;
+    std::string dataset = "fashion-mnist";
+    if (object) {
+        if (!object->is_object())
+            return Error{"\"data\" must be an object"};
+        Reader r(*object, "data");
+        r.read("dataset", dataset);
+        r.read("format", data.format);
+        r.read("train_images", data.train_images);
+        r.read("train_labels", data.train_labels);
+        r.read("test_images", data.test_images);
+        r.read("test_labels", data.test_labels);
+        r.read("train_csv", data.train_csv);
+        r.read("test_csv", data.test_csv);
+        r.read("label_column", data.label_column);
+        r.read("val_fraction", data.val_fraction);
+        r.read("normalize", data.normalize);
+        r.read("limit", data.limit);
+        r.require(data.format == "idx" || data.format == "csv", "\"format\" must be \"idx\" or \"csv\"");
+        r.require(data.val_fraction >= 0.0 && data.val_fraction < 1.0, "\"val_fraction\" must be in [0, 1)");
+        r.require(data.limit >= 0, "\"limit\" must not be negative");
+        r.reject_unknown();
+        if (!r.ok())
+            return Error{r.error()};
+        if (object->contains("format") || object->contains("train_images") || object->contains("train_csv"))
+            dataset.clear();
+    }
+    if (dataset == "fashion-mnist") {
+        const std::string dir = kFashionMnistDir;
+        data.format = "idx";
+        data.train_images = dir + "/train-images-idx3-ubyte.gz";
+        data.train_labels = dir + "/train-labels-idx1-ubyte.gz";
+        data.test_images = dir + "/t10k-images-idx3-ubyte.gz";
+        data.test_labels = dir + "/t10k-labels-idx1-ubyte.gz";
+    } else if (!dataset.empty()) {
+        return Error{"data: unknown dataset \"" + dataset + "\" (known: fashion-mnist; or give the files)"};
+    }
+    if (data.format == "idx" && (data.train_images.empty() || data.train_labels.empty()))
+        return Error{"data: IDX data needs \"train_images\" and \"train_labels\""};
+    if (data.format == "csv" && data.train_csv.empty())
+        return Error{"data: CSV data needs \"train_csv\""};
+    for (std::string* path : {&data.train_images, &data.train_labels, &data.test_images, &data.test_labels,
+                              &data.train_csv, &data.test_csv})
+        *path = resolve_data_path(*path);
+    return data;
+}
+
+uint64_t fnv1a(const std::string& text) {
+    uint64_t hash = 0xcbf29ce484222325ULL;
+    for (unsigned char c : text) {
+        hash ^= c;
+        hash *= 0x100000001b3ULL;
+    }
+    return hash;
+}
+
+} // namespace
+
+Expected<JobSpec> parse_job_spec(const json& root) {
+    if (!root.is_object())
+        return Error{"job spec must be a JSON object"};
+    JobSpec spec;
+    Reader r(root, "spec");
+    r.read("name", spec.name);
+    std::string model;
+    r.read("model", model);
+    if (const json* layers = r.child("layers")) {
+        if (!model.empty())
+            return Error{"spec: give either \"model\" or \"layers\", not both"};
+        if (!layers->is_array() || layers->empty())
+            return Error{"spec: \"layers\" must be a non-empty array"};
+        for (size_t i = 0; i < layers->size(); ++i) {
+            auto layer = parse_layer((*layers)[i], i);
+            if (!layer)
+                return Error{layer.error()};
+            spec.layers.push_back(*layer);
+        }
+    } else {
+        auto preset = expand_preset(model.empty() ? "mlp" : model, r);
+        if (!preset)
+            return Error{"spec: " + preset.error()};
+        spec.layers = *preset;
+    }
+    auto data = parse_data(r.child("data"));
+    if (!data)
+        return Error{data.error()};
+    spec.data = *data;
+
+    if (const json* optimizer = r.child("optimizer")) {
+        if (!optimizer->is_object())
+            return Error{"spec: \"optimizer\" must be an object"};
+        Reader o(*optimizer, "optimizer");
+        o.read("type", spec.optimizer.type);
+        if (spec.optimizer.type == "adamw") {
+            spec.optimizer.lr = 1e-3f;
+            spec.optimizer.weight_decay = 0.01f;
+        }
+        o.read("lr", spec.optimizer.lr);
+        o.read("momentum", spec.optimizer.momentum);
+        o.read("weight_decay", spec.optimizer.weight_decay);
+        o.read("beta1", spec.optimizer.beta1);
+        o.read("beta2", spec.optimizer.beta2);
+        o.read("eps", spec.optimizer.eps);
+        o.require(spec.optimizer.type == "sgd" || spec.optimizer.type == "adamw",
+                  "\"type\" must be \"sgd\" or \"adamw\"");
+        o.require(spec.optimizer.lr > 0.0f, "\"lr\" must be positive");
+        o.require(spec.optimizer.momentum >= 0.0f && spec.optimizer.momentum < 1.0f, "\"momentum\" must be in [0, 1)");
+        o.require(spec.optimizer.weight_decay >= 0.0f, "\"weight_decay\" must not be negative");
+        o.reject_unknown();
+        if (!o.ok())
+            return Error{o.error()};
+    }
+    if (const json* schedule = r.child("schedule")) {
+        if (!schedule->is_object())
+            return Error{"spec: \"schedule\" must be an object"};
+        Reader s(*schedule, "schedule");
+        s.read("warmup_steps", spec.schedule.warmup_steps);
+        s.read("decay", spec.schedule.decay);
+        s.read("min_lr_ratio", spec.schedule.min_lr_ratio);
+        s.require(spec.schedule.decay == "constant" || spec.schedule.decay == "cosine",
+                  "\"decay\" must be \"constant\" or \"cosine\"");
+        s.require(spec.schedule.warmup_steps >= 0, "\"warmup_steps\" must not be negative");
+        s.reject_unknown();
+        if (!s.ok())
+            return Error{s.error()};
+    }
+    r.read("batch_size", spec.batch_size);
+    r.read("grad_accum", spec.grad_accum);
+    r.read("epochs", spec.epochs);
+    r.read("seed", spec.seed);
+    r.read("checkpoint_every", spec.checkpoint_every);
+    r.read("keep_checkpoints", spec.keep_checkpoints);
+    r.read("log_every", spec.log_every);
+    r.read("max_steps", spec.max_steps);
+    r.require(spec.batch_size > 0, "\"batch_size\" must be positive");
+    r.require(spec.grad_accum > 0, "\"grad_accum\" must be positive");
+    r.require(spec.epochs > 0, "\"epochs\" must be positive");
+    r.require(spec.checkpoint_every >= 0 && spec.max_steps >= 0, "\"checkpoint_every\" and \"max_steps\" must not be negative");
+    r.require(spec.keep_checkpoints > 0, "\"keep_checkpoints\" must be at least 1");
+    r.require(spec.log_every > 0, "\"log_every\" must be positive");
+    r.reject_unknown();
+    if (!r.ok())
+        return Error{r.error()};
+
+    // Fields that only say how a run is observed or cut short do not change its numbers,
+    // so a run may be resumed with a different checkpoint interval, log interval or step limit.
+    json numeric = root;
+    for (const char* key : {"name", "checkpoint_every", "keep_checkpoints", "log_every", "max_steps"})
+        numeric.erase(key);
+    spec.hash = fnv1a(numeric.dump());
+    return spec;
+}
+
+Expected<JobSpec> load_job_spec(const std::string& path) {
+    std::ifstream in(path);
+    if (!in)
+        return Error{path + ": cannot open the job spec (does the file exist and is it readable?)"};
+    std::stringstream text;
+    text << in.rdbuf();
+    json root;
+    try {
+        root = json::parse(text.str());
+    } catch (const json::parse_error& e) {
+        return Error{path + ": not valid JSON (" + e.what() + ")"};
+    }
+    auto spec = parse_job_spec(root);
+    if (!spec)
+        return Error{path + ": " + spec.error()};
+    return spec;
+}
+
+} // namespace traindeck::engine

@@ -1,0 +1,71 @@
+#pragma once
+// The built-in trainer's job spec: what a user writes (JSON) and what the engine runs.
+// "model":"mlp" and "model":"cnn" are presets that expand into "layers"; a spec may also list layers itself.
+#include "expected.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace traindeck::engine {
+
+struct LayerSpec {
+    std::string type; // linear, conv2d, maxpool, relu, gelu, dropout, flatten
+    int out = 0;      // linear: features; conv2d: channels
+    int kernel = 3;
+    int stride = 1;
+    int padding = 0;
+    int size = 2;     // maxpool window (stride defaults to size)
+    float p = 0.5f;   // dropout probability
+};
+
+struct DataSpec {
+    std::string format = "idx"; // idx | csv
+    std::string train_images, train_labels, test_images, test_labels; // idx
+    std::string train_csv, test_csv, label_column;                    // csv (label defaults to the last column)
+    double val_fraction = 0.1;
+    bool normalize = true;  // standardise inputs with the training set's mean and deviation
+    long limit = 0;         // use only the first N training samples (0 = all)
+};
+
+struct OptimizerSpec {
+    std::string type = "sgd"; // sgd | adamw
+    float lr = 0.05f;
+    float momentum = 0.9f;
+    float weight_decay = 0.0f;
+    float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+};
+
+struct ScheduleSpec {
+    long warmup_steps = 0;
+    std::string decay = "constant"; // constant | cosine
+    float min_lr_ratio = 0.0f;      // cosine ends at lr * min_lr_ratio
+};
+
+struct JobSpec {
+    std::string name;
+    std::vector<LayerSpec> layers;
+    DataSpec data;
+    OptimizerSpec optimizer;
+    ScheduleSpec schedule;
+    int batch_size = 128;
+    int grad_accum = 1;
+    int epochs = 1;
+    uint64_t seed = 1;
+    long checkpoint_every = 0; // optimiser steps; 0 = only at epoch ends
+    int keep_checkpoints = 3;
+    int log_every = 1;
+    long max_steps = 0;        // stop (with a checkpoint) after this many optimiser steps; 0 = run all epochs
+    uint64_t hash = 0;         // of everything that changes the numbers, to refuse resuming a different run
+};
+
+// Parses and validates; unknown keys, wrong types and impossible values are errors naming the key.
+Expected<JobSpec> parse_job_spec(const nlohmann::json& json);
+Expected<JobSpec> load_job_spec(const std::string& path);
+
+// Where Debian's dataset-fashion-mnist puts the files.
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+} // namespace traindeck::engine

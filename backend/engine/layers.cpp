@@ -1,0 +1,215 @@
+#include "layers.h"
+
+#include "gemm.h"
+#include "rng.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace traindeck::engine {
+
+void linear_forward(float* y, const float* x, const float* weight, const float* bias, int batch, int in, int out) {
+    for (int row = 0; row < batch; ++row)
+        std::memcpy(y + static_cast<size_t>(row) * out, bias, sizeof(float) * out);
+    gemm(false, true, batch, out, in, 1.0f, x, in, weight, in, 1.0f, y, out);
+}
+
+void linear_backward(float* dx, float* dweight, float* dbias, const float* dy, const float* x, const float* weight,
+                     int batch, int in, int out) {
+    gemm(true, false, out, in, batch, 1.0f, dy, out, x, in, 1.0f, dweight, in);
+    for (int row = 0; row < batch; ++row) {
+        const float* dy_row = dy + static_cast<size_t>(row) * out;
+        for (int o = 0; o < out; ++o)
+            dbias[o] += dy_row[o];
+    }
+    if (dx)
+        gemm(false, false, batch, in, out, 1.0f, dy, out, weight, in, 0.0f, dx, in);
+}
+
+void im2col_nhwc(float* cols, const float* x, const Conv2dShape& s) {
+    const int oh_count = s.out_h(), ow_count = s.out_w(), channels = s.in_c;
+    const size_t patch = s.patch();
+    float* row = cols;
+    for (int b = 0; b < s.batch; ++b) {
+        const float* image = x + static_cast<size_t>(b) * s.in_h * s.in_w * channels;
+        for (int oh = 0; oh < oh_count; ++oh) {
+            for (int ow = 0; ow < ow_count; ++ow, row += patch) {
+                float* dst = row;
+                for (int kh = 0; kh < s.kernel; ++kh) {
+                    const int ih = oh * s.stride - s.pad + kh;
+                    for (int kw = 0; kw < s.kernel; ++kw, dst += channels) {
+                        const int iw = ow * s.stride - s.pad + kw;
+                        if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w)
+                            std::memset(dst, 0, sizeof(float) * channels);
+                        else
+                            std::memcpy(dst, image + (static_cast<size_t>(ih) * s.in_w + iw) * channels,
+                                        sizeof(float) * channels);
+                    }
+                }
+            }
+        }
+    }
+}
+
+void col2im_nhwc(float* dx, const float* dcols, const Conv2dShape& s) {
+    const int oh_count = s.out_h(), ow_count = s.out_w(), channels = s.in_c;
+    const size_t patch = s.patch();
+    std::memset(dx, 0, sizeof(float) * static_cast<size_t>(s.batch) * s.in_h * s.in_w * channels);
+    const float* row = dcols;
+    for (int b = 0; b < s.batch; ++b) {
+        float* image = dx + static_cast<size_t>(b) * s.in_h * s.in_w * channels;
+        for (int oh = 0; oh < oh_count; ++oh) {
+            for (int ow = 0; ow < ow_count; ++ow, row += patch) {
+                const float* src = row;
+                for (int kh = 0; kh < s.kernel; ++kh) {
+                    const int ih = oh * s.stride - s.pad + kh;
+                    for (int kw = 0; kw < s.kernel; ++kw, src += channels) {
+                        const int iw = ow * s.stride - s.pad + kw;
+                        if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w)
+                            continue;
+                        float* dst = image + (static_cast<size_t>(ih) * s.in_w + iw) * channels;
+                        for (int c = 0; c < channels; ++c)
+                            dst[c] += src[c];
+                    }
+                }
+            }
+        }
+    }
+}
+
+void conv2d_forward(float* y, float* cols, const float* x, const float* weight, const float* bias, const Conv2dShape& s) {
+    im2col_nhwc(cols, x, s);
+    const size_t positions = s.positions();
+    for (size_t p = 0; p < positions; ++p)
+        std::memcpy(y + p * s.out_c, bias, sizeof(float) * s.out_c);
+    gemm(false, true, static_cast<int>(positions), s.out_c, s.patch(), 1.0f, cols, s.patch(), weight, s.patch(), 1.0f,
+         y, s.out_c);
+}
+
+void conv2d_backward(float* dx, float* dweight, float* dbias, float* dcols, const float* dy, const float* cols,
+                     const float* weight, const Conv2dShape& s) {
+    const int positions = static_cast<int>(s.positions());
+    gemm(true, false, s.out_c, s.patch(), positions, 1.0f, dy, s.out_c, cols, s.patch(), 1.0f, dweight, s.patch());
+    for (int p = 0; p < positions; ++p) {
+        const float* dy_row = dy + static_cast<size_t>(p) * s.out_c;
+        for (int o = 0; o < s.out_c; ++o)
+            dbias[o] += dy_row[o];
+    }
+    if (dx) {
+        gemm(false, false, positions, s.patch(), s.out_c, 1.0f, dy, s.out_c, weight, s.patch(), 0.0f, dcols, s.patch());
+        col2im_nhwc(dx, dcols, s);
+    }
+}
+
+void maxpool_forward(float* y, int32_t* argmax, const float* x, int batch, int h, int w, int c, int size, int stride) {
+    const int oh_count = (h - size) / stride + 1, ow_count = (w - size) / stride + 1;
+    size_t out = 0;
+    for (int b = 0; b < batch; ++b) {
+        const size_t image = static_cast<size_t>(b) * h * w * c;
+        for (int oh = 0; oh < oh_count; ++oh) {
+            for (int ow = 0; ow < ow_count; ++ow, out += c) {
+                for (int ch = 0; ch < c; ++ch) {
+                    float best = -std::numeric_limits<float>::infinity();
+                    int32_t best_index = -1;
+                    for (int kh = 0; kh < size; ++kh) {
+                        for (int kw = 0; kw < size; ++kw) {
+                            const size_t index = image + ((static_cast<size_t>(oh * stride + kh) * w) + ow * stride + kw) * c + ch;
+                            // NaN never wins a '>' so check best_index too: a NaN input still propagates.
+                            if (x[index] > best || best_index < 0) {
+                                best = x[index];
+                                best_index = static_cast<int32_t>(index);
+                            }
+                        }
+                    }
+                    y[out + ch] = best;
+                    argmax[out + ch] = best_index;
+                }
+            }
+        }
+    }
+}
+
+void maxpool_backward(float* dx, const float* dy, const int32_t* argmax, size_t in_count, size_t out_count) {
+    std::memset(dx, 0, sizeof(float) * in_count);
+    for (size_t i = 0; i < out_count; ++i)
+        dx[argmax[i]] += dy[i];
+}
+
+void relu_forward(float* y, const float* x, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void relu_backward(float* dx, const float* dy, const float* y, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+namespace {
+constexpr float kGeluScale = 0.7978845608028654f; // sqrt(2/pi)
+}
+
+void gelu_forward(float* y, const float* x, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        const float v = x[i];
+        y[i] = 0.5f * v * (1.0f + std::tanh(kGeluScale * (v + 0.044715f * v * v * v)));
+    }
+}
+
+void gelu_backward(float* dx, const float* dy, const float* x, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        const float v = x[i];
+        const float inner = kGeluScale * (v + 0.044715f * v * v * v);
+        const float t = std::tanh(inner);
+        const float sech2 = 1.0f - t * t;
+        const float local = 0.5f * (1.0f + t) + 0.5f * v * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * v * v);
+        dx[i] = dy[i] * local;
+    }
+}
+
+void dropout_forward(float* y, float* mask, const float* x, size_t n, float p, Rng& rng) {
+    const float keep_scale = 1.0f / (1.0f - p);
+    for (size_t i = 0; i < n; ++i) {
+        mask[i] = rng.uniform() < p ? 0.0f : keep_scale;
+        y[i] = x[i] * mask[i];
+    }
+}
+
+void dropout_backward(float* dx, const float* dy, const float* mask, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        dx[i] = dy[i] * mask[i];
+}
+
+double softmax_cross_entropy_forward(float* probs, const float* logits, const int32_t* labels, int batch, int classes) {
+    double loss = 0.0;
+    for (int b = 0; b < batch; ++b) {
+        const float* row = logits + static_cast<size_t>(b) * classes;
+        float* p = probs + static_cast<size_t>(b) * classes;
+        const float max_logit = *std::max_element(row, row + classes);
+        double sum = 0.0;
+        for (int c = 0; c < classes; ++c) {
+            p[c] = std::exp(row[c] - max_logit);
+            sum += p[c];
+        }
+        const float inv = static_cast<float>(1.0 / sum);
+        for (int c = 0; c < classes; ++c)
+            p[c] *= inv;
+        // log-sum-exp form keeps the loss finite even when the label's probability underflows.
+        loss += std::log(sum) + max_logit - row[labels[b]];
+    }
+    return loss;
+}
+
+void softmax_cross_entropy_backward(float* dlogits, const float* probs, const int32_t* labels, int batch, int classes,
+                                    float scale) {
+    for (int b = 0; b < batch; ++b) {
+        const size_t offset = static_cast<size_t>(b) * classes;
+        for (int c = 0; c < classes; ++c)
+            dlogits[offset + c] = probs[offset + c] * scale;
+        dlogits[offset + labels[b]] -= scale;
+    }
+}
+
+} // namespace traindeck::engine

@@ -1,0 +1,60 @@
+#pragma once
+// Layers as pairs of plain functions over flat float buffers, in the manner of llm.c.
+// Images are NHWC: a convolution's im2col rows are then contiguous runs of channels and its gemm
+// writes the next layer's input directly, with no transpose.
+// Every *_backward accumulates into parameter gradients (dW, db) so gradient accumulation is free,
+// and overwrites the input gradient dx (which may be null when nobody needs it).
+#include <cstddef>
+#include <cstdint>
+
+namespace traindeck::engine {
+
+class Rng;
+
+// y[B,O] = x[B,I] · W[O,I]^T + b[O]
+void linear_forward(float* y, const float* x, const float* weight, const float* bias, int batch, int in, int out);
+void linear_backward(float* dx, float* dweight, float* dbias, const float* dy, const float* x, const float* weight,
+                     int batch, int in, int out);
+
+struct Conv2dShape {
+    int batch = 0;
+    int in_h = 0, in_w = 0, in_c = 0;
+    int out_c = 0, kernel = 3, stride = 1, pad = 0;
+    int out_h() const { return (in_h + 2 * pad - kernel) / stride + 1; }
+    int out_w() const { return (in_w + 2 * pad - kernel) / stride + 1; }
+    int patch() const { return kernel * kernel * in_c; }
+    size_t positions() const { return static_cast<size_t>(batch) * out_h() * out_w(); }
+};
+
+// cols[B*OH*OW, K*K*C]: one row per output position, the patch it sees in (kh, kw, c) order.
+void im2col_nhwc(float* cols, const float* x, const Conv2dShape& s);
+// Scatter-add of cols back onto dx (dx is overwritten).
+void col2im_nhwc(float* dx, const float* dcols, const Conv2dShape& s);
+// Weights are [O, K, K, C]; y is [B, OH, OW, O]. cols is scratch of size positions()*patch(), kept for backward.
+void conv2d_forward(float* y, float* cols, const float* x, const float* weight, const float* bias, const Conv2dShape& s);
+// dcols is scratch of the same size as cols; dx may be null (first layer).
+void conv2d_backward(float* dx, float* dweight, float* dbias, float* dcols, const float* dy, const float* cols,
+                     const float* weight, const Conv2dShape& s);
+
+// Max-pool over size×size windows with the given stride, NHWC; argmax keeps the winning input index.
+void maxpool_forward(float* y, int32_t* argmax, const float* x, int batch, int h, int w, int c, int size, int stride);
+void maxpool_backward(float* dx, const float* dy, const int32_t* argmax, size_t in_count, size_t out_count);
+
+void relu_forward(float* y, const float* x, size_t n);
+void relu_backward(float* dx, const float* dy, const float* y, size_t n);
+
+// GELU, tanh approximation (as GPT-2 and llm.c).
+void gelu_forward(float* y, const float* x, size_t n);
+void gelu_backward(float* dx, const float* dy, const float* x, size_t n);
+
+// Inverted dropout: mask holds 0 or 1/(1-p), drawn from rng, so eval needs no rescale.
+void dropout_forward(float* y, float* mask, const float* x, size_t n, float p, Rng& rng);
+void dropout_backward(float* dx, const float* dy, const float* mask, size_t n);
+
+// Softmax + cross-entropy over logits[B,C]. Returns the summed (not mean) loss; probs keeps the softmax.
+double softmax_cross_entropy_forward(float* probs, const float* logits, const int32_t* labels, int batch, int classes);
+// dlogits = (probs - onehot) * scale; scale is 1/(samples in the optimiser step).
+void softmax_cross_entropy_backward(float* dlogits, const float* probs, const int32_t* labels, int batch, int classes,
+                                    float scale);
+
+} // namespace traindeck::engine

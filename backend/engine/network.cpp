@@ -1,0 +1,232 @@
+#include "network.h"
+
+#include "rng.h"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace traindeck::engine {
+namespace {
+
+Conv2dShape conv_shape(const Layer& layer, int batch) {
+    return Conv2dShape{.batch = batch,
+                       .in_h = layer.in.height,
+                       .in_w = layer.in.width,
+                       .in_c = layer.in.channels,
+                       .out_c = layer.spec.out,
+                       .kernel = layer.spec.kernel,
+                       .stride = layer.spec.stride,
+                       .pad = layer.spec.padding};
+}
+
+bool is_alias(const LayerSpec& spec) { return spec.type == "flatten"; }
+
+} // namespace
+
+Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShape input, int classes, int max_batch) {
+    Network net;
+    net.input_ = input;
+    net.classes_ = classes;
+    net.max_batch_ = max_batch;
+    SampleShape shape = input;
+    size_t param_count = 0;
+    size_t max_cols = 0;
+    // The classifier head is implied: a spec that does not end in a linear layer gets one with a logit per class.
+    std::vector<LayerSpec> all = specs;
+    if (all.empty() || all.back().type != "linear")
+        all.push_back({.type = "linear", .out = classes});
+    for (size_t i = 0; i < all.size(); ++i) {
+        Layer layer{.spec = all[i], .in = shape, .out = shape};
+        const LayerSpec& s = layer.spec;
+        const std::string where = "layers[" + std::to_string(i) + "] (" + s.type + ")";
+        auto add_tensor = [&](const char* kind, size_t count, bool decay) {
+            net.tensors_.push_back({"layers." + std::to_string(i) + "." + kind, param_count, count, decay});
+            param_count += count;
+            return net.tensors_.back().offset;
+        };
+        if (s.type == "linear") {
+            layer.out = {1, 1, s.out};
+            layer.weight = add_tensor("weight", shape.size() * s.out, true);
+            layer.bias = add_tensor("bias", s.out, false);
+        } else if (s.type == "conv2d") {
+            if (shape.height == 1 && shape.width == 1)
+                return Error{where + ": convolution needs image input, but its input is a flat vector of " +
+                             std::to_string(shape.size()) + " (put conv2d layers before flatten/linear)"};
+            const Conv2dShape cs = conv_shape(layer, 1);
+            if (cs.out_h() <= 0 || cs.out_w() <= 0)
+                return Error{where + ": kernel " + std::to_string(s.kernel) + " does not fit its " +
+                             std::to_string(shape.height) + "x" + std::to_string(shape.width) + " input"};
+            layer.out = {cs.out_h(), cs.out_w(), s.out};
+            layer.weight = add_tensor("weight", static_cast<size_t>(s.out) * cs.patch(), true);
+            layer.bias = add_tensor("bias", s.out, false);
+            max_cols = std::max(max_cols, cs.positions() * cs.patch()); // per sample
+        } else if (s.type == "maxpool") {
+            if (shape.height < s.size || shape.width < s.size)
+                return Error{where + ": window " + std::to_string(s.size) + " is larger than its " +
+                             std::to_string(shape.height) + "x" + std::to_string(shape.width) + " input"};
+            layer.out = {(shape.height - s.size) / s.stride + 1, (shape.width - s.size) / s.stride + 1, shape.channels};
+        } else if (s.type == "flatten") {
+            layer.out = {1, 1, static_cast<int>(shape.size())};
+        }
+        shape = layer.out;
+        net.layers_.push_back(layer);
+    }
+    if (net.layers_.back().out.size() != static_cast<size_t>(classes))
+        return Error{"the last layer emits " + std::to_string(net.layers_.back().out.size()) +
+                     " values but the data has " + std::to_string(classes) + " classes"};
+
+    net.params_.assign(param_count, 0.0f);
+    net.grads_.assign(param_count, 0.0f);
+    const size_t n = net.layers_.size();
+    net.outputs_.resize(n);
+    net.doutputs_.resize(n);
+    net.scratch_.resize(n);
+    net.argmax_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+        const Layer& layer = net.layers_[i];
+        if (is_alias(layer.spec))
+            continue;
+        const size_t out_count = layer.out.size() * max_batch;
+        net.outputs_[i].assign(out_count, 0.0f);
+        net.doutputs_[i].assign(out_count, 0.0f);
+        if (layer.spec.type == "conv2d") {
+            const Conv2dShape cs = conv_shape(layer, max_batch);
+            net.scratch_[i].assign(cs.positions() * cs.patch(), 0.0f);
+        } else if (layer.spec.type == "dropout") {
+            net.scratch_[i].assign(out_count, 0.0f);
+        } else if (layer.spec.type == "maxpool") {
+            net.argmax_[i].assign(out_count, 0);
+        }
+    }
+    net.dcols_.assign(max_cols * max_batch, 0.0f);
+    return net;
+}
+
+void Network::initialize(Rng& rng) {
+    for (const Layer& layer : layers_) {
+        if (layer.spec.type != "linear" && layer.spec.type != "conv2d")
+            continue;
+        const size_t fan_in = layer.spec.type == "linear"
+                                  ? layer.in.size()
+                                  : static_cast<size_t>(layer.spec.kernel) * layer.spec.kernel * layer.in.channels;
+        const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
+        const size_t weights = fan_in * layer.spec.out;
+        for (size_t i = 0; i < weights; ++i)
+            params_[layer.weight + i] = rng.uniform(-bound, bound);
+        for (int i = 0; i < layer.spec.out; ++i)
+            params_[layer.bias + i] = rng.uniform(-bound, bound);
+    }
+}
+
+float* Network::output(size_t layer) {
+    while (is_alias(layers_[layer].spec)) {
+        if (layer == 0)
+            return nullptr;
+        --layer;
+    }
+    return outputs_[layer].data();
+}
+
+float* Network::doutput(size_t layer) {
+    while (is_alias(layers_[layer].spec)) {
+        if (layer == 0)
+            return nullptr;
+        --layer;
+    }
+    return doutputs_[layer].data();
+}
+
+const float* Network::forward(const float* x, int batch, bool training, Rng& rng) {
+    const float* input = x;
+    float* p = params_.data();
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        Layer& layer = layers_[i];
+        const std::string& type = layer.spec.type;
+        if (type == "flatten")
+            continue; // NHWC samples are already contiguous rows
+        float* y = outputs_[i].data();
+        const size_t in_count = layer.in.size() * batch;
+        if (type == "linear") {
+            linear_forward(y, input, p + layer.weight, p + layer.bias, batch, static_cast<int>(layer.in.size()), layer.spec.out);
+        } else if (type == "conv2d") {
+            conv2d_forward(y, scratch_[i].data(), input, p + layer.weight, p + layer.bias, conv_shape(layer, batch));
+        } else if (type == "maxpool") {
+            maxpool_forward(y, argmax_[i].data(), input, batch, layer.in.height, layer.in.width, layer.in.channels,
+                            layer.spec.size, layer.spec.stride);
+        } else if (type == "relu") {
+            relu_forward(y, input, in_count);
+        } else if (type == "gelu") {
+            gelu_forward(y, input, in_count);
+        } else if (type == "dropout") {
+            if (training && layer.spec.p > 0.0f)
+                dropout_forward(y, scratch_[i].data(), input, in_count, layer.spec.p, rng);
+            else
+                std::memcpy(y, input, sizeof(float) * in_count);
+        }
+        input = y;
+    }
+    return input;
+}
+
+void Network::backward(const float* x, const float* dlogits, int batch) {
+    float* p = params_.data();
+    float* g = grads_.data();
+    const float* dy = dlogits;
+    for (size_t i = layers_.size(); i-- > 0;) {
+        Layer& layer = layers_[i];
+        const std::string& type = layer.spec.type;
+        if (type == "flatten")
+            continue;
+        const float* input = i == 0 ? x : output(i - 1);
+        if (!input)
+            input = x;
+        // The first layer's input gradient is never needed: skipping it saves a whole gemm.
+        float* dx = i == 0 ? nullptr : doutput(i - 1);
+        const size_t in_count = layer.in.size() * batch;
+        if (type == "linear") {
+            linear_backward(dx, g + layer.weight, g + layer.bias, dy, input, p + layer.weight, batch,
+                            static_cast<int>(layer.in.size()), layer.spec.out);
+        } else if (type == "conv2d") {
+            conv2d_backward(dx, g + layer.weight, g + layer.bias, dcols_.data(), dy, scratch_[i].data(), p + layer.weight,
+                            conv_shape(layer, batch));
+        } else if (dx && type == "maxpool") {
+            maxpool_backward(dx, dy, argmax_[i].data(), in_count, layer.out.size() * batch);
+        } else if (dx && type == "relu") {
+            relu_backward(dx, dy, outputs_[i].data(), in_count);
+        } else if (dx && type == "gelu") {
+            gelu_backward(dx, dy, input, in_count);
+        } else if (dx && type == "dropout") {
+            dropout_backward(dx, dy, scratch_[i].data(), in_count);
+        }
+        if (!dx)
+            break;
+        dy = dx;
+    }
+}
+
+double Network::forward_flops_per_sample() const {
+    double flops = 0.0;
+    for (const Layer& layer : layers_) {
+        if (layer.spec.type == "linear")
+            flops += 2.0 * layer.in.size() * layer.spec.out;
+        else if (layer.spec.type == "conv2d")
+            flops += 2.0 * layer.out.height * layer.out.width * layer.spec.out * layer.spec.kernel * layer.spec.kernel *
+                     layer.in.channels;
+    }
+    return flops;
+}
+
+std::string Network::describe() const {
+    std::ostringstream text;
+    text << input_.height << "x" << input_.width << "x" << input_.channels;
+    for (const Layer& layer : layers_) {
+        text << " -> " << layer.spec.type;
+        if (layer.spec.type == "linear" || layer.spec.type == "conv2d")
+            text << "(" << layer.spec.out << ")";
+    }
+    text << "  [" << params_.size() << " parameters]";
+    return text.str();
+}
+
+} // namespace traindeck::engine

@@ -1,0 +1,74 @@
+#pragma once
+// A feed-forward network built from a list of layer specs. All parameters live in one flat buffer
+// (and their gradients in another of the same layout), as in llm.c, so the optimiser, the checkpoint
+// and a future all-reduce each see one array.
+#include "expected.h"
+#include "jobspec.h"
+#include "layers.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace traindeck::engine {
+
+class Rng;
+
+struct SampleShape {
+    int height = 1, width = 1, channels = 1;
+    size_t size() const { return static_cast<size_t>(height) * width * channels; }
+};
+
+struct ParameterTensor {
+    std::string name; // e.g. "layers.3.weight"
+    size_t offset = 0, count = 0;
+    bool decay = true; // weight decay applies to weights, not to biases
+};
+
+struct Layer {
+    LayerSpec spec;
+    SampleShape in, out;
+    size_t weight = 0, bias = 0; // offsets into params (linear, conv2d)
+};
+
+class Network {
+public:
+    // Checks that the layers fit the input shape and that the last layer emits `classes` logits.
+    static Expected<Network> build(const std::vector<LayerSpec>& specs, SampleShape input, int classes, int max_batch);
+
+    // PyTorch's default initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases.
+    void initialize(Rng& rng);
+
+    // Returns the logits [batch, classes]. Dropout draws from rng only when training.
+    const float* forward(const float* x, int batch, bool training, Rng& rng);
+    // Accumulates parameter gradients from dlogits (the loss gradient w.r.t. forward's logits).
+    void backward(const float* x, const float* dlogits, int batch);
+
+    std::vector<float>& params() { return params_; }
+    const std::vector<float>& params() const { return params_; }
+    std::vector<float>& grads() { return grads_; }
+    const std::vector<ParameterTensor>& tensors() const { return tensors_; }
+    const std::vector<Layer>& layers() const { return layers_; }
+    int classes() const { return classes_; }
+    int max_batch() const { return max_batch_; }
+    // Multiply-adds of one sample's forward pass (for FLOP/s reports).
+    double forward_flops_per_sample() const;
+    std::string describe() const;
+
+private:
+    float* output(size_t layer);
+    float* doutput(size_t layer);
+
+    std::vector<Layer> layers_;
+    std::vector<ParameterTensor> tensors_;
+    std::vector<float> params_, grads_;
+    // Per layer: output and its gradient, plus the scratch the layer keeps from forward to backward.
+    std::vector<std::vector<float>> outputs_, doutputs_, scratch_;
+    std::vector<std::vector<int32_t>> argmax_;
+    std::vector<float> dcols_; // shared by all convolutions' backward passes
+    SampleShape input_;
+    int classes_ = 0;
+    int max_batch_ = 0;
+};
+
+} // namespace traindeck::engine

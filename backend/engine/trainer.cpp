@@ -1,0 +1,323 @@
+#include "trainer.h"
+
+#include "checkpoint.h"
+#include "dataset.h"
+#include "gemm.h"
+#include "layers.h"
+#include "metricswriter.h"
+#include "network.h"
+#include "optimizer.h"
+#include "rng.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+namespace traindeck::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Independent generator streams from one seed: initialisation, data order and dropout never share draws.
+uint64_t stream_seed(uint64_t seed, uint64_t stream) { return seed * 0x9e3779b97f4a7c15ULL + stream; }
+
+struct Data {
+    Dataset train, val, test;
+};
+
+Expected<Data> load_data(const DataSpec& spec, uint64_t seed) {
+    Data data;
+    if (spec.format == "idx") {
+        auto train = load_idx(spec.train_images, spec.train_labels);
+        if (!train)
+            return Error{train.error()};
+        data.train = std::move(*train);
+        if (!spec.test_images.empty()) {
+            auto test = load_idx(spec.test_images, spec.test_labels);
+            if (!test)
+                return Error{test.error()};
+            if (test->features() != data.train.features())
+                return Error{spec.test_images + ": test images are not the size of the training images"};
+            data.test = std::move(*test);
+        }
+    } else {
+        auto train = load_csv(spec.train_csv, spec.label_column);
+        if (!train)
+            return Error{train.error()};
+        data.train = std::move(*train);
+        if (!spec.test_csv.empty()) {
+            auto test = load_csv(spec.test_csv, spec.label_column, data.train.class_names);
+            if (!test)
+                return Error{test.error()};
+            if (test->features() != data.train.features())
+                return Error{spec.test_csv + ": has a different number of columns than the training file"};
+            data.test = std::move(*test);
+        }
+    }
+    if (spec.limit > 0 && static_cast<size_t>(spec.limit) < data.train.size()) {
+        data.train.y.resize(spec.limit);
+        data.train.x.resize(spec.limit * data.train.features());
+    }
+    data.test.classes = std::max(data.test.classes, data.train.classes);
+    data.train.classes = data.test.classes;
+    data.val = split_validation(data.train, spec.val_fraction, seed);
+    if (data.train.size() == 0)
+        return Error{"no training samples left after the validation split"};
+    if (spec.normalize) {
+        const Normalization norm = fit_normalization(data.train);
+        apply_normalization(data.train, norm);
+        apply_normalization(data.val, norm);
+        apply_normalization(data.test, norm);
+    }
+    return data;
+}
+
+struct Evaluation {
+    double loss = 0.0;
+    double accuracy = 0.0;
+    std::vector<std::vector<long>> confusion; // [true class][predicted class]
+};
+
+Evaluation evaluate(Network& net, const Dataset& data, Rng& unused_rng) {
+    const int classes = net.classes();
+    Evaluation result;
+    result.confusion.assign(classes, std::vector<long>(classes, 0));
+    std::vector<float> probs(static_cast<size_t>(net.max_batch()) * classes);
+    const size_t features = data.features();
+    long correct = 0;
+    for (size_t start = 0; start < data.size(); start += net.max_batch()) {
+        const int batch = static_cast<int>(std::min<size_t>(net.max_batch(), data.size() - start));
+        const float* logits = net.forward(data.x.data() + start * features, batch, false, unused_rng);
+        result.loss += softmax_cross_entropy_forward(probs.data(), logits, data.y.data() + start, batch, classes);
+        for (int b = 0; b < batch; ++b) {
+            const float* row = probs.data() + static_cast<size_t>(b) * classes;
+            const int predicted = static_cast<int>(std::max_element(row, row + classes) - row);
+            const int truth = data.y[start + b];
+            correct += predicted == truth;
+            result.confusion[truth][predicted] += 1;
+        }
+    }
+    if (data.size() > 0) {
+        result.loss /= static_cast<double>(data.size());
+        result.accuracy = static_cast<double>(correct) / static_cast<double>(data.size());
+    }
+    return result;
+}
+
+json evaluation_json(const char* split, const Evaluation& e, long step, long epoch) {
+    return {{"type", "eval"}, {"split", split}, {"step", step}, {"epoch", epoch},
+            {"loss", e.loss}, {"accuracy", e.accuracy}, {"confusion", e.confusion}};
+}
+
+} // namespace
+
+TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWriter& metrics) {
+    auto stop_requested = [&] { return options.stop_requested && options.stop_requested->load(); };
+    auto fail = [&](int code, const std::string& message) {
+        metrics.write({{"type", "error"}, {"exit_code", code}, {"message", message}});
+        return TrainResult{code, message};
+    };
+
+    auto loaded = load_data(spec.data, spec.seed);
+    if (!loaded)
+        return fail(kExitBadData, loaded.error());
+    Data& data = *loaded;
+    const SampleShape shape{data.train.height, data.train.width, data.train.channels};
+    auto built = Network::build(spec.layers, shape, data.train.classes, spec.batch_size);
+    if (!built)
+        return fail(kExitUsage, "model: " + built.error());
+    Network& net = *built;
+    Rng init_rng(stream_seed(spec.seed, 1));
+    net.initialize(init_rng);
+    Optimizer optimizer(spec.optimizer, net.params().size());
+
+    TrainingState state;
+    state.spec_hash = spec.hash;
+    state.epoch_rng = Rng(stream_seed(spec.seed, 2)).state();
+    state.dropout_rng = Rng(stream_seed(spec.seed, 3)).state();
+    if (options.resume) {
+        auto found = find_latest_checkpoint(options.checkpoint_dir);
+        if (!found)
+            return fail(kExitIoError, found.error());
+        for (const auto& skipped : found->skipped)
+            metrics.write({{"type", "event"}, {"event", "checkpoint_skipped"}, {"message", skipped}});
+        if (!found->path.empty()) {
+            Checkpoint& c = found->checkpoint;
+            if (c.state.spec_hash != spec.hash)
+                return fail(kExitUsage, found->path + " was written by a run with a different spec (model, data, optimiser "
+                                        "or seed changed); use another --checkpoint-dir or remove it to start over");
+            if (c.params.size() != net.params().size() || c.optimizer != spec.optimizer.type ||
+                c.optimizer_state.size() != optimizer.state().size())
+                return fail(kExitUsage, found->path + " does not match this model's parameters or optimiser");
+            state = c.state;
+            net.params() = std::move(c.params);
+            optimizer.state() = std::move(c.optimizer_state);
+            metrics.log("resumed from " + found->path + " at step " + std::to_string(state.step));
+        }
+    }
+
+    const size_t train_count = data.train.size();
+    const size_t features = data.train.features();
+    const int classes = net.classes();
+    const long batches_per_epoch = static_cast<long>((train_count + spec.batch_size - 1) / spec.batch_size);
+    const long steps_per_epoch = (batches_per_epoch + spec.grad_accum - 1) / spec.grad_accum;
+    const long total_steps = steps_per_epoch * spec.epochs;
+
+    metrics.write({{"type", "status"}, {"state", "running"}, {"name", spec.name}, {"model", net.describe()},
+                   {"parameters", net.params().size()}, {"train_samples", train_count}, {"val_samples", data.val.size()},
+                   {"test_samples", data.test.size()}, {"classes", classes}, {"total_steps", total_steps},
+                   {"resumed_from_step", state.step}, {"threads", compute_threads()}});
+    metrics.log("model " + net.describe());
+
+    auto save = [&](const char* reason) -> Expected<std::string> {
+        Checkpoint c{state, spec.optimizer.type, net.params(), optimizer.state()};
+        auto path = write_checkpoint(options.checkpoint_dir, c, spec.keep_checkpoints);
+        if (path)
+            metrics.write({{"type", "checkpoint"}, {"step", state.step}, {"epoch", state.epoch}, {"path", *path},
+                           {"reason", reason}});
+        return path;
+    };
+
+    std::vector<float> batch_x(static_cast<size_t>(spec.batch_size) * features);
+    std::vector<int32_t> batch_y(spec.batch_size);
+    std::vector<float> probs(static_cast<size_t>(spec.batch_size) * classes);
+    std::vector<float> dlogits(probs.size());
+    std::vector<size_t> order(train_count);
+    Rng dropout_rng;
+    dropout_rng.set_state(state.dropout_rng);
+    Rng unused_rng;
+
+    long samples_since_log = 0;
+    double seconds_since_log = 0.0;
+    while (state.epoch < spec.epochs) {
+        // The epoch's order comes from the generator as it stood at the epoch's start, so a resumed
+        // run rebuilds exactly the same order and picks up at batch_in_epoch.
+        Rng epoch_rng;
+        epoch_rng.set_state(state.epoch_rng);
+        std::iota(order.begin(), order.end(), 0);
+        for (size_t i = train_count - 1; i > 0; --i)
+            std::swap(order[i], order[epoch_rng.below(i + 1)]);
+        const Rng::State next_epoch_rng = epoch_rng.state();
+        double epoch_seconds = 0.0;
+        long epoch_samples = 0;
+
+        while (state.batch_in_epoch < batches_per_epoch) {
+            if (stop_requested()) {
+                auto path = save("preempted");
+                if (!path)
+                    return fail(kExitIoError, path.error());
+                metrics.write({{"type", "status"}, {"state", "preempted"}, {"step", state.step}, {"checkpoint", *path}});
+                return {kExitPreempted, "stopped on request at step " + std::to_string(state.step) +
+                                            "; checkpoint written, continue with --resume"};
+            }
+            const auto step_start = Clock::now();
+            const long window_batches = std::min<long>(spec.grad_accum, batches_per_epoch - state.batch_in_epoch);
+            const size_t window_first = static_cast<size_t>(state.batch_in_epoch) * spec.batch_size;
+            const size_t window_samples =
+                std::min(train_count, window_first + static_cast<size_t>(window_batches) * spec.batch_size) - window_first;
+            const float scale = 1.0f / static_cast<float>(window_samples);
+            std::fill(net.grads().begin(), net.grads().end(), 0.0f);
+            double window_loss = 0.0;
+            long window_correct = 0;
+            for (long micro = 0; micro < window_batches; ++micro) {
+                const size_t first = window_first + static_cast<size_t>(micro) * spec.batch_size;
+                const int batch = static_cast<int>(std::min<size_t>(spec.batch_size, train_count - first));
+                for (int b = 0; b < batch; ++b) {
+                    const size_t sample = order[first + b];
+                    std::memcpy(batch_x.data() + b * features, data.train.x.data() + sample * features,
+                                sizeof(float) * features);
+                    batch_y[b] = data.train.y[sample];
+                }
+                const float* logits = net.forward(batch_x.data(), batch, true, dropout_rng);
+                window_loss += softmax_cross_entropy_forward(probs.data(), logits, batch_y.data(), batch, classes);
+                for (int b = 0; b < batch; ++b) {
+                    const float* row = probs.data() + static_cast<size_t>(b) * classes;
+                    window_correct += std::max_element(row, row + classes) - row == batch_y[b];
+                }
+                softmax_cross_entropy_backward(dlogits.data(), probs.data(), batch_y.data(), batch, classes, scale);
+                net.backward(batch_x.data(), dlogits.data(), batch);
+            }
+            const double loss = window_loss / static_cast<double>(window_samples);
+            if (!std::isfinite(loss)) {
+                metrics.write({{"type", "event"}, {"event", "nan_loss"}, {"step", state.step + 1}, {"loss", loss}});
+                return fail(kExitNonFinite, "loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
+                                                " at step " + std::to_string(state.step + 1) +
+                                                "; lower the learning rate or check the data (no checkpoint written)");
+            }
+            ++state.step;
+            const float lr = learning_rate(spec.optimizer, spec.schedule, state.step, total_steps);
+            optimizer.step(net.params(), net.grads(), net.tensors(), lr, state.step);
+            state.batch_in_epoch += window_batches;
+            state.samples_seen += static_cast<long>(window_samples);
+            state.dropout_rng = dropout_rng.state();
+            const double step_seconds = seconds_since(step_start);
+            state.train_seconds += step_seconds;
+            epoch_seconds += step_seconds;
+            epoch_samples += static_cast<long>(window_samples);
+            samples_since_log += static_cast<long>(window_samples);
+            seconds_since_log += step_seconds;
+
+            if (state.step % spec.log_every == 0 || state.batch_in_epoch == batches_per_epoch) {
+                metrics.write({{"type", "metric"}, {"step", state.step}, {"epoch", state.epoch + 1},
+                               {"progress", static_cast<double>(state.step) / total_steps}, {"loss", loss},
+                               {"accuracy", static_cast<double>(window_correct) / window_samples}, {"lr", lr},
+                               {"samples_per_s", seconds_since_log > 0 ? samples_since_log / seconds_since_log : 0.0},
+                               {"train_seconds", state.train_seconds}});
+                samples_since_log = 0;
+                seconds_since_log = 0.0;
+            }
+            const bool epoch_done = state.batch_in_epoch == batches_per_epoch;
+            if (spec.checkpoint_every > 0 && state.step % spec.checkpoint_every == 0 && !epoch_done) {
+                if (auto path = save("interval"); !path)
+                    return fail(kExitIoError, path.error());
+            }
+            if (spec.max_steps > 0 && state.step >= spec.max_steps && !epoch_done) {
+                auto path = save("max_steps");
+                if (!path)
+                    return fail(kExitIoError, path.error());
+                metrics.write({{"type", "status"}, {"state", "stopped"}, {"reason", "max_steps"}, {"step", state.step}});
+                return {kExitDone, {}};
+            }
+        }
+
+        const Evaluation val = evaluate(net, data.val, unused_rng);
+        if (data.val.size() > 0)
+            metrics.write(evaluation_json("val", val, state.step, state.epoch + 1));
+        const double epoch_rate = epoch_seconds > 0 ? epoch_samples / epoch_seconds : 0.0;
+        metrics.write({{"type", "epoch"}, {"epoch", state.epoch + 1}, {"step", state.step}, {"samples", epoch_samples},
+                       {"seconds", epoch_seconds}, {"samples_per_s", epoch_rate}});
+        char line[200];
+        std::snprintf(line, sizeof(line), "epoch %ld/%d  step %ld  val loss %.4f  val accuracy %.2f%%  %.0f samples/s",
+                      state.epoch + 1, spec.epochs, state.step, val.loss, 100.0 * val.accuracy, epoch_rate);
+        metrics.log(line);
+        state.epoch_rng = next_epoch_rng;
+        state.batch_in_epoch = 0;
+        ++state.epoch;
+        auto path = save("epoch");
+        if (!path)
+            return fail(kExitIoError, path.error());
+        if (spec.max_steps > 0 && state.step >= spec.max_steps) {
+            metrics.write({{"type", "status"}, {"state", "stopped"}, {"reason", "max_steps"}, {"step", state.step}});
+            return {kExitDone, {}};
+        }
+    }
+
+    if (data.test.size() > 0) {
+        const Evaluation test = evaluate(net, data.test, unused_rng);
+        metrics.write(evaluation_json("test", test, state.step, spec.epochs));
+        char line[120];
+        std::snprintf(line, sizeof(line), "test loss %.4f  test accuracy %.2f%%", test.loss, 100.0 * test.accuracy);
+        metrics.log(line);
+    }
+    metrics.write({{"type", "status"}, {"state", "finished"}, {"step", state.step}, {"train_seconds", state.train_seconds},
+                   {"samples_per_s", state.train_seconds > 0 ? state.samples_seen / state.train_seconds : 0.0},
+                   {"forward_flops_per_sample", net.forward_flops_per_sample()}});
+    return {kExitDone, {}};
+}
+
+} // namespace traindeck::engine

@@ -1,0 +1,35 @@
+#pragma once
+// The training loop of the built-in trainer: data in, metrics and checkpoints out.
+#include "jobspec.h"
+
+#include <atomic>
+#include <string>
+
+namespace traindeck::engine {
+
+class MetricsWriter;
+
+// Exit codes of traindeck-train (the worker maps them to job states; see backend/api/METRICS.md).
+enum ExitCode : int {
+    kExitDone = 0,
+    kExitUsage = 2,      // bad arguments or job spec
+    kExitBadData = 3,    // missing, truncated or malformed data
+    kExitNonFinite = 4,  // the loss became NaN or infinite
+    kExitIoError = 5,    // a checkpoint could not be written
+    kExitPreempted = 75, // asked to stop (SIGTERM): checkpoint written, resume with --resume
+};
+
+struct TrainOptions {
+    std::string checkpoint_dir = "checkpoints";
+    bool resume = false;             // continue from the newest intact checkpoint in checkpoint_dir, if any
+    const std::atomic<bool>* stop_requested = nullptr; // set from a signal handler
+};
+
+struct TrainResult {
+    int exit_code = kExitDone;
+    std::string message; // one line for stderr when exit_code != 0
+};
+
+TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWriter& metrics);
+
+} // namespace traindeck::engine

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs every Debian package that TrainDeck's build, the app and its tests need.
+# Idempotent: re-running only installs what is missing. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git
+  # engine
+  libopenblas-dev zlib1g-dev
+  # worker, client, catalog
+  nlohmann-json3-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev
+  # console
+  qt6-base-dev qt6-charts-dev libqt6sql6-sqlite qt6-tools-dev qtkeychain-qt6-dev libgl-dev
+  # export
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  # data shipped by Debian: the demo job and the tests train on it
+  dataset-fashion-mnist
+  # peer benchmark and user-script jobs (Debian's PyTorch lives in /usr/bin/python3)
+  python3 python3-torch python3-numpy
+  # GUI tests and screenshots
+  xvfb xauth imagemagick
+)
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+as_root apt-get update -qq
+as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"
