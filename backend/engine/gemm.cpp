@@ -1,5 +1,7 @@
 #include "gemm.h"
 
+#include "parallel.h"
+
 // OpenBLAS's cblas.h (found through pkg-config) also declares its thread and config controls.
 #include <cblas.h>
 
@@ -12,8 +14,10 @@ void gemm(bool transpose_a, bool transpose_b, int m, int n, int k, float alpha, 
 }
 
 void set_compute_threads(int threads) {
-    if (threads > 0)
-        openblas_set_num_threads(threads);
+    if (threads <= 0)
+        threads = openblas_get_num_threads();
+    openblas_set_num_threads(threads);
+    set_parallel_threads(threads);
 }
 
 int compute_threads() { return openblas_get_num_threads(); }

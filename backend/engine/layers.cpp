@@ -1,6 +1,7 @@
 #include "layers.h"
 
 #include "gemm.h"
+#include "parallel.h"
 #include "rng.h"
 
 #include <algorithm>
@@ -9,6 +10,10 @@
 #include <limits>
 
 namespace traindeck::engine {
+namespace {
+// Below this many elements a loop is cheaper than waking a thread.
+constexpr size_t kElementwiseGrain = 32768;
+} // namespace
 
 void linear_forward(float* y, const float* x, const float* weight, const float* bias, int batch, int in, int out) {
     for (int row = 0; row < batch; ++row)
@@ -28,58 +33,70 @@ void linear_backward(float* dx, float* dweight, float* dbias, const float* dy, c
         gemm(false, false, batch, in, out, 1.0f, dy, out, weight, in, 0.0f, dx, in);
 }
 
+// im2col, col2im and pooling are split by sample: each thread writes only its own samples' rows.
 void im2col_nhwc(float* cols, const float* x, const Conv2dShape& s) {
     const int oh_count = s.out_h(), ow_count = s.out_w(), channels = s.in_c;
     const size_t patch = s.patch();
-    float* row = cols;
-    for (int b = 0; b < s.batch; ++b) {
-        const float* image = x + static_cast<size_t>(b) * s.in_h * s.in_w * channels;
-        for (int oh = 0; oh < oh_count; ++oh) {
-            for (int ow = 0; ow < ow_count; ++ow, row += patch) {
-                float* dst = row;
-                for (int kh = 0; kh < s.kernel; ++kh) {
-                    const int ih = oh * s.stride - s.pad + kh;
-                    for (int kw = 0; kw < s.kernel; ++kw, dst += channels) {
-                        const int iw = ow * s.stride - s.pad + kw;
-                        if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w)
-                            std::memset(dst, 0, sizeof(float) * channels);
-                        else
-                            std::memcpy(dst, image + (static_cast<size_t>(ih) * s.in_w + iw) * channels,
-                                        sizeof(float) * channels);
+    const size_t rows_per_sample = static_cast<size_t>(oh_count) * ow_count;
+    parallel_for(s.batch, [&](size_t first, size_t last) {
+        for (size_t b = first; b < last; ++b) {
+            const float* image = x + b * s.in_h * s.in_w * channels;
+            float* row = cols + b * rows_per_sample * patch;
+            for (int oh = 0; oh < oh_count; ++oh) {
+                for (int ow = 0; ow < ow_count; ++ow, row += patch) {
+                    float* dst = row;
+                    for (int kh = 0; kh < s.kernel; ++kh) {
+                        const int ih = oh * s.stride - s.pad + kh;
+                        for (int kw = 0; kw < s.kernel; ++kw, dst += channels) {
+                            const int iw = ow * s.stride - s.pad + kw;
+                            if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w) {
+                                for (int c = 0; c < channels; ++c)
+                                    dst[c] = 0.0f;
+                            } else {
+                                const float* src = image + (static_cast<size_t>(ih) * s.in_w + iw) * channels;
+                                for (int c = 0; c < channels; ++c)
+                                    dst[c] = src[c];
+                            }
+                        }
                     }
                 }
             }
         }
-    }
+    });
 }
 
 void col2im_nhwc(float* dx, const float* dcols, const Conv2dShape& s) {
     const int oh_count = s.out_h(), ow_count = s.out_w(), channels = s.in_c;
     const size_t patch = s.patch();
-    std::memset(dx, 0, sizeof(float) * static_cast<size_t>(s.batch) * s.in_h * s.in_w * channels);
-    const float* row = dcols;
-    for (int b = 0; b < s.batch; ++b) {
-        float* image = dx + static_cast<size_t>(b) * s.in_h * s.in_w * channels;
-        for (int oh = 0; oh < oh_count; ++oh) {
-            for (int ow = 0; ow < ow_count; ++ow, row += patch) {
-                const float* src = row;
-                for (int kh = 0; kh < s.kernel; ++kh) {
-                    const int ih = oh * s.stride - s.pad + kh;
-                    for (int kw = 0; kw < s.kernel; ++kw, src += channels) {
-                        const int iw = ow * s.stride - s.pad + kw;
-                        if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w)
-                            continue;
-                        float* dst = image + (static_cast<size_t>(ih) * s.in_w + iw) * channels;
-                        for (int c = 0; c < channels; ++c)
-                            dst[c] += src[c];
+    const size_t rows_per_sample = static_cast<size_t>(oh_count) * ow_count;
+    const size_t image_size = static_cast<size_t>(s.in_h) * s.in_w * channels;
+    parallel_for(s.batch, [&](size_t first, size_t last) {
+        for (size_t b = first; b < last; ++b) {
+            float* image = dx + b * image_size;
+            std::memset(image, 0, sizeof(float) * image_size);
+            const float* row = dcols + b * rows_per_sample * patch;
+            for (int oh = 0; oh < oh_count; ++oh) {
+                for (int ow = 0; ow < ow_count; ++ow, row += patch) {
+                    const float* src = row;
+                    for (int kh = 0; kh < s.kernel; ++kh) {
+                        const int ih = oh * s.stride - s.pad + kh;
+                        for (int kw = 0; kw < s.kernel; ++kw, src += channels) {
+                            const int iw = ow * s.stride - s.pad + kw;
+                            if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w)
+                                continue;
+                            float* dst = image + (static_cast<size_t>(ih) * s.in_w + iw) * channels;
+                            for (int c = 0; c < channels; ++c)
+                                dst[c] += src[c];
+                        }
                     }
                 }
             }
         }
-    }
+    });
 }
 
-void conv2d_forward(float* y, float* cols, const float* x, const float* weight, const float* bias, const Conv2dShape& s) {
+void conv2d_forward(float* y, float* cols, const float* x, const float* weight, const float* bias,
+                    const Conv2dShape& s) {
     im2col_nhwc(cols, x, s);
     const size_t positions = s.positions();
     for (size_t p = 0; p < positions; ++p)
@@ -105,30 +122,39 @@ void conv2d_backward(float* dx, float* dweight, float* dbias, float* dcols, cons
 
 void maxpool_forward(float* y, int32_t* argmax, const float* x, int batch, int h, int w, int c, int size, int stride) {
     const int oh_count = (h - size) / stride + 1, ow_count = (w - size) / stride + 1;
-    size_t out = 0;
-    for (int b = 0; b < batch; ++b) {
-        const size_t image = static_cast<size_t>(b) * h * w * c;
-        for (int oh = 0; oh < oh_count; ++oh) {
-            for (int ow = 0; ow < ow_count; ++ow, out += c) {
-                for (int ch = 0; ch < c; ++ch) {
-                    float best = -std::numeric_limits<float>::infinity();
-                    int32_t best_index = -1;
+    // Channels are innermost (NHWC), so each window step compares whole channel vectors.
+    parallel_for(batch, [&](size_t first, size_t last) {
+        for (size_t b = first; b < last; ++b) {
+            const size_t image = b * h * w * c;
+            size_t out = b * oh_count * ow_count * c;
+            for (int oh = 0; oh < oh_count; ++oh) {
+                for (int ow = 0; ow < ow_count; ++ow, out += c) {
+                    float* best = y + out;
+                    int32_t* best_index = argmax + out;
                     for (int kh = 0; kh < size; ++kh) {
                         for (int kw = 0; kw < size; ++kw) {
-                            const size_t index = image + ((static_cast<size_t>(oh * stride + kh) * w) + ow * stride + kw) * c + ch;
-                            // NaN never wins a '>' so check best_index too: a NaN input still propagates.
-                            if (x[index] > best || best_index < 0) {
-                                best = x[index];
-                                best_index = static_cast<int32_t>(index);
+                            const size_t base =
+                                image + (static_cast<size_t>(oh * stride + kh) * w + ow * stride + kw) * c;
+                            const float* v = x + base;
+                            if (kh == 0 && kw == 0) {
+                                for (int ch = 0; ch < c; ++ch) {
+                                    best[ch] = v[ch];
+                                    best_index[ch] = static_cast<int32_t>(base + ch);
+                                }
+                                continue;
+                            }
+                            // A NaN already in `best` stays (no '>' beats it), so NaN propagates to the loss.
+                            for (int ch = 0; ch < c; ++ch) {
+                                const bool greater = v[ch] > best[ch];
+                                best[ch] = greater ? v[ch] : best[ch];
+                                best_index[ch] = greater ? static_cast<int32_t>(base + ch) : best_index[ch];
                             }
                         }
                     }
-                    y[out + ch] = best;
-                    argmax[out + ch] = best_index;
                 }
             }
         }
-    }
+    });
 }
 
 void maxpool_backward(float* dx, const float* dy, const int32_t* argmax, size_t in_count, size_t out_count) {
@@ -138,13 +164,23 @@ void maxpool_backward(float* dx, const float* dy, const int32_t* argmax, size_t 
 }
 
 void relu_forward(float* y, const float* x, size_t n) {
-    for (size_t i = 0; i < n; ++i)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    parallel_for(
+        n,
+        [&](size_t first, size_t last) {
+            for (size_t i = first; i < last; ++i)
+                y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        },
+        kElementwiseGrain);
 }
 
 void relu_backward(float* dx, const float* dy, const float* y, size_t n) {
-    for (size_t i = 0; i < n; ++i)
-        dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    parallel_for(
+        n,
+        [&](size_t first, size_t last) {
+            for (size_t i = first; i < last; ++i)
+                dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+        },
+        kElementwiseGrain);
 }
 
 namespace {
