@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # toolchain
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git libgtest-dev
   # engine
   libopenblas-dev zlib1g-dev
   # worker, client, catalog

@@ -1,0 +1,155 @@
+#include "dataset.h"
+#include "testsupport.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <fstream>
+
+using namespace traindeck::engine;
+using traindeck::test::TempDir;
+using traindeck::test::write_text;
+
+namespace {
+
+std::string idx_bytes(uint32_t count, uint32_t rows, uint32_t cols, size_t data_bytes) {
+    std::string bytes = {0, 0, 8, 3};
+    for (uint32_t v : {count, rows, cols})
+        for (int shift = 24; shift >= 0; shift -= 8)
+            bytes += static_cast<char>((v >> shift) & 0xff);
+    for (size_t i = 0; i < data_bytes; ++i)
+        bytes += static_cast<char>(i % 256);
+    return bytes;
+}
+
+std::string label_bytes(uint32_t count) {
+    std::string bytes = {0, 0, 8, 1};
+    for (int shift = 24; shift >= 0; shift -= 8)
+        bytes += static_cast<char>((count >> shift) & 0xff);
+    for (uint32_t i = 0; i < count; ++i)
+        bytes += static_cast<char>(i % 3);
+    return bytes;
+}
+
+void write_gzip(const std::string& path, const std::string& bytes) {
+    gzFile file = gzopen(path.c_str(), "wb");
+    gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size()));
+    gzclose(file);
+}
+
+} // namespace
+
+TEST(Dataset, ReadsDebianFashionMnist) {
+    if (!traindeck::test::fashion_mnist_installed())
+        GTEST_SKIP() << "dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)";
+    auto data = load_idx("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz",
+                         "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz");
+    ASSERT_TRUE(data) << data.error();
+    EXPECT_EQ(data->size(), 10000u);
+    EXPECT_EQ(data->height, 28);
+    EXPECT_EQ(data->width, 28);
+    EXPECT_EQ(data->classes, 10);
+    EXPECT_EQ(data->y[0], 9); // the first test image is an ankle boot
+    const auto [low, high] = std::minmax_element(data->x.begin(), data->x.end());
+    EXPECT_EQ(*low, 0.0f);
+    EXPECT_EQ(*high, 1.0f);
+}
+
+TEST(Dataset, ReadsPlainAndGzipIdx) {
+    TempDir dir;
+    write_text(dir.file("images"), idx_bytes(4, 2, 3, 24));
+    write_gzip(dir.file("labels.gz"), label_bytes(4));
+    auto data = load_idx(dir.file("images"), dir.file("labels.gz"));
+    ASSERT_TRUE(data) << data.error();
+    EXPECT_EQ(data->size(), 4u);
+    EXPECT_EQ(data->features(), 6u);
+    EXPECT_FLOAT_EQ(data->x[5], 5.0f / 255.0f);
+    EXPECT_EQ(data->y, (std::vector<int32_t>{0, 1, 2, 0}));
+}
+
+TEST(Dataset, TruncatedOrCorruptIdxIsAClearError) {
+    TempDir dir;
+    write_gzip(dir.file("labels.gz"), label_bytes(10));
+    write_text(dir.file("short"), idx_bytes(10, 28, 28, 28 * 28 * 5));
+    auto truncated = load_idx(dir.file("short"), dir.file("labels.gz"));
+    ASSERT_FALSE(truncated);
+    EXPECT_NE(truncated.error().find("truncated IDX file"), std::string::npos) << truncated.error();
+    EXPECT_NE(truncated.error().find("7840 bytes of data but 3920"), std::string::npos) << truncated.error();
+
+    // A gzip stream cut in half: zlib reports the broken stream.
+    write_gzip(dir.file("full.gz"), idx_bytes(10, 28, 28, 28 * 28 * 10));
+    std::ifstream in(dir.file("full.gz"), std::ios::binary);
+    std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    write_text(dir.file("cut.gz"), gz.substr(0, gz.size() / 2));
+    auto cut = load_idx(dir.file("cut.gz"), dir.file("labels.gz"));
+    ASSERT_FALSE(cut);
+    EXPECT_NE(cut.error().find("cut.gz"), std::string::npos) << cut.error();
+
+    write_text(dir.file("text"), "hello, this is not an IDX file");
+    auto bad_magic = load_idx(dir.file("text"), dir.file("labels.gz"));
+    ASSERT_FALSE(bad_magic);
+    EXPECT_NE(bad_magic.error().find("bad magic"), std::string::npos);
+
+    write_text(dir.file("img"), idx_bytes(9, 2, 2, 36));
+    auto mismatch = load_idx(dir.file("img"), dir.file("labels.gz"));
+    ASSERT_FALSE(mismatch);
+    EXPECT_NE(mismatch.error().find("9 images but"), std::string::npos);
+
+    auto missing = load_idx(dir.file("nope"), dir.file("labels.gz"));
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.error().find("cannot open"), std::string::npos);
+}
+
+TEST(Dataset, CsvWithStringLabelsAndQuotes) {
+    TempDir dir;
+    write_text(dir.file("t.csv"), "a,\"b, quoted\",species\n1,2.5,setosa\n3,-4e-1,virginica\n\n5,6,setosa\n");
+    auto data = load_csv(dir.file("t.csv"), "species");
+    ASSERT_TRUE(data) << data.error();
+    EXPECT_EQ(data->size(), 3u);
+    EXPECT_EQ(data->features(), 2u);
+    EXPECT_EQ(data->class_names, (std::vector<std::string>{"setosa", "virginica"}));
+    EXPECT_EQ(data->y, (std::vector<int32_t>{0, 1, 0}));
+    EXPECT_FLOAT_EQ(data->x[3], -0.4f);
+}
+
+TEST(Dataset, CsvErrorsNameLineAndColumn) {
+    TempDir dir;
+    write_text(dir.file("bad.csv"), "x,y,label\n1,2,0\n3,oops,1\n");
+    auto bad = load_csv(dir.file("bad.csv"), "");
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().find("bad.csv:3: column \"y\": \"oops\" is not a number"), std::string::npos) << bad.error();
+
+    write_text(dir.file("ragged.csv"), "x,y,label\n1,2,0\n3,1\n");
+    auto ragged = load_csv(dir.file("ragged.csv"), "");
+    ASSERT_FALSE(ragged);
+    EXPECT_NE(ragged.error().find("ragged.csv:3: 2 cells, but the header has 3 columns"), std::string::npos);
+
+    write_text(dir.file("nan.csv"), "x,label\nnan,0\n");
+    EXPECT_FALSE(load_csv(dir.file("nan.csv"), ""));
+    auto no_column = load_csv(dir.file("bad.csv"), "species");
+    ASSERT_FALSE(no_column);
+    EXPECT_NE(no_column.error().find("no column named \"species\""), std::string::npos);
+}
+
+TEST(Dataset, ValidationSplitAndNormalisation) {
+    Dataset data;
+    data.width = 2;
+    data.classes = 2;
+    for (int i = 0; i < 100; ++i) {
+        data.x.push_back(float(i));
+        data.x.push_back(float(2 * i + 1));
+        data.y.push_back(i % 2);
+    }
+    Dataset val = split_validation(data, 0.2, 7);
+    EXPECT_EQ(data.size(), 80u);
+    EXPECT_EQ(val.size(), 20u);
+    const Normalization norm = fit_normalization(data);
+    apply_normalization(data, norm);
+    double mean = 0.0, square = 0.0;
+    for (size_t i = 0; i < data.size(); ++i) {
+        mean += data.x[i * 2 + 1];
+        square += data.x[i * 2 + 1] * data.x[i * 2 + 1];
+    }
+    EXPECT_NEAR(mean / 80.0, 0.0, 1e-5);
+    EXPECT_NEAR(square / 80.0, 1.0, 1e-4);
+}

@@ -1,0 +1,226 @@
+// Every layer's backward pass against central finite differences of its forward pass,
+// first layer by layer, then through a whole network with every layer type.
+#include "layers.h"
+#include "network.h"
+#include "rng.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+using namespace traindeck::engine;
+
+namespace {
+
+std::vector<float> random_vector(size_t n, Rng& rng, float scale = 1.0f) {
+    std::vector<float> v(n);
+    for (auto& x : v)
+        x = rng.uniform(-scale, scale);
+    return v;
+}
+
+// Checks analytic against numeric derivative of loss() w.r.t. every entry of `values`.
+void expect_gradient(std::vector<float>& values, const std::vector<float>& analytic, const std::function<double()>& loss,
+                     const char* what, float eps = 1e-2f, double tolerance = 2e-2) {
+    ASSERT_EQ(values.size(), analytic.size());
+    double worst = 0.0;
+    for (size_t i = 0; i < values.size(); ++i) {
+        const float saved = values[i];
+        values[i] = saved + eps;
+        const double up = loss();
+        values[i] = saved - eps;
+        const double down = loss();
+        values[i] = saved;
+        const double numeric = (up - down) / (2.0 * eps);
+        const double error = std::abs(numeric - analytic[i]) / std::max(1.0, std::abs(numeric) + std::abs(analytic[i]));
+        worst = std::max(worst, error);
+        EXPECT_LT(error, tolerance) << what << " entry " << i << ": numeric " << numeric << " analytic " << analytic[i];
+    }
+    ::testing::Test::RecordProperty(what, std::to_string(worst));
+}
+
+double dot(const std::vector<float>& a, const std::vector<float>& b) {
+    double sum = 0.0;
+    for (size_t i = 0; i < a.size(); ++i)
+        sum += double(a[i]) * b[i];
+    return sum;
+}
+
+} // namespace
+
+TEST(Layers, LinearGradients) {
+    Rng rng(7);
+    const int batch = 3, in = 5, out = 4;
+    auto x = random_vector(batch * in, rng), w = random_vector(out * in, rng), b = random_vector(out, rng);
+    const auto probe = random_vector(batch * out, rng); // loss = <y, probe>, so dy = probe
+    std::vector<float> y(batch * out), dx(x.size()), dw(w.size(), 0.0f), db(b.size(), 0.0f);
+    auto loss = [&] {
+        linear_forward(y.data(), x.data(), w.data(), b.data(), batch, in, out);
+        return dot(y, probe);
+    };
+    linear_backward(dx.data(), dw.data(), db.data(), probe.data(), x.data(), w.data(), batch, in, out);
+    expect_gradient(x, dx, loss, "linear dx");
+    expect_gradient(w, dw, loss, "linear dW");
+    expect_gradient(b, db, loss, "linear db");
+}
+
+TEST(Layers, Conv2dGradientsWithPaddingAndStride) {
+    Rng rng(11);
+    for (const auto& [stride, pad] : {std::pair{1, 1}, std::pair{2, 0}, std::pair{2, 1}}) {
+        Conv2dShape s{.batch = 2, .in_h = 6, .in_w = 5, .in_c = 3, .out_c = 4, .kernel = 3, .stride = stride, .pad = pad};
+        auto x = random_vector(size_t(s.batch) * s.in_h * s.in_w * s.in_c, rng);
+        auto w = random_vector(size_t(s.out_c) * s.patch(), rng);
+        auto b = random_vector(s.out_c, rng);
+        const auto probe = random_vector(s.positions() * s.out_c, rng);
+        std::vector<float> y(probe.size()), cols(s.positions() * s.patch()), dcols(cols.size());
+        std::vector<float> dx(x.size()), dw(w.size(), 0.0f), db(b.size(), 0.0f);
+        auto loss = [&] {
+            conv2d_forward(y.data(), cols.data(), x.data(), w.data(), b.data(), s);
+            return dot(y, probe);
+        };
+        loss();
+        conv2d_backward(dx.data(), dw.data(), db.data(), dcols.data(), probe.data(), cols.data(), w.data(), s);
+        expect_gradient(x, dx, loss, "conv dx");
+        expect_gradient(w, dw, loss, "conv dW");
+        expect_gradient(b, db, loss, "conv db");
+    }
+}
+
+TEST(Layers, Conv2dMatchesDirectConvolution) {
+    Rng rng(3);
+    Conv2dShape s{.batch = 1, .in_h = 4, .in_w = 4, .in_c = 2, .out_c = 1, .kernel = 3, .stride = 1, .pad = 1};
+    auto x = random_vector(32, rng), w = random_vector(18, rng);
+    std::vector<float> b = {0.25f}, y(16), cols(s.positions() * s.patch());
+    conv2d_forward(y.data(), cols.data(), x.data(), w.data(), b.data(), s);
+    for (int oh = 0; oh < 4; ++oh)
+        for (int ow = 0; ow < 4; ++ow) {
+            double expected = 0.25;
+            for (int kh = 0; kh < 3; ++kh)
+                for (int kw = 0; kw < 3; ++kw)
+                    for (int c = 0; c < 2; ++c) {
+                        const int ih = oh + kh - 1, iw = ow + kw - 1;
+                        if (ih >= 0 && ih < 4 && iw >= 0 && iw < 4)
+                            expected += double(x[(ih * 4 + iw) * 2 + c]) * w[(kh * 3 + kw) * 2 + c];
+                    }
+            EXPECT_NEAR(y[oh * 4 + ow], expected, 1e-5);
+        }
+}
+
+TEST(Layers, MaxPoolActivationsAndSoftmaxGradients) {
+    Rng rng(5);
+    {
+        const int batch = 2, h = 4, w = 6, c = 3;
+        auto x = random_vector(size_t(batch) * h * w * c, rng);
+        const size_t out_count = size_t(batch) * 2 * 3 * c;
+        const auto probe = random_vector(out_count, rng);
+        std::vector<float> y(out_count), dx(x.size());
+        std::vector<int32_t> argmax(out_count);
+        auto loss = [&] {
+            maxpool_forward(y.data(), argmax.data(), x.data(), batch, h, w, c, 2, 2);
+            return dot(y, probe);
+        };
+        loss();
+        maxpool_backward(dx.data(), probe.data(), argmax.data(), x.size(), out_count);
+        expect_gradient(x, dx, loss, "maxpool dx", 1e-3f);
+    }
+    {
+        auto x = random_vector(64, rng, 3.0f);
+        const auto probe = random_vector(64, rng);
+        std::vector<float> y(64), dx(64);
+        auto gelu_loss = [&] {
+            gelu_forward(y.data(), x.data(), x.size());
+            return dot(y, probe);
+        };
+        gelu_backward(dx.data(), probe.data(), x.data(), x.size());
+        expect_gradient(x, dx, gelu_loss, "gelu dx", 1e-3f);
+        auto relu_loss = [&] {
+            relu_forward(y.data(), x.data(), x.size());
+            return dot(y, probe);
+        };
+        relu_loss();
+        relu_backward(dx.data(), probe.data(), y.data(), x.size());
+        expect_gradient(x, dx, relu_loss, "relu dx", 1e-3f);
+    }
+    {
+        const int batch = 4, classes = 5;
+        auto logits = random_vector(batch * classes, rng, 4.0f);
+        std::vector<int32_t> labels = {0, 3, 4, 1};
+        std::vector<float> probs(logits.size()), dlogits(logits.size());
+        auto loss = [&] { return softmax_cross_entropy_forward(probs.data(), logits.data(), labels.data(), batch, classes); };
+        loss();
+        softmax_cross_entropy_backward(dlogits.data(), probs.data(), labels.data(), batch, classes, 1.0f);
+        expect_gradient(logits, dlogits, loss, "softmax-xent dlogits", 1e-3f);
+    }
+}
+
+TEST(Layers, SoftmaxCrossEntropyStaysFiniteForHugeLogits) {
+    std::vector<float> logits = {1000.0f, -1000.0f, 0.0f}, probs(3);
+    std::vector<int32_t> labels = {1};
+    const double loss = softmax_cross_entropy_forward(probs.data(), logits.data(), labels.data(), 1, 3);
+    EXPECT_NEAR(loss, 2000.0, 1e-3);
+    EXPECT_FLOAT_EQ(probs[0], 1.0f);
+}
+
+TEST(Layers, DropoutMaskIsReproducibleAndScaled) {
+    Rng a(99), b(99);
+    std::vector<float> x(10000, 1.0f), y1(x.size()), y2(x.size()), m1(x.size()), m2(x.size());
+    dropout_forward(y1.data(), m1.data(), x.data(), x.size(), 0.3f, a);
+    dropout_forward(y2.data(), m2.data(), x.data(), x.size(), 0.3f, b);
+    EXPECT_EQ(y1, y2);
+    size_t dropped = 0;
+    for (float v : y1) {
+        EXPECT_TRUE(v == 0.0f || std::abs(v - 1.0f / 0.7f) < 1e-6f);
+        dropped += v == 0.0f;
+    }
+    EXPECT_NEAR(dropped / 10000.0, 0.3, 0.03);
+}
+
+TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
+    const std::vector<LayerSpec> specs = {
+        {.type = "conv2d", .out = 3, .kernel = 3, .stride = 1, .padding = 1},
+        {.type = "gelu"},
+        {.type = "maxpool", .stride = 2, .size = 2},
+        {.type = "conv2d", .out = 4, .kernel = 2, .stride = 1},
+        {.type = "relu"},
+        {.type = "flatten"},
+        {.type = "linear", .out = 6},
+        {.type = "gelu"},
+    };
+    auto built = Network::build(specs, {6, 6, 2}, 3, 4);
+    ASSERT_TRUE(built) << built.error();
+    Network& net = *built;
+    Rng rng(21);
+    net.initialize(rng);
+    const int batch = 4;
+    auto x = random_vector(size_t(batch) * 72, rng);
+    std::vector<int32_t> labels = {0, 2, 1, 2};
+    std::vector<float> probs(batch * 3), dlogits(batch * 3);
+    Rng unused;
+    auto loss = [&] {
+        const float* logits = net.forward(x.data(), batch, true, unused);
+        return softmax_cross_entropy_forward(probs.data(), logits, labels.data(), batch, 3) / batch;
+    };
+    loss();
+    softmax_cross_entropy_backward(dlogits.data(), probs.data(), labels.data(), batch, 3, 1.0f / batch);
+    std::fill(net.grads().begin(), net.grads().end(), 0.0f);
+    net.backward(x.data(), dlogits.data(), batch);
+    const std::vector<float> analytic = net.grads();
+    expect_gradient(net.params(), analytic, loss, "network params", 1e-3f, 3e-2);
+    // The implied classifier head: the spec ended in gelu, so build() appended linear(3).
+    EXPECT_EQ(net.layers().back().spec.type, "linear");
+    EXPECT_EQ(net.layers().back().out.size(), 3u);
+}
+
+TEST(Network, RejectsShapesThatDoNotFit) {
+    auto conv_after_flatten = Network::build({{.type = "flatten"}, {.type = "conv2d", .out = 4}}, {28, 28, 1}, 10, 8);
+    ASSERT_FALSE(conv_after_flatten);
+    EXPECT_NE(conv_after_flatten.error().find("needs image input"), std::string::npos);
+    auto kernel_too_big = Network::build({{.type = "conv2d", .out = 4, .kernel = 9}}, {5, 5, 1}, 10, 8);
+    ASSERT_FALSE(kernel_too_big);
+    EXPECT_NE(kernel_too_big.error().find("does not fit"), std::string::npos);
+    auto wrong_head = Network::build({{.type = "linear", .out = 7}}, {4, 4, 1}, 10, 8);
+    ASSERT_FALSE(wrong_head);
+    EXPECT_NE(wrong_head.error().find("10 classes"), std::string::npos);
+}

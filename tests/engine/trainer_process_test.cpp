@@ -1,0 +1,259 @@
+// traindeck-train as a real process on real data: resume is bit for bit, SIGTERM checkpoints,
+// bad input is one clear line and a distinct exit code, and the models really learn.
+#include "checkpoint.h"
+#include "testsupport.h"
+#include "trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+using namespace traindeck::engine;
+using namespace traindeck::test;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string write_spec(const TempDir& dir, const std::string& name, const json& spec) {
+    const std::string path = dir.file(name);
+    write_text(path, spec.dump(2));
+    return path;
+}
+
+std::vector<float> final_params(const std::string& checkpoint_dir) {
+    auto found = find_latest_checkpoint(checkpoint_dir);
+    if (!found || found->path.empty())
+        return {};
+    return found->checkpoint.params;
+}
+
+// step -> (loss, accuracy, lr) for every metric record; the numbers a curve is drawn from.
+std::map<long, std::tuple<double, double, double>> curve(const ProcessResult& run) {
+    std::map<long, std::tuple<double, double, double>> points;
+    for (const auto& r : run.records("metric"))
+        points[r["step"].get<long>()] = {r["loss"].get<double>(), r["accuracy"].get<double>(), r["lr"].get<double>()};
+    return points;
+}
+
+size_t checkpoint_files(const std::string& dir) {
+    size_t count = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+        count += entry.path().extension() == ".tdck";
+    return count;
+}
+
+size_t line_count(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
+
+const json kSmallMlp = {{"model", "mlp"},
+                        {"hidden", {32}},
+                        {"dropout", 0.2},
+                        {"data", {{"dataset", "fashion-mnist"}, {"limit", 3000}}},
+                        {"optimizer", {{"type", "adamw"}, {"lr", 0.003}}},
+                        {"schedule", {{"warmup_steps", 10}, {"decay", "cosine"}}},
+                        {"batch_size", 64},
+                        {"epochs", 2},
+                        {"seed", 9},
+                        {"checkpoint_every", 7}};
+
+class Trainer : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!fashion_mnist_installed())
+            GTEST_SKIP() << "dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)";
+    }
+    TempDir dir;
+};
+
+} // namespace
+
+TEST_F(Trainer, InterruptedAndResumedRunIsBitIdentical) {
+    const std::string spec = write_spec(dir, "mlp.json", kSmallMlp);
+    const ProcessResult whole = run_trainer({spec, "--checkpoint-dir", dir.file("whole"), "--threads", "2"});
+    ASSERT_EQ(whole.exit_code, 0) << whole.err;
+
+    // Stop mid-epoch (step 20 of 43), then resume in a new process.
+    const ProcessResult first = run_trainer({spec, "--checkpoint-dir", dir.file("split"), "--threads", "2", "--set", "max_steps=20"});
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    ASSERT_EQ(first.records("status").back()["state"], "stopped");
+    const ProcessResult second = run_trainer({spec, "--checkpoint-dir", dir.file("split"), "--threads", "2", "--resume"});
+    ASSERT_EQ(second.exit_code, 0) << second.err;
+    EXPECT_EQ(second.records("status").front()["resumed_from_step"], 20);
+
+    const auto whole_params = final_params(dir.file("whole"));
+    ASSERT_FALSE(whole_params.empty());
+    EXPECT_EQ(whole_params, final_params(dir.file("split"))) << "resumed weights differ from the uninterrupted run";
+
+    auto whole_curve = curve(whole);
+    auto resumed_curve = curve(first);
+    for (const auto& [step, point] : curve(second))
+        resumed_curve[step] = point;
+    EXPECT_EQ(whole_curve.size(), 86u);
+    EXPECT_EQ(whole_curve, resumed_curve) << "resumed loss curve differs from the uninterrupted run";
+    const auto whole_test = whole.records("eval").back(), resumed_test = second.records("eval").back();
+    EXPECT_EQ(whole_test["split"], "test");
+    EXPECT_EQ(whole_test["accuracy"], resumed_test["accuracy"]);
+    EXPECT_EQ(whole_test["confusion"], resumed_test["confusion"]);
+}
+
+TEST_F(Trainer, SigtermWritesCheckpointAndExits75ThenResumesExactly) {
+    json cnn = {{"model", "cnn"}, {"conv", {8, 16}}, {"fc", {32}},
+                {"data", {{"dataset", "fashion-mnist"}, {"limit", 2500}}},
+                {"batch_size", 32}, {"epochs", 1}, {"seed", 5}};
+    const std::string spec = write_spec(dir, "cnn.json", cnn);
+    const ProcessResult whole = run_trainer({spec, "--checkpoint-dir", dir.file("whole"), "--threads", "2"});
+    ASSERT_EQ(whole.exit_code, 0) << whole.err;
+
+    RunningProcess running = start_trainer({spec, "--checkpoint-dir", dir.file("split"), "--threads", "2"});
+    std::string seen;
+    ASSERT_TRUE(read_until(running, "\"step\":10,", seen));
+    ::kill(running.pid, SIGTERM);
+    ProcessResult stopped = finish(running);
+    stopped.out = seen + stopped.out;
+    ASSERT_EQ(stopped.exit_code, kExitPreempted);
+    const auto status = stopped.records("status").back();
+    EXPECT_EQ(status["state"], "preempted");
+    const long stopped_at = status["step"].get<long>();
+    EXPECT_GE(stopped_at, 10);
+    EXPECT_LT(stopped_at, 71) << "SIGTERM arrived too late to test anything";
+    EXPECT_TRUE(fs::exists(status["checkpoint"].get<std::string>()));
+
+    const ProcessResult resumed = run_trainer({spec, "--checkpoint-dir", dir.file("split"), "--threads", "2", "--resume"});
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    EXPECT_EQ(resumed.records("status").front()["resumed_from_step"], stopped_at);
+    EXPECT_EQ(final_params(dir.file("whole")), final_params(dir.file("split")));
+}
+
+TEST_F(Trainer, ResumeRefusesACheckpointOfAnotherSpec) {
+    const std::string spec = write_spec(dir, "mlp.json", kSmallMlp);
+    ASSERT_EQ(run_trainer({spec, "--checkpoint-dir", dir.file("ck"), "--set", "max_steps=3"}).exit_code, 0);
+    const ProcessResult other = run_trainer({spec, "--checkpoint-dir", dir.file("ck"), "--resume", "--set", "seed=10"});
+    EXPECT_EQ(other.exit_code, kExitUsage);
+    EXPECT_NE(other.err.find("different spec"), std::string::npos) << other.err;
+}
+
+TEST_F(Trainer, GradientAccumulationEqualsTheLargerBatch) {
+    json base = {{"model", "mlp"}, {"hidden", {64}}, {"data", {{"dataset", "fashion-mnist"}, {"limit", 2048}}},
+                 {"optimizer", {{"type", "sgd"}, {"lr", 0.05}}}, {"epochs", 1}, {"seed", 3}};
+    json big = base, accumulated = base;
+    big["batch_size"] = 128;
+    accumulated["batch_size"] = 64;
+    accumulated["grad_accum"] = 2;
+    ASSERT_EQ(run_trainer({write_spec(dir, "big.json", big), "--checkpoint-dir", dir.file("big")}).exit_code, 0);
+    ASSERT_EQ(run_trainer({write_spec(dir, "acc.json", accumulated), "--checkpoint-dir", dir.file("acc")}).exit_code, 0);
+    const auto a = final_params(dir.file("big")), b = final_params(dir.file("acc"));
+    ASSERT_EQ(a.size(), b.size());
+    ASSERT_FALSE(a.empty());
+    float worst = 0.0f;
+    for (size_t i = 0; i < a.size(); ++i)
+        worst = std::max(worst, std::abs(a[i] - b[i]));
+    EXPECT_LT(worst, 1e-4f);
+}
+
+TEST_F(Trainer, NanLossIsAnEventAnExitCodeAndLeavesNoCheckpoint) {
+    json exploding = kSmallMlp;
+    exploding["optimizer"] = {{"type", "sgd"}, {"lr", 1e6}};
+    exploding["schedule"] = {{"decay", "constant"}};
+    exploding["checkpoint_every"] = 0;
+    exploding["dropout"] = 0.0;
+    const ProcessResult run = run_trainer({write_spec(dir, "boom.json", exploding), "--checkpoint-dir", dir.file("ck")});
+    EXPECT_EQ(run.exit_code, kExitNonFinite);
+    ASSERT_FALSE(run.records("event").empty());
+    EXPECT_EQ(run.records("event").back()["event"], "nan_loss");
+    EXPECT_EQ(line_count(run.err), 1u) << run.err;
+    EXPECT_NE(run.err.find("lower the learning rate"), std::string::npos);
+    EXPECT_EQ(checkpoint_files(dir.file("ck")), 0u);
+}
+
+TEST_F(Trainer, BadInputIsOneLineAndADistinctExitCode) {
+    const ProcessResult missing = run_trainer(
+        {write_spec(dir, "m.json", {{"data", {{"train_images", dir.file("none.gz")}, {"train_labels", dir.file("none2.gz")}}}}),
+         "--checkpoint-dir", dir.file("ck")});
+    EXPECT_EQ(missing.exit_code, kExitBadData);
+    EXPECT_EQ(line_count(missing.err), 1u) << missing.err;
+    EXPECT_NE(missing.err.find("none.gz: cannot open"), std::string::npos);
+
+    const ProcessResult layer = run_trainer({write_spec(dir, "l.json", {{"layers", {{{"type", "attention"}}}}})});
+    EXPECT_EQ(layer.exit_code, kExitUsage);
+    EXPECT_EQ(line_count(layer.err), 1u) << layer.err;
+    EXPECT_NE(layer.err.find("unknown layer type \"attention\""), std::string::npos);
+
+    write_text(dir.file("broken.json"), "{\"model\": \"mlp\",");
+    const ProcessResult json_error = run_trainer({dir.file("broken.json")});
+    EXPECT_EQ(json_error.exit_code, kExitUsage);
+    EXPECT_NE(json_error.err.find("not valid JSON"), std::string::npos);
+
+    write_text(dir.file("t.csv"), "a,b,label\n1,2,x\n3,?,y\n");
+    const ProcessResult csv = run_trainer(
+        {write_spec(dir, "c.json", {{"data", {{"format", "csv"}, {"train_csv", dir.file("t.csv")}}}}), "--checkpoint-dir", dir.file("ck")});
+    EXPECT_EQ(csv.exit_code, kExitBadData);
+    EXPECT_NE(csv.err.find("t.csv:3: column \"b\": \"?\" is not a number"), std::string::npos) << csv.err;
+    EXPECT_FALSE(fs::exists(dir.file("ck"))) << "a failed start must not leave a checkpoint folder";
+
+    const ProcessResult flag = run_trainer({"--bogus"});
+    EXPECT_EQ(flag.exit_code, kExitUsage);
+}
+
+TEST_F(Trainer, LearnsFashionMnistWithPerClassConfusion) {
+    json spec = {{"model", "mlp"}, {"data", {{"dataset", "fashion-mnist"}, {"limit", 6000}}}, {"epochs", 1}, {"seed", 1}};
+    const ProcessResult run = run_trainer({write_spec(dir, "f.json", spec), "--checkpoint-dir", dir.file("ck")});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const auto val = run.records("eval").front();
+    EXPECT_EQ(val["split"], "val");
+    EXPECT_GT(val["accuracy"].get<double>(), 0.72);
+    long total = 0, diagonal = 0;
+    ASSERT_EQ(val["confusion"].size(), 10u);
+    for (size_t t = 0; t < 10; ++t)
+        for (size_t p = 0; p < 10; ++p) {
+            total += val["confusion"][t][p].get<long>();
+            diagonal += t == p ? val["confusion"][t][p].get<long>() : 0;
+        }
+    EXPECT_EQ(total, 600);
+    EXPECT_NEAR(double(diagonal) / total, val["accuracy"].get<double>(), 1e-9);
+    const auto metrics = run.records("metric");
+    ASSERT_EQ(metrics.size(), 43u);
+    for (const char* key : {"step", "epoch", "loss", "lr", "samples_per_s", "train_seconds", "time"})
+        EXPECT_TRUE(metrics.front().contains(key)) << key;
+    EXPECT_LT(metrics.back()["loss"].get<double>(), metrics.front()["loss"].get<double>());
+}
+
+TEST_F(Trainer, LearnsACsvTableAndWritesMetricsToTheNamedFd) {
+    // Three separable blobs with string labels; the test file reuses the training file's class order.
+    std::string train = "x,y,z,kind\n", test = train;
+    Rng rng(4);
+    const char* names[] = {"cat", "dog", "eel"};
+    for (int i = 0; i < 600; ++i) {
+        const int k = i % 3;
+        std::string row = std::to_string(k * 3 + rng.uniform(-1, 1)) + "," + std::to_string(-k * 2 + rng.uniform(-1, 1)) +
+                          "," + std::to_string(rng.uniform(-1, 1)) + "," + names[k] + "\n";
+        (i < 450 ? train : test) += row;
+    }
+    write_text(dir.file("train.csv"), train);
+    write_text(dir.file("test.csv"), test);
+    json spec = {{"model", "mlp"}, {"hidden", {16}},
+                 {"data", {{"format", "csv"}, {"train_csv", "train.csv"}, {"test_csv", "test.csv"}, {"label_column", "kind"}}},
+                 {"optimizer", {{"type", "adamw"}, {"lr", 0.01}}}, {"batch_size", 32}, {"epochs", 10}};
+    const ProcessResult run = run_trainer({write_spec(dir, "csv.json", spec), "--checkpoint-dir", dir.file("ck")},
+                                          {"TRAINDECK_DATASET_DIR=" + dir.path().string()}, dir.file("metrics.jsonl"));
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(run.out.find("@traindeck"), std::string::npos) << "metrics went to stdout despite TRAINDECK_METRICS_FD";
+    std::ifstream lines(dir.file("metrics.jsonl"));
+    std::string line;
+    json test_eval;
+    size_t count = 0;
+    while (std::getline(lines, line)) {
+        const json record = json::parse(line);
+        EXPECT_EQ(record["v"], 1);
+        ++count;
+        if (record["type"] == "eval" && record["split"] == "test")
+            test_eval = record;
+    }
+    EXPECT_GT(count, 100u);
+    ASSERT_FALSE(test_eval.is_null());
+    EXPECT_GT(test_eval["accuracy"].get<double>(), 0.95);
+}
