@@ -8,12 +8,53 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace traindeck::engine {
 namespace {
 // Below this many elements a loop is cheaper than waking a thread.
 constexpr size_t kElementwiseGrain = 32768;
-} // namespace
+
+// The channel loops live in small functions of their own: with plain value arguments and restrict pointers
+// GCC vectorises them, which it would not do inside the lambdas, where an int32 store might alias the bound.
+inline void copy_channels(float* __restrict dst, const float* __restrict src, int n) {
+    for (int i = 0; i < n; ++i)
+        dst[i] = src[i];
+}
+
+inline void zero_channels(float* __restrict dst, int n) {
+    for (int i = 0; i < n; ++i)
+        dst[i] = 0.0f;
+}
+
+inline void add_channels(float* __restrict dst, const float* __restrict src, int n) {
+    for (int i = 0; i < n; ++i)
+        dst[i] += src[i];
+}
+
+inline void max_channels(float* __restrict best, const float* __restrict v, int n) {
+    for (int i = 0; i < n; ++i) {
+        const float a = v[i], b = best[i];
+        best[i] = a > b ? a : b;
+    }
+}
+
+inline void mark_winner(int32_t* __restrict winner, const float* __restrict v, const float* __restrict out, int32_t k,
+                        int n) {
+    for (int i = 0; i < n; ++i) {
+        const int32_t current = winner[i];
+        winner[i] = v[i] == out[i] ? k : current;
+    }
+}
+
+inline void route_gradient(float* __restrict dx, const int32_t* __restrict winner, const float* __restrict grad,
+                           int32_t k, int n) {
+    for (int i = 0; i < n; ++i) {
+        const float g = grad[i];
+        dx[i] += winner[i] == k ? g : 0.0f;
+    }
+}
+} // namespace // namespace
 
 void linear_forward(float* y, const float* x, const float* weight, const float* bias, int batch, int in, int out) {
     for (int row = 0; row < batch; ++row)
@@ -38,7 +79,7 @@ void im2col_nhwc(float* cols, const float* x, const Conv2dShape& s) {
     const int oh_count = s.out_h(), ow_count = s.out_w(), channels = s.in_c;
     const size_t patch = s.patch();
     const size_t rows_per_sample = static_cast<size_t>(oh_count) * ow_count;
-    parallel_for(s.batch, [&](size_t first, size_t last) {
+    parallel_for(s.batch, [=](size_t first, size_t last) {
         for (size_t b = first; b < last; ++b) {
             const float* image = x + b * s.in_h * s.in_w * channels;
             float* row = cols + b * rows_per_sample * patch;
@@ -49,14 +90,10 @@ void im2col_nhwc(float* cols, const float* x, const Conv2dShape& s) {
                         const int ih = oh * s.stride - s.pad + kh;
                         for (int kw = 0; kw < s.kernel; ++kw, dst += channels) {
                             const int iw = ow * s.stride - s.pad + kw;
-                            if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w) {
-                                for (int c = 0; c < channels; ++c)
-                                    dst[c] = 0.0f;
-                            } else {
-                                const float* src = image + (static_cast<size_t>(ih) * s.in_w + iw) * channels;
-                                for (int c = 0; c < channels; ++c)
-                                    dst[c] = src[c];
-                            }
+                            if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w)
+                                zero_channels(dst, channels);
+                            else
+                                copy_channels(dst, image + (static_cast<size_t>(ih) * s.in_w + iw) * channels, channels);
                         }
                     }
                 }
@@ -70,7 +107,7 @@ void col2im_nhwc(float* dx, const float* dcols, const Conv2dShape& s) {
     const size_t patch = s.patch();
     const size_t rows_per_sample = static_cast<size_t>(oh_count) * ow_count;
     const size_t image_size = static_cast<size_t>(s.in_h) * s.in_w * channels;
-    parallel_for(s.batch, [&](size_t first, size_t last) {
+    parallel_for(s.batch, [=](size_t first, size_t last) {
         for (size_t b = first; b < last; ++b) {
             float* image = dx + b * image_size;
             std::memset(image, 0, sizeof(float) * image_size);
@@ -84,9 +121,7 @@ void col2im_nhwc(float* dx, const float* dcols, const Conv2dShape& s) {
                             const int iw = ow * s.stride - s.pad + kw;
                             if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w)
                                 continue;
-                            float* dst = image + (static_cast<size_t>(ih) * s.in_w + iw) * channels;
-                            for (int c = 0; c < channels; ++c)
-                                dst[c] += src[c];
+                            add_channels(image + (static_cast<size_t>(ih) * s.in_w + iw) * channels, src, channels);
                         }
                     }
                 }
@@ -120,47 +155,54 @@ void conv2d_backward(float* dx, float* dweight, float* dbias, float* dcols, cons
     }
 }
 
-void maxpool_forward(float* y, int32_t* argmax, const float* x, int batch, int h, int w, int c, int size, int stride) {
+void maxpool_forward(float* y, const float* x, int batch, int h, int w, int c, int size, int stride) {
     const int oh_count = (h - size) / stride + 1, ow_count = (w - size) / stride + 1;
-    // Channels are innermost (NHWC), so each window step compares whole channel vectors.
-    parallel_for(batch, [&](size_t first, size_t last) {
+    // Channels are innermost (NHWC), so each window step is an element-wise max of two channel vectors.
+    parallel_for(batch, [=](size_t first, size_t last) {
         for (size_t b = first; b < last; ++b) {
-            const size_t image = b * h * w * c;
-            size_t out = b * oh_count * ow_count * c;
+            const float* image = x + b * h * w * c;
+            float* out = y + b * oh_count * ow_count * c;
             for (int oh = 0; oh < oh_count; ++oh) {
                 for (int ow = 0; ow < ow_count; ++ow, out += c) {
-                    float* best = y + out;
-                    int32_t* best_index = argmax + out;
-                    for (int kh = 0; kh < size; ++kh) {
-                        for (int kw = 0; kw < size; ++kw) {
-                            const size_t base =
-                                image + (static_cast<size_t>(oh * stride + kh) * w + ow * stride + kw) * c;
-                            const float* v = x + base;
-                            if (kh == 0 && kw == 0) {
-                                for (int ch = 0; ch < c; ++ch) {
-                                    best[ch] = v[ch];
-                                    best_index[ch] = static_cast<int32_t>(base + ch);
-                                }
-                                continue;
-                            }
-                            // A NaN already in `best` stays (no '>' beats it), so NaN propagates to the loss.
-                            for (int ch = 0; ch < c; ++ch) {
-                                const bool greater = v[ch] > best[ch];
-                                best[ch] = greater ? v[ch] : best[ch];
-                                best_index[ch] = greater ? static_cast<int32_t>(base + ch) : best_index[ch];
-                            }
-                        }
-                    }
+                    const float* start = image + (static_cast<size_t>(oh * stride) * w + ow * stride) * c;
+                    copy_channels(out, start, c);
+                    for (int kh = 0; kh < size; ++kh)
+                        for (int kw = kh == 0 ? 1 : 0; kw < size; ++kw)
+                            max_channels(out, start + (static_cast<size_t>(kh) * w + kw) * c, c);
                 }
             }
         }
     });
 }
 
-void maxpool_backward(float* dx, const float* dy, const int32_t* argmax, size_t in_count, size_t out_count) {
-    std::memset(dx, 0, sizeof(float) * in_count);
-    for (size_t i = 0; i < out_count; ++i)
-        dx[argmax[i]] += dy[i];
+void maxpool_backward(float* dx, const float* dy, const float* x, const float* y, int batch, int h, int w, int c,
+                      int size, int stride) {
+    const int oh_count = (h - size) / stride + 1, ow_count = (w - size) / stride + 1;
+    const int window = size * size;
+    // The gradient goes to the first input of each window that equals the window's maximum: the input forward
+    // picked. Recomputing that is cheaper than storing an index per output. Two branch-free passes per window
+    // (find the winner per channel, then write) keep the channel loops vectorised.
+    parallel_for(batch, [=](size_t first, size_t last) {
+        std::vector<int32_t> winner(c);
+        for (size_t b = first; b < last; ++b) {
+            const size_t image_offset = b * h * w * c;
+            std::memset(dx + image_offset, 0, sizeof(float) * h * w * c);
+            const float* out = y + b * oh_count * ow_count * c;
+            const float* grad = dy + b * oh_count * ow_count * c;
+            for (int oh = 0; oh < oh_count; ++oh) {
+                for (int ow = 0; ow < ow_count; ++ow, out += c, grad += c) {
+                    const size_t corner = image_offset + (static_cast<size_t>(oh * stride) * w + ow * stride) * c;
+                    std::fill(winner.begin(), winner.end(), window);
+                    for (int k = window - 1; k >= 0; --k) // last to first, so the first match stays
+                        mark_winner(winner.data(), x + corner + (static_cast<size_t>(k / size) * w + k % size) * c, out,
+                                    k, c);
+                    for (int k = 0; k < window; ++k)
+                        route_gradient(dx + corner + (static_cast<size_t>(k / size) * w + k % size) * c, winner.data(),
+                                       grad, k, c);
+                }
+            }
+        }
+    });
 }
 
 void relu_forward(float* y, const float* x, size_t n) {

@@ -36,9 +36,11 @@ void conv2d_forward(float* y, float* cols, const float* x, const float* weight, 
 void conv2d_backward(float* dx, float* dweight, float* dbias, float* dcols, const float* dy, const float* cols,
                      const float* weight, const Conv2dShape& s);
 
-// Max-pool over size×size windows with the given stride, NHWC; argmax keeps the winning input index.
-void maxpool_forward(float* y, int32_t* argmax, const float* x, int batch, int h, int w, int c, int size, int stride);
-void maxpool_backward(float* dx, const float* dy, const int32_t* argmax, size_t in_count, size_t out_count);
+// Max-pool over size×size windows with the given stride, NHWC. Backward routes each output's gradient to
+// the first input of its window that equals the output (the one forward picked); dx is overwritten.
+void maxpool_forward(float* y, const float* x, int batch, int h, int w, int c, int size, int stride);
+void maxpool_backward(float* dx, const float* dy, const float* x, const float* y, int batch, int h, int w, int c,
+                      int size, int stride);
 
 void relu_forward(float* y, const float* x, size_t n);
 void relu_backward(float* dx, const float* dy, const float* y, size_t n);

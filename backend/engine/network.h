@@ -64,7 +64,6 @@ private:
     std::vector<float> params_, grads_;
     // Per layer: output and its gradient, plus the scratch the layer keeps from forward to backward.
     std::vector<std::vector<float>> outputs_, doutputs_, scratch_;
-    std::vector<std::vector<int32_t>> argmax_;
     std::vector<float> dcols_; // shared by all convolutions' backward passes
     SampleShape input_;
     int classes_ = 0;

@@ -9,6 +9,9 @@
 namespace traindeck::engine {
 namespace {
 
+// A loop started from inside a pool thread runs inline: the pool cannot wait on itself.
+thread_local bool t_inside_pool = false;
+
 class Pool {
 public:
     ~Pool() { resize(1); }
@@ -53,6 +56,7 @@ private:
     }
 
     void run(int index) {
+        t_inside_pool = true;
         uint64_t seen = 0;
         std::unique_lock lock(mutex_);
         seen = generation_;
@@ -98,7 +102,7 @@ int parallel_threads() {
 }
 
 void parallel_for(size_t count, const std::function<void(size_t, size_t)>& body, size_t min_per_thread) {
-    if (pool().threads() == 1 || count < 2 * std::max<size_t>(1, min_per_thread)) {
+    if (t_inside_pool || pool().threads() == 1 || count < 2 * std::max<size_t>(1, min_per_thread)) {
         if (count > 0)
             body(0, count);
         return;
