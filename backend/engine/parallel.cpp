@@ -1,10 +1,14 @@
 #include "parallel.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include <immintrin.h>
 
 namespace traindeck::engine {
 namespace {
@@ -12,20 +16,25 @@ namespace {
 // A loop started from inside a pool thread runs inline: the pool cannot wait on itself.
 thread_local bool t_inside_pool = false;
 
+// Workers spin briefly after each loop (a training step starts the next loop within microseconds), then
+// sleep on a condition variable, so an idle trainer costs no CPU. Waking a sleeping thread costs a futex
+// call, which under this sandbox is tens of microseconds: too much to pay twenty times per step.
+constexpr auto kSpinTime = std::chrono::microseconds(200);
+
 class Pool {
 public:
     ~Pool() { resize(1); }
 
     void resize(int threads) {
-        std::unique_lock lock(mutex_);
-        stop_ = true;
-        ++generation_;
+        {
+            std::lock_guard lock(mutex_);
+            stop_ = true;
+            generation_.fetch_add(1);
+        }
         wake_.notify_all();
-        lock.unlock();
         for (auto& worker : workers_)
             worker.join();
         workers_.clear();
-        lock.lock();
         stop_ = false;
         threads_ = std::max(1, threads);
         for (int index = 1; index < threads_; ++index)
@@ -35,16 +44,17 @@ public:
     int threads() const { return threads_; }
 
     void run_all(size_t count, const std::function<void(size_t, size_t)>& body) {
-        std::unique_lock lock(mutex_);
         body_ = &body;
         count_ = count;
-        pending_ = threads_ - 1;
-        ++generation_;
+        pending_.store(threads_ - 1);
+        {
+            std::lock_guard lock(mutex_);
+            generation_.fetch_add(1, std::memory_order_release);
+        }
         wake_.notify_all();
-        lock.unlock();
         run_share(0, count, body);
-        lock.lock();
-        done_.wait(lock, [this] { return pending_ == 0; });
+        while (pending_.load(std::memory_order_acquire) != 0)
+            _mm_pause();
         body_ = nullptr;
     }
 
@@ -57,33 +67,33 @@ private:
 
     void run(int index) {
         t_inside_pool = true;
-        uint64_t seen = 0;
-        std::unique_lock lock(mutex_);
-        seen = generation_;
+        uint64_t seen = generation_.load();
         for (;;) {
-            wake_.wait(lock, [&] { return generation_ != seen; });
-            seen = generation_;
+            const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
+            while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < spin_until)
+                for (int i = 0; i < 64; ++i)
+                    _mm_pause();
+            if (generation_.load(std::memory_order_acquire) == seen) {
+                std::unique_lock lock(mutex_);
+                wake_.wait(lock, [&] { return generation_.load() != seen; });
+            }
+            seen = generation_.load(std::memory_order_acquire);
             if (stop_)
                 return;
-            const auto* body = body_;
-            const size_t count = count_;
-            lock.unlock();
-            run_share(index, count, *body);
-            lock.lock();
-            if (--pending_ == 0)
-                done_.notify_one();
+            run_share(index, count_, *body_);
+            pending_.fetch_sub(1, std::memory_order_acq_rel);
         }
     }
 
     std::mutex mutex_;
-    std::condition_variable wake_, done_;
+    std::condition_variable wake_;
     std::vector<std::thread> workers_;
     const std::function<void(size_t, size_t)>* body_ = nullptr;
     size_t count_ = 0;
-    int pending_ = 0;
+    std::atomic<int> pending_{0};
+    std::atomic<uint64_t> generation_{0};
     int threads_ = 1;
-    uint64_t generation_ = 0;
-    bool stop_ = false;
+    std::atomic<bool> stop_{false};
 };
 
 Pool& pool() {
@@ -93,13 +103,9 @@ Pool& pool() {
 
 } // namespace
 
-void set_parallel_threads(int threads) {
-    pool().resize(threads);
-}
+void set_parallel_threads(int threads) { pool().resize(threads); }
 
-int parallel_threads() {
-    return pool().threads();
-}
+int parallel_threads() { return pool().threads(); }
 
 void parallel_for(size_t count, const std::function<void(size_t, size_t)>& body, size_t min_per_thread) {
     if (t_inside_pool || pool().threads() == 1 || count < 2 * std::max<size_t>(1, min_per_thread)) {
