@@ -1,0 +1,26 @@
+#include "devicecheck.h"
+
+#include <cuda_runtime.h>
+
+namespace traindeck::engine {
+
+CudaProbe probe_cuda() {
+    CudaProbe probe;
+    const cudaError_t status = cudaGetDeviceCount(&probe.devices);
+    if (status != cudaSuccess || probe.devices == 0) {
+        probe.devices = 0;
+        probe.message = std::string("no CUDA device (") +
+                        (status == cudaSuccess ? "none found" : cudaGetErrorString(status)) + "); training on CPU";
+        return probe;
+    }
+    cudaDeviceProp properties{};
+    cudaGetDeviceProperties(&properties, 0);
+    probe.available = true;
+    // The kernels, the cuBLAS seam and the NCCL all-reduce are built and checked (traindeck-cuda-check), but the
+    // training loop does not drive them yet: say so rather than pretend.
+    probe.message = std::to_string(probe.devices) + " CUDA device(s), first: " + properties.name +
+                    "; this engine version still trains on CPU (the GPU training loop is not wired in yet)";
+    return probe;
+}
+
+} // namespace traindeck::engine
