@@ -1,0 +1,105 @@
+#include "workerclient.h"
+
+#include <curl/curl.h>
+
+#include <mutex>
+
+namespace traindeck::client {
+
+namespace {
+
+size_t append_body(char* data, size_t size, size_t count, void* target) {
+    static_cast<std::string*>(target)->append(data, size * count);
+    return size * count;
+}
+
+void global_init() {
+    static std::once_flag once;
+    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+} // namespace
+
+nlohmann::json HttpResponse::json() const {
+    return nlohmann::json::parse(body, nullptr, false).is_discarded() ? nlohmann::json() : nlohmann::json::parse(body);
+}
+
+std::string HttpResponse::message() const {
+    if (!error.empty())
+        return error;
+    const nlohmann::json parsed = json();
+    if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_string())
+        return parsed["error"].get<std::string>();
+    return "HTTP " + std::to_string(status);
+}
+
+WorkerClient::WorkerClient(std::string base_url, std::string token)
+    : base_url_(std::move(base_url)), token_(std::move(token)) {
+    global_init();
+    curl_ = curl_easy_init();
+}
+
+WorkerClient::~WorkerClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+
+void WorkerClient::set_tls(std::string pinned_public_key, std::string ca_file, bool verify_host) {
+    pinned_ = std::move(pinned_public_key);
+    ca_file_ = std::move(ca_file);
+    verify_host_ = verify_host;
+}
+
+HttpResponse WorkerClient::get(const std::string& path, long timeout_ms) { return perform("GET", path, nullptr, timeout_ms); }
+
+HttpResponse WorkerClient::post(const std::string& path, const std::string& body, long timeout_ms) {
+    return perform("POST", path, &body, timeout_ms);
+}
+
+HttpResponse WorkerClient::perform(const std::string& method, const std::string& path, const std::string* body,
+                                   long timeout_ms) {
+    HttpResponse response;
+    CURL* curl = static_cast<CURL*>(curl_);
+    if (!curl) {
+        response.error = "libcurl could not be initialised";
+        return response;
+    }
+    curl_easy_reset(curl);
+    const std::string url = base_url_ + path;
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, std::min(timeout_ms, 5000L));
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+    curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+    struct curl_slist* headers = nullptr;
+    const std::string authorization = "Authorization: Bearer " + token_;
+    headers = curl_slist_append(headers, authorization.c_str());
+    if (body) {
+        headers = curl_slist_append(headers, "Content-Type: application/json");
+        curl_easy_setopt(curl, CURLOPT_POST, 1L);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body->data());
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
+    } else if (method != "GET") {
+        curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+    }
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    if (!pinned_.empty())
+        curl_easy_setopt(curl, CURLOPT_PINNEDPUBLICKEY, pinned_.c_str());
+    if (!ca_file_.empty())
+        curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file_.c_str());
+    if (!verify_host_)
+        curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    char error_buffer[CURL_ERROR_SIZE] = {};
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+    const CURLcode code = curl_easy_perform(curl);
+    curl_slist_free_all(headers);
+    if (code != CURLE_OK) {
+        response.error = url + ": " + (error_buffer[0] ? error_buffer : curl_easy_strerror(code));
+        return response;
+    }
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    response.status = static_cast<int>(status);
+    return response;
+}
+
+} // namespace traindeck::client

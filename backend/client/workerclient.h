@@ -1,0 +1,45 @@
+#pragma once
+// The one client of the worker protocol (libcurl): used by the console's backend plugins, the tests and the
+// benchmarks. One WorkerClient per thread; it keeps its connection alive between calls.
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace traindeck::client {
+
+struct HttpResponse {
+    int status = 0;       // 0 when the request never got an answer
+    std::string body;
+    std::string error;    // transport error (connection refused, TLS failure, timeout), "" otherwise
+    bool ok() const { return error.empty() && status >= 200 && status < 300; }
+    nlohmann::json json() const;   // the body parsed; null when it is not JSON
+    std::string message() const;   // error, or the server's {"error": ...}, or the status
+};
+
+class WorkerClient {
+public:
+    // base_url like "http://127.0.0.1:7878" or "https://gpu-box:7878".
+    WorkerClient(std::string base_url, std::string token);
+    ~WorkerClient();
+    WorkerClient(const WorkerClient&) = delete;
+    WorkerClient& operator=(const WorkerClient&) = delete;
+
+    // HTTPS: pin the server's public key ("sha256//BASE64"), as curl's CURLOPT_PINNEDPUBLICKEY takes it, and/or
+    // trust a CA file (a self-signed worker certificate).
+    void set_tls(std::string pinned_public_key, std::string ca_file, bool verify_host = true);
+
+    HttpResponse get(const std::string& path, long timeout_ms = 10000);
+    HttpResponse post(const std::string& path, const std::string& body, long timeout_ms = 10000);
+    HttpResponse post(const std::string& path, const nlohmann::json& body, long timeout_ms = 10000) {
+        return post(path, body.dump(), timeout_ms);
+    }
+
+private:
+    HttpResponse perform(const std::string& method, const std::string& path, const std::string* body, long timeout_ms);
+
+    std::string base_url_, token_, pinned_, ca_file_;
+    bool verify_host_ = true;
+    void* curl_ = nullptr;
+};
+
+} // namespace traindeck::client

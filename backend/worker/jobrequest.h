@@ -1,0 +1,36 @@
+#pragma once
+// What a client submits to POST /v1/jobs, validated. Either a built-in trainer spec ("builtin") or a
+// command ("argv", run without a shell unless "shell": true).
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace traindeck::worker {
+
+struct Resources {
+    int gpus = 0;
+    int cpus = 1;
+    int64_t memory_mb = 0;
+};
+
+struct JobRequest {
+    std::string name;
+    nlohmann::json builtin;        // the traindeck-train spec, or null for a command job
+    std::vector<std::string> argv; // command jobs
+    bool shell = false;            // run argv[0] through /bin/sh -c (only when the user asks)
+    std::string cwd;
+    std::map<std::string, std::string> env;
+    Resources resources;
+    int priority = 0;
+    double budget = 0.0; // money units; 0 = no cap
+    int max_restarts = 0;
+
+    nlohmann::json to_json() const;
+};
+
+// Parses and checks a request; on failure returns false and sets error to a message naming the field.
+bool parse_job_request(const nlohmann::json& body, JobRequest& request, std::string& error);
+
+} // namespace traindeck::worker

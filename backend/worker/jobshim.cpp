@@ -1,0 +1,203 @@
+#include "jobshim.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace traindeck::worker {
+
+using nlohmann::json;
+
+bool write_file_atomically(const std::string& path, const std::string& content, std::string& error) {
+    const std::string temp = path + ".tmp";
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        error = temp + ": " + std::strerror(errno);
+        return false;
+    }
+    size_t done = 0;
+    while (done < content.size()) {
+        const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            error = path + ": cannot write: " + std::strerror(errno) + " (is the disk full?)";
+            ::close(fd);
+            ::unlink(temp.c_str());
+            return false;
+        }
+        done += static_cast<size_t>(n);
+    }
+    ::fsync(fd);
+    ::close(fd);
+    if (::rename(temp.c_str(), path.c_str()) != 0) {
+        error = path + ": cannot rename into place: " + std::strerror(errno);
+        ::unlink(temp.c_str());
+        return false;
+    }
+    return true;
+}
+
+bool write_launch_plan(const std::string& job_dir, const LaunchPlan& plan, std::string& error) {
+    const json launch = {{"argv", plan.argv}, {"cwd", plan.cwd}, {"env", plan.env}};
+    return write_file_atomically(job_dir + "/launch.json", launch.dump(), error);
+}
+
+pid_t spawn_shim(const std::string& worker_binary, const std::string& job_dir, std::string& error) {
+    std::string flag = "--run-job";
+    std::string dir = job_dir;
+    std::string binary = worker_binary;
+    char* argv[] = {binary.data(), flag.data(), dir.data(), nullptr};
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    // A new session: the shim and its job leave the worker's process group and terminal, so a Ctrl-C or a
+    // kill of the worker's group does not take the jobs with it.
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, binary.c_str(), nullptr, &attributes, argv, environ);
+    posix_spawnattr_destroy(&attributes);
+    if (rc != 0) {
+        error = "cannot start the job shim " + binary + ": " + std::strerror(rc);
+        return -1;
+    }
+    return pid;
+}
+
+ExitStatus read_exit_status(const std::string& job_dir) {
+    ExitStatus status;
+    std::ifstream in(job_dir + "/exit_status.json");
+    if (!in)
+        return status;
+    std::stringstream text;
+    text << in.rdbuf();
+    const json parsed = json::parse(text.str(), nullptr, false);
+    if (!parsed.is_object())
+        return status;
+    status.present = true;
+    status.exit_code = parsed.value("exit_code", -1);
+    status.signal = parsed.value("signal", 0);
+    status.exec_error = parsed.value("exec_error", std::string());
+    return status;
+}
+
+pid_t read_job_pid(const std::string& job_dir) {
+    std::ifstream in(job_dir + "/pid");
+    pid_t pid = -1;
+    in >> pid;
+    return in ? pid : -1;
+}
+
+namespace {
+
+void ignore_signal(int) {}
+
+int open_output(const std::string& path) {
+    return ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+} // namespace
+
+int run_job_shim(const std::string& job_dir) {
+    std::string error;
+    std::ifstream in(job_dir + "/launch.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    const json launch = json::parse(text.str(), nullptr, false);
+    if (!launch.is_object() || !launch.contains("argv") || launch["argv"].empty()) {
+        write_file_atomically(job_dir + "/exit_status.json", json{{"exec_error", "launch.json is missing or broken"}}.dump(), error);
+        return 1;
+    }
+    const auto argv_words = launch["argv"].get<std::vector<std::string>>();
+    const auto env_words = launch["env"].get<std::vector<std::string>>();
+    const std::string cwd = launch.value("cwd", std::string());
+
+    const int out = open_output(job_dir + "/stdout.log");
+    const int err = open_output(job_dir + "/stderr.log");
+    const int metrics = open_output(job_dir + "/metrics.jsonl");
+    int exec_pipe[2];
+    if (out < 0 || err < 0 || metrics < 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0) {
+        write_file_atomically(job_dir + "/exit_status.json",
+                              json{{"exec_error", std::string("cannot open the job's output files: ") + std::strerror(errno)}}.dump(),
+                              error);
+        return 1;
+    }
+    // The worker signals the whole process group; the shim must survive to record the exit. A handler (not
+    // SIG_IGN, which exec would pass on) keeps the job's own default dispositions.
+    struct sigaction action {};
+    action.sa_handler = ignore_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, nullptr);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGHUP, &action, nullptr);
+
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::dup2(out, 1);
+        ::dup2(err, 2);
+        ::dup2(metrics, 3);
+        ::close(exec_pipe[0]);
+        if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
+            const std::string message = "cannot enter working directory " + cwd + ": " + std::strerror(errno);
+            (void)!::write(exec_pipe[1], message.data(), message.size());
+            ::_exit(127);
+        }
+        std::vector<char*> argv, envp;
+        std::vector<std::string> a = argv_words, e = env_words;
+        for (auto& word : a)
+            argv.push_back(word.data());
+        argv.push_back(nullptr);
+        for (auto& word : e)
+            envp.push_back(word.data());
+        envp.push_back(nullptr);
+        // PATH lookup uses the job's PATH, as a shell would.
+        for (const auto& word : e)
+            if (word.rfind("PATH=", 0) == 0)
+                ::setenv("PATH", word.c_str() + 5, 1);
+        ::execvpe(argv[0], argv.data(), envp.data());
+        const std::string message = "cannot execute \"" + a[0] + "\": " + std::strerror(errno);
+        (void)!::write(exec_pipe[1], message.data(), message.size());
+        ::_exit(127);
+    }
+    ::close(exec_pipe[1]);
+    {
+        std::ofstream pid_file(job_dir + "/pid.tmp");
+        pid_file << child << "\n";
+    }
+    ::rename((job_dir + "/pid.tmp").c_str(), (job_dir + "/pid").c_str());
+    std::string exec_error;
+    char buffer[512];
+    for (ssize_t n; (n = ::read(exec_pipe[0], buffer, sizeof(buffer))) != 0;) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        exec_error.append(buffer, static_cast<size_t>(n));
+    }
+    ::close(exec_pipe[0]);
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    json result;
+    if (!exec_error.empty())
+        result = {{"exec_error", exec_error}};
+    else if (WIFSIGNALED(status))
+        result = {{"signal", WTERMSIG(status)}};
+    else
+        result = {{"exit_code", WEXITSTATUS(status)}};
+    write_file_atomically(job_dir + "/exit_status.json", result.dump(), error);
+    return 0;
+}
+
+} // namespace traindeck::worker

@@ -1,0 +1,42 @@
+#pragma once
+// Every job runs under a small shim (traindeck-worker --run-job DIR) in a session of its own, so that jobs
+// outlive the worker: the shim starts the job with its output going to files in DIR, waits for it, and
+// writes how it ended to DIR/exit_status.json. A restarted worker re-reads the files from where it stopped.
+//
+// DIR/launch.json   {"argv":[...], "cwd":"...", "env":["K=V",...]}   written by the worker
+// DIR/stdout.log, DIR/stderr.log, DIR/metrics.jsonl (fd 3, TRAINDECK_METRICS_FD=3)   appended by the job
+// DIR/pid           the job's pid (the shim's pid is its process group)
+// DIR/exit_status.json  {"exit_code":N} | {"signal":N} | {"exec_error":"..."}
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace traindeck::worker {
+
+struct LaunchPlan {
+    std::vector<std::string> argv;
+    std::string cwd;
+    std::vector<std::string> env; // KEY=VALUE, the job's whole environment
+};
+
+struct ExitStatus {
+    bool present = false;
+    int exit_code = -1; // when the job exited
+    int signal = 0;     // when a signal killed it
+    std::string exec_error;
+};
+
+// Atomic (temp + rename) write of a small file.
+bool write_file_atomically(const std::string& path, const std::string& content, std::string& error);
+
+bool write_launch_plan(const std::string& job_dir, const LaunchPlan& plan, std::string& error);
+// Starts `worker_binary --run-job job_dir`; returns the shim's pid (= the job's process group) or -1.
+pid_t spawn_shim(const std::string& worker_binary, const std::string& job_dir, std::string& error);
+ExitStatus read_exit_status(const std::string& job_dir);
+pid_t read_job_pid(const std::string& job_dir);
+
+// The shim's main(): never returns to the caller's code paths.
+int run_job_shim(const std::string& job_dir);
+
+} // namespace traindeck::worker

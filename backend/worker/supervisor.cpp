@@ -1,0 +1,806 @@
+#include "supervisor.h"
+
+#include "jobshim.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace traindeck::worker {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+constexpr const char* kStreams[3] = {"metrics", "stdout", "stderr"};
+constexpr const char* kFiles[3] = {"metrics.jsonl", "stdout.log", "stderr.log"};
+constexpr size_t kMaxLine = 1 << 20;    // a longer "line" is cut into pieces of this size
+constexpr size_t kMaxLogText = 16384;   // log events keep this much of a very long line
+constexpr int kExitPreempted = 75;      // traindeck-train (and the Python helper) after a checkpoint on SIGTERM
+
+bool is_terminal(const std::string& state) {
+    return state == "succeeded" || state == "failed" || state == "cancelled" || state == "stopped";
+}
+
+bool alive_shim(pid_t pid, const std::string& job_dir) {
+    if (pid <= 0 || ::kill(pid, 0) != 0)
+        return false;
+    std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    std::replace(text.begin(), text.end(), '\0', ' ');
+    // Guards against a recycled pid: it must still be this job's shim.
+    return text.find("--run-job") != std::string::npos && text.find(job_dir) != std::string::npos;
+}
+
+} // namespace
+
+struct Supervisor::Job {
+    int64_t id = 0;
+    JobRequest request;
+    std::string state = "queued", reason;
+    int restarts = 0;
+    int64_t next_seq = 1;
+    int64_t offsets[3] = {0, 0, 0};
+    pid_t shim = -1;
+    pid_t pid = -1;
+    std::vector<int> gpus;
+    double spend = 0, run_seconds = 0;
+    double submitted = 0, started = 0, finished = 0;
+    double last_meter = 0;
+    int64_t warnings = 0;
+    std::string stop_kind; // preempt | cancel | budget | idle
+    double stop_sent = 0;
+    int64_t preempted_by = 0;
+    double idle_since = 0;
+    bool idle_reported = false, budget_warned = false;
+    int exit_code = -1;
+    bool dirty = false;
+};
+
+void EventBoard::publish(int64_t job, int64_t last_seq, bool finished) {
+    {
+        std::lock_guard lock(mutex_);
+        jobs_[job] = {last_seq, finished};
+    }
+    changed_.notify_all();
+}
+
+int64_t EventBoard::wait(int64_t job, int64_t after, int timeout_ms) {
+    std::unique_lock lock(mutex_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    changed_.wait_until(lock, deadline, [&] {
+        const auto it = jobs_.find(job);
+        return it != jobs_.end() && (it->second.first > after || it->second.second);
+    });
+    const auto it = jobs_.find(job);
+    return it == jobs_.end() ? 0 : it->second.first;
+}
+
+Supervisor::Supervisor(WorkerConfig config, EventBoard& board) : config_(std::move(config)), board_(board) {
+    if (config_.cpu_slots <= 0)
+        config_.cpu_slots = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+    if (config_.memory_mb <= 0)
+        config_.memory_mb = static_cast<int64_t>(telemetry_.sample_host().memory_total_mb);
+    gpu_busy_.assign(telemetry_.gpu_count(), false);
+}
+
+Supervisor::~Supervisor() {
+    stop();
+    for (auto& [id, job] : jobs_)
+        delete job;
+}
+
+std::string Supervisor::job_dir(int64_t id) const { return config_.state_dir + "/jobs/" + std::to_string(id); }
+
+std::string Supervisor::start() {
+    std::error_code ec;
+    fs::create_directories(config_.state_dir + "/jobs", ec);
+    if (ec)
+        return config_.state_dir + ": cannot create the worker's state folder: " + ec.message();
+    if (auto error = db_.open(database_path(), false); !error.empty())
+        return error;
+    try {
+        db_.exec(R"(
+            CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS jobs(
+                id INTEGER PRIMARY KEY,
+                name TEXT NOT NULL,
+                request TEXT NOT NULL,
+                state TEXT NOT NULL,
+                reason TEXT NOT NULL DEFAULT '',
+                priority INTEGER NOT NULL DEFAULT 0,
+                restarts INTEGER NOT NULL DEFAULT 0,
+                next_seq INTEGER NOT NULL DEFAULT 1,
+                metrics_offset INTEGER NOT NULL DEFAULT 0,
+                stdout_offset INTEGER NOT NULL DEFAULT 0,
+                stderr_offset INTEGER NOT NULL DEFAULT 0,
+                shim_pid INTEGER NOT NULL DEFAULT -1,
+                pid INTEGER NOT NULL DEFAULT -1,
+                gpus TEXT NOT NULL DEFAULT '[]',
+                spend REAL NOT NULL DEFAULT 0,
+                run_seconds REAL NOT NULL DEFAULT 0,
+                warnings INTEGER NOT NULL DEFAULT 0,
+                exit_code INTEGER NOT NULL DEFAULT -1,
+                submitted REAL NOT NULL,
+                started REAL NOT NULL DEFAULT 0,
+                finished REAL NOT NULL DEFAULT 0);
+            CREATE TABLE IF NOT EXISTS events(
+                job INTEGER NOT NULL REFERENCES jobs(id),
+                seq INTEGER NOT NULL,
+                time REAL NOT NULL,
+                type TEXT NOT NULL,
+                data TEXT NOT NULL,
+                PRIMARY KEY(job, seq)) WITHOUT ROWID;
+            INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', '1');
+        )");
+        recover();
+    } catch (const std::exception& e) {
+        return database_path() + ": " + e.what();
+    }
+    resources_snapshot_ = resources();
+    thread_ = std::thread([this] { loop(); });
+    return {};
+}
+
+void Supervisor::stop() {
+    if (stopping_.exchange(true))
+        return;
+    commands_changed_.notify_all();
+    if (thread_.joinable())
+        thread_.join();
+}
+
+void Supervisor::recover() {
+    Statement select = db_.prepare(
+        "SELECT id, request, state, reason, restarts, next_seq, metrics_offset, stdout_offset, stderr_offset, shim_pid, "
+        "pid, gpus, spend, run_seconds, warnings, submitted, started FROM jobs WHERE state NOT IN "
+        "('succeeded','failed','cancelled','stopped') ORDER BY id");
+    std::vector<Job*> recovered;
+    while (select.step()) {
+        auto* job = new Job;
+        job->id = select.integer(0);
+        std::string error;
+        parse_job_request(json::parse(select.text(1)), job->request, error);
+        job->state = select.text(2);
+        job->reason = select.text(3);
+        job->restarts = static_cast<int>(select.integer(4));
+        job->next_seq = select.integer(5);
+        for (int i = 0; i < 3; ++i)
+            job->offsets[i] = select.integer(6 + i);
+        job->shim = static_cast<pid_t>(select.integer(9));
+        job->pid = static_cast<pid_t>(select.integer(10));
+        job->gpus = json::parse(select.text(11)).get<std::vector<int>>();
+        job->spend = select.real(12);
+        job->run_seconds = select.real(13);
+        job->warnings = select.integer(14);
+        job->submitted = select.real(15);
+        job->started = select.real(16);
+        // What a stopping job was asked to do decides what its exit means; the state and reason remember it.
+        if (job->state == "preempting")
+            job->stop_kind = "preempt";
+        else if (job->state == "stopping")
+            job->stop_kind = job->reason.rfind("cancel", 0) == 0 ? "cancel"
+                             : job->reason.rfind("budget", 0) == 0 ? "budget" : "idle";
+        recovered.push_back(job);
+    }
+    db_.exec("BEGIN IMMEDIATE");
+    in_transaction_ = true;
+    for (Job* job : recovered) {
+        jobs_[job->id] = job;
+        job->last_meter = wall_now();
+        if (job->state == "queued")
+            continue;
+        for (int gpu : job->gpus)
+            if (gpu >= 0 && gpu < static_cast<int>(gpu_busy_.size()))
+                gpu_busy_[gpu] = true;
+        const std::string dir = job_dir(job->id);
+        if (read_exit_status(dir).present || alive_shim(job->shim, dir)) {
+            // Still running (or ended while we were away): keep reading its files from the saved offsets.
+            add_event(*job, "warning", json{{"message", "worker restarted; job re-adopted"}}.dump());
+            continue;
+        }
+        // The job died with the worker (machine restart): it goes back to the queue and resumes from its checkpoint.
+        ingest(*job);
+        job->reason = "lost with the previous worker process; resuming from the last checkpoint";
+        finish_run(*job, "queued", job->reason);
+    }
+    db_.exec("COMMIT");
+    in_transaction_ = false;
+    for (auto& [id, announcement] : pending_announcements_)
+        board_.publish(id, announcement.first, announcement.second);
+    pending_announcements_.clear();
+}
+
+void Supervisor::loop() {
+    auto last_meter = std::chrono::steady_clock::now();
+    while (!stopping_) {
+        {
+            std::unique_lock lock(commands_mutex_);
+            commands_changed_.wait_for(lock, std::chrono::milliseconds(10),
+                                       [&] { return stopping_ || !commands_.empty(); });
+        }
+        const bool meter_now = std::chrono::steady_clock::now() - last_meter >= std::chrono::seconds(1);
+        if (meter_now)
+            last_meter = std::chrono::steady_clock::now();
+        try {
+            tick(meter_now);
+        } catch (const std::exception& e) {
+            // A failed transaction loses nothing: offsets were not advanced, the files are read again.
+            std::fprintf(stderr, "traindeck-worker: %s\n", e.what());
+            if (in_transaction_) {
+                try {
+                    db_.exec("ROLLBACK");
+                } catch (...) {
+                }
+                in_transaction_ = false;
+            }
+            pending_announcements_.clear();
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+    }
+}
+
+void Supervisor::tick(bool meter_now) {
+    std::deque<Command> commands;
+    {
+        std::lock_guard lock(commands_mutex_);
+        commands.swap(commands_);
+    }
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+        // Reap our shims; how their jobs ended is in exit_status.json.
+    }
+    db_.exec("BEGIN IMMEDIATE");
+    in_transaction_ = true;
+    for (auto& command : commands)
+        command();
+    const double now = wall_now();
+    std::vector<Job*> active;
+    for (auto& [id, job] : jobs_)
+        active.push_back(job);
+    for (Job* job : active) {
+        if (job->state == "queued")
+            continue;
+        ingest(*job);
+        if (meter_now)
+            meter(*job, now);
+        check_exit(*job);
+        if (!job->stop_kind.empty() && job->state != "queued" && !is_terminal(job->state) && job->stop_sent > 0 &&
+            now - job->stop_sent > config_.stop_grace_seconds) {
+            add_event(*job, "warning",
+                      json{{"message", "job did not stop within " + std::to_string(int(config_.stop_grace_seconds)) +
+                                           " s of SIGTERM; sending SIGKILL"}}.dump());
+            ::kill(-job->shim, SIGKILL);
+            job->stop_sent = now + 1e9; // once
+        }
+    }
+    schedule();
+    for (auto& [id, job] : jobs_)
+        if (job->dirty)
+            save_job(*job);
+    db_.exec("COMMIT");
+    in_transaction_ = false;
+    for (auto& [id, announcement] : pending_announcements_)
+        board_.publish(id, announcement.first, announcement.second);
+    pending_announcements_.clear();
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+        if (is_terminal(it->second->state)) {
+            delete it->second;
+            it = jobs_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    if (meter_now) {
+        json snapshot = resources();
+        std::lock_guard lock(resources_mutex_);
+        resources_snapshot_ = snapshot;
+    }
+}
+
+void Supervisor::add_event(Job& job, const char* type, std::string_view data) {
+    static thread_local Statement insert;
+    static thread_local sqlite3* prepared_for = nullptr;
+    if (prepared_for != db_.handle()) {
+        insert = db_.prepare("INSERT INTO events(job, seq, time, type, data) VALUES(?, ?, ?, ?, ?)");
+        prepared_for = db_.handle();
+    }
+    insert.reset();
+    insert.bind(1, job.id).bind(2, job.next_seq).bind(3, wall_now()).bind(4, std::string_view(type)).bind(5, data);
+    insert.step();
+    ++job.next_seq;
+    job.dirty = true;
+    pending_announcements_.push_back({job.id, {job.next_seq - 1, false}});
+}
+
+void Supervisor::add_state_event(Job& job) {
+    json data = {{"state", job.state}, {"reason", job.reason}, {"restarts", job.restarts}};
+    if (job.pid > 0 && job.state == "running")
+        data["pid"] = job.pid;
+    if (job.exit_code >= 0)
+        data["exit_code"] = job.exit_code;
+    add_event(job, "state", data.dump());
+}
+
+void Supervisor::save_job(Job& job) {
+    static thread_local Statement update;
+    static thread_local sqlite3* prepared_for = nullptr;
+    if (prepared_for != db_.handle()) {
+        update = db_.prepare(
+            "UPDATE jobs SET state=?, reason=?, restarts=?, next_seq=?, metrics_offset=?, stdout_offset=?, "
+            "stderr_offset=?, shim_pid=?, pid=?, gpus=?, spend=?, run_seconds=?, warnings=?, exit_code=?, started=?, "
+            "finished=? WHERE id=?");
+        prepared_for = db_.handle();
+    }
+    update.reset();
+    update.bind(1, job.state).bind(2, job.reason).bind(3, int64_t(job.restarts)).bind(4, job.next_seq);
+    update.bind(5, job.offsets[0]).bind(6, job.offsets[1]).bind(7, job.offsets[2]);
+    update.bind(8, int64_t(job.shim)).bind(9, int64_t(job.pid)).bind(10, json(job.gpus).dump());
+    update.bind(11, job.spend).bind(12, job.run_seconds).bind(13, job.warnings).bind(14, int64_t(job.exit_code));
+    update.bind(15, job.started).bind(16, job.finished).bind(17, job.id);
+    update.step();
+    job.dirty = false;
+    if (is_terminal(job.state))
+        pending_announcements_.push_back({job.id, {job.next_seq - 1, true}});
+}
+
+Supervisor::Result Supervisor::submit(const JobRequest& request) {
+    auto promise = std::make_shared<std::promise<Result>>();
+    auto future = promise->get_future();
+    {
+        std::lock_guard lock(commands_mutex_);
+        commands_.push_back([this, request, promise] {
+            if (request.resources.gpus > static_cast<int>(gpu_busy_.size()) || request.resources.cpus > config_.cpu_slots ||
+                request.resources.memory_mb > config_.memory_mb) {
+                promise->set_value({422, {{"error", "the job asks for more than this worker has (" +
+                                                        std::to_string(gpu_busy_.size()) + " GPUs, " +
+                                                        std::to_string(config_.cpu_slots) + " CPUs, " +
+                                                        std::to_string(config_.memory_mb) + " MB); it could never run"}}});
+                return;
+            }
+            auto* job = new Job;
+            job->request = request;
+            job->submitted = wall_now();
+            Statement insert = db_.prepare("INSERT INTO jobs(name, request, state, priority, submitted) VALUES(?, ?, 'queued', ?, ?)");
+            insert.bind(1, request.name).bind(2, request.to_json().dump()).bind(3, int64_t(request.priority)).bind(4, job->submitted);
+            insert.step();
+            job->id = db_.last_insert_id();
+            std::error_code ec;
+            fs::create_directories(job_dir(job->id) + "/checkpoints", ec);
+            std::string error;
+            if (!request.builtin.is_null())
+                write_file_atomically(job_dir(job->id) + "/spec.json", request.builtin.dump(2), error);
+            jobs_[job->id] = job;
+            job->reason = "waiting for resources";
+            add_state_event(*job);
+            promise->set_value({201, {{"id", job->id}, {"state", job->state}}});
+        });
+    }
+    commands_changed_.notify_all();
+    if (future.wait_for(std::chrono::seconds(30)) != std::future_status::ready)
+        return {503, {{"error", "the worker is busy; try again"}}};
+    return future.get();
+}
+
+Supervisor::Result Supervisor::cancel(int64_t id) {
+    auto promise = std::make_shared<std::promise<Result>>();
+    auto future = promise->get_future();
+    {
+        std::lock_guard lock(commands_mutex_);
+        commands_.push_back([this, id, promise] {
+            const auto it = jobs_.find(id);
+            if (it == jobs_.end()) {
+                Statement select = db_.prepare("SELECT state FROM jobs WHERE id=?");
+                select.bind(1, id);
+                if (select.step())
+                    promise->set_value({409, {{"error", "job " + std::to_string(id) + " is already " + select.text(0)}}});
+                else
+                    promise->set_value({404, {{"error", "no job " + std::to_string(id)}}});
+                return;
+            }
+            Job& job = *it->second;
+            if (job.state == "queued") {
+                job.reason = "cancelled by the user before it started";
+                job.finished = wall_now();
+                job.state = "cancelled";
+                add_state_event(job);
+                job.dirty = true;
+            } else {
+                signal_job(job, "cancel", SIGTERM);
+            }
+            promise->set_value({202, {{"id", id}, {"state", job.state}}});
+        });
+    }
+    commands_changed_.notify_all();
+    if (future.wait_for(std::chrono::seconds(30)) != std::future_status::ready)
+        return {503, {{"error", "the worker is busy; try again"}}};
+    return future.get();
+}
+
+void Supervisor::signal_job(Job& job, const std::string& kind, int signal) {
+    if (job.stop_kind.empty() || kind == "cancel")
+        job.stop_kind = kind;
+    if (job.stop_sent == 0)
+        job.stop_sent = wall_now();
+    if (job.shim > 0)
+        ::kill(-job.shim, signal); // the job's whole process group; the shim outlives it to record the exit
+    job.state = kind == "preempt" ? "preempting" : "stopping";
+    job.reason = kind == "preempt"    ? "preempted by job " + std::to_string(job.preempted_by) + "; checkpointing"
+                 : kind == "cancel"   ? "cancel requested; checkpointing"
+                 : kind == "budget"   ? "budget reached; checkpointing"
+                                      : "idle; checkpointing";
+    add_state_event(job);
+}
+
+void Supervisor::start_job(Job& job) {
+    const std::string dir = job_dir(job.id);
+    ::unlink((dir + "/exit_status.json").c_str());
+    ::unlink((dir + "/pid").c_str());
+    const bool resume = job.restarts > 0 || fs::exists(dir + "/checkpoints") && !fs::is_empty(dir + "/checkpoints");
+    LaunchPlan plan;
+    if (!job.request.builtin.is_null()) {
+        plan.argv = {config_.train_binary, dir + "/spec.json", "--checkpoint-dir", dir + "/checkpoints", "--resume",
+                     "--threads", std::to_string(std::max(1, job.request.resources.cpus))};
+    } else if (job.request.shell) {
+        plan.argv = {"/bin/sh", "-c", job.request.argv.front()};
+    } else {
+        plan.argv = job.request.argv;
+    }
+    plan.cwd = job.request.cwd.empty() ? dir : job.request.cwd;
+    std::map<std::string, std::string> env;
+    for (char** e = environ; *e; ++e) {
+        const std::string entry = *e;
+        const size_t eq = entry.find('=');
+        if (eq != std::string::npos)
+            env[entry.substr(0, eq)] = entry.substr(eq + 1);
+    }
+    for (const auto& [key, value] : job.request.env)
+        env[key] = value;
+    std::string visible;
+    for (int gpu : job.gpus)
+        visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
+    env["CUDA_VISIBLE_DEVICES"] = visible;
+    env["TRAINDECK_METRICS_FD"] = "3";
+    env["TRAINDECK_CHECKPOINT_DIR"] = dir + "/checkpoints";
+    env["TRAINDECK_DATASET_DIR"] = dir + "/data";
+    env["TRAINDECK_JOB_ID"] = std::to_string(job.id);
+    env["TRAINDECK_RESUME"] = resume ? "1" : "0";
+    env["WORLD_SIZE"] = "1";
+    env["RANK"] = "0";
+    env["LOCAL_RANK"] = "0";
+    env["OMP_NUM_THREADS"] = std::to_string(std::max(1, job.request.resources.cpus));
+    for (const auto& [key, value] : env)
+        plan.env.push_back(key + "=" + value);
+    std::string error;
+    if (!write_launch_plan(dir, plan, error) || (job.shim = spawn_shim(config_.self_binary, dir, error)) < 0) {
+        job.exit_code = -1;
+        finish_run(job, "failed", error);
+        return;
+    }
+    job.pid = -1;
+    job.state = "running";
+    job.reason = job.restarts > 0 ? "restart " + std::to_string(job.restarts) + " of " +
+                                        std::to_string(job.request.max_restarts) + ", from the last checkpoint"
+                 : resume         ? "resumed from its checkpoint"
+                                  : "started";
+    job.started = wall_now();
+    job.last_meter = job.started;
+    job.stop_kind.clear();
+    job.stop_sent = 0;
+    job.idle_since = 0;
+    job.idle_reported = false;
+    job.exit_code = -1;
+    add_state_event(job);
+}
+
+void Supervisor::ingest(Job& job) {
+    const std::string dir = job_dir(job.id);
+    for (int stream = 0; stream < 3; ++stream) {
+        const int fd = ::open((dir + "/" + kFiles[stream]).c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        std::string buffer;
+        char chunk[65536];
+        for (;;) {
+            const ssize_t n = ::pread(fd, chunk, sizeof(chunk), job.offsets[stream] + static_cast<off_t>(buffer.size()));
+            if (n <= 0)
+                break;
+            buffer.append(chunk, static_cast<size_t>(n));
+            if (buffer.size() > 8 * kMaxLine)
+                break; // the rest next tick
+        }
+        ::close(fd);
+        size_t start = 0;
+        for (;;) {
+            size_t end = buffer.find('\n', start);
+            if (end == std::string::npos) {
+                // An unfinished line waits for its newline, unless it is absurdly long.
+                if (buffer.size() - start < kMaxLine)
+                    break;
+                end = start + kMaxLine;
+            }
+            std::string_view line(buffer.data() + start, end - start);
+            const size_t consumed = end - start + (end < buffer.size() && buffer[end] == '\n' ? 1 : 0);
+            if (!line.empty() && line.back() == '\r')
+                line.remove_suffix(1);
+            constexpr std::string_view prefix = "@traindeck ";
+            const bool protocol = stream == 0 || (stream == 1 && line.substr(0, prefix.size()) == prefix);
+            if (protocol) {
+                std::string_view record = stream == 0 ? line : line.substr(prefix.size());
+                if (record.empty()) {
+                    // blank line on the metrics fd: nothing to record
+                } else if (record.front() == '{' && json::accept(record)) {
+                    add_event(job, "record", record);
+                } else {
+                    ++job.warnings;
+                    add_event(job, "warning",
+                              json{{"message", "metrics line is not a JSON object; skipped"},
+                                   {"stream", kStreams[stream]},
+                                   {"line", std::string(record.substr(0, kMaxLogText))},
+                                   {"count", job.warnings}}
+                                  .dump(-1, ' ', false, json::error_handler_t::replace));
+                }
+            } else {
+                json data = {{"stream", kStreams[stream]}, {"line", std::string(line.substr(0, kMaxLogText))}};
+                if (line.size() > kMaxLogText)
+                    data["truncated_bytes"] = line.size() - kMaxLogText;
+                add_event(job, "log", data.dump(-1, ' ', false, json::error_handler_t::replace));
+            }
+            job.offsets[stream] += static_cast<int64_t>(consumed);
+            start += consumed;
+            job.dirty = true;
+        }
+    }
+    if (job.pid <= 0 && job.state != "queued")
+        job.pid = read_job_pid(dir);
+}
+
+void Supervisor::check_exit(Job& job) {
+    if (job.state == "queued" || is_terminal(job.state))
+        return;
+    const std::string dir = job_dir(job.id);
+    const ExitStatus status = read_exit_status(dir);
+    if (!status.present) {
+        if (job.shim > 0 && !alive_shim(job.shim, dir) && !read_exit_status(dir).present) {
+            ingest(job);
+            job.reason = "the job's supervisor process vanished without recording an exit";
+            job.exit_code = -1;
+            if (job.restarts < job.request.max_restarts) {
+                ++job.restarts;
+                finish_run(job, "queued", job.reason + "; retrying from the last checkpoint");
+            } else {
+                finish_run(job, "failed", job.reason);
+            }
+        }
+        return;
+    }
+    ingest(job); // everything the job wrote comes before its end
+    job.exit_code = status.signal ? 128 + status.signal : status.exit_code;
+    const std::string how = status.signal ? "killed by signal " + std::to_string(status.signal)
+                                          : "exit code " + std::to_string(status.exit_code);
+    if (!status.exec_error.empty()) {
+        finish_run(job, "failed", status.exec_error);
+    } else if (job.stop_kind == "cancel") {
+        finish_run(job, "cancelled", "cancelled by the user (" + how + ")");
+    } else if (job.stop_kind == "preempt") {
+        finish_run(job, "queued", "preempted by job " + std::to_string(job.preempted_by) + " (" + how +
+                                      "); resumes from its checkpoint");
+    } else if (job.stop_kind == "budget") {
+        finish_run(job, "stopped", "budget of " + std::to_string(job.request.budget) + " " + config_.currency +
+                                       " reached (" + how + "); checkpoint kept");
+    } else if (job.stop_kind == "idle") {
+        finish_run(job, "stopped", "stopped by the idle policy (" + how + "); checkpoint kept");
+    } else if (!status.signal && status.exit_code == 0) {
+        finish_run(job, "succeeded", "finished");
+    } else if (job.restarts < job.request.max_restarts) {
+        ++job.restarts;
+        finish_run(job, "queued", how + "; retry " + std::to_string(job.restarts) + " of " +
+                                      std::to_string(job.request.max_restarts) + " from the last checkpoint");
+    } else {
+        finish_run(job, "failed", how + (job.request.max_restarts ? "; no restarts left" : ""));
+    }
+}
+
+void Supervisor::finish_run(Job& job, const std::string& state, const std::string& reason) {
+    meter(job, wall_now());
+    for (int gpu : job.gpus)
+        if (gpu >= 0 && gpu < static_cast<int>(gpu_busy_.size()))
+            gpu_busy_[gpu] = false;
+    job.gpus.clear();
+    if (job.pid > 0)
+        telemetry_.forget_process(job.pid);
+    job.shim = -1;
+    job.pid = -1;
+    job.stop_kind.clear();
+    job.stop_sent = 0;
+    job.state = state;
+    job.reason = reason;
+    if (is_terminal(state))
+        job.finished = wall_now();
+    add_state_event(job);
+    job.dirty = true;
+}
+
+void Supervisor::schedule() {
+    int free_cpus = config_.cpu_slots;
+    int64_t free_memory = config_.memory_mb;
+    int free_gpus = 0;
+    std::vector<Job*> queued, holding;
+    for (auto& [id, job] : jobs_) {
+        if (job->state == "queued") {
+            queued.push_back(job);
+        } else if (!is_terminal(job->state)) {
+            holding.push_back(job);
+            free_cpus -= job->request.resources.cpus;
+            free_memory -= job->request.resources.memory_mb;
+        }
+    }
+    for (bool busy : gpu_busy_)
+        free_gpus += !busy;
+    std::stable_sort(queued.begin(), queued.end(),
+                     [](const Job* a, const Job* b) { return a->request.priority > b->request.priority; });
+    for (Job* job : queued) {
+        const Resources& need = job->request.resources;
+        if (need.cpus <= free_cpus && need.memory_mb <= free_memory && need.gpus <= free_gpus) {
+            for (int g = 0, taken = 0; g < static_cast<int>(gpu_busy_.size()) && taken < need.gpus; ++g)
+                if (!gpu_busy_[g]) {
+                    gpu_busy_[g] = true;
+                    job->gpus.push_back(g);
+                    ++taken;
+                }
+            free_cpus -= need.cpus;
+            free_memory -= need.memory_mb;
+            free_gpus -= need.gpus;
+            start_job(*job);
+            continue;
+        }
+        // It does not fit. Lower-priority running jobs make room, lowest priority and newest first; what they
+        // free is counted as soon as they are asked, so one tick never preempts more than needed.
+        std::vector<Job*> victims;
+        for (Job* running : holding)
+            if (running->state == "running" && running->request.priority < job->request.priority)
+                victims.push_back(running);
+        std::sort(victims.begin(), victims.end(), [](const Job* a, const Job* b) {
+            return a->request.priority != b->request.priority ? a->request.priority < b->request.priority : a->id > b->id;
+        });
+        int cpus = free_cpus, gpus = free_gpus;
+        int64_t memory = free_memory;
+        // Jobs already checkpointing for us count as free.
+        for (Job* leaving : holding)
+            if (leaving->state == "preempting" && leaving->preempted_by == job->id) {
+                cpus += leaving->request.resources.cpus;
+                memory += leaving->request.resources.memory_mb;
+                gpus += leaving->request.resources.gpus;
+            }
+        std::vector<Job*> chosen;
+        for (Job* victim : victims) {
+            if (need.cpus <= cpus && need.memory_mb <= memory && need.gpus <= gpus)
+                break;
+            chosen.push_back(victim);
+            cpus += victim->request.resources.cpus;
+            memory += victim->request.resources.memory_mb;
+            gpus += victim->request.resources.gpus;
+        }
+        if (need.cpus <= cpus && need.memory_mb <= memory && need.gpus <= gpus) {
+            for (Job* victim : chosen) {
+                victim->preempted_by = job->id;
+                signal_job(*victim, "preempt", SIGTERM);
+            }
+        }
+        // Strict priority order: nothing behind a waiting job jumps ahead of it, so it cannot starve.
+        break;
+    }
+}
+
+void Supervisor::meter(Job& job, double now) {
+    if (job.state == "queued" || is_terminal(job.state)) {
+        job.last_meter = now;
+        return;
+    }
+    const double dt = std::max(0.0, now - job.last_meter);
+    job.last_meter = now;
+    const Resources& r = job.request.resources;
+    const double rate = config_.price_base + config_.price_gpu * r.gpus + config_.price_cpu * r.cpus;
+    job.spend += rate * dt / 3600.0;
+    job.run_seconds += dt;
+    job.dirty = true;
+
+    json telemetry = {{"spend", job.spend}, {"rate_per_hour", rate}, {"run_seconds", job.run_seconds},
+                      {"currency", config_.currency}};
+    double utilization = -1;
+    if (job.pid > 0) {
+        const ProcessSample process = telemetry_.sample_process(job.pid);
+        if (process.alive) {
+            telemetry["cpu_percent"] = process.cpu_percent;
+            telemetry["rss_mb"] = process.rss_mb;
+            utilization = process.cpu_percent / std::max(1, r.cpus);
+        }
+    }
+    if (!job.gpus.empty()) {
+        const auto samples = telemetry_.sample_gpus();
+        json gpus = json::array();
+        double sum = 0;
+        for (int index : job.gpus) {
+            if (index >= static_cast<int>(samples.size()))
+                continue;
+            const GpuSample& g = samples[index];
+            gpus.push_back({{"index", g.index}, {"utilization", g.utilization}, {"memory_used_mb", g.memory_used_mb},
+                            {"memory_total_mb", g.memory_total_mb}, {"power_w", g.power_w},
+                            {"temperature_c", g.temperature_c}});
+            sum += g.utilization;
+        }
+        telemetry["gpus"] = gpus;
+        utilization = job.gpus.empty() ? utilization : sum / job.gpus.size();
+    }
+    add_event(job, "telemetry", telemetry.dump());
+
+    if (job.state != "running")
+        return;
+    if (job.request.budget > 0) {
+        if (!job.budget_warned && job.spend >= 0.8 * job.request.budget) {
+            job.budget_warned = true;
+            add_event(job, "warning", json{{"message", "80% of the budget spent"}, {"alert", "budget_80"},
+                                           {"spend", job.spend}, {"budget", job.request.budget}}.dump());
+        }
+        if (job.spend >= job.request.budget) {
+            add_event(job, "warning", json{{"message", "budget reached; stopping with a checkpoint"},
+                                           {"alert", "budget_100"}, {"spend", job.spend}, {"budget", job.request.budget}}.dump());
+            signal_job(job, "budget", SIGTERM);
+            return;
+        }
+    }
+    if (utilization >= 0 && job.run_seconds > 2.0) {
+        if (utilization < config_.idle_percent) {
+            if (job.idle_since == 0)
+                job.idle_since = now;
+            if (!job.idle_reported && now - job.idle_since >= config_.idle_seconds) {
+                job.idle_reported = true;
+                add_event(job, "warning", json{{"message", "idle: utilisation under " + std::to_string(int(config_.idle_percent)) +
+                                                               "% for " + std::to_string(int(now - job.idle_since)) + " s"},
+                                               {"alert", "idle"}, {"utilization", utilization}}.dump());
+                if (config_.idle_stop)
+                    signal_job(job, "idle", SIGTERM);
+            }
+        } else {
+            job.idle_since = 0;
+        }
+    }
+}
+
+json Supervisor::resources() {
+    // Other threads get the snapshot the loop takes every second: Telemetry belongs to the loop's thread.
+    if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) {
+        std::lock_guard lock(resources_mutex_);
+        return resources_snapshot_;
+    }
+    const HostSample host = telemetry_.sample_host();
+    json gpus = json::array();
+    for (const GpuSample& g : telemetry_.sample_gpus())
+        gpus.push_back({{"index", g.index}, {"name", g.name}, {"utilization", g.utilization},
+                        {"memory_used_mb", g.memory_used_mb}, {"memory_total_mb", g.memory_total_mb},
+                        {"power_w", g.power_w}, {"temperature_c", g.temperature_c},
+                        {"busy", g.index < static_cast<int>(gpu_busy_.size()) && gpu_busy_[g.index]}});
+    return {{"gpus", gpus},
+            {"gpu_status", telemetry_.gpu_status().empty() ? "ok" : telemetry_.gpu_status()},
+            {"cpus", config_.cpu_slots},
+            {"memory_mb", config_.memory_mb},
+            {"host", {{"cpu_percent", host.cpu_percent}, {"cpu_count", host.cpu_count},
+                      {"memory_used_mb", host.memory_used_mb}, {"memory_total_mb", host.memory_total_mb}}},
+            {"prices", {{"base_per_hour", config_.price_base}, {"gpu_per_hour", config_.price_gpu},
+                        {"cpu_per_hour", config_.price_cpu}, {"currency", config_.currency}}}};
+}
+
+} // namespace traindeck::worker

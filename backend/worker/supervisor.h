@@ -1,0 +1,93 @@
+#pragma once
+// The worker's one writer: it owns the database connection that writes, starts and watches the jobs,
+// turns their output into numbered events, schedules the queue onto resource slots (with priorities and
+// preemption), retries failures from their checkpoints, and meters spend. HTTP threads talk to it through
+// submit()/cancel() and read what it committed through their own read-only connections.
+#include "jobrequest.h"
+#include "sqlitedb.h"
+#include "telemetry.h"
+#include "workerconfig.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace traindeck::worker {
+
+// Where committed event sequence numbers are announced to long-polling readers.
+class EventBoard {
+public:
+    void publish(int64_t job, int64_t last_seq, bool finished);
+    // Waits until job has an event after `after`, the job is finished, or the timeout; returns the last seq.
+    int64_t wait(int64_t job, int64_t after, int timeout_ms);
+
+private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::map<int64_t, std::pair<int64_t, bool>> jobs_;
+};
+
+class Supervisor {
+public:
+    Supervisor(WorkerConfig config, EventBoard& board);
+    ~Supervisor();
+
+    // Opens the database, recovers jobs left by a previous worker and starts the loop. "" or an error.
+    std::string start();
+    void stop();
+
+    struct Result {
+        int status = 200; // HTTP status
+        nlohmann::json body;
+    };
+    Result submit(const JobRequest& request);
+    Result cancel(int64_t job);
+
+    const WorkerConfig& config() const { return config_; }
+    std::string database_path() const { return config_.state_dir + "/worker.db"; }
+    nlohmann::json resources();
+
+private:
+    struct Job;
+    using Command = std::function<void()>;
+
+    void loop();
+    void tick(bool meter);
+    void recover();
+    void start_job(Job& job);
+    void ingest(Job& job);
+    void check_exit(Job& job);
+    void finish_run(Job& job, const std::string& state, const std::string& reason);
+    void schedule();
+    void meter(Job& job, double now);
+    void signal_job(Job& job, const std::string& kind, int signal);
+    void add_event(Job& job, const char* type, std::string_view data);
+    void add_state_event(Job& job);
+    void save_job(Job& job);
+    std::string job_dir(int64_t id) const;
+
+    WorkerConfig config_;
+    EventBoard& board_;
+    Database db_;
+    Telemetry telemetry_;
+    std::map<int64_t, Job*> jobs_; // non-terminal jobs
+    std::vector<bool> gpu_busy_;
+    std::mutex commands_mutex_;
+    std::condition_variable commands_changed_;
+    std::deque<Command> commands_;
+    std::thread thread_;
+    std::atomic<bool> stopping_{false};
+    std::mutex resources_mutex_;
+    nlohmann::json resources_snapshot_;
+    std::vector<std::pair<int64_t, std::pair<int64_t, bool>>> pending_announcements_;
+    bool in_transaction_ = false;
+};
+
+} // namespace traindeck::worker
