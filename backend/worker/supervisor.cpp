@@ -249,6 +249,9 @@ void Supervisor::loop() {
                 in_transaction_ = false;
             }
             pending_announcements_.clear();
+            for (auto& reply : after_commit_)
+                reply(false);
+            after_commit_.clear();
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
         }
     }
@@ -293,6 +296,9 @@ void Supervisor::tick(bool meter_now) {
             save_job(*job);
     db_.exec("COMMIT");
     in_transaction_ = false;
+    for (auto& reply : after_commit_)
+        reply(true);
+    after_commit_.clear();
     for (auto& [id, announcement] : pending_announcements_)
         board_.publish(id, announcement.first, announcement.second);
     pending_announcements_.clear();
@@ -386,7 +392,10 @@ Supervisor::Result Supervisor::submit(const JobRequest& request) {
             jobs_[job->id] = job;
             job->reason = "waiting for resources";
             add_state_event(*job);
-            promise->set_value({201, {{"id", job->id}, {"state", job->state}}});
+            after_commit_.push_back([promise, id = job->id](bool committed) {
+                promise->set_value(committed ? Result{201, {{"id", id}, {"state", "queued"}}}
+                                             : Result{500, {{"error", "the job could not be stored; see the worker's log"}}});
+            });
         });
     }
     commands_changed_.notify_all();
@@ -421,7 +430,10 @@ Supervisor::Result Supervisor::cancel(int64_t id) {
             } else {
                 signal_job(job, "cancel", SIGTERM);
             }
-            promise->set_value({202, {{"id", id}, {"state", job.state}}});
+            after_commit_.push_back([promise, id, state = job.state](bool committed) {
+                promise->set_value(committed ? Result{202, {{"id", id}, {"state", state}}}
+                                             : Result{500, {{"error", "the cancel could not be stored; try again"}}});
+            });
         });
     }
     commands_changed_.notify_all();

@@ -88,6 +88,8 @@ private:
     nlohmann::json resources_snapshot_;
     std::vector<std::pair<int64_t, std::pair<int64_t, bool>>> pending_announcements_;
     bool in_transaction_ = false;
+    // Replies to submit/cancel wait for the commit, so that a client reading right after its reply finds the job.
+    std::vector<std::function<void(bool committed)>> after_commit_;
 };
 
 } // namespace traindeck::worker

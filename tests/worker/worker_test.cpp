@@ -1,0 +1,376 @@
+// The worker as a real process on loopback: real jobs, real kills, real restarts.
+#include "checkpoint.h"
+#include "workerprocess.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+using namespace traindeck::test;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool fashion_mnist() { return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"); }
+
+#define REQUIRE_FASHION_MNIST()                                                                                        \
+    if (!fashion_mnist())                                                                                              \
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)"
+
+json small_mlp(long limit = 4000, int epochs = 2) {
+    return {{"model", "mlp"}, {"hidden", {64}}, {"data", {{"dataset", "fashion-mnist"}, {"limit", limit}}},
+            {"batch_size", 64}, {"epochs", epochs}, {"seed", 7}, {"checkpoint_every", 5}};
+}
+
+std::vector<json> of_type(const std::vector<json>& events, const std::string& type, const std::string& record = "") {
+    std::vector<json> found;
+    for (const auto& e : events)
+        if (e["type"] == type && (record.empty() || e["data"].value("type", "") == record))
+            found.push_back(e);
+    return found;
+}
+
+void expect_gapless(const std::vector<json>& events) {
+    ASSERT_FALSE(events.empty());
+    for (size_t i = 0; i < events.size(); ++i)
+        ASSERT_EQ(events[i]["seq"].get<int64_t>(), static_cast<int64_t>(i + 1)) << "gap or duplicate at index " << i;
+}
+
+// The last value the job reported for every step: what a chart of the run shows.
+std::map<long, double> loss_curve(const std::vector<json>& events) {
+    std::map<long, double> curve;
+    for (const auto& e : of_type(events, "record", "metric"))
+        curve[e["data"]["step"].get<long>()] = e["data"]["loss"].get<double>();
+    return curve;
+}
+
+std::vector<float> final_weights(const std::string& checkpoint_dir) {
+    auto found = traindeck::engine::find_latest_checkpoint(checkpoint_dir);
+    return found && !found->path.empty() ? found->checkpoint.params : std::vector<float>{};
+}
+
+// The same spec trained directly by traindeck-train, uninterrupted: the reference for exact resumes.
+std::vector<float> reference_weights(const json& spec, const std::string& dir, int threads) {
+    const std::string spec_path = dir + "/reference.json";
+    std::ofstream(spec_path) << spec.dump();
+    const std::string command = train_binary() + " " + spec_path + " --threads " + std::to_string(threads) +
+                                " --checkpoint-dir " + dir + "/reference >/dev/null 2>&1";
+    if (std::system(command.c_str()) != 0)
+        return {};
+    return final_weights(dir + "/reference");
+}
+
+std::string job_dir(const WorkerProcess& worker, int64_t id) { return worker.state_dir() + "/jobs/" + std::to_string(id); }
+
+} // namespace
+
+TEST(Worker, BuiltinJobStreamsEveryMetricNumberedWithoutGaps) {
+    REQUIRE_FASHION_MNIST();
+    WorkerProcess worker;
+    ASSERT_TRUE(worker.running());
+    const int64_t id = worker.submit({{"name", "mlp"}, {"builtin", small_mlp()}, {"resources", {{"cpus", 1}}}});
+    ASSERT_GT(id, 0) << worker.last_error;
+    const auto events = worker.drain(id);
+    expect_gapless(events);
+    const json job = worker.job(id);
+    EXPECT_EQ(job["state"], "succeeded") << job.dump();
+    // 3600 training samples / 64 = 57 steps per epoch, 2 epochs: every step's metric line arrived once.
+    const auto metrics = of_type(events, "record", "metric");
+    ASSERT_EQ(metrics.size(), 114u);
+    for (size_t i = 0; i < metrics.size(); ++i)
+        EXPECT_EQ(metrics[i]["data"]["step"], static_cast<long>(i + 1));
+    EXPECT_EQ(of_type(events, "record", "status").back()["data"]["state"], "finished");
+    EXPECT_EQ(of_type(events, "record", "eval").size(), 3u); // val per epoch + test
+    EXPECT_EQ(of_type(events, "state").back()["data"]["state"], "succeeded");
+    EXPECT_EQ(job["last_seq"].get<int64_t>(), static_cast<int64_t>(events.size()));
+}
+
+TEST(Worker, PyTorchExampleScriptRunsThroughTheHelper) {
+    REQUIRE_FASHION_MNIST();
+    if (!torch_available())
+        GTEST_SKIP() << "Debian's python3-torch is not installed";
+    WorkerProcess worker;
+    const int64_t id = worker.submit(
+        {{"name", "pytorch"},
+         {"argv", {"/usr/bin/python3", source_dir() + "/resources/examples/pytorch_fashion.py", "--epochs", "1", "--limit", "2560"}},
+         {"resources", {{"cpus", 1}}}});
+    ASSERT_GT(id, 0) << worker.last_error;
+    const auto events = worker.drain(id, 300);
+    expect_gapless(events);
+    EXPECT_EQ(worker.job(id)["state"], "succeeded") << worker.job(id).dump();
+    const auto curve = loss_curve(events);
+    ASSERT_EQ(curve.size(), 20u); // 2560 / 128
+    EXPECT_EQ(curve.begin()->first, 1);
+    EXPECT_EQ(curve.rbegin()->first, 20);
+    const auto test = of_type(events, "record", "eval");
+    ASSERT_EQ(test.size(), 1u);
+    EXPECT_GT(test[0]["data"]["accuracy"].get<double>(), 0.4);
+    bool saw_log = false;
+    for (const auto& e : of_type(events, "log"))
+        saw_log |= e["data"]["line"].get<std::string>().find("test accuracy") != std::string::npos;
+    EXPECT_TRUE(saw_log);
+}
+
+TEST(Worker, KilledJobRetriesFromItsCheckpointWithAContinuousCurve) {
+    REQUIRE_FASHION_MNIST();
+    WorkerProcess worker;
+    json spec = small_mlp(6000, 2);
+    const int64_t id = worker.submit({{"builtin", spec}, {"resources", {{"cpus", 1}}}, {"max_restarts", 2}});
+    ASSERT_GT(id, 0) << worker.last_error;
+    // Wait until it is well past its first checkpoint (every 5 steps), then kill the training process outright.
+    int64_t after = 0;
+    long seen_step = 0;
+    for (int i = 0; i < 500 && seen_step < 23; ++i) {
+        const auto reply = worker.client().get("/v1/jobs/" + std::to_string(id) + "/events?wait_ms=1000&after=" + std::to_string(after)).json();
+        for (const auto& e : reply["events"])
+            if (e["type"] == "record" && e["data"]["type"] == "metric")
+                seen_step = e["data"]["step"].get<long>();
+        after = reply["next"].get<int64_t>();
+    }
+    ASSERT_GE(seen_step, 23);
+    const json running = worker.job(id);
+    ASSERT_GT(running["pid"].get<int>(), 0);
+    ASSERT_EQ(::kill(running["pid"].get<int>(), SIGKILL), 0);
+
+    const auto events = worker.drain(id);
+    expect_gapless(events);
+    const json job = worker.job(id);
+    EXPECT_EQ(job["state"], "succeeded") << job.dump();
+    EXPECT_EQ(job["restarts"], 1);
+    bool saw_retry = false;
+    for (const auto& e : of_type(events, "state"))
+        saw_retry |= e["data"]["reason"].get<std::string>().find("killed by signal 9; retry 1 of 2") != std::string::npos;
+    EXPECT_TRUE(saw_retry);
+    // Continuous: every step of both epochs is on the curve (5400 / 64 → 85 steps per epoch), and the weights are exactly
+    // those of a run that was never killed.
+    const auto curve = loss_curve(events);
+    ASSERT_EQ(curve.size(), 170u);
+    EXPECT_EQ(curve.rbegin()->first, 170);
+    EXPECT_EQ(final_weights(job_dir(worker, id) + "/checkpoints"), reference_weights(spec, worker.state_dir(), 1));
+}
+
+TEST(Worker, KilledWorkerLosesAndDuplicatesNoEvent) {
+    REQUIRE_FASHION_MNIST();
+    WorkerProcess worker;
+    const int64_t id = worker.submit({{"builtin", small_mlp(12000, 2)}, {"resources", {{"cpus", 1}}}});
+    ASSERT_GT(id, 0);
+    ASSERT_FALSE(worker.wait_for_state(id, {"running"}).is_null());
+    for (int i = 0; i < 300 && worker.job(id)["last_seq"].get<int64_t>() < 40; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_GE(worker.job(id)["last_seq"].get<int64_t>(), 40) << "the job never got going";
+    worker.kill_hard();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000)); // the job keeps training while no worker watches
+    ASSERT_TRUE(worker.restart());
+    const auto events = worker.drain(id);
+    expect_gapless(events);
+    EXPECT_EQ(worker.job(id)["state"], "succeeded");
+    EXPECT_EQ(worker.job(id)["restarts"], 0) << "the job should have been re-adopted, not restarted";
+    const auto metrics = of_type(events, "record", "metric");
+    ASSERT_EQ(metrics.size(), 338u); // 10800 / 64 = 169 steps, 2 epochs
+    for (size_t i = 0; i < metrics.size(); ++i)
+        ASSERT_EQ(metrics[i]["data"]["step"], static_cast<long>(i + 1)) << "lost or repeated metric line";
+    bool readopted = false;
+    for (const auto& e : of_type(events, "warning"))
+        readopted |= e["data"]["message"] == "worker restarted; job re-adopted";
+    EXPECT_TRUE(readopted);
+}
+
+TEST(Worker, HighPriorityJobPreemptsAndTheLowOneResumesExactly) {
+    REQUIRE_FASHION_MNIST();
+    WorkerProcess worker({"--cpus", "1"});
+    json low_spec = small_mlp(12000, 2);
+    const int64_t low = worker.submit({{"name", "low"}, {"builtin", low_spec}, {"resources", {{"cpus", 1}}}, {"priority", 0}});
+    ASSERT_GT(low, 0);
+    ASSERT_FALSE(worker.wait_for_state(low, {"running"}).is_null());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const auto submitted = std::chrono::steady_clock::now();
+    const int64_t high = worker.submit({{"name", "high"}, {"builtin", small_mlp(2000, 1)}, {"resources", {{"cpus", 1}}}, {"priority", 10}});
+    ASSERT_GT(high, 0);
+    ASSERT_FALSE(worker.wait_for_state(high, {"running", "succeeded"}, 10).is_null());
+    const double start_delay = std::chrono::duration<double>(std::chrono::steady_clock::now() - submitted).count();
+    EXPECT_LT(start_delay, 2.0) << "the high-priority job took " << start_delay << " s to start";
+
+    const auto high_events = worker.drain(high);
+    EXPECT_EQ(worker.job(high)["state"], "succeeded");
+    const auto low_events = worker.drain(low, 180);
+    expect_gapless(low_events);
+    const json low_job = worker.job(low);
+    EXPECT_EQ(low_job["state"], "succeeded") << low_job.dump();
+    std::vector<std::string> states;
+    for (const auto& e : of_type(low_events, "state"))
+        states.push_back(e["data"]["state"]);
+    EXPECT_EQ(states, (std::vector<std::string>{"queued", "running", "preempting", "queued", "running", "succeeded"}));
+    // The preempted job resumed from its checkpoint and ends with the weights it would have had anyway.
+    EXPECT_EQ(final_weights(job_dir(worker, low) + "/checkpoints"), reference_weights(low_spec, worker.state_dir(), 1));
+    EXPECT_EQ(loss_curve(low_events).size(), 338u);
+}
+
+TEST(Worker, BadInputGetsClearErrorsAndTheWorkerStaysUp) {
+    WorkerProcess worker;
+    auto& client = worker.client();
+    auto malformed = client.post("/v1/jobs", std::string("{\"argv\": [\"echo\""));
+    EXPECT_EQ(malformed.status, 400);
+    EXPECT_EQ(malformed.message(), "the body is not valid JSON");
+    auto unknown = client.post("/v1/jobs", json{{"argv", {"true"}}, {"priorty", 3}});
+    EXPECT_EQ(unknown.status, 400);
+    EXPECT_NE(unknown.message().find("unknown field \"priorty\""), std::string::npos);
+    auto both = client.post("/v1/jobs", json{{"argv", {"true"}}, {"builtin", json::object()}});
+    EXPECT_EQ(both.status, 400);
+    auto too_big = client.post("/v1/jobs", json{{"argv", {std::string(2 << 20, 'x')}}});
+    EXPECT_EQ(too_big.status, 413);
+    auto impossible = client.post("/v1/jobs", json{{"argv", {"true"}}, {"resources", {{"gpus", 64}}}});
+    EXPECT_EQ(impossible.status, 422);
+    EXPECT_NE(impossible.message().find("could never run"), std::string::npos);
+
+    traindeck::client::WorkerClient wrong(worker.url(), "not-the-token");
+    EXPECT_EQ(wrong.get("/v1/jobs").status, 401);
+    traindeck::client::WorkerClient none(worker.url(), "");
+    EXPECT_EQ(none.post("/v1/jobs", json{{"argv", {"true"}}}).status, 401);
+    EXPECT_EQ(client.get("/v1/jobs/999").status, 404);
+    EXPECT_EQ(client.get("/v1/jobs/1/events?after=-3").status, 400);
+
+    const int64_t missing = worker.submit({{"argv", {"/no/such/program", "--flag"}}, {"max_restarts", 3}});
+    ASSERT_GT(missing, 0);
+    const json failed = worker.wait_for_state(missing, {"failed"});
+    ASSERT_FALSE(failed.is_null());
+    EXPECT_EQ(failed["reason"], "cannot execute \"/no/such/program\": No such file or directory");
+    EXPECT_EQ(failed["restarts"], 0) << "a program that does not exist is not retried";
+
+    // A job that writes garbage on its metrics fd: each bad line is a counted warning, the job goes on.
+    const int64_t noisy = worker.submit(
+        {{"argv", {"/bin/sh", "-c",
+                   "echo '{\"type\":\"metric\",\"step\":1,\"loss\":1}' >&3; echo 'loss=0.5 oops' >&3; echo '[1,2]' >&3; "
+                   "echo '{\"type\":\"metric\",\"step\":2,\"loss\":0.5}' >&3; echo '@traindeck {broken' ; echo done"}}});
+    const auto events = worker.drain(noisy);
+    expect_gapless(events);
+    EXPECT_EQ(worker.job(noisy)["state"], "succeeded");
+    EXPECT_EQ(worker.job(noisy)["warnings"], 3);
+    EXPECT_EQ(of_type(events, "warning").size(), 3u);
+    EXPECT_EQ(loss_curve(events), (std::map<long, double>{{1, 1.0}, {2, 0.5}}));
+    EXPECT_EQ(client.get("/v1/health").status, 200);
+}
+
+TEST(Worker, JobsGetTheirEnvironmentAndRunWithoutAShell) {
+    WorkerProcess worker;
+    // A shell metacharacter in an argument stays a literal argument: nothing interprets it.
+    const int64_t id = worker.submit({{"argv", {"/usr/bin/env"}}, {"env", {{"MY_SETTING", "a;b $(x)"}}}});
+    const auto events = worker.drain(id);
+    std::set<std::string> lines;
+    for (const auto& e : of_type(events, "log"))
+        lines.insert(e["data"]["line"].get<std::string>());
+    const std::string dir = job_dir(worker, id);
+    for (const std::string& expected : std::vector<std::string>{"TRAINDECK_METRICS_FD=3", "TRAINDECK_CHECKPOINT_DIR=" + dir + "/checkpoints",
+                                       "TRAINDECK_DATASET_DIR=" + dir + "/data", "CUDA_VISIBLE_DEVICES=", "WORLD_SIZE=1",
+                                       "LOCAL_RANK=0", "MY_SETTING=a;b $(x)", "TRAINDECK_RESUME=0"})
+        EXPECT_TRUE(lines.count(expected)) << expected;
+    const int64_t echo = worker.submit({{"argv", {"/bin/echo", "$(whoami)", "&&", "ls"}}});
+    const auto echoed = of_type(worker.drain(echo), "log");
+    ASSERT_EQ(echoed.size(), 1u);
+    EXPECT_EQ(echoed[0]["data"]["line"], "$(whoami) && ls");
+}
+
+TEST(Worker, BudgetStopsTheJobThroughTheCheckpointPath) {
+    REQUIRE_FASHION_MNIST();
+    // 3600 per hour = 1 per second; a budget of 2 stops the job after about two seconds of running.
+    WorkerProcess worker({"--price-base", "3600"});
+    const int64_t id = worker.submit({{"builtin", small_mlp(30000, 3)}, {"resources", {{"cpus", 1}}}, {"budget", 2.0}});
+    const auto events = worker.drain(id);
+    const json job = worker.job(id);
+    EXPECT_EQ(job["state"], "stopped") << job.dump();
+    EXPECT_NE(job["reason"].get<std::string>().find("budget of 2"), std::string::npos) << job["reason"];
+    EXPECT_GE(job["spend"].get<double>(), 2.0);
+    EXPECT_LT(job["spend"].get<double>(), 4.0);
+    std::set<std::string> alerts;
+    for (const auto& e : of_type(events, "warning"))
+        if (e["data"].contains("alert"))
+            alerts.insert(e["data"]["alert"]);
+    EXPECT_EQ(alerts, (std::set<std::string>{"budget_80", "budget_100"}));
+    EXPECT_FALSE(of_type(events, "record", "checkpoint").empty());
+    const auto preempted = of_type(events, "record", "status");
+    EXPECT_EQ(preempted.back()["data"]["state"], "preempted") << "the trainer did not checkpoint before stopping";
+    EXPECT_FALSE(final_weights(job_dir(worker, id) + "/checkpoints").empty());
+    double last_spend = 0;
+    for (const auto& e : of_type(events, "telemetry")) {
+        EXPECT_GE(e["data"]["spend"].get<double>(), last_spend);
+        last_spend = e["data"]["spend"].get<double>();
+    }
+}
+
+TEST(Worker, IdlePolicyReportsAndStopsAnIdleJob) {
+    WorkerProcess worker({"--idle-seconds", "2", "--idle-percent", "5", "--idle-stop", "--stop-grace", "5"});
+    const int64_t id = worker.submit({{"argv", {"/bin/sleep", "60"}}});
+    const auto events = worker.drain(id, 30);
+    const json job = worker.job(id);
+    EXPECT_EQ(job["state"], "stopped") << job.dump();
+    EXPECT_NE(job["reason"].get<std::string>().find("idle policy"), std::string::npos);
+    bool alerted = false;
+    for (const auto& e : of_type(events, "warning"))
+        alerted |= e["data"].value("alert", "") == "idle";
+    EXPECT_TRUE(alerted);
+    EXPECT_LT(job["run_seconds"].get<double>(), 15.0);
+}
+
+TEST(Worker, CancelStopsRunningAndQueuedJobs) {
+    WorkerProcess worker({"--cpus", "1"});
+    const int64_t running = worker.submit({{"argv", {"/bin/sleep", "60"}}});
+    ASSERT_FALSE(worker.wait_for_state(running, {"running"}).is_null());
+    const int64_t queued = worker.submit({{"argv", {"/bin/sleep", "60"}}});
+    EXPECT_EQ(worker.job(queued)["state"], "queued");
+    EXPECT_EQ(worker.client().post("/v1/jobs/" + std::to_string(queued) + "/cancel", std::string("{}")).status, 202);
+    EXPECT_EQ(worker.client().post("/v1/jobs/" + std::to_string(running) + "/cancel", std::string("{}")).status, 202);
+    EXPECT_FALSE(worker.wait_for_state(queued, {"cancelled"}, 10).is_null());
+    const json cancelled = worker.wait_for_state(running, {"cancelled"}, 10);
+    ASSERT_FALSE(cancelled.is_null());
+    EXPECT_NE(cancelled["reason"].get<std::string>().find("signal 15"), std::string::npos);
+    EXPECT_EQ(worker.client().post("/v1/jobs/" + std::to_string(running) + "/cancel", std::string("{}")).status, 409);
+}
+
+TEST(Worker, ResourcesReportHostAndNoGpuHonestly) {
+    WorkerProcess worker({"--price-gpu", "2.5", "--cpus", "2"});
+    const json resources = worker.client().get("/v1/resources").json();
+    ASSERT_TRUE(resources.is_object());
+    EXPECT_EQ(resources["cpus"], 2);
+    EXPECT_GT(resources["host"]["memory_total_mb"].get<double>(), 100.0);
+    EXPECT_EQ(resources["prices"]["gpu_per_hour"], 2.5);
+    if (resources["gpus"].empty())
+        EXPECT_NE(resources["gpu_status"].get<std::string>().find("no NVIDIA GPU"), std::string::npos);
+}
+
+TEST(Worker, TokenFileIsPrivateAndRemoteListeningNeedsTls) {
+    WorkerProcess worker;
+    struct stat info {};
+    ASSERT_EQ(::stat((worker.state_dir() + "/token").c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0600);
+    EXPECT_EQ(worker.token().size(), 64u);
+    const std::string command = worker_binary() + " --listen 0.0.0.0:0 --state-dir " + worker.state_dir() + "/x 2>/dev/null";
+    EXPECT_EQ(WEXITSTATUS(std::system(command.c_str())), 2);
+}
+
+TEST(Worker, ServesHttpsWithTheTokenWhenGivenACertificate) {
+    WorkerProcess scratch;
+    const std::string dir = scratch.state_dir();
+    const std::string make_cert = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -addext "
+                                  "subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " + dir + "/key.pem -out " + dir +
+                                  "/cert.pem >/dev/null 2>&1";
+    if (std::system(make_cert.c_str()) != 0)
+        GTEST_SKIP() << "the openssl command is not available to make a test certificate";
+    WorkerProcess worker({"--tls-cert", dir + "/cert.pem", "--tls-key", dir + "/key.pem"});
+    ASSERT_TRUE(worker.running());
+    const std::string https = "https://127.0.0.1:" + worker.url().substr(worker.url().rfind(':') + 1);
+    traindeck::client::WorkerClient secure(https, worker.token());
+    secure.set_tls("", dir + "/cert.pem");
+    const auto health = secure.get("/v1/health");
+    EXPECT_EQ(health.status, 200) << health.message();
+    traindeck::client::WorkerClient untrusted(https, worker.token());
+    EXPECT_FALSE(untrusted.get("/v1/health").error.empty()) << "an unknown certificate must not be accepted";
+    traindeck::client::WorkerClient plain(worker.url(), worker.token());
+    EXPECT_NE(plain.get("/v1/health").status, 200);
+}
