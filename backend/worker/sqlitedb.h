@@ -23,6 +23,8 @@ public:
     Statement& bind(int index, double value);
     Statement& bind(int index, std::string_view value);
     Statement& bind_null(int index);
+    // The caller keeps value alive until the next step() or reset().
+    Statement& bind_static(int index, std::string_view value);
     // Returns true while there is a row; throws std::runtime_error on an error (caught at the thread's edge).
     bool step();
     void reset();

@@ -1,6 +1,7 @@
 #include "supervisor.h"
 
 #include "jobshim.h"
+#include "jsonscan.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -69,6 +70,17 @@ struct Supervisor::Job {
     bool idle_reported = false, budget_warned = false;
     int exit_code = -1;
     bool dirty = false;
+    int fds[3] = {-1, -1, -1}; // the job's output files, open while it runs
+    bool shim_reaped = false;  // our child shim exited: its exit_status.json is there to read
+
+    void close_files() {
+        for (int& fd : fds)
+            if (fd >= 0) {
+                ::close(fd);
+                fd = -1;
+            }
+    }
+    ~Job() { close_files(); }
 };
 
 void EventBoard::publish(int64_t job, int64_t last_seq, bool finished) {
@@ -152,6 +164,24 @@ std::string Supervisor::start() {
         return database_path() + ": " + e.what();
     }
     resources_snapshot_ = resources();
+    // WAL checkpoints copy pages back into the database file; done by the writer they stall ingestion for
+    // tens of milliseconds at a time. A connection of its own checkpoints in the background instead.
+    db_.exec("PRAGMA wal_autocheckpoint=0");
+    if (auto error = checkpointer_db_.open(database_path(), false); !error.empty())
+        return error;
+    checkpointer_ = std::thread([this] {
+        while (!stopping_) {
+            {
+                std::unique_lock lock(commands_mutex_);
+                commands_changed_.wait_for(lock, std::chrono::milliseconds(500), [&] { return stopping_.load(); });
+            }
+            try {
+                checkpointer_db_.exec("PRAGMA wal_checkpoint(PASSIVE)");
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "traindeck-worker: WAL checkpoint: %s\n", e.what());
+            }
+        }
+    });
     thread_ = std::thread([this] { loop(); });
     return {};
 }
@@ -162,6 +192,8 @@ void Supervisor::stop() {
     commands_changed_.notify_all();
     if (thread_.joinable())
         thread_.join();
+    if (checkpointer_.joinable())
+        checkpointer_.join();
 }
 
 void Supervisor::recover() {
@@ -263,9 +295,11 @@ void Supervisor::tick(bool meter_now) {
         std::lock_guard lock(commands_mutex_);
         commands.swap(commands_);
     }
-    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-        // Reap our shims; how their jobs ended is in exit_status.json.
-    }
+    // Reap our shims; how their jobs ended is in exit_status.json, read below.
+    for (pid_t reaped; (reaped = ::waitpid(-1, nullptr, WNOHANG)) > 0;)
+        for (auto& [id, job] : jobs_)
+            if (job->shim == reaped)
+                job->shim_reaped = true;
     db_.exec("BEGIN IMMEDIATE");
     in_transaction_ = true;
     for (auto& command : commands)
@@ -280,7 +314,10 @@ void Supervisor::tick(bool meter_now) {
         ingest(*job);
         if (meter_now)
             meter(*job, now);
-        check_exit(*job);
+        // Exits are noticed when we reap our shim; a re-adopted job's shim is not our child, so its liveness is
+        // checked once a second instead (each check reads /proc).
+        if (job->shim_reaped || meter_now)
+            check_exit(*job);
         if (!job->stop_kind.empty() && job->state != "queued" && !is_terminal(job->state) && job->stop_sent > 0 &&
             now - job->stop_sent > config_.stop_grace_seconds) {
             add_event(*job, "warning",
@@ -325,11 +362,11 @@ void Supervisor::add_event(Job& job, const char* type, std::string_view data) {
         prepared_for = db_.handle();
     }
     insert.reset();
-    insert.bind(1, job.id).bind(2, job.next_seq).bind(3, wall_now()).bind(4, std::string_view(type)).bind(5, data);
+    // Static binds: data stays valid until step() has copied it into the page.
+    insert.bind(1, job.id).bind(2, job.next_seq).bind(3, wall_now()).bind_static(4, type).bind_static(5, data);
     insert.step();
     ++job.next_seq;
     job.dirty = true;
-    pending_announcements_.push_back({job.id, {job.next_seq - 1, false}});
 }
 
 void Supervisor::add_state_event(Job& job) {
@@ -359,8 +396,8 @@ void Supervisor::save_job(Job& job) {
     update.bind(15, job.started).bind(16, job.finished).bind(17, job.id);
     update.step();
     job.dirty = false;
-    if (is_terminal(job.state))
-        pending_announcements_.push_back({job.id, {job.next_seq - 1, true}});
+    // One announcement per job per commit (save_job runs for every job that changed).
+    pending_announcements_.push_back({job.id, {job.next_seq - 1, is_terminal(job.state)}});
 }
 
 Supervisor::Result Supervisor::submit(const JobRequest& request) {
@@ -521,20 +558,24 @@ void Supervisor::start_job(Job& job) {
 void Supervisor::ingest(Job& job) {
     const std::string dir = job_dir(job.id);
     for (int stream = 0; stream < 3; ++stream) {
-        const int fd = ::open((dir + "/" + kFiles[stream]).c_str(), O_RDONLY | O_CLOEXEC);
+        if (job.fds[stream] < 0)
+            job.fds[stream] = ::open((dir + "/" + kFiles[stream]).c_str(), O_RDONLY | O_CLOEXEC);
+        const int fd = job.fds[stream];
         if (fd < 0)
             continue;
-        std::string buffer;
-        char chunk[65536];
+        // Read straight into one buffer that lives as long as the supervisor: no copies, no allocation per tick.
+        std::string& buffer = read_buffer_;
+        buffer.clear();
         for (;;) {
-            const ssize_t n = ::pread(fd, chunk, sizeof(chunk), job.offsets[stream] + static_cast<off_t>(buffer.size()));
+            const size_t have = buffer.size();
+            buffer.resize(have + 65536);
+            const ssize_t n = ::pread(fd, buffer.data() + have, 65536, job.offsets[stream] + static_cast<off_t>(have));
+            buffer.resize(have + static_cast<size_t>(std::max<ssize_t>(n, 0)));
             if (n <= 0)
                 break;
-            buffer.append(chunk, static_cast<size_t>(n));
             if (buffer.size() > 8 * kMaxLine)
                 break; // the rest next tick
         }
-        ::close(fd);
         size_t start = 0;
         for (;;) {
             size_t end = buffer.find('\n', start);
@@ -554,7 +595,7 @@ void Supervisor::ingest(Job& job) {
                 std::string_view record = stream == 0 ? line : line.substr(prefix.size());
                 if (record.empty()) {
                     // blank line on the metrics fd: nothing to record
-                } else if (record.front() == '{' && json::accept(record)) {
+                } else if (is_json_object(record)) {
                     add_event(job, "record", record);
                 } else {
                     ++job.warnings;
@@ -635,7 +676,9 @@ void Supervisor::finish_run(Job& job, const std::string& state, const std::strin
     if (job.pid > 0)
         telemetry_.forget_process(job.pid);
     job.shim = -1;
+    job.shim_reaped = false;
     job.pid = -1;
+    job.close_files();
     job.stop_kind.clear();
     job.stop_sent = 0;
     job.state = state;

@@ -83,11 +83,14 @@ private:
     std::condition_variable commands_changed_;
     std::deque<Command> commands_;
     std::thread thread_;
+    Database checkpointer_db_;
+    std::thread checkpointer_;
     std::atomic<bool> stopping_{false};
     std::mutex resources_mutex_;
     nlohmann::json resources_snapshot_;
     std::vector<std::pair<int64_t, std::pair<int64_t, bool>>> pending_announcements_;
     bool in_transaction_ = false;
+    std::string read_buffer_;
     // Replies to submit/cancel wait for the commit, so that a client reading right after its reply finds the job.
     std::vector<std::function<void(bool committed)>> after_commit_;
 };

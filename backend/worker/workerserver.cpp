@@ -7,6 +7,7 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include <charconv>
 #include <fstream>
 #include <sstream>
 
@@ -230,10 +231,13 @@ void WorkerServer::routes() {
         bool first = true;
         while (select.step()) {
             last = select.integer(0);
-            char head[96];
-            std::snprintf(head, sizeof(head), "%s{\"seq\":%lld,\"time\":%.6f,\"type\":\"", first ? "" : ",",
-                          static_cast<long long>(last), select.real(1));
-            body += head;
+            // to_chars: printf's %f costs more than the whole rest of an event on this path.
+            char number[64];
+            body += first ? "{\"seq\":" : ",{\"seq\":";
+            body.append(number, std::to_chars(number, number + sizeof(number), last).ptr);
+            body += ",\"time\":";
+            body.append(number, std::to_chars(number, number + sizeof(number), select.real(1), std::chars_format::fixed, 6).ptr);
+            body += ",\"type\":\"";
             body += select.text_view(2);
             body += "\",\"data\":";
             body += select.text_view(3);
