@@ -37,8 +37,11 @@ public:
         workers_.clear();
         stop_ = false;
         threads_ = std::max(1, threads);
+        // Workers start from the generation as it is now: one that starts late must still see a later change
+        // (a stop right after start-up) as a change, not as its starting point.
+        const uint64_t start_generation = generation_.load();
         for (int index = 1; index < threads_; ++index)
-            workers_.emplace_back([this, index] { run(index); });
+            workers_.emplace_back([this, index, start_generation] { run(index, start_generation); });
     }
 
     int threads() const { return threads_; }
@@ -65,9 +68,8 @@ private:
             body(begin, end);
     }
 
-    void run(int index) {
+    void run(int index, uint64_t seen) {
         t_inside_pool = true;
-        uint64_t seen = generation_.load();
         for (;;) {
             const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
             while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < spin_until)

@@ -55,7 +55,13 @@ WorkerProcess::~WorkerProcess() {
         client_.reset(); // an idle keep-alive connection would hold a server thread until its timeout
         ::kill(pid_, SIGTERM);
         int status = 0;
-        ::waitpid(pid_, &status, 0);
+        for (int i = 0; i < 200 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (::waitpid(pid_, &status, WNOHANG) == 0) {
+            std::fprintf(stderr, "worker %d ignored SIGTERM for 10 s; killing it\n", pid_);
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, &status, 0);
+        }
     }
     if (owns_state_dir_) {
         std::error_code ec;
