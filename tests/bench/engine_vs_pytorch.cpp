@@ -179,10 +179,10 @@ int main(int argc, char** argv) {
     if (!second_pass && std::getenv("OPENBLAS_CORETYPE")) {
         std::printf("\n--- again without OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (OpenBLAS picks its kernels for this CPU) ---\n");
         std::fflush(stdout);
-        std::string command = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /proc/" + std::to_string(::getpid()) +
-                              "/exe --second-pass";
+        std::string command = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /proc/" + std::to_string(::getpid()) + "/exe";
         for (int i = 1; i < argc; ++i)
             command += std::string(" ") + argv[i];
+        command += " --second-pass"; // last, so the option pairs before it still parse
         const int status = std::system(command.c_str());
         all_met = all_met && status == 0;
     }
