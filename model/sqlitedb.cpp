@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace traindeck::worker {
+namespace traindeck {
 
 Statement::Statement(sqlite3* db, std::string_view sql) : db_(db) {
     if (sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) !=
@@ -42,6 +42,11 @@ Statement& Statement::bind_static(int index, std::string_view value) {
     return *this;
 }
 
+Statement& Statement::bind_blob_static(int index, const void* data, size_t size) {
+    sqlite3_bind_blob(stmt_, index, data, static_cast<int>(size), SQLITE_STATIC);
+    return *this;
+}
+
 Statement& Statement::bind_null(int index) {
     sqlite3_bind_null(stmt_, index);
     return *this;
@@ -70,7 +75,10 @@ bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, co
 std::string Statement::text(int column) const { return std::string(text_view(column)); }
 
 std::string_view Statement::text_view(int column) const {
-    const auto* data = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+    // sqlite3_column_blob for BLOB columns (text would convert), text otherwise; both stay valid until the next step.
+    const auto* data = sqlite3_column_type(stmt_, column) == SQLITE_BLOB
+                           ? static_cast<const char*>(sqlite3_column_blob(stmt_, column))
+                           : reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
     return data ? std::string_view(data, sqlite3_column_bytes(stmt_, column)) : std::string_view();
 }
 
@@ -114,4 +122,4 @@ void Database::exec(std::string_view sql) {
     }
 }
 
-} // namespace traindeck::worker
+} // namespace traindeck

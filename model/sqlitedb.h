@@ -1,5 +1,6 @@
 #pragma once
 // A thin RAII layer over sqlite3: a connection and prepared statements with bind/step helpers.
+// Shared by the two SQLite owners: the catalog (model/) and the worker's job database (backend/worker).
 #include <sqlite3.h>
 
 #include <cstdint>
@@ -7,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace traindeck::worker {
+namespace traindeck {
 
 class Statement {
 public:
@@ -25,6 +26,7 @@ public:
     Statement& bind_null(int index);
     // The caller keeps value alive until the next step() or reset().
     Statement& bind_static(int index, std::string_view value);
+    Statement& bind_blob_static(int index, const void* data, size_t size);
     // Returns true while there is a row; throws std::runtime_error on an error (caught at the thread's edge).
     bool step();
     void reset();
@@ -61,4 +63,4 @@ private:
     sqlite3* db_ = nullptr;
 };
 
-} // namespace traindeck::worker
+} // namespace traindeck

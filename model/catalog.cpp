@@ -1,0 +1,286 @@
+#include "catalog.h"
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+
+namespace traindeck {
+
+using nlohmann::json;
+
+namespace {
+
+// Each entry migrates from version (index) to index + 1. Never edit a shipped entry: add one.
+const char* const kMigrations[] = {
+    R"(
+    CREATE TABLE backends(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, url TEXT NOT NULL,
+        keyring_key TEXT NOT NULL DEFAULT '', pinned_public_key TEXT NOT NULL DEFAULT '', created REAL NOT NULL);
+    CREATE TABLE datasets(id INTEGER PRIMARY KEY, name TEXT NOT NULL, created REAL NOT NULL);
+    CREATE TABLE dataset_versions(id INTEGER PRIMARY KEY, dataset INTEGER NOT NULL REFERENCES datasets(id),
+        hash TEXT NOT NULL UNIQUE, manifest TEXT NOT NULL, bytes INTEGER NOT NULL, created REAL NOT NULL);
+    CREATE TABLE jobs(id INTEGER PRIMARY KEY, name TEXT NOT NULL, backend TEXT NOT NULL, remote_id TEXT NOT NULL,
+        spec TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'queued', reason TEXT NOT NULL DEFAULT '',
+        progress REAL NOT NULL DEFAULT 0, loss REAL, accuracy REAL, spend REAL NOT NULL DEFAULT 0,
+        budget REAL NOT NULL DEFAULT 0, last_seq INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL,
+        started REAL NOT NULL DEFAULT 0, finished REAL NOT NULL DEFAULT 0);
+    CREATE INDEX jobs_by_state ON jobs(state);
+    CREATE TABLE series(id INTEGER PRIMARY KEY, job INTEGER NOT NULL REFERENCES jobs(id), name TEXT NOT NULL,
+        UNIQUE(job, name));
+    CREATE TABLE metric_chunks(series INTEGER NOT NULL, chunk INTEGER NOT NULL, first_step INTEGER NOT NULL,
+        last_step INTEGER NOT NULL, count INTEGER NOT NULL, min REAL NOT NULL, max REAL NOT NULL, last REAL NOT NULL,
+        data BLOB NOT NULL, PRIMARY KEY(series, chunk)) WITHOUT ROWID;
+    CREATE TABLE job_logs(job INTEGER NOT NULL, seq INTEGER NOT NULL, time REAL NOT NULL, stream TEXT NOT NULL,
+        line TEXT NOT NULL, PRIMARY KEY(job, seq)) WITHOUT ROWID;
+    CREATE TABLE checkpoints(id INTEGER PRIMARY KEY, job INTEGER NOT NULL REFERENCES jobs(id), step INTEGER NOT NULL,
+        path TEXT NOT NULL, created REAL NOT NULL);
+    CREATE TABLE artifacts(id INTEGER PRIMARY KEY, job INTEGER NOT NULL REFERENCES jobs(id), kind TEXT NOT NULL,
+        path TEXT NOT NULL, bytes INTEGER NOT NULL, info TEXT NOT NULL DEFAULT '{}', created REAL NOT NULL);
+    CREATE TABLE prices(backend TEXT PRIMARY KEY, base_per_hour REAL NOT NULL, gpu_per_hour REAL NOT NULL,
+        cpu_per_hour REAL NOT NULL, currency TEXT NOT NULL);
+    CREATE TABLE budgets(job INTEGER PRIMARY KEY REFERENCES jobs(id), amount REAL NOT NULL, warned_80 INTEGER NOT NULL DEFAULT 0);
+    CREATE TABLE alerts(id INTEGER PRIMARY KEY, job INTEGER, kind TEXT NOT NULL, message TEXT NOT NULL,
+        time REAL NOT NULL, seen INTEGER NOT NULL DEFAULT 0);
+    )",
+};
+
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+} // namespace
+
+std::string Catalog::open(const std::string& path, bool read_only) {
+    path_ = path;
+    if (auto error = db_.open(path, read_only); !error.empty())
+        return error;
+    const int version = schema_version();
+    if (version > kSchemaVersion)
+        return path + ": the catalog was written by a newer TrainDeck (schema " + std::to_string(version) +
+               "); update TrainDeck, or open another catalog";
+    if (!read_only && version < kSchemaVersion) {
+        try {
+            migrate(version);
+        } catch (const std::exception& e) {
+            return path + ": migrating the catalog failed (" + e.what() + "); it is unchanged";
+        }
+    }
+    if (!read_only)
+        store_ = std::make_unique<SeriesStore>(db_);
+    return {};
+}
+
+void Catalog::discard_caches() {
+    if (store_)
+        store_ = std::make_unique<SeriesStore>(db_);
+}
+
+int Catalog::schema_version() {
+    Statement version = db_.prepare("PRAGMA user_version");
+    return version.step() ? static_cast<int>(version.integer(0)) : 0;
+}
+
+void Catalog::migrate(int from) {
+    // One transaction for all steps: a failed migration leaves the old schema, not half of a new one.
+    db_.exec("BEGIN IMMEDIATE");
+    try {
+        for (int v = from; v < kSchemaVersion; ++v)
+            db_.exec(kMigrations[v]);
+        db_.exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
+        db_.exec("COMMIT");
+    } catch (...) {
+        db_.exec("ROLLBACK");
+        throw;
+    }
+}
+
+int64_t Catalog::add_job(const std::string& name, const std::string& backend, const std::string& remote_id,
+                         const json& spec) {
+    Statement insert = db_.prepare("INSERT INTO jobs(name, backend, remote_id, spec, created) VALUES(?, ?, ?, ?, ?)");
+    insert.bind(1, name).bind(2, backend).bind(3, remote_id).bind(4, spec.dump()).bind(5, now_seconds());
+    insert.step();
+    return db_.last_insert_id();
+}
+
+int64_t Catalog::last_seq(int64_t job) {
+    Statement select = db_.prepare("SELECT last_seq FROM jobs WHERE id=?");
+    select.bind(1, job);
+    return select.step() ? select.integer(0) : 0;
+}
+
+int64_t Catalog::series(int64_t job, const std::string& name, bool create) {
+    Statement select = db_.prepare("SELECT id FROM series WHERE job=? AND name=?");
+    select.bind(1, job).bind(2, name);
+    if (select.step())
+        return select.integer(0);
+    if (!create)
+        return 0;
+    Statement insert = db_.prepare("INSERT INTO series(job, name) VALUES(?, ?)");
+    insert.bind(1, job).bind(2, name);
+    insert.step();
+    return db_.last_insert_id();
+}
+
+std::vector<std::string> Catalog::series_names(int64_t job) {
+    std::vector<std::string> names;
+    Statement select = db_.prepare("SELECT name FROM series WHERE job=? ORDER BY name");
+    select.bind(1, job);
+    while (select.step())
+        names.push_back(select.text(0));
+    return names;
+}
+
+int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
+    int64_t last = last_seq(job);
+    // Points gathered per series name, appended in one go per batch.
+    std::map<std::string, std::vector<MetricPoint>> points;
+    json state_update;
+    double loss = NAN, accuracy = NAN, progress = NAN, spend = NAN;
+    Statement log = db_.prepare("INSERT OR IGNORE INTO job_logs(job, seq, time, stream, line) VALUES(?, ?, ?, ?, ?)");
+    for (const json& event : events) {
+        const int64_t seq = event.value("seq", int64_t(0));
+        if (seq <= last)
+            continue; // already ingested: re-delivery
+        last = seq;
+        const std::string type = event.value("type", "");
+        const json& data = event["data"];
+        if (type == "record" && data.is_object()) {
+            const std::string record = data.value("type", "");
+            if (record == "metric" && data.contains("step") && data["step"].is_number()) {
+                const int64_t step = data["step"].get<int64_t>();
+                for (const auto& [key, value] : data.items())
+                    if (value.is_number() && key != "step" && key != "time" && key != "v" && key != "epoch")
+                        points[key].push_back({step, value.get<double>()});
+                if (data.contains("loss") && data["loss"].is_number())
+                    loss = data["loss"].get<double>();
+                if (data.contains("progress") && data["progress"].is_number())
+                    progress = data["progress"].get<double>();
+            } else if (record == "eval" && data.contains("step") && data["step"].is_number()) {
+                const int64_t step = data["step"].get<int64_t>();
+                const std::string split = data.value("split", "val");
+                for (const char* key : {"loss", "accuracy"})
+                    if (data.contains(key) && data[key].is_number())
+                        points[split + "/" + key].push_back({step, data[key].get<double>()});
+                if (split == "val" && data.contains("accuracy") && data["accuracy"].is_number())
+                    accuracy = data["accuracy"].get<double>();
+            }
+        } else if (type == "telemetry" && data.is_object()) {
+            const int64_t t = static_cast<int64_t>(event.value("time", 0.0) * 1000.0); // telemetry is keyed by ms
+            for (const char* key : {"cpu_percent", "rss_mb", "spend"})
+                if (data.contains(key) && data[key].is_number())
+                    points[std::string("telemetry/") + key].push_back({t, data[key].get<double>()});
+            if (data.contains("gpus"))
+                for (const auto& gpu : data["gpus"]) {
+                    const std::string prefix = "telemetry/gpu" + std::to_string(gpu.value("index", 0)) + "/";
+                    for (const char* key : {"utilization", "memory_used_mb", "power_w", "temperature_c"})
+                        if (gpu.contains(key) && gpu[key].is_number())
+                            points[prefix + key].push_back({t, gpu[key].get<double>()});
+                }
+            if (data.contains("spend") && data["spend"].is_number())
+                spend = data["spend"].get<double>();
+        } else if (type == "log" && data.is_object()) {
+            log.reset();
+            log.bind(1, job).bind(2, seq).bind(3, event.value("time", 0.0)).bind(4, data.value("stream", std::string()));
+            log.bind(5, data.value("line", std::string()));
+            log.step();
+        } else if (type == "state" && data.is_object()) {
+            state_update = data;
+        }
+    }
+    for (auto& [name, list] : points)
+        store_->append(series(job, name, true), list);
+    Statement update = db_.prepare(
+        "UPDATE jobs SET last_seq=?, loss=COALESCE(?, loss), accuracy=COALESCE(?, accuracy), "
+        "progress=COALESCE(?, progress), spend=COALESCE(?, spend), state=COALESCE(?, state), reason=COALESCE(?, reason) "
+        "WHERE id=?");
+    update.bind(1, last);
+    auto bind_number = [&](int index, double value) {
+        if (std::isnan(value))
+            update.bind_null(index);
+        else
+            update.bind(index, value);
+    };
+    bind_number(2, loss);
+    bind_number(3, accuracy);
+    bind_number(4, progress);
+    bind_number(5, spend);
+    if (state_update.is_object()) {
+        update.bind(6, state_update.value("state", std::string("unknown")));
+        update.bind(7, state_update.value("reason", std::string()));
+    } else {
+        update.bind_null(6);
+        update.bind_null(7);
+    }
+    update.bind(8, job);
+    update.step();
+    return last;
+}
+
+CatalogWriter::CatalogWriter(Catalog& catalog) : catalog_(catalog), thread_([this] { run(); }) {}
+
+CatalogWriter::~CatalogWriter() {
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+}
+
+void CatalogWriter::post(int64_t job, std::vector<json> events) {
+    post([job, events = std::move(events)](Catalog& catalog) { catalog.ingest(job, events); });
+}
+
+void CatalogWriter::post(std::function<void(Catalog&)> fn) {
+    {
+        std::lock_guard lock(mutex_);
+        queue_.push_back(std::move(fn));
+        ++posted_;
+    }
+    changed_.notify_all();
+}
+
+void CatalogWriter::flush() {
+    std::unique_lock lock(mutex_);
+    const uint64_t target = posted_;
+    drained_.wait(lock, [&] { return committed_ >= target; });
+}
+
+std::string CatalogWriter::last_error() {
+    std::lock_guard lock(mutex_);
+    return error_;
+}
+
+void CatalogWriter::run() {
+    for (;;) {
+        std::deque<std::function<void(Catalog&)>> batch;
+        {
+            std::unique_lock lock(mutex_);
+            changed_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+            if (queue_.empty() && stop_)
+                return;
+            batch.swap(queue_);
+        }
+        try {
+            catalog_.db().exec("BEGIN IMMEDIATE");
+            for (auto& fn : batch)
+                fn(catalog_);
+            catalog_.db().exec("COMMIT");
+        } catch (const std::exception& e) {
+            try {
+                catalog_.db().exec("ROLLBACK");
+            } catch (...) {
+            }
+            catalog_.discard_caches();
+            std::lock_guard lock(mutex_);
+            error_ = e.what();
+        }
+        {
+            std::lock_guard lock(mutex_);
+            committed_ += batch.size();
+        }
+        drained_.notify_all();
+    }
+}
+
+} // namespace traindeck

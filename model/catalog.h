@@ -1,0 +1,82 @@
+#pragma once
+// The console's catalog: one SQLite file (WAL) under the XDG data folder holding backends, datasets, jobs,
+// their events' metrics and telemetry, checkpoints, artifacts, prices, budgets and alerts. One writer thread
+// (CatalogWriter) ingests; any number of readers query through connections of their own.
+#include "seriesstore.h"
+#include "sqlitedb.h"
+
+#include <nlohmann/json.hpp>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace traindeck {
+
+class Catalog {
+public:
+    static constexpr int kSchemaVersion = 1;
+
+    // Opens or creates; migrates an older schema; refuses a damaged or newer file with a message that says what
+    // to do. read_only connections are for readers (views, item models).
+    std::string open(const std::string& path, bool read_only = false);
+    Database& db() { return db_; }
+    const std::string& path() const { return path_; }
+    int schema_version();
+
+    // Registers a job the console submitted to a backend; returns the catalog's id.
+    int64_t add_job(const std::string& name, const std::string& backend, const std::string& remote_id,
+                    const nlohmann::json& spec);
+
+    // Ingests worker events ({"seq","time","type","data"}) for a job. Events at or below the job's stored last_seq
+    // are skipped, so a re-delivery after a reconnect or restart never duplicates anything. Metric records become
+    // points on series named by their keys ("loss", "val/accuracy", "telemetry/cpu_percent", ...). Call inside a
+    // transaction (CatalogWriter does). Returns the job's new last_seq.
+    int64_t ingest(int64_t job, const std::vector<nlohmann::json>& events);
+    int64_t last_seq(int64_t job);
+
+    // The id of a job's series; 0 when it does not exist and create is false.
+    int64_t series(int64_t job, const std::string& name, bool create);
+    std::vector<std::string> series_names(int64_t job);
+    // After a rolled-back transaction: forget what the writer cached of the database.
+    void discard_caches();
+
+private:
+    void migrate(int from);
+
+    Database db_;
+    std::string path_;
+    std::unique_ptr<SeriesStore> store_;
+};
+
+// The one writer: batches are queued from any thread and committed together, a transaction per wake-up.
+class CatalogWriter {
+public:
+    explicit CatalogWriter(Catalog& catalog);
+    ~CatalogWriter();
+    void post(int64_t job, std::vector<nlohmann::json> events);
+    // Runs fn on the writer thread inside the next transaction (job updates, alerts, ...).
+    void post(std::function<void(Catalog&)> fn);
+    void flush(); // returns once everything posted before it is committed
+    std::string last_error();
+
+private:
+    void run();
+
+    Catalog& catalog_;
+    std::mutex mutex_;
+    std::condition_variable changed_, drained_;
+    std::deque<std::function<void(Catalog&)>> queue_;
+    uint64_t posted_ = 0, committed_ = 0;
+    bool stop_ = false;
+    std::string error_;
+    std::thread thread_;
+};
+
+} // namespace traindeck

@@ -1,0 +1,201 @@
+#include "seriesstore.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace traindeck {
+namespace {
+
+std::vector<MetricPoint> decode(std::string_view blob) {
+    std::vector<MetricPoint> points(blob.size() / sizeof(MetricPoint));
+    std::memcpy(points.data(), blob.data(), points.size() * sizeof(MetricPoint));
+    return points;
+}
+
+void merge(Bucket& bucket, const MetricPoint& p) {
+    if (bucket.count == 0) {
+        bucket.first_step = p.step;
+        bucket.min = bucket.max = p.value;
+    }
+    bucket.min = std::min(bucket.min, p.value);
+    bucket.max = std::max(bucket.max, p.value);
+    bucket.last_step = p.step;
+    bucket.last = p.value;
+    ++bucket.count;
+}
+
+} // namespace
+
+SeriesStore::Chunk& SeriesStore::open_chunk(int64_t series) {
+    auto it = open_.find(series);
+    if (it != open_.end())
+        return it->second;
+    Chunk& chunk = open_[series];
+    Statement last = db_.prepare("SELECT chunk, data FROM metric_chunks WHERE series=? ORDER BY chunk DESC LIMIT 1");
+    last.bind(1, series);
+    if (last.step()) {
+        chunk.index = last.integer(0);
+        chunk.points = decode(last.text_view(1));
+    } else {
+        chunk.index = 0;
+    }
+    return chunk;
+}
+
+void SeriesStore::store(int64_t series, const Chunk& chunk) {
+    if (chunk.points.empty())
+        return;
+    double min = std::numeric_limits<double>::infinity(), max = -min;
+    for (const auto& p : chunk.points) {
+        min = std::min(min, p.value);
+        max = std::max(max, p.value);
+    }
+    static thread_local Statement upsert;
+    static thread_local sqlite3* prepared_for = nullptr;
+    if (prepared_for != db_.handle()) {
+        upsert = db_.prepare("INSERT OR REPLACE INTO metric_chunks(series, chunk, first_step, last_step, count, min, max, "
+                             "last, data) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        prepared_for = db_.handle();
+    }
+    upsert.reset();
+    upsert.bind(1, series).bind(2, chunk.index).bind(3, chunk.points.front().step).bind(4, chunk.points.back().step);
+    upsert.bind(5, static_cast<int64_t>(chunk.points.size())).bind(6, min).bind(7, max).bind(8, chunk.points.back().value);
+    upsert.bind_blob_static(9, chunk.points.data(), chunk.points.size() * sizeof(MetricPoint));
+    upsert.step();
+}
+
+void SeriesStore::replace_in_sealed(int64_t series, const MetricPoint& point) {
+    Statement select = db_.prepare(
+        "SELECT chunk, data FROM metric_chunks WHERE series=? AND first_step<=? ORDER BY chunk DESC LIMIT 1");
+    select.bind(1, series).bind(2, point.step);
+    if (!select.step())
+        return;
+    Chunk chunk{select.integer(0), decode(select.text_view(1))};
+    auto it = std::lower_bound(chunk.points.begin(), chunk.points.end(), point.step,
+                               [](const MetricPoint& p, int64_t step) { return p.step < step; });
+    if (it != chunk.points.end() && it->step == point.step)
+        it->value = point.value;
+    else
+        chunk.points.insert(it, point);
+    select = Statement();
+    store(series, chunk);
+}
+
+void SeriesStore::append(int64_t series, std::span<const MetricPoint> points) {
+    Chunk& chunk = open_chunk(series);
+    bool dirty = false;
+    for (const MetricPoint& p : points) {
+        if (!chunk.points.empty() && p.step <= chunk.points.back().step) {
+            if (p.step >= chunk.points.front().step) {
+                auto it = std::lower_bound(chunk.points.begin(), chunk.points.end(), p.step,
+                                           [](const MetricPoint& q, int64_t step) { return q.step < step; });
+                if (it != chunk.points.end() && it->step == p.step)
+                    it->value = p.value;
+                else
+                    chunk.points.insert(it, p);
+                dirty = true;
+            } else {
+                if (dirty)
+                    store(series, chunk);
+                dirty = false;
+                replace_in_sealed(series, p);
+            }
+            continue;
+        }
+        if (static_cast<int>(chunk.points.size()) == kChunkPoints) {
+            store(series, chunk);
+            chunk.points.clear();
+            ++chunk.index;
+        }
+        chunk.points.push_back(p);
+        dirty = true;
+    }
+    if (dirty)
+        store(series, chunk);
+}
+
+std::vector<MetricPoint> SeriesStore::points(Database& db, int64_t series, int64_t from_step, int64_t to_step) {
+    std::vector<MetricPoint> out;
+    Statement select = db.prepare(
+        "SELECT data FROM metric_chunks WHERE series=? AND last_step>=? AND first_step<=? ORDER BY chunk");
+    select.bind(1, series).bind(2, from_step).bind(3, to_step);
+    while (select.step())
+        for (const MetricPoint& p : decode(select.text_view(0)))
+            if (p.step >= from_step && p.step <= to_step)
+                out.push_back(p);
+    return out;
+}
+
+std::vector<Bucket> SeriesStore::query(Database& db, int64_t series, int64_t from_step, int64_t to_step, int buckets) {
+    std::vector<Bucket> out;
+    if (buckets <= 0 || to_step < from_step)
+        return out;
+    struct Summary {
+        int64_t chunk, first, last, count;
+        double min, max, last_value;
+    };
+    std::vector<Summary> chunks;
+    int64_t total = 0;
+    {
+        Statement select = db.prepare("SELECT chunk, first_step, last_step, count, min, max, last FROM metric_chunks "
+                                      "WHERE series=? AND last_step>=? AND first_step<=? ORDER BY chunk");
+        select.bind(1, series).bind(2, from_step).bind(3, to_step);
+        while (select.step()) {
+            chunks.push_back({select.integer(0), select.integer(1), select.integer(2), select.integer(3), select.real(4),
+                              select.real(5), select.real(6)});
+            total += chunks.back().count;
+        }
+    }
+    const double width = static_cast<double>(to_step - from_step + 1) / buckets;
+    auto bucket_of = [&](int64_t step) { return std::min<int64_t>(buckets - 1, static_cast<int64_t>((step - from_step) / width)); };
+    std::vector<Bucket> grid(buckets);
+    auto collect = [&] {
+        for (const Bucket& b : grid)
+            if (b.count > 0)
+                out.push_back(b);
+        return out;
+    };
+    // Few points (the chunks' counts include some outside the range): decode them all.
+    if (total <= 8LL * buckets) {
+        const std::vector<MetricPoint> inside = points(db, series, from_step, to_step);
+        if (inside.size() <= 2u * static_cast<size_t>(buckets)) {
+            for (const MetricPoint& p : inside)
+                out.push_back({p.step, p.step, p.value, p.value, p.value, 1});
+            return out;
+        }
+        for (const MetricPoint& p : inside)
+            merge(grid[bucket_of(p.step)], p);
+        return collect();
+    }
+    Statement blob = db.prepare("SELECT data FROM metric_chunks WHERE series=? AND chunk=?");
+    for (const Summary& c : chunks) {
+        const bool inside = c.first >= from_step && c.last <= to_step;
+        if (inside && bucket_of(c.first) == bucket_of(c.last)) {
+            // The whole chunk falls in one bucket: its summary is exact.
+            Bucket& b = grid[bucket_of(c.first)];
+            if (b.count == 0) {
+                b.first_step = c.first;
+                b.min = c.min;
+                b.max = c.max;
+            }
+            b.min = std::min(b.min, c.min);
+            b.max = std::max(b.max, c.max);
+            b.last_step = c.last;
+            b.last = c.last_value;
+            b.count += c.count;
+            continue;
+        }
+        blob.reset();
+        blob.bind(1, series).bind(2, c.chunk);
+        if (!blob.step())
+            continue;
+        for (const MetricPoint& p : decode(blob.text_view(0)))
+            if (p.step >= from_step && p.step <= to_step)
+                merge(grid[bucket_of(p.step)], p);
+    }
+    return collect();
+}
+
+} // namespace traindeck

@@ -1,0 +1,201 @@
+#include "catalog.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+using namespace traindeck;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempCatalog {
+    fs::path dir;
+    TempCatalog() {
+        std::string pattern = (fs::temp_directory_path() / "traindeck-catalog-XXXXXX").string();
+        dir = ::mkdtemp(pattern.data());
+    }
+    ~TempCatalog() { fs::remove_all(dir); }
+    std::string path() const { return (dir / "catalog.db").string(); }
+};
+
+json metric(int64_t seq, int64_t step, double loss) {
+    return {{"seq", seq}, {"time", 1.0 * seq}, {"type", "record"},
+            {"data", {{"type", "metric"}, {"step", step}, {"loss", loss}, {"lr", 0.1}}}};
+}
+
+} // namespace
+
+TEST(Catalog, CreatesSchemaInWalModeAndReopens) {
+    TempCatalog temp;
+    {
+        Catalog catalog;
+        ASSERT_EQ(catalog.open(temp.path()), "");
+        EXPECT_EQ(catalog.schema_version(), Catalog::kSchemaVersion);
+        Statement mode = catalog.db().prepare("PRAGMA journal_mode");
+        ASSERT_TRUE(mode.step());
+        EXPECT_EQ(mode.text(0), "wal");
+        catalog.add_job("a", "local", "1", json::object());
+    }
+    Catalog again;
+    ASSERT_EQ(again.open(temp.path()), "");
+    Statement count = again.db().prepare("SELECT COUNT(*) FROM jobs");
+    ASSERT_TRUE(count.step());
+    EXPECT_EQ(count.integer(0), 1);
+}
+
+TEST(Catalog, RefusesDamagedAndNewerFiles) {
+    TempCatalog temp;
+    std::ofstream(temp.path()) << "this is not a database, just text that is long enough to have a header....";
+    Catalog damaged;
+    EXPECT_NE(damaged.open(temp.path()), "");
+    fs::remove(temp.path());
+    {
+        Catalog newer;
+        ASSERT_EQ(newer.open(temp.path()), "");
+        newer.db().exec("PRAGMA user_version=99");
+    }
+    Catalog old_program;
+    const std::string error = old_program.open(temp.path());
+    EXPECT_NE(error.find("newer TrainDeck"), std::string::npos) << error;
+}
+
+TEST(Catalog, RedeliveredEventsNeverDuplicate) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("mlp", "local", "7", json::object());
+    CatalogWriter writer(catalog);
+    std::vector<json> first, overlap;
+    for (int i = 1; i <= 1000; ++i)
+        first.push_back(metric(i, i, 1.0 / i));
+    for (int i = 900; i <= 1500; ++i) // a reconnect re-sends 900..1000
+        overlap.push_back(metric(i, i, 1.0 / i));
+    writer.post(job, first);
+    writer.post(job, overlap);
+    writer.post(job, first);
+    writer.flush();
+    ASSERT_EQ(writer.last_error(), "");
+    EXPECT_EQ(catalog.last_seq(job), 1500);
+    const auto points = SeriesStore::points(catalog.db(), catalog.series(job, "loss", false), 0, 1'000'000);
+    ASSERT_EQ(points.size(), 1500u);
+    for (size_t i = 0; i < points.size(); ++i) {
+        ASSERT_EQ(points[i].step, static_cast<int64_t>(i + 1));
+        ASSERT_DOUBLE_EQ(points[i].value, 1.0 / (i + 1));
+    }
+    EXPECT_EQ(catalog.series_names(job), (std::vector<std::string>{"loss", "lr"}));
+}
+
+TEST(Catalog, RepeatedStepsAfterAResumeReplaceTheirValues) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("j", "local", "1", json::object());
+    CatalogWriter writer(catalog);
+    std::vector<json> run, resumed;
+    for (int i = 1; i <= 2000; ++i)
+        run.push_back(metric(i, i, 1.0));
+    // The job was killed at step 2000 and resumed from its checkpoint at step 100: steps 101.. come again.
+    for (int i = 0; i < 50; ++i)
+        resumed.push_back(metric(2001 + i, 101 + i, 2.0));
+    writer.post(job, run);
+    writer.post(job, resumed);
+    writer.flush();
+    const auto points = SeriesStore::points(catalog.db(), catalog.series(job, "loss", false), 0, 5000);
+    ASSERT_EQ(points.size(), 2000u);
+    EXPECT_EQ(points[99].value, 1.0);
+    EXPECT_EQ(points[100].value, 2.0);
+    EXPECT_EQ(points[149].value, 2.0);
+    EXPECT_EQ(points[150].value, 1.0);
+}
+
+TEST(Catalog, BucketsAreExactMinMaxLastAtAnyZoom) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("j", "local", "1", json::object());
+    std::mt19937 random(3);
+    std::normal_distribution<double> noise;
+    std::vector<MetricPoint> all;
+    for (int64_t step = 1; step <= 50'000; ++step)
+        all.push_back({step * 3, std::sin(step / 500.0) + 0.1 * noise(random)}); // steps 3, 6, 9, ...
+    const int64_t series = catalog.series(job, "loss", true);
+    catalog.db().exec("BEGIN");
+    {
+        SeriesStore store(catalog.db());
+        for (size_t i = 0; i < all.size(); i += 777)
+            store.append(series, std::span(all).subspan(i, std::min<size_t>(777, all.size() - i)));
+    }
+    catalog.db().exec("COMMIT");
+    for (const auto& [from, to, buckets] : {std::tuple{0L, 200'000L, 2000}, std::tuple{1000L, 1500L, 100},
+                                            std::tuple{12'345L, 98'765L, 333}, std::tuple{0L, 90L, 2000}}) {
+        const auto got = SeriesStore::query(catalog.db(), series, from, to, buckets);
+        // Brute force over the raw points, bucketed the same way.
+        std::vector<MetricPoint> inside;
+        for (const auto& p : all)
+            if (p.step >= from && p.step <= to)
+                inside.push_back(p);
+        if (inside.size() <= 2u * buckets) {
+            ASSERT_EQ(got.size(), inside.size());
+            continue;
+        }
+        const double width = double(to - from + 1) / buckets;
+        std::map<int64_t, Bucket> expected;
+        for (const auto& p : inside) {
+            Bucket& b = expected[std::min<int64_t>(buckets - 1, int64_t((p.step - from) / width))];
+            if (b.count++ == 0) {
+                b.first_step = p.step;
+                b.min = b.max = p.value;
+            }
+            b.min = std::min(b.min, p.value);
+            b.max = std::max(b.max, p.value);
+            b.last_step = p.step;
+            b.last = p.value;
+        }
+        ASSERT_EQ(got.size(), expected.size());
+        size_t i = 0;
+        for (const auto& [index, b] : expected) {
+            EXPECT_EQ(got[i].first_step, b.first_step);
+            EXPECT_EQ(got[i].last_step, b.last_step);
+            EXPECT_EQ(got[i].count, b.count);
+            EXPECT_EQ(got[i].min, b.min);
+            EXPECT_EQ(got[i].max, b.max);
+            EXPECT_EQ(got[i].last, b.last);
+            ++i;
+        }
+    }
+}
+
+TEST(Catalog, TelemetryLogsAndJobSummaryAreIngested) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("j", "local", "1", json::object());
+    CatalogWriter writer(catalog);
+    writer.post(job, {json{{"seq", 1}, {"time", 10.0}, {"type", "state"}, {"data", {{"state", "running"}, {"reason", "started"}}}},
+                      json{{"seq", 2}, {"time", 11.0}, {"type", "telemetry"},
+                           {"data", {{"cpu_percent", 97.5}, {"spend", 0.25}, {"gpus", {{{"index", 0}, {"utilization", 88}}}}}}},
+                      json{{"seq", 3}, {"time", 11.5}, {"type", "log"}, {"data", {{"stream", "stdout"}, {"line", "epoch 1"}}}},
+                      json{{"seq", 4}, {"time", 12.0}, {"type", "record"},
+                           {"data", {{"type", "eval"}, {"split", "val"}, {"step", 10}, {"accuracy", 0.8}, {"loss", 0.5}}}}});
+    writer.flush();
+    Statement row = catalog.db().prepare("SELECT state, reason, spend, accuracy, last_seq FROM jobs WHERE id=?");
+    row.bind(1, job);
+    ASSERT_TRUE(row.step());
+    EXPECT_EQ(row.text(0), "running");
+    EXPECT_EQ(row.text(1), "started");
+    EXPECT_EQ(row.real(2), 0.25);
+    EXPECT_EQ(row.real(3), 0.8);
+    EXPECT_EQ(row.integer(4), 4);
+    EXPECT_EQ(catalog.series_names(job),
+              (std::vector<std::string>{"telemetry/cpu_percent", "telemetry/gpu0/utilization", "telemetry/spend",
+                                        "val/accuracy", "val/loss"}));
+    Statement log = catalog.db().prepare("SELECT line FROM job_logs WHERE job=?");
+    log.bind(1, job);
+    ASSERT_TRUE(log.step());
+    EXPECT_EQ(log.text(0), "epoch 1");
+}
