@@ -29,7 +29,9 @@ const char* const kMigrations[] = {
         UNIQUE(job, name));
     CREATE TABLE metric_chunks(series INTEGER NOT NULL, chunk INTEGER NOT NULL, first_step INTEGER NOT NULL,
         last_step INTEGER NOT NULL, count INTEGER NOT NULL, min REAL NOT NULL, max REAL NOT NULL, last REAL NOT NULL,
-        data BLOB NOT NULL, PRIMARY KEY(series, chunk)) WITHOUT ROWID;
+        PRIMARY KEY(series, chunk)) WITHOUT ROWID;
+    CREATE TABLE metric_chunk_data(series INTEGER NOT NULL, chunk INTEGER NOT NULL, data BLOB NOT NULL,
+        PRIMARY KEY(series, chunk));
     CREATE TABLE job_logs(job INTEGER NOT NULL, seq INTEGER NOT NULL, time REAL NOT NULL, stream TEXT NOT NULL,
         line TEXT NOT NULL, PRIMARY KEY(job, seq)) WITHOUT ROWID;
     CREATE TABLE checkpoints(id INTEGER PRIMARY KEY, job INTEGER NOT NULL REFERENCES jobs(id), step INTEGER NOT NULL,

@@ -33,7 +33,7 @@ SeriesStore::Chunk& SeriesStore::open_chunk(int64_t series) {
     if (it != open_.end())
         return it->second;
     Chunk& chunk = open_[series];
-    Statement last = db_.prepare("SELECT chunk, data FROM metric_chunks WHERE series=? ORDER BY chunk DESC LIMIT 1");
+    Statement last = db_.prepare("SELECT chunk, data FROM metric_chunk_data WHERE series=? ORDER BY chunk DESC LIMIT 1");
     last.bind(1, series);
     if (last.step()) {
         chunk.index = last.integer(0);
@@ -52,23 +52,28 @@ void SeriesStore::store(int64_t series, const Chunk& chunk) {
         min = std::min(min, p.value);
         max = std::max(max, p.value);
     }
-    static thread_local Statement upsert;
+    static thread_local Statement upsert, upsert_data;
     static thread_local sqlite3* prepared_for = nullptr;
     if (prepared_for != db_.handle()) {
         upsert = db_.prepare("INSERT OR REPLACE INTO metric_chunks(series, chunk, first_step, last_step, count, min, max, "
-                             "last, data) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                             "last) VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
+        upsert_data = db_.prepare("INSERT OR REPLACE INTO metric_chunk_data(series, chunk, data) VALUES(?, ?, ?)");
         prepared_for = db_.handle();
     }
     upsert.reset();
     upsert.bind(1, series).bind(2, chunk.index).bind(3, chunk.points.front().step).bind(4, chunk.points.back().step);
     upsert.bind(5, static_cast<int64_t>(chunk.points.size())).bind(6, min).bind(7, max).bind(8, chunk.points.back().value);
-    upsert.bind_blob_static(9, chunk.points.data(), chunk.points.size() * sizeof(MetricPoint));
     upsert.step();
+    upsert_data.reset();
+    upsert_data.bind(1, series).bind(2, chunk.index);
+    upsert_data.bind_blob_static(3, chunk.points.data(), chunk.points.size() * sizeof(MetricPoint));
+    upsert_data.step();
 }
 
 void SeriesStore::replace_in_sealed(int64_t series, const MetricPoint& point) {
     Statement select = db_.prepare(
-        "SELECT chunk, data FROM metric_chunks WHERE series=? AND first_step<=? ORDER BY chunk DESC LIMIT 1");
+        "SELECT c.chunk, d.data FROM metric_chunks c JOIN metric_chunk_data d ON d.series=c.series AND d.chunk=c.chunk "
+        "WHERE c.series=? AND c.first_step<=? ORDER BY c.chunk DESC LIMIT 1");
     select.bind(1, series).bind(2, point.step);
     if (!select.step())
         return;
@@ -119,7 +124,8 @@ void SeriesStore::append(int64_t series, std::span<const MetricPoint> points) {
 std::vector<MetricPoint> SeriesStore::points(Database& db, int64_t series, int64_t from_step, int64_t to_step) {
     std::vector<MetricPoint> out;
     Statement select = db.prepare(
-        "SELECT data FROM metric_chunks WHERE series=? AND last_step>=? AND first_step<=? ORDER BY chunk");
+        "SELECT d.data FROM metric_chunks c JOIN metric_chunk_data d ON d.series=c.series AND d.chunk=c.chunk "
+        "WHERE c.series=? AND c.last_step>=? AND c.first_step<=? ORDER BY c.chunk");
     select.bind(1, series).bind(2, from_step).bind(3, to_step);
     while (select.step())
         for (const MetricPoint& p : decode(select.text_view(0)))
@@ -169,10 +175,14 @@ std::vector<Bucket> SeriesStore::query(Database& db, int64_t series, int64_t fro
             merge(grid[bucket_of(p.step)], p);
         return collect();
     }
-    Statement blob = db.prepare("SELECT data FROM metric_chunks WHERE series=? AND chunk=?");
+    Statement blob = db.prepare("SELECT data FROM metric_chunk_data WHERE series=? AND chunk=?");
+    // Wide buckets (several chunks each): a chunk goes whole into the bucket its first step falls in, so no chunk
+    // is decoded but the two clipped at the range's ends. Narrow buckets: chunks are decoded and split exactly.
+    const double average_span = static_cast<double>(chunks.back().last - chunks.front().first + 1) / chunks.size();
+    const bool whole_chunks = width >= 4.0 * average_span;
     for (const Summary& c : chunks) {
         const bool inside = c.first >= from_step && c.last <= to_step;
-        if (inside && bucket_of(c.first) == bucket_of(c.last)) {
+        if (inside && (whole_chunks || bucket_of(c.first) == bucket_of(c.last))) {
             // The whole chunk falls in one bucket: its summary is exact.
             Bucket& b = grid[bucket_of(c.first)];
             if (b.count == 0) {

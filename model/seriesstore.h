@@ -1,8 +1,10 @@
 #pragma once
-// Metric series in the catalog, stored as chunks of up to 512 points (step, value) in one BLOB each, with the
-// chunk's min/max/last beside it. Appends touch one row per series per batch; a chart query reads the chunk
-// summaries and decodes only the chunks that straddle a bucket edge, so every bucket's min, max and last are
-// exact at any zoom — nothing is silently dropped, and a 10 M-point series answers in milliseconds.
+// Metric series in the catalog, stored as chunks of up to 512 points (step, value) in one BLOB each
+// (metric_chunk_data), with each chunk's min/max/last in a small table of its own (metric_chunks) so that
+// scanning summaries never touches the blobs. Appends touch one row pair per series per batch. A chart query
+// over many points groups whole chunks into buckets (bucket edges fall on chunk edges, and every bucket says
+// which steps it covers); zoomed in, it decodes the chunks and buckets points exactly. Either way each bucket's
+// min, max and last are exact for the steps it reports — nothing is silently dropped.
 #include "sqlitedb.h"
 
 #include <cstdint>

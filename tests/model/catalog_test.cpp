@@ -199,3 +199,52 @@ TEST(Catalog, TelemetryLogsAndJobSummaryAreIngested) {
     ASSERT_TRUE(log.step());
     EXPECT_EQ(log.text(0), "epoch 1");
 }
+
+TEST(Catalog, WideBucketsAreWholeChunksAndExactForTheStepsTheyReport) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("j", "local", "1", json::object());
+    const int64_t series = catalog.series(job, "loss", true);
+    std::mt19937 random(5);
+    std::uniform_real_distribution<double> value(-1, 1);
+    std::vector<MetricPoint> all;
+    for (int64_t step = 1; step <= 300'000; ++step)
+        all.push_back({step, value(random)});
+    catalog.db().exec("BEGIN");
+    {
+        SeriesStore store(catalog.db());
+        store.append(series, all);
+    }
+    catalog.db().exec("COMMIT");
+    // The first range reaches past the data (steps end at 300,000): only its first 3/4 has buckets.
+    for (const auto& [from, to, least] : {std::tuple{0L, 400'000L, 70u}, std::tuple{777L, 250'001L, 90u}}) {
+        const auto got = SeriesStore::query(catalog.db(), series, from, to, 100); // ~3000 steps a bucket
+        ASSERT_LE(got.size(), 100u);
+        ASSERT_GE(got.size(), least);
+        int64_t counted = 0, previous_last = from - 1;
+        for (const Bucket& b : got) {
+            EXPECT_GT(b.first_step, previous_last) << "buckets overlap or are out of order";
+            previous_last = b.last_step;
+            // Exact over the steps the bucket reports.
+            double min = 1e300, max = -1e300, last = 0;
+            int64_t count = 0;
+            for (const auto& p : all)
+                if (p.step >= b.first_step && p.step <= b.last_step) {
+                    min = std::min(min, p.value);
+                    max = std::max(max, p.value);
+                    last = p.value;
+                    ++count;
+                }
+            ASSERT_EQ(b.count, count);
+            ASSERT_EQ(b.min, min);
+            ASSERT_EQ(b.max, max);
+            ASSERT_EQ(b.last, last);
+            counted += count;
+        }
+        int64_t expected = 0;
+        for (const auto& p : all)
+            expected += p.step >= from && p.step <= to;
+        EXPECT_EQ(counted, expected) << "every point in range is in exactly one bucket";
+    }
+}

@@ -1,0 +1,113 @@
+// Benchmark: the catalog's ingestion and chart queries at scale.
+//   catalog_and_chart [--points 10000000]
+// Prints points/s ingested (storage alone, and end to end from worker events through the writer thread) and
+// the median time to query a 10 M-point series into 2,000 buckets, each with its ratio to the target.
+// (The chart redraw and 100 k-job first-paint figures of issue 4 join this program with the console's views.)
+#include "catalog.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace traindeck;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+} // namespace
+
+int main(int argc, char** argv) {
+    long total = 10'000'000;
+    for (int i = 1; i + 1 < argc; i += 2)
+        if (std::string(argv[i]) == "--points")
+            total = std::atol(argv[i + 1]);
+    const std::string dir = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/traindeck-catalog-bench";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    Catalog catalog;
+    if (auto error = catalog.open(dir + "/catalog.db"); !error.empty()) {
+        std::fprintf(stderr, "%s\n", error.c_str());
+        return 1;
+    }
+
+    // 1. Storage: one series, appended in batches of 10,000 points (a few seconds of a fast job's metrics).
+    const int64_t job = catalog.add_job("bench", "local", "1", json::object());
+    const int64_t series = catalog.series(job, "loss", true);
+    std::vector<MetricPoint> batch(10'000);
+    auto start = Clock::now();
+    {
+        SeriesStore store(catalog.db());
+        for (long done = 0; done < total; done += static_cast<long>(batch.size())) {
+            for (size_t i = 0; i < batch.size(); ++i) {
+                const long step = done + static_cast<long>(i) + 1;
+                batch[i] = {step, 2.0 * std::exp(-step / 1e6) + 0.01 * std::sin(step * 0.37)};
+            }
+            catalog.db().exec("BEGIN");
+            store.append(series, batch);
+            catalog.db().exec("COMMIT");
+        }
+    }
+    const double storage_rate = total / seconds_since(start);
+
+    // 2. End to end: worker events (4 metrics each, as traindeck-train sends them) through the writer thread.
+    // The events are built before the clock starts (building JSON is the sender's work, not the catalog's);
+    // the same 250k events go in for ten jobs, 10 M points in all.
+    const long events_per_job = std::min(total / 40, 250'000L);
+    std::vector<std::vector<json>> chunks;
+    for (long seq = 1; seq <= events_per_job; ++seq) {
+        if ((seq - 1) % 5000 == 0)
+            chunks.emplace_back();
+        chunks.back().push_back({{"seq", seq}, {"time", 1.0 * seq}, {"type", "record"},
+                                 {"data", {{"type", "metric"}, {"step", seq}, {"loss", 1.0 / seq}, {"accuracy", 0.5},
+                                           {"lr", 0.01}, {"samples_per_s", 1000.0}}}});
+    }
+    start = Clock::now();
+    {
+        CatalogWriter writer(catalog);
+        for (int j = 0; j < 10; ++j) {
+            const int64_t id = catalog.add_job("bench-events", "local", std::to_string(j), json::object());
+            for (const auto& chunk : chunks)
+                writer.post(id, chunk);
+        }
+        writer.flush();
+        if (!writer.last_error().empty())
+            std::fprintf(stderr, "writer: %s\n", writer.last_error().c_str());
+    }
+    const double event_rate = 10.0 * events_per_job * 4 / seconds_since(start);
+
+    // 3. Chart query: the whole 10 M-point series into 2,000 buckets (about 2 per pixel column), and zooms.
+    Catalog reader;
+    reader.open(dir + "/catalog.db", true);
+    std::vector<double> whole, zoomed;
+    size_t buckets_returned = 0;
+    for (int rep = 0; rep < 21; ++rep) {
+        auto t = Clock::now();
+        buckets_returned = SeriesStore::query(reader.db(), series, 0, total, 2000).size();
+        whole.push_back(seconds_since(t) * 1000);
+        const long from = (rep * 7919L * 1000) % (total / 2);
+        t = Clock::now();
+        SeriesStore::query(reader.db(), series, from, from + total / 10, 2000);
+        zoomed.push_back(seconds_since(t) * 1000);
+    }
+    std::printf("catalog_and_chart: %ld points; SQLite %s; file %.0f MB\n", total, sqlite3_libversion(),
+                std::filesystem::file_size(dir + "/catalog.db") / 1e6);
+    std::printf("ingest, storage (batches of 10k):      %10.0f points/s  target >= 1,000,000: ratio %.2f -> %s\n",
+                storage_rate, storage_rate / 1e6, storage_rate >= 1e6 ? "met" : "MISSED");
+    std::printf("ingest, worker events via writer:       %10.0f points/s  target >= 1,000,000: ratio %.2f -> %s\n",
+                event_rate, event_rate / 1e6, event_rate >= 1e6 ? "met" : "MISSED");
+    std::printf("query %ld points -> %zu buckets:     median %6.1f ms       target < 50 ms: ratio %.2f -> %s\n", total,
+                buckets_returned, median(whole), median(whole) / 50.0, median(whole) < 50 ? "met" : "MISSED");
+    std::printf("query a 10%% zoom -> 2000 buckets:        median %6.1f ms\n", median(zoomed));
+    std::filesystem::remove_all(dir);
+    return 0;
+}
