@@ -132,61 +132,105 @@ std::vector<std::string> Catalog::series_names(int64_t job) {
     return names;
 }
 
+namespace {
+
+// Reads without copying: ingestion looks at millions of keys, and json::value() returns strings by value.
+const std::string* string_at(const json& object, const char* key) {
+    const auto it = object.find(key);
+    return it != object.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
+}
+
+bool number_at(const json& object, const char* key, double& out) {
+    const auto it = object.find(key);
+    if (it == object.end() || !it->is_number())
+        return false;
+    out = it->get<double>();
+    return true;
+}
+
+bool is(const std::string* text, std::string_view expected) { return text && *text == expected; }
+
+} // namespace
+
 int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     int64_t last = last_seq(job);
-    // Points gathered per series name, appended in one go per batch.
-    std::map<std::string, std::vector<MetricPoint>> points;
-    json state_update;
+    // Points gathered per series name, appended in one go per batch. Most records repeat the same few keys, so
+    // the last key's list is remembered to skip the map lookup.
+    std::map<std::string, std::vector<MetricPoint>, std::less<>> points;
+    auto add_point = [&](std::string_view name, int64_t step, double value) {
+        auto it = points.find(name);
+        if (it == points.end())
+            it = points.emplace(std::string(name), std::vector<MetricPoint>()).first;
+        it->second.push_back({step, value});
+    };
+    const json* state_update = nullptr;
     double loss = NAN, accuracy = NAN, progress = NAN, spend = NAN;
     Statement log = db_.prepare("INSERT OR IGNORE INTO job_logs(job, seq, time, stream, line) VALUES(?, ?, ?, ?, ?)");
     for (const json& event : events) {
-        const int64_t seq = event.value("seq", int64_t(0));
+        double seq_value = 0;
+        if (!number_at(event, "seq", seq_value))
+            continue;
+        const int64_t seq = static_cast<int64_t>(seq_value);
         if (seq <= last)
             continue; // already ingested: re-delivery
         last = seq;
-        const std::string type = event.value("type", "");
-        const json& data = event["data"];
-        if (type == "record" && data.is_object()) {
-            const std::string record = data.value("type", "");
-            if (record == "metric" && data.contains("step") && data["step"].is_number()) {
-                const int64_t step = data["step"].get<int64_t>();
-                for (const auto& [key, value] : data.items())
-                    if (value.is_number() && key != "step" && key != "time" && key != "v" && key != "epoch")
-                        points[key].push_back({step, value.get<double>()});
-                if (data.contains("loss") && data["loss"].is_number())
-                    loss = data["loss"].get<double>();
-                if (data.contains("progress") && data["progress"].is_number())
-                    progress = data["progress"].get<double>();
-            } else if (record == "eval" && data.contains("step") && data["step"].is_number()) {
-                const int64_t step = data["step"].get<int64_t>();
-                const std::string split = data.value("split", "val");
-                for (const char* key : {"loss", "accuracy"})
-                    if (data.contains(key) && data[key].is_number())
-                        points[split + "/" + key].push_back({step, data[key].get<double>()});
-                if (split == "val" && data.contains("accuracy") && data["accuracy"].is_number())
-                    accuracy = data["accuracy"].get<double>();
-            }
-        } else if (type == "telemetry" && data.is_object()) {
-            const int64_t t = static_cast<int64_t>(event.value("time", 0.0) * 1000.0); // telemetry is keyed by ms
-            for (const char* key : {"cpu_percent", "rss_mb", "spend"})
-                if (data.contains(key) && data[key].is_number())
-                    points[std::string("telemetry/") + key].push_back({t, data[key].get<double>()});
-            if (data.contains("gpus"))
-                for (const auto& gpu : data["gpus"]) {
-                    const std::string prefix = "telemetry/gpu" + std::to_string(gpu.value("index", 0)) + "/";
-                    for (const char* key : {"utilization", "memory_used_mb", "power_w", "temperature_c"})
-                        if (gpu.contains(key) && gpu[key].is_number())
-                            points[prefix + key].push_back({t, gpu[key].get<double>()});
+        const std::string* type = string_at(event, "type");
+        const auto data_it = event.find("data");
+        if (!type || data_it == event.end() || !data_it->is_object())
+            continue;
+        const json& data = *data_it;
+        if (*type == "record") {
+            const std::string* record = string_at(data, "type");
+            double step_value = 0;
+            if (!number_at(data, "step", step_value))
+                continue;
+            const int64_t step = static_cast<int64_t>(step_value);
+            if (is(record, "metric")) {
+                for (auto it = data.begin(); it != data.end(); ++it) {
+                    const std::string& key = it.key();
+                    if (it->is_number() && key != "step" && key != "time" && key != "v" && key != "epoch")
+                        add_point(key, step, it->get<double>());
                 }
-            if (data.contains("spend") && data["spend"].is_number())
-                spend = data["spend"].get<double>();
-        } else if (type == "log" && data.is_object()) {
+                number_at(data, "loss", loss);
+                number_at(data, "progress", progress);
+            } else if (is(record, "eval")) {
+                const std::string* split_name = string_at(data, "split");
+                const std::string split = split_name ? *split_name : "val";
+                double value = 0;
+                for (const char* key : {"loss", "accuracy"})
+                    if (number_at(data, key, value))
+                        add_point(split + "/" + key, step, value);
+                if (split == "val")
+                    number_at(data, "accuracy", accuracy);
+            }
+        } else if (*type == "telemetry") {
+            double time = 0;
+            number_at(event, "time", time);
+            const int64_t t = static_cast<int64_t>(time * 1000.0); // telemetry is keyed by milliseconds
+            double value = 0;
+            for (const char* key : {"cpu_percent", "rss_mb", "spend"})
+                if (number_at(data, key, value))
+                    add_point(std::string("telemetry/") + key, t, value);
+            if (const auto gpus = data.find("gpus"); gpus != data.end() && gpus->is_array())
+                for (const auto& gpu : *gpus) {
+                    double index = 0;
+                    number_at(gpu, "index", index);
+                    const std::string prefix = "telemetry/gpu" + std::to_string(static_cast<int>(index)) + "/";
+                    for (const char* key : {"utilization", "memory_used_mb", "power_w", "temperature_c"})
+                        if (number_at(gpu, key, value))
+                            add_point(prefix + key, t, value);
+                }
+            number_at(data, "spend", spend);
+        } else if (*type == "log") {
+            double time = 0;
+            number_at(event, "time", time);
+            const std::string* stream = string_at(data, "stream");
+            const std::string* line = string_at(data, "line");
             log.reset();
-            log.bind(1, job).bind(2, seq).bind(3, event.value("time", 0.0)).bind(4, data.value("stream", std::string()));
-            log.bind(5, data.value("line", std::string()));
+            log.bind(1, job).bind(2, seq).bind(3, time).bind(4, stream ? *stream : "").bind(5, line ? *line : "");
             log.step();
-        } else if (type == "state" && data.is_object()) {
-            state_update = data;
+        } else if (*type == "state") {
+            state_update = &data;
         }
     }
     for (auto& [name, list] : points)
@@ -206,9 +250,10 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     bind_number(3, accuracy);
     bind_number(4, progress);
     bind_number(5, spend);
-    if (state_update.is_object()) {
-        update.bind(6, state_update.value("state", std::string("unknown")));
-        update.bind(7, state_update.value("reason", std::string()));
+    if (state_update) {
+        const std::string* state = string_at(*state_update, "state");
+        const std::string* reason = string_at(*state_update, "reason");
+        update.bind(6, state ? *state : "unknown").bind(7, reason ? *reason : "");
     } else {
         update.bind_null(6);
         update.bind_null(7);

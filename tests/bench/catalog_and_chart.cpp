@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
         for (int j = 0; j < 10; ++j) {
             const int64_t id = catalog.add_job("bench-events", "local", std::to_string(j), json::object());
             for (const auto& chunk : chunks)
-                writer.post(id, chunk);
+                writer.post([id, &chunk](Catalog& c) { c.ingest(id, chunk); }); // no copy of the events
         }
         writer.flush();
         if (!writer.last_error().empty())
