@@ -11,7 +11,7 @@ packages=(
   # worker, client, catalog
   nlohmann-json3-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev
   # console
-  qt6-base-dev qt6-charts-dev libqt6sql6-sqlite qt6-tools-dev qtkeychain-qt6-dev libgl-dev
+  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libqt6sql6-sqlite qt6-tools-dev qtkeychain-qt6-dev libgl-dev
   # export
   libonnx-dev libprotobuf-dev protobuf-compiler
   # data shipped by Debian: the demo job and the tests train on it

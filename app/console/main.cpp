@@ -1,0 +1,94 @@
+// traindeck: the console. Opens the catalog, loads the backend plugins, attaches to (or starts) the local worker,
+// and shows the main window. On a first start it submits the Fashion-MNIST demo job so there is something to watch.
+#include "catalog.h"
+#include "jobsync.h"
+#include "mainwindow.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QMessageBox>
+#include <QPluginLoader>
+#include <QStandardPaths>
+#include <QTimer>
+
+using namespace traindeck;
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    QApplication::setApplicationName("traindeck");
+    QApplication::setApplicationDisplayName("TrainDeck");
+    QCommandLineParser parser;
+    parser.setApplicationDescription("TrainDeck: train models and watch every job live.");
+    parser.addHelpOption();
+    QCommandLineOption catalog_option("catalog", "Catalog file (default: $XDG_DATA_HOME/traindeck/catalog.db).", "file");
+    QCommandLineOption worker_option("worker-state-dir", "The local worker's state folder.", "dir");
+    QCommandLineOption no_demo_option("no-demo", "Do not submit the demo job on a first start.");
+    QCommandLineOption screenshot_option("screenshot", "Save a screenshot of the window to FILE and quit.", "file");
+    QCommandLineOption after_option("after", "Seconds to wait before --screenshot (default 20).", "seconds", "20");
+    parser.addOptions({catalog_option, worker_option, no_demo_option, screenshot_option, after_option});
+    parser.process(app);
+
+    const QString data_dir = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/traindeck";
+    QDir().mkpath(data_dir);
+    const QString catalog_path = parser.isSet(catalog_option) ? parser.value(catalog_option) : data_dir + "/catalog.db";
+    Catalog catalog;
+    if (const std::string error = catalog.open(catalog_path.toStdString()); !error.empty()) {
+        QMessageBox::critical(nullptr, "TrainDeck", QString::fromStdString(error));
+        return 1;
+    }
+    CatalogWriter writer(catalog);
+
+    // Plugins: next to the build tree's binaries, then the installed location, then $TRAINDECK_PLUGIN_DIR.
+    const QString app_dir = QCoreApplication::applicationDirPath();
+    QStringList plugin_dirs = {app_dir + "/../plugins", app_dir + "/../lib/traindeck/plugins",
+                               app_dir + "/../lib/x86_64-linux-gnu/traindeck/plugins"};
+    if (qEnvironmentVariableIsSet("TRAINDECK_PLUGIN_DIR"))
+        plugin_dirs.prepend(qEnvironmentVariable("TRAINDECK_PLUGIN_DIR"));
+    BackendFactory* local_factory = nullptr;
+    QStringList tried;
+    for (const QString& dir : plugin_dirs) {
+        for (const QString& file : QDir(dir).entryList({"*.so"}, QDir::Files)) {
+            QPluginLoader loader(QDir(dir).filePath(file));
+            auto* factory = qobject_cast<BackendFactory*>(loader.instance());
+            if (!factory) {
+                tried << file + ": " + loader.errorString();
+                continue;
+            }
+            if (factory->kind() == "local" && !local_factory)
+                local_factory = factory;
+        }
+    }
+    if (!local_factory) {
+        QMessageBox::critical(nullptr, "TrainDeck",
+                              "The local backend plugin was not found in " + plugin_dirs.join(", ") + "\n" + tried.join("\n"));
+        return 1;
+    }
+    Backend* backend = local_factory->create(&app);
+    QVariantMap settings;
+    if (parser.isSet(worker_option))
+        settings["state_dir"] = parser.value(worker_option);
+    QString error;
+    if (!backend->open(settings, &error)) {
+        QMessageBox::critical(nullptr, "TrainDeck", "Cannot reach the local worker: " + error);
+        return 1;
+    }
+    JobSync sync(catalog, writer, *backend, "local");
+    MainWindow window(catalog_path, sync, *backend);
+    sync.resumeWatching();
+    window.show();
+    if (!parser.isSet(no_demo_option) && window.jobs().totalJobs() == 0)
+        window.submitDemo("mlp");
+
+    if (parser.isSet(screenshot_option)) {
+        const QString path = parser.value(screenshot_option);
+        QTimer::singleShot(static_cast<int>(parser.value(after_option).toDouble() * 1000), &window, [&window, path] {
+            window.refresh();
+            QTimer::singleShot(500, &window, [&window, path] {
+                window.grab().save(path);
+                QApplication::quit();
+            });
+        });
+    }
+    return app.exec();
+}

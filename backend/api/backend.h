@@ -1,0 +1,51 @@
+#pragma once
+// The backend plugin interface: how the console talks to wherever jobs run (a local worker, a remote worker,
+// a Slurm cluster through a worker). Qt Core only. Plugins are Qt plugins implementing BackendFactory, loaded
+// with QPluginLoader from the plugin folder; each factory makes Backend objects (one per configured backend).
+//
+// Calls that touch the network are blocking and must not run on the GUI thread (the console runs them with
+// QtConcurrent). Events arrive through the eventsArrived signal from the backend's own threads.
+#include <QJsonObject>
+#include <QObject>
+#include <QString>
+#include <QVariantMap>
+#include <QtPlugin>
+
+namespace traindeck {
+
+class Backend : public QObject {
+    Q_OBJECT
+public:
+    using QObject::QObject;
+    ~Backend() override = default;
+
+    // Connects (a local backend first starts its worker when none runs). False and *error when it cannot.
+    virtual bool open(const QVariantMap& settings, QString* error) = 0;
+    virtual QString describe() const = 0; // e.g. "local worker on 127.0.0.1:40123"
+
+    // Submits a worker job request (see README: POST /v1/jobs); returns the backend's id for the job.
+    virtual QString submit(const QJsonObject& request, QString* error) = 0;
+    virtual bool cancel(const QString& remoteId, QString* error) = 0;
+    virtual QJsonObject resources(QString* error) = 0;
+
+    // Streams the job's events after afterSeq until it ends, reconnecting with backoff; each batch is emitted as
+    // eventsArrived. Idempotent: watching a watched job does nothing.
+    virtual void watch(const QString& remoteId, qint64 afterSeq) = 0;
+
+signals:
+    // events: a JSON array of {"seq","time","type","data"} in seq order; the receiver upserts by (job, seq).
+    void eventsArrived(const QString& remoteId, const QByteArray& events, bool finished);
+    void connectionChanged(bool connected, const QString& message);
+};
+
+class BackendFactory {
+public:
+    virtual ~BackendFactory() = default;
+    virtual QString kind() const = 0; // "local", "worker"
+    virtual Backend* create(QObject* parent) = 0;
+};
+
+} // namespace traindeck
+
+#define TrainDeckBackendFactory_iid "org.traindeck.BackendFactory/1"
+Q_DECLARE_INTERFACE(traindeck::BackendFactory, TrainDeckBackendFactory_iid)

@@ -1,0 +1,117 @@
+#include "workerbackend.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+
+#include <chrono>
+
+namespace traindeck {
+
+WorkerBackend::~WorkerBackend() {
+    closing_ = true;
+    for (auto& [id, thread] : streams_)
+        if (thread.joinable())
+            thread.join();
+}
+
+void WorkerBackend::set_endpoint(const std::string& url, const std::string& token, const std::string& pinned_key,
+                                 const std::string& ca_file, const QString& description) {
+    std::lock_guard lock(mutex_);
+    url_ = url;
+    token_ = token;
+    pinned_ = pinned_key;
+    ca_file_ = ca_file;
+    description_ = description;
+    client_ = std::make_unique<client::WorkerClient>(url_, token_);
+    client_->set_tls(pinned_, ca_file_);
+}
+
+client::HttpResponse WorkerBackend::call(const std::string& method, const std::string& path, const std::string& body) {
+    std::lock_guard lock(mutex_);
+    if (!client_)
+        return {0, {}, "not connected"};
+    return method == "GET" ? client_->get(path) : client_->post(path, body);
+}
+
+QString WorkerBackend::submit(const QJsonObject& request, QString* error) {
+    const auto response = call("POST", "/v1/jobs", QJsonDocument(request).toJson(QJsonDocument::Compact).toStdString());
+    if (response.status != 201) {
+        if (error)
+            *error = QString::fromStdString(response.message());
+        return {};
+    }
+    const auto reply = QJsonDocument::fromJson(QByteArray::fromStdString(response.body)).object();
+    return QString::number(reply.value("id").toInteger());
+}
+
+bool WorkerBackend::cancel(const QString& remoteId, QString* error) {
+    const auto response = call("POST", "/v1/jobs/" + remoteId.toStdString() + "/cancel", "{}");
+    if (!response.ok() && error)
+        *error = QString::fromStdString(response.message());
+    return response.ok();
+}
+
+QJsonObject WorkerBackend::resources(QString* error) {
+    const auto response = call("GET", "/v1/resources");
+    if (!response.ok()) {
+        if (error)
+            *error = QString::fromStdString(response.message());
+        return {};
+    }
+    return QJsonDocument::fromJson(QByteArray::fromStdString(response.body)).object();
+}
+
+void WorkerBackend::watch(const QString& remoteId, qint64 afterSeq) {
+    std::lock_guard lock(mutex_);
+    if (streams_.count(remoteId))
+        return;
+    streams_[remoteId] = std::thread([this, remoteId, afterSeq] { stream(remoteId, afterSeq); });
+}
+
+void WorkerBackend::stream(QString remoteId, qint64 after) {
+    std::string url, token, pinned, ca;
+    {
+        std::lock_guard lock(mutex_);
+        url = url_;
+        token = token_;
+        pinned = pinned_;
+        ca = ca_file_;
+    }
+    client::WorkerClient client(url, token);
+    client.set_tls(pinned, ca);
+    int failures = 0;
+    bool connected = true;
+    while (!closing_) {
+        const auto response = client.get("/v1/jobs/" + remoteId.toStdString() + "/events?limit=20000&wait_ms=1000&after=" +
+                                             std::to_string(after),
+                                         15000);
+        if (!response.ok()) {
+            // Backoff up to 10 s; the next successful call asks after the last seq we had, so nothing is lost.
+            if (connected)
+                emit connectionChanged(false, QString::fromStdString(response.message()));
+            connected = false;
+            const int delay_ms = std::min(10000, 250 << std::min(failures++, 6));
+            for (int waited = 0; waited < delay_ms && !closing_; waited += 50)
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            continue;
+        }
+        if (!connected)
+            emit connectionChanged(true, description_);
+        connected = true;
+        failures = 0;
+        // The reply is {"events":[...],"next":N,"state":"..."}: hand the raw array on, the catalog's writer parses it.
+        const QJsonDocument reply = QJsonDocument::fromJson(QByteArray::fromStdString(response.body));
+        const QJsonObject object = reply.object();
+        const QJsonArray events = object.value("events").toArray();
+        const QString state = object.value("state").toString();
+        const bool finished = events.isEmpty() && (state == "succeeded" || state == "failed" || state == "cancelled" ||
+                                                   state == "stopped");
+        if (!events.isEmpty() || finished)
+            emit eventsArrived(remoteId, QJsonDocument(events).toJson(QJsonDocument::Compact), finished);
+        after = object.value("next").toInteger(after);
+        if (finished)
+            return;
+    }
+}
+
+} // namespace traindeck

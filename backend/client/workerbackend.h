@@ -1,0 +1,45 @@
+#pragma once
+// A Backend that speaks the worker protocol over HTTP(S) through WorkerClient. The local and remote-worker
+// plugins are this plus how they find their worker.
+#include "backend.h"
+#include "workerclient.h"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace traindeck {
+
+class WorkerBackend : public Backend {
+    Q_OBJECT
+public:
+    using Backend::Backend;
+    ~WorkerBackend() override;
+
+    QString describe() const override { return description_; }
+    QString submit(const QJsonObject& request, QString* error) override;
+    bool cancel(const QString& remoteId, QString* error) override;
+    QJsonObject resources(QString* error) override;
+    void watch(const QString& remoteId, qint64 afterSeq) override;
+
+protected:
+    // Subclasses call this from open() once they know where the worker is.
+    void set_endpoint(const std::string& url, const std::string& token, const std::string& pinned_key,
+                      const std::string& ca_file, const QString& description);
+    client::HttpResponse call(const std::string& method, const std::string& path, const std::string& body = {});
+
+private:
+    void stream(QString remoteId, qint64 after);
+
+    std::string url_, token_, pinned_, ca_file_;
+    QString description_;
+    std::mutex mutex_;
+    std::unique_ptr<client::WorkerClient> client_; // for calls; each stream has its own
+    std::map<QString, std::thread> streams_;
+    std::atomic<bool> closing_{false};
+};
+
+} // namespace traindeck

@@ -1,0 +1,66 @@
+#pragma once
+// The jobs table: one row per catalog job, newest first, fetched lazily in pages so that a catalog with
+// 100 k jobs opens at once. refresh() re-reads the loaded rows (cheap: one indexed query).
+#include "catalog.h"
+
+#include <QAbstractTableModel>
+#include <QPointF>
+#include <QStringList>
+#include <QVector>
+
+namespace traindeck {
+
+class JobTableModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    enum Column { Name, State, Backend, Progress, Loss, Accuracy, Elapsed, Spend, Eta, ColumnCount };
+    enum Role { JobIdRole = Qt::UserRole + 1, RemoteIdRole, BackendRole, StateRole };
+    static constexpr int kPage = 256;
+
+    // Reads through its own read-only connection to the catalog file.
+    explicit JobTableModel(const QString& catalog_path, QObject* parent = nullptr);
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+    bool canFetchMore(const QModelIndex& parent) const override;
+    void fetchMore(const QModelIndex& parent) override;
+
+    qint64 totalJobs() const { return total_; }
+    QString error() const { return error_; }
+
+public slots:
+    void refresh();
+
+private:
+    struct Row {
+        qint64 id = 0;
+        QString name, state, reason, backend, remote_id;
+        double progress = 0, loss = qQNaN(), accuracy = qQNaN(), spend = 0, created = 0, started = 0, finished = 0;
+    };
+    QVector<Row> load(qint64 below_id, int limit, qint64 from_id = 0);
+
+    Catalog catalog_;
+    QVector<Row> rows_;
+    qint64 total_ = 0;
+    QString error_;
+};
+
+// Chart data for a job's series: ~2 buckets per pixel column, exact min/max/last per bucket.
+class SeriesReader {
+public:
+    explicit SeriesReader(const QString& catalog_path);
+    struct Curve {
+        QVector<QPointF> last, min, max; // per bucket: (last step, value)
+        qint64 points = 0;               // raw points the buckets summarise
+    };
+    Curve curve(qint64 job, const QString& series, int buckets);
+    QStringList seriesNames(qint64 job);
+    QStringList logTail(qint64 job, int lines);
+
+private:
+    Catalog catalog_;
+};
+
+} // namespace traindeck

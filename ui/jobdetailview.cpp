@@ -1,0 +1,255 @@
+#include "jobdetailview.h"
+
+#include <QAreaSeries>
+#include <QChart>
+#include <QChartView>
+#include <QCheckBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLegend>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QPlainTextEdit>
+#include <QSlider>
+#include <QSplitter>
+#include <QValueAxis>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace traindeck {
+
+namespace {
+
+QChartView* make_view(QChart* chart) {
+    chart->legend()->setAlignment(Qt::AlignBottom);
+    chart->setMargins(QMargins(4, 4, 4, 4));
+    chart->setBackgroundRoundness(0);
+    auto* view = new QChartView(chart);
+    view->setRenderHint(QPainter::Antialiasing);
+    view->setRubberBand(QChartView::RectangleRubberBand); // drag to zoom, right-click to zoom out
+    return view;
+}
+
+// Exponential moving average, as TensorBoard's slider does; 0 = raw.
+QVector<QPointF> smooth(const QVector<QPointF>& points, double weight) {
+    if (weight <= 0)
+        return points;
+    QVector<QPointF> out;
+    double last = points.isEmpty() ? 0 : points.front().y();
+    for (const QPointF& p : points) {
+        last = last * weight + (1 - weight) * p.y();
+        out.push_back(QPointF(p.x(), last));
+    }
+    return out;
+}
+
+void fit(QAbstractAxis* axis, double low, double high) {
+    if (!(high > low)) {
+        low -= 0.5;
+        high += 0.5;
+    }
+    axis->setRange(low, high);
+}
+
+} // namespace
+
+JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWidget(parent), reader_(catalog_path) {
+    title_ = new QLabel(tr("Select a job"));
+    QFont font = title_->font();
+    font.setPointSizeF(font.pointSizeF() * 1.3);
+    font.setBold(true);
+    title_->setFont(font);
+    coverage_ = new QLabel;
+    coverage_->setToolTip(tr("Curves are drawn from exact per-bucket min/max/last of every point; the band shows the "
+                             "spread inside each bucket. Nothing is sampled away."));
+    log_axis_ = new QCheckBox(tr("Log scale"));
+    smoothing_ = new QSlider(Qt::Horizontal);
+    smoothing_->setRange(0, 99);
+    smoothing_->setValue(60);
+    smoothing_->setMaximumWidth(160);
+
+    loss_chart_ = new QChart;
+    loss_chart_->setTitle(tr("Loss and validation accuracy"));
+    loss_ = new QLineSeries;
+    loss_->setName(tr("train loss"));
+    loss_min_ = new QLineSeries;
+    loss_max_ = new QLineSeries;
+    loss_band_ = new QAreaSeries(loss_max_, loss_min_);
+    loss_band_->setName(tr("loss min–max"));
+    loss_band_->setColor(QColor(31, 119, 180, 50));
+    loss_band_->setBorderColor(Qt::transparent);
+    loss_->setColor(QColor(31, 119, 180));
+    val_accuracy_ = new QLineSeries;
+    val_accuracy_->setName(tr("val accuracy"));
+    val_accuracy_->setColor(QColor(214, 39, 40));
+    val_accuracy_->setPointsVisible(true);
+    loss_chart_->addSeries(loss_band_);
+    loss_chart_->addSeries(loss_);
+    loss_chart_->addSeries(val_accuracy_);
+    loss_view_ = make_view(loss_chart_);
+
+    system_chart_ = new QChart;
+    system_chart_->setTitle(tr("CPU and spend (GPU utilisation and memory appear when the job holds GPUs)"));
+    cpu_ = new QLineSeries;
+    cpu_->setName(tr("CPU %"));
+    spend_ = new QLineSeries;
+    spend_->setName(tr("spend ($)"));
+    system_chart_->addSeries(cpu_);
+    system_chart_->addSeries(spend_);
+    system_view_ = make_view(system_chart_);
+    rebuildAxes();
+
+    log_ = new QPlainTextEdit;
+    log_->setReadOnly(true);
+    log_->setMaximumBlockCount(2000);
+    log_->setFont(QFont(QStringLiteral("monospace")));
+
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(title_);
+    controls->addStretch();
+    controls->addWidget(coverage_);
+    controls->addSpacing(12);
+    controls->addWidget(new QLabel(tr("Smoothing")));
+    controls->addWidget(smoothing_);
+    controls->addWidget(log_axis_);
+    auto* splitter = new QSplitter(Qt::Vertical);
+    splitter->addWidget(loss_view_);
+    splitter->addWidget(system_view_);
+    splitter->addWidget(log_);
+    loss_view_->setMinimumHeight(320);
+    system_view_->setMinimumHeight(220);
+    log_->setMinimumHeight(90);
+    splitter->setSizes({520, 280, 140});
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(controls);
+    layout->addWidget(splitter);
+
+    connect(log_axis_, &QCheckBox::toggled, this, [this] {
+        rebuildAxes();
+        refresh();
+    });
+    connect(smoothing_, &QSlider::valueChanged, this, &JobDetailView::refresh);
+}
+
+void JobDetailView::rebuildAxes() {
+    for (QChart* chart : {loss_chart_, system_chart_})
+        for (QAbstractAxis* axis : chart->axes()) {
+            chart->removeAxis(axis);
+            delete axis;
+        }
+    auto* step = new QValueAxis;
+    step->setTitleText(tr("step"));
+    step->setLabelFormat("%d");
+    QAbstractAxis* loss_axis;
+    if (log_axis_ && log_axis_->isChecked()) {
+        auto* axis = new QLogValueAxis;
+        axis->setBase(10);
+        axis->setLabelFormat("%.3g");
+        loss_axis = axis;
+    } else {
+        auto* axis = new QValueAxis;
+        axis->setLabelFormat("%.3f");
+        loss_axis = axis;
+    }
+    loss_axis->setTitleText(tr("loss"));
+    auto* accuracy_axis = new QValueAxis;
+    accuracy_axis->setRange(0, 1);
+    accuracy_axis->setTitleText(tr("accuracy"));
+    loss_chart_->addAxis(step, Qt::AlignBottom);
+    loss_chart_->addAxis(loss_axis, Qt::AlignLeft);
+    loss_chart_->addAxis(accuracy_axis, Qt::AlignRight);
+    for (QAbstractSeries* s : {static_cast<QAbstractSeries*>(loss_band_), static_cast<QAbstractSeries*>(loss_)}) {
+        s->attachAxis(step);
+        s->attachAxis(loss_axis);
+    }
+    val_accuracy_->attachAxis(step);
+    val_accuracy_->attachAxis(accuracy_axis);
+
+    auto* time = new QValueAxis;
+    time->setTitleText(tr("seconds"));
+    time->setLabelFormat("%d");
+    auto* cpu_axis = new QValueAxis;
+    cpu_axis->setTitleText(tr("CPU %"));
+    cpu_axis->setLabelFormat("%d");
+    auto* spend_axis = new QValueAxis;
+    spend_axis->setTitleText(tr("$"));
+    spend_axis->setLabelFormat("%.4f");
+    system_chart_->addAxis(time, Qt::AlignBottom);
+    system_chart_->addAxis(cpu_axis, Qt::AlignLeft);
+    system_chart_->addAxis(spend_axis, Qt::AlignRight);
+    cpu_->attachAxis(time);
+    cpu_->attachAxis(cpu_axis);
+    spend_->attachAxis(time);
+    spend_->attachAxis(spend_axis);
+}
+
+void JobDetailView::showJob(qint64 job, const QString& title) {
+    job_ = job;
+    title_->setText(title);
+    log_->clear();
+    refresh();
+}
+
+void JobDetailView::refresh() {
+    if (job_ == 0)
+        return;
+    // About two buckets per pixel column of the plot area.
+    const int buckets = std::max(200, 2 * static_cast<int>(loss_chart_->plotArea().width()));
+    const SeriesReader::Curve loss = reader_.curve(job_, "loss", buckets);
+    const SeriesReader::Curve accuracy = reader_.curve(job_, "val/accuracy", buckets);
+    const double weight = smoothing_->value() / 100.0;
+    const bool log_scale = log_axis_->isChecked();
+    auto positive = [&](QVector<QPointF> points) {
+        if (log_scale)
+            for (QPointF& p : points)
+                p.setY(std::max(p.y(), 1e-6));
+        return points;
+    };
+    loss_->replace(positive(smooth(loss.last, weight)));
+    loss_min_->replace(positive(loss.min));
+    loss_max_->replace(positive(loss.max));
+    val_accuracy_->replace(accuracy.last);
+    coverage_->setText(tr("%1 points in %2 buckets").arg(loss.points).arg(loss.last.size()));
+
+    const auto axes = loss_chart_->axes();
+    if (!loss.last.isEmpty()) {
+        double low = 1e300, high = -1e300;
+        for (const QPointF& p : loss.min)
+            low = std::min(low, p.y());
+        for (const QPointF& p : loss.max)
+            high = std::max(high, p.y());
+        if (log_scale)
+            low = std::max(low, 1e-6);
+        fit(axes[0], loss.last.front().x(), std::max(loss.last.back().x(), accuracy.last.isEmpty() ? 0.0 : accuracy.last.back().x()));
+        fit(axes[1], log_scale ? low : std::min(0.0, low), high * 1.05);
+    }
+
+    const SeriesReader::Curve cpu = reader_.curve(job_, "telemetry/cpu_percent", buckets);
+    const SeriesReader::Curve spend = reader_.curve(job_, "telemetry/spend", buckets);
+    auto seconds = [](QVector<QPointF> points, double origin) {
+        for (QPointF& p : points)
+            p.setX((p.x() - origin) / 1000.0);
+        return points;
+    };
+    const double origin = !cpu.last.isEmpty() ? cpu.last.front().x() : (!spend.last.isEmpty() ? spend.last.front().x() : 0);
+    cpu_->replace(seconds(cpu.last, origin));
+    spend_->replace(seconds(spend.last, origin));
+    const auto system_axes = system_chart_->axes();
+    double end = 1, cpu_high = 100, spend_high = 0.0001;
+    for (const QPointF& p : cpu_->points()) {
+        end = std::max(end, p.x());
+        cpu_high = std::max(cpu_high, p.y());
+    }
+    for (const QPointF& p : spend_->points())
+        spend_high = std::max(spend_high, p.y());
+    fit(system_axes[0], 0, end);
+    fit(system_axes[1], 0, cpu_high * 1.05);
+    fit(system_axes[2], 0, spend_high * 1.1);
+
+    const QStringList lines = reader_.logTail(job_, 200);
+    if (log_->toPlainText().split('\n').size() != lines.size())
+        log_->setPlainText(lines.join('\n'));
+}
+
+} // namespace traindeck

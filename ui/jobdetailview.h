@@ -1,0 +1,55 @@
+#pragma once
+// A job's live curves: training loss (with its min/max band when several steps share a pixel), validation
+// accuracy, and CPU / spend on a second chart; log/linear axis, smoothing, the log tail. Reads through
+// SeriesReader (bucketed queries), never raw series.
+#include "jobtablemodel.h"
+
+#include <QWidget>
+
+class QCheckBox;
+class QLabel;
+class QPlainTextEdit;
+class QSlider;
+namespace QtCharts {}
+class QChart;
+class QChartView;
+class QLineSeries;
+class QAreaSeries;
+class QValueAxis;
+class QLogValueAxis;
+
+namespace traindeck {
+
+class JobDetailView : public QWidget {
+    Q_OBJECT
+public:
+    explicit JobDetailView(const QString& catalog_path, QWidget* parent = nullptr);
+    void showJob(qint64 job, const QString& title);
+
+public slots:
+    void refresh();
+
+private:
+    void rebuildAxes();
+
+    SeriesReader reader_;
+    qint64 job_ = 0;
+    QLabel* title_;
+    QLabel* coverage_;
+    QChartView* loss_view_;
+    QChartView* system_view_;
+    QChart* loss_chart_;
+    QChart* system_chart_;
+    QLineSeries* loss_;
+    QLineSeries* loss_min_;
+    QLineSeries* loss_max_;
+    QAreaSeries* loss_band_;
+    QLineSeries* val_accuracy_;
+    QLineSeries* cpu_;
+    QLineSeries* spend_;
+    QCheckBox* log_axis_;
+    QSlider* smoothing_;
+    QPlainTextEdit* log_;
+};
+
+} // namespace traindeck

@@ -1,0 +1,103 @@
+#include "jobsync.h"
+
+#include <QJsonDocument>
+#include <QMetaObject>
+#include <QPointer>
+#include <QtConcurrent>
+
+namespace traindeck {
+
+JobSync::JobSync(Catalog& catalog, CatalogWriter& writer, Backend& backend, QString backend_name, QObject* parent)
+    : QObject(parent), catalog_(catalog), writer_(writer), backend_(backend), backend_name_(std::move(backend_name)) {
+    connect(&backend_, &Backend::eventsArrived, this, &JobSync::onEvents, Qt::QueuedConnection);
+    connect(&backend_, &Backend::connectionChanged, this, [this](bool up, const QString& message) {
+        if (!up)
+            emit failed(tr("Lost the connection to %1: %2 (retrying)").arg(backend_name_, message));
+    });
+}
+
+void JobSync::resumeWatching() {
+    // Read on the writer thread: it owns the writable connection.
+    QPointer<JobSync> self(this);
+    const std::string backend = backend_name_.toStdString();
+    writer_.post([self, backend](Catalog& catalog) {
+        Statement select = catalog.db().prepare(
+            "SELECT remote_id, last_seq FROM jobs WHERE backend=? AND state NOT IN ('succeeded','failed','cancelled','stopped')");
+        select.bind(1, backend);
+        std::vector<std::pair<QString, qint64>> jobs;
+        while (select.step())
+            jobs.emplace_back(QString::fromStdString(select.text(0)), select.integer(1));
+        QMetaObject::invokeMethod(self, [self, jobs] {
+            if (self)
+                for (const auto& [remote, last] : jobs)
+                    self->backend_.watch(remote, last);
+        }, Qt::QueuedConnection);
+    });
+}
+
+void JobSync::submit(const QString& name, const QJsonObject& request) {
+    QPointer<JobSync> self(this);
+    Backend* backend = &backend_;
+    QtConcurrent::run([self, backend, name, request, this] {
+        QString error;
+        const QString remote = backend->submit(request, &error);
+        QMetaObject::invokeMethod(self, [self, remote, error, name, request, this] {
+            if (!self)
+                return;
+            if (remote.isEmpty()) {
+                emit failed(tr("Could not submit “%1”: %2").arg(name, error));
+                return;
+            }
+            const std::string backend_name = backend_name_.toStdString();
+            const nlohmann::json spec = nlohmann::json::parse(QJsonDocument(request).toJson().toStdString());
+            writer_.post([self, remote, name, backend_name, spec](Catalog& catalog) {
+                const int64_t id = catalog.add_job(name.toStdString(), backend_name, remote.toStdString(), spec);
+                QMetaObject::invokeMethod(self, [self, id, remote] {
+                    if (!self)
+                        return;
+                    self->backend_.watch(remote, 0);
+                    emit self->submitted(id);
+                    emit self->catalogChanged();
+                }, Qt::QueuedConnection);
+            });
+        }, Qt::QueuedConnection);
+    });
+}
+
+void JobSync::cancel(qint64 job, const QString& remote_id) {
+    Q_UNUSED(job);
+    QPointer<JobSync> self(this);
+    Backend* backend = &backend_;
+    QtConcurrent::run([self, backend, remote_id] {
+        QString error;
+        if (!backend->cancel(remote_id, &error))
+            QMetaObject::invokeMethod(self, [self, error] {
+                if (self)
+                    emit self->failed(tr("Cancel failed: %1").arg(error));
+            }, Qt::QueuedConnection);
+    });
+}
+
+void JobSync::onEvents(const QString& remote_id, const QByteArray& events, bool finished) {
+    Q_UNUSED(finished);
+    QPointer<JobSync> self(this);
+    const std::string backend = backend_name_.toStdString();
+    const std::string remote = remote_id.toStdString();
+    writer_.post([self, backend, remote, events](Catalog& catalog) {
+        Statement select = catalog.db().prepare("SELECT id FROM jobs WHERE backend=? AND remote_id=?");
+        select.bind(1, backend).bind(2, remote);
+        if (!select.step())
+            return; // a job this catalog did not submit
+        const int64_t job = select.integer(0);
+        const nlohmann::json parsed = nlohmann::json::parse(events.constData(), events.constData() + events.size(), nullptr, false);
+        if (!parsed.is_array())
+            return;
+        catalog.ingest(job, parsed.get<std::vector<nlohmann::json>>());
+        QMetaObject::invokeMethod(self, [self] {
+            if (self)
+                emit self->catalogChanged();
+        }, Qt::QueuedConnection);
+    });
+}
+
+} // namespace traindeck

@@ -1,0 +1,36 @@
+#pragma once
+// Keeps the catalog in step with the backends: submits jobs, watches them from the last event the catalog has,
+// and hands every batch of events to the catalog's writer thread (which parses and commits off the GUI thread).
+#include "backend.h"
+#include "catalog.h"
+
+#include <QObject>
+
+namespace traindeck {
+
+class JobSync : public QObject {
+    Q_OBJECT
+public:
+    JobSync(Catalog& catalog, CatalogWriter& writer, Backend& backend, QString backend_name, QObject* parent = nullptr);
+
+    // Watches every job of this backend that the catalog does not have as finished.
+    void resumeWatching();
+    // Submits (off the GUI thread) and records the job; `done` reports the catalog id or an error.
+    void submit(const QString& name, const QJsonObject& request);
+    void cancel(qint64 job, const QString& remote_id);
+
+signals:
+    void catalogChanged();               // a batch was committed: views refresh
+    void failed(const QString& message); // for the alerts panel / status bar
+    void submitted(qint64 job);
+
+private:
+    void onEvents(const QString& remote_id, const QByteArray& events, bool finished);
+
+    Catalog& catalog_;
+    CatalogWriter& writer_;
+    Backend& backend_;
+    QString backend_name_;
+};
+
+} // namespace traindeck

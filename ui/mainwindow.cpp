@@ -1,0 +1,176 @@
+#include "mainwindow.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QFile>
+#include <QHeaderView>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPointer>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTableView>
+#include <QTimer>
+#include <QToolBar>
+#include <QVBoxLayout>
+#include <QtConcurrent>
+
+namespace traindeck {
+
+MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& backend, QWidget* parent)
+    : QMainWindow(parent), sync_(sync), backend_(backend) {
+    setWindowTitle(tr("TrainDeck"));
+    jobs_ = new JobTableModel(catalog_path, this);
+    proxy_ = new QSortFilterProxyModel(this);
+    proxy_->setSourceModel(jobs_);
+    proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+    proxy_->setFilterKeyColumn(-1);
+    proxy_->setSortRole(Qt::DisplayRole);
+
+    table_ = new QTableView;
+    table_->setModel(proxy_);
+    table_->setSortingEnabled(true);
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setSelectionMode(QAbstractItemView::SingleSelection);
+    table_->verticalHeader()->hide();
+    table_->horizontalHeader()->setStretchLastSection(true);
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->horizontalHeader()->setSectionResizeMode(JobTableModel::Name, QHeaderView::Interactive);
+    table_->horizontalHeader()->setMinimumSectionSize(48);
+    table_->setColumnWidth(JobTableModel::Name, 170);
+    table_->setWordWrap(false);
+    table_->setAlternatingRowColors(true);
+    filter_ = new QLineEdit;
+    filter_->setPlaceholderText(tr("Filter jobs (name, state, backend)…"));
+    filter_->setClearButtonEnabled(true);
+    connect(filter_, &QLineEdit::textChanged, proxy_, &QSortFilterProxyModel::setFilterFixedString);
+
+    resources_ = new QLabel;
+    resources_->setWordWrap(true);
+    resources_->setTextFormat(Qt::RichText);
+    alerts_ = new QListWidget;
+    alerts_->setMaximumHeight(110);
+
+    auto* left = new QWidget;
+    auto* left_layout = new QVBoxLayout(left);
+    left_layout->setContentsMargins(0, 0, 0, 0);
+    left_layout->addWidget(filter_);
+    left_layout->addWidget(table_, 1);
+    left_layout->addWidget(new QLabel(tr("<b>Backends</b>")));
+    left_layout->addWidget(resources_);
+    left_layout->addWidget(new QLabel(tr("<b>Alerts</b>")));
+    left_layout->addWidget(alerts_);
+
+    detail_ = new JobDetailView(catalog_path);
+    auto* splitter = new QSplitter;
+    splitter->addWidget(left);
+    splitter->addWidget(detail_);
+    splitter->setSizes({620, 780});
+    setCentralWidget(splitter);
+
+    QToolBar* tools = addToolBar(tr("Jobs"));
+    tools->setMovable(false);
+    tools->addAction(tr("New MLP job"), this, [this] { submitDemo("mlp"); });
+    tools->addAction(tr("New CNN job"), this, [this] { submitDemo("cnn"); });
+    tools->addSeparator();
+    tools->addAction(tr("Cancel job"), this, &MainWindow::cancelSelected);
+
+    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+        if (!current.isValid())
+            return;
+        const QModelIndex source = proxy_->mapToSource(current);
+        detail_->showJob(jobs_->data(source, JobTableModel::JobIdRole).toLongLong(),
+                         jobs_->data(jobs_->index(source.row(), JobTableModel::Name), Qt::DisplayRole).toString());
+    });
+    connect(&sync_, &JobSync::catalogChanged, this, [this] {
+        // Many batches a second can arrive; redraw at most 5 times a second.
+        if (!refresh_pending_) {
+            refresh_pending_ = true;
+            QTimer::singleShot(200, this, &MainWindow::refresh);
+        }
+    });
+    connect(&sync_, &JobSync::failed, this, &MainWindow::addAlert);
+    connect(&sync_, &JobSync::submitted, this, [this](qint64) {
+        refresh();
+        if (proxy_->rowCount() > 0)
+            selectRow(0);
+    });
+    refresh_timer_ = new QTimer(this);
+    connect(refresh_timer_, &QTimer::timeout, this, &MainWindow::updateResources);
+    refresh_timer_->start(5000);
+    updateResources();
+
+    jobs_->refresh();
+    proxy_->sort(-1);
+    if (proxy_->rowCount() > 0)
+        selectRow(0);
+    statusBar()->showMessage(backend_.describe());
+    resize(1400, 860);
+}
+
+void MainWindow::selectRow(int row) { table_->selectRow(row); }
+
+void MainWindow::refresh() {
+    refresh_pending_ = false;
+    jobs_->refresh();
+    detail_->refresh();
+}
+
+void MainWindow::addAlert(const QString& message) {
+    alerts_->insertItem(0, QTime::currentTime().toString("HH:mm:ss  ") + message);
+    statusBar()->showMessage(message, 10000);
+}
+
+void MainWindow::submitDemo(const QString& model) {
+    QFile file(QStringLiteral(":/examples/fashion-%1.json").arg(model));
+    file.open(QIODevice::ReadOnly);
+    QJsonObject spec = QJsonDocument::fromJson(file.readAll()).object();
+    const QString name = spec.value("name").toString(model);
+    const QJsonObject request{{"name", name}, {"builtin", spec},
+                              {"resources", QJsonObject{{"cpus", 2}}}, {"max_restarts", 2}};
+    sync_.submit(name, request);
+}
+
+void MainWindow::cancelSelected() {
+    const QModelIndex current = proxy_->mapToSource(table_->currentIndex());
+    if (!current.isValid())
+        return;
+    sync_.cancel(jobs_->data(current, JobTableModel::JobIdRole).toLongLong(),
+                 jobs_->data(current, JobTableModel::RemoteIdRole).toString());
+}
+
+void MainWindow::updateResources() {
+    QPointer<MainWindow> self(this);
+    Backend* backend = &backend_;
+    QtConcurrent::run([self, backend] {
+        QString error;
+        const QJsonObject r = backend->resources(&error);
+        QMetaObject::invokeMethod(self, [self, r, error, backend] {
+            if (!self)
+                return;
+            if (!error.isEmpty()) {
+                self->resources_->setText(tr("%1: <span style='color:#b3261e'>%2</span>").arg(backend->describe(), error));
+                return;
+            }
+            const QJsonObject host = r.value("host").toObject();
+            const QJsonObject prices = r.value("prices").toObject();
+            self->resources_->setText(
+                tr("<b>%1</b><br>%2 CPUs, CPU load %3 %, memory %4 / %5 GB<br>GPUs: %6<br>price: $%7/h base, $%8/h per GPU")
+                    .arg(backend->describe())
+                    .arg(r.value("cpus").toInt())
+                    .arg(host.value("cpu_percent").toDouble(), 0, 'f', 0)
+                    .arg(host.value("memory_used_mb").toDouble() / 1024, 0, 'f', 1)
+                    .arg(host.value("memory_total_mb").toDouble() / 1024, 0, 'f', 1)
+                    .arg(r.value("gpus").toArray().isEmpty() ? r.value("gpu_status").toString()
+                                                             : QString::number(r.value("gpus").toArray().size()))
+                    .arg(prices.value("base_per_hour").toDouble(), 0, 'f', 2)
+                    .arg(prices.value("gpu_per_hour").toDouble(), 0, 'f', 2));
+        }, Qt::QueuedConnection);
+    });
+}
+
+} // namespace traindeck
