@@ -50,6 +50,9 @@ void fit(QAbstractAxis* axis, double low, double high) {
         high += 0.5;
     }
     axis->setRange(low, high);
+    // Round ticks (0, 20, 40 …) instead of repeated, truncated labels.
+    if (auto* value_axis = qobject_cast<QValueAxis*>(axis))
+        value_axis->applyNiceNumbers();
 }
 
 } // namespace

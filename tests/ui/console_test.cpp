@@ -1,0 +1,151 @@
+// The real console window, offscreen, against a real local worker started by the real plugin: submit jobs,
+// watch curves grow, cancel one, close the console while a job runs and open it again — the curve continues
+// with every step, none missing, none twice.
+#include "catalog.h"
+#include "jobsync.h"
+#include "mainwindow.h"
+
+#include <QDir>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QPluginLoader>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <csignal>
+#include <cstdlib>
+
+using namespace traindeck;
+
+namespace {
+
+BackendFactory* local_factory() {
+    QPluginLoader loader(QStringLiteral(TRAINDECK_PLUGIN_DIR "/libtraindeck_backend_local.so"));
+    return qobject_cast<BackendFactory*>(loader.instance());
+}
+
+QJsonObject small_job(const QString& name, int limit, int epochs) {
+    // A small CNN: slow enough (tens of seconds on one core) to be closed and reopened while it runs.
+    QJsonObject spec{{"model", "cnn"}, {"conv", QJsonArray{16, 32}},
+                     {"data", QJsonObject{{"dataset", "fashion-mnist"}, {"limit", limit}}},
+                     {"batch_size", 64}, {"epochs", epochs}, {"seed", 3}, {"checkpoint_every", 10}};
+    return {{"name", name}, {"builtin", spec}, {"resources", QJsonObject{{"cpus", 1}}}};
+}
+
+// One console session: catalog + writer + plugin backend + sync + window, torn down in reverse order.
+struct Console {
+    Catalog catalog;
+    std::unique_ptr<CatalogWriter> writer;
+    Backend* backend = nullptr;
+    std::unique_ptr<JobSync> sync;
+    std::unique_ptr<MainWindow> window;
+
+    bool open(const QString& catalog_path, const QString& worker_dir) {
+        if (!catalog.open(catalog_path.toStdString()).empty())
+            return false;
+        writer = std::make_unique<CatalogWriter>(catalog);
+        BackendFactory* factory = local_factory();
+        if (!factory)
+            return false;
+        backend = factory->create(nullptr);
+        QString error;
+        if (!backend->open({{"state_dir", worker_dir}, {"worker_binary", TRAINDECK_WORKER_BINARY}}, &error)) {
+            qWarning() << error;
+            return false;
+        }
+        sync = std::make_unique<JobSync>(catalog, *writer, *backend, "local");
+        window = std::make_unique<MainWindow>(catalog_path, *sync, *backend);
+        window->show();
+        sync->resumeWatching();
+        return true;
+    }
+    ~Console() {
+        window.reset();
+        sync.reset();
+        delete backend;
+        writer.reset();
+    }
+};
+
+QString state_of(MainWindow& window, int row) {
+    return window.jobs().data(window.jobs().index(row, JobTableModel::State), Qt::DisplayRole).toString();
+}
+
+int row_of(MainWindow& window, const QString& name) {
+    for (int row = 0; row < window.jobs().rowCount(); ++row)
+        if (window.jobs().data(window.jobs().index(row, JobTableModel::Name), Qt::DisplayRole).toString() == name)
+            return row;
+    return -1;
+}
+
+} // namespace
+
+class ConsoleTest : public QObject {
+    Q_OBJECT
+private slots:
+    void submitWatchCancelAndRestart();
+};
+
+void ConsoleTest::submitWatchCancelAndRestart() {
+    if (!QFile::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+        QSKIP("dataset-fashion-mnist is not installed");
+    QTemporaryDir temp;
+    const QString catalog_path = temp.filePath("catalog.db");
+    const QString worker_dir = temp.filePath("worker");
+    qint64 long_job = 0;
+    {
+        Console console;
+        QVERIFY(console.open(catalog_path, worker_dir));
+        MainWindow& window = *console.window;
+        // A long job to watch across the restart, and one to cancel.
+        console.sync->submit("long", small_job("long", 6000, 6));
+        console.sync->submit("doomed", small_job("doomed", 60000, 5));
+        QTRY_VERIFY_WITH_TIMEOUT(window.jobs().rowCount() == 2, 15000);
+        const int doomed = row_of(window, "doomed");
+        QVERIFY(doomed >= 0);
+        QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "doomed")), QString("running"), 20000);
+        const QString remote = window.jobs().data(window.jobs().index(row_of(window, "doomed"), 0), JobTableModel::RemoteIdRole).toString();
+        console.sync->cancel(0, remote);
+        QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "doomed")), QString("cancelled"), 30000);
+
+        // The long job's curve grows in the detail view.
+        const int row = row_of(window, "long");
+        long_job = window.jobs().data(window.jobs().index(row, 0), JobTableModel::JobIdRole).toLongLong();
+        window.selectRow(row);
+        SeriesReader reader(catalog_path);
+        QTRY_VERIFY_WITH_TIMEOUT(reader.curve(long_job, "loss", 2000).points > 30, 30000);
+        const qint64 before = reader.curve(long_job, "loss", 2000).points;
+        QTRY_VERIFY_WITH_TIMEOUT(reader.curve(long_job, "loss", 2000).points > before + 20, 30000);
+        QVERIFY2(reader.curve(long_job, "loss", 2000).points < 6 * 85 - 40, "the job ended before the console closed");
+        window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/console-live.png"));
+        // Close the console mid-run (the job keeps training in the worker).
+        QCOMPARE(state_of(window, row), QString("running"));
+    }
+    QTest::qWait(1500);
+    {
+        Console console;
+        QVERIFY(console.open(catalog_path, worker_dir));
+        MainWindow& window = *console.window;
+        const int row = row_of(window, "long");
+        QVERIFY(row >= 0);
+        QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "long")), QString("succeeded"), 120000);
+        // Every step of all six epochs, once: 5400 samples / 64 = 85 steps an epoch.
+        Catalog reader;
+        QCOMPARE(QString::fromStdString(reader.open(catalog_path.toStdString(), true)), QString());
+        const auto points = SeriesStore::points(reader.db(), reader.series(long_job, "loss", false), 0, 1 << 30);
+        QCOMPARE(points.size(), size_t(6 * 85));
+        for (size_t i = 0; i < points.size(); ++i)
+            QCOMPARE(points[i].step, static_cast<int64_t>(i + 1));
+        window.selectRow(row_of(window, "long"));
+        window.refresh();
+        QTest::qWait(300);
+        window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/console-finished.png"));
+    }
+    // Stop the worker the plugin started (it outlives consoles on purpose).
+    std::system(("pkill -TERM -f -- '--state-dir " + worker_dir.toStdString() + "'").c_str());
+}
+
+QTEST_MAIN(ConsoleTest)
+#include "console_test.moc"
