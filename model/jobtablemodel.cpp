@@ -86,8 +86,14 @@ void JobTableModel::refresh() {
         return;
     total_ = count.integer(0);
     const qint64 newest = count.integer(1);
+    if (rows_.isEmpty()) {
+        // Nothing loaded yet: the first page only; the view fetches more as it scrolls.
+        if (canFetchMore({}))
+            fetchMore({});
+        return;
+    }
     // New jobs go on top; the loaded ones are re-read in one query.
-    const qint64 top = rows_.isEmpty() ? 0 : rows_.front().id;
+    const qint64 top = rows_.front().id;
     if (newest > top) {
         const QVector<Row> fresh = load(newest + 1, static_cast<int>(std::min<qint64>(newest - top, 100000)), top + 1);
         if (!fresh.isEmpty()) {
@@ -95,11 +101,6 @@ void JobTableModel::refresh() {
             rows_ = fresh + rows_;
             endInsertRows();
         }
-    }
-    if (rows_.isEmpty()) {
-        if (canFetchMore({}))
-            fetchMore({});
-        return;
     }
     const QVector<Row> current = load(rows_.front().id + 1, rows_.size(), rows_.back().id);
     for (int i = 0; i < current.size() && i < rows_.size(); ++i)
