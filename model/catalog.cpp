@@ -164,6 +164,13 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
         it->second.push_back({step, value});
     };
     const json* state_update = nullptr;
+    Statement alert = db_.prepare("INSERT INTO alerts(job, kind, message, time) VALUES(?, ?, ?, ?)");
+    auto raise = [&](const std::string& kind, const std::string& message, double time) {
+        alert.reset();
+        alert.bind(1, job).bind(2, kind).bind(3, message).bind(4, time);
+        alert.step();
+        alerts_.push_back({job, kind, message});
+    };
     double loss = NAN, accuracy = NAN, progress = NAN, spend = NAN;
     Statement log = db_.prepare("INSERT OR IGNORE INTO job_logs(job, seq, time, stream, line) VALUES(?, ?, ?, ?, ?)");
     for (const json& event : events) {
@@ -179,8 +186,12 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
         if (!type || data_it == event.end() || !data_it->is_object())
             continue;
         const json& data = *data_it;
+        double event_time = 0;
+        number_at(event, "time", event_time);
         if (*type == "record") {
             const std::string* record = string_at(data, "type");
+            if (is(record, "event") && is(string_at(data, "event"), "nan_loss"))
+                raise("nan_loss", "the loss became NaN or infinite; the job stopped without a checkpoint", event_time);
             double step_value = 0;
             if (!number_at(data, "step", step_value))
                 continue;
@@ -231,6 +242,15 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
             log.step();
         } else if (*type == "state") {
             state_update = &data;
+            if (is(string_at(data, "state"), "failed")) {
+                const std::string* reason = string_at(data, "reason");
+                raise("failed", "job failed: " + (reason ? *reason : std::string("no reason given")), event_time);
+            }
+        } else if (*type == "warning") {
+            const std::string* kind = string_at(data, "alert");
+            const std::string* message = string_at(data, "message");
+            if (kind)
+                raise(*kind, message ? *message : *kind, event_time);
         }
     }
     for (auto& [name, list] : points)

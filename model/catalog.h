@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace traindeck {
@@ -44,6 +45,14 @@ public:
     // The id of a job's series; 0 when it does not exist and create is false.
     int64_t series(int64_t job, const std::string& name, bool create);
     std::vector<std::string> series_names(int64_t job);
+    // Alerts raised by ingest() since the last call (also stored in the alerts table): NaN loss, job failed,
+    // budget 80 % and 100 %, idle GPU.
+    struct Alert {
+        int64_t job = 0;
+        std::string kind, message;
+    };
+    std::vector<Alert> take_alerts() { return std::exchange(alerts_, {}); }
+
     // After a rolled-back transaction: forget what the writer cached of the database.
     void discard_caches();
 
@@ -53,6 +62,7 @@ private:
     Database db_;
     std::string path_;
     std::unique_ptr<SeriesStore> store_;
+    std::vector<Alert> alerts_;
 };
 
 // The one writer: batches are queued from any thread and committed together, a transaction per wake-up.

@@ -93,9 +93,14 @@ void JobSync::onEvents(const QString& remote_id, const QByteArray& events, bool 
         if (!parsed.is_array())
             return;
         catalog.ingest(job, parsed.get<std::vector<nlohmann::json>>());
-        QMetaObject::invokeMethod(self, [self] {
-            if (self)
-                emit self->catalogChanged();
+        // take_alerts() holds only what this ingest raised: the writer thread runs one lambda at a time.
+        const auto alerts = catalog.take_alerts();
+        QMetaObject::invokeMethod(self, [self, alerts] {
+            if (!self)
+                return;
+            for (const auto& a : alerts)
+                emit self->alertRaised(a.job, QString::fromStdString(a.kind), QString::fromStdString(a.message));
+            emit self->catalogChanged();
         }, Qt::QueuedConnection);
     });
 }

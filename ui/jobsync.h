@@ -23,6 +23,7 @@ signals:
     void catalogChanged();               // a batch was committed: views refresh
     void failed(const QString& message); // for the alerts panel / status bar
     void submitted(qint64 job);
+    void alertRaised(qint64 job, const QString& kind, const QString& message);
 
 private:
     void onEvents(const QString& remote_id, const QByteArray& events, bool finished);

@@ -13,6 +13,8 @@
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QStyle>
+#include <QSystemTrayIcon>
 #include <QTableView>
 #include <QTimer>
 #include <QToolBar>
@@ -94,6 +96,18 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
         }
     });
     connect(&sync_, &JobSync::failed, this, &MainWindow::addAlert);
+    // Alerts from the jobs (NaN loss, failure, budget 80 %/100 %, idle): a row here and a desktop notification.
+    if (QSystemTrayIcon::isSystemTrayAvailable()) {
+        tray_ = new QSystemTrayIcon(style()->standardIcon(QStyle::SP_ComputerIcon), this);
+        tray_->setToolTip(tr("TrainDeck"));
+        tray_->show();
+    }
+    connect(&sync_, &JobSync::alertRaised, this, [this](qint64 job, const QString& kind, const QString& message) {
+        addAlert(tr("job %1 — %2: %3").arg(job).arg(kind, message));
+        if (tray_)
+            tray_->showMessage(tr("TrainDeck: %1").arg(kind), message,
+                               kind == "failed" || kind == "nan_loss" ? QSystemTrayIcon::Critical : QSystemTrayIcon::Warning);
+    });
     connect(&sync_, &JobSync::submitted, this, [this](qint64) {
         refresh();
         if (proxy_->rowCount() > 0)

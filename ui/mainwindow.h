@@ -13,6 +13,7 @@ class QLineEdit;
 class QSortFilterProxyModel;
 class QTableView;
 class QTimer;
+class QSystemTrayIcon;
 
 namespace traindeck {
 
@@ -46,6 +47,7 @@ private:
     QLabel* resources_;
     QListWidget* alerts_;
     QTimer* refresh_timer_;
+    QSystemTrayIcon* tray_ = nullptr;
     bool refresh_pending_ = false;
 };
 

@@ -248,3 +248,29 @@ TEST(Catalog, WideBucketsAreWholeChunksAndExactForTheStepsTheyReport) {
         EXPECT_EQ(counted, expected) << "every point in range is in exactly one bucket";
     }
 }
+
+TEST(Catalog, AlertsForNanFailureBudgetAndIdle) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("j", "local", "1", json::object());
+    catalog.db().exec("BEGIN");
+    catalog.ingest(job, {json{{"seq", 1}, {"time", 1.0}, {"type", "warning"},
+                              {"data", {{"alert", "budget_80"}, {"message", "80% of the budget spent"}}}},
+                         json{{"seq", 2}, {"time", 2.0}, {"type", "warning"}, {"data", {{"message", "metrics line is not JSON"}}}},
+                         json{{"seq", 3}, {"time", 3.0}, {"type", "record"},
+                              {"data", {{"type", "event"}, {"event", "nan_loss"}, {"step", 7}}}},
+                         json{{"seq", 4}, {"time", 4.0}, {"type", "state"}, {"data", {{"state", "failed"}, {"reason", "exit code 4"}}}}});
+    catalog.db().exec("COMMIT");
+    const auto alerts = catalog.take_alerts();
+    ASSERT_EQ(alerts.size(), 3u); // a plain warning is not an alert
+    EXPECT_EQ(alerts[0].kind, "budget_80");
+    EXPECT_EQ(alerts[1].kind, "nan_loss");
+    EXPECT_EQ(alerts[2].kind, "failed");
+    EXPECT_EQ(alerts[2].message, "job failed: exit code 4");
+    EXPECT_TRUE(catalog.take_alerts().empty());
+    Statement count = catalog.db().prepare("SELECT COUNT(*) FROM alerts WHERE job=?");
+    count.bind(1, job);
+    ASSERT_TRUE(count.step());
+    EXPECT_EQ(count.integer(0), 3);
+}
