@@ -14,6 +14,16 @@ std::vector<MetricPoint> decode(std::string_view blob) {
     return points;
 }
 
+// Replaces the point at p.step, or inserts it in step order.
+void put(std::vector<MetricPoint>& points, const MetricPoint& p) {
+    auto it = std::lower_bound(points.begin(), points.end(), p.step,
+                               [](const MetricPoint& q, int64_t step) { return q.step < step; });
+    if (it != points.end() && it->step == p.step)
+        it->value = p.value;
+    else
+        points.insert(it, p);
+}
+
 void merge(Bucket& bucket, const MetricPoint& p) {
     if (bucket.count == 0) {
         bucket.first_step = p.step;
@@ -78,12 +88,7 @@ void SeriesStore::replace_in_sealed(int64_t series, const MetricPoint& point) {
     if (!select.step())
         return;
     Chunk chunk{select.integer(0), decode(select.text_view(1))};
-    auto it = std::lower_bound(chunk.points.begin(), chunk.points.end(), point.step,
-                               [](const MetricPoint& p, int64_t step) { return p.step < step; });
-    if (it != chunk.points.end() && it->step == point.step)
-        it->value = point.value;
-    else
-        chunk.points.insert(it, point);
+    put(chunk.points, point);
     select = Statement();
     store(series, chunk);
 }
@@ -94,12 +99,7 @@ void SeriesStore::append(int64_t series, std::span<const MetricPoint> points) {
     for (const MetricPoint& p : points) {
         if (!chunk.points.empty() && p.step <= chunk.points.back().step) {
             if (p.step >= chunk.points.front().step) {
-                auto it = std::lower_bound(chunk.points.begin(), chunk.points.end(), p.step,
-                                           [](const MetricPoint& q, int64_t step) { return q.step < step; });
-                if (it != chunk.points.end() && it->step == p.step)
-                    it->value = p.value;
-                else
-                    chunk.points.insert(it, p);
+                put(chunk.points, p);
                 dirty = true;
             } else {
                 if (dirty)

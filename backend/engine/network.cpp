@@ -121,23 +121,18 @@ void Network::initialize(Rng& rng) {
     }
 }
 
-float* Network::output(size_t layer) {
+// A flatten layer owns no buffer: its output is the nearest earlier layer's (or the input's, when none).
+float* Network::buffer_of(std::vector<std::vector<float>>& buffers, size_t layer) {
     while (is_alias(layers_[layer].spec)) {
         if (layer == 0)
             return nullptr;
         --layer;
     }
-    return outputs_[layer].data();
+    return buffers[layer].data();
 }
 
-float* Network::doutput(size_t layer) {
-    while (is_alias(layers_[layer].spec)) {
-        if (layer == 0)
-            return nullptr;
-        --layer;
-    }
-    return doutputs_[layer].data();
-}
+float* Network::output(size_t layer) { return buffer_of(outputs_, layer); }
+float* Network::doutput(size_t layer) { return buffer_of(doutputs_, layer); }
 
 const float* Network::forward(const float* x, int batch, bool training, Rng& rng) {
     const float* input = x;

@@ -56,6 +56,7 @@ public:
     std::string describe() const;
 
 private:
+    float* buffer_of(std::vector<std::vector<float>>& buffers, size_t layer);
     float* output(size_t layer);
     float* doutput(size_t layer);
 
