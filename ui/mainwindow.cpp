@@ -1,5 +1,7 @@
 #include "mainwindow.h"
 
+#include "newjobdialog.h"
+
 #include <QAction>
 #include <QApplication>
 #include <QFile>
@@ -76,8 +78,13 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
 
     QToolBar* tools = addToolBar(tr("Jobs"));
     tools->setMovable(false);
-    tools->addAction(tr("New MLP job"), this, [this] { submitDemo("mlp"); });
-    tools->addAction(tr("New CNN job"), this, [this] { submitDemo("cnn"); });
+    tools->addAction(tr("New job…"), this, [this] {
+        NewJobDialog dialog(this);
+        if (dialog.exec() == QDialog::Accepted)
+            sync_.submit(dialog.jobName(), dialog.request());
+    });
+    tools->addAction(tr("Demo MLP"), this, [this] { submitDemo("mlp"); });
+    tools->addAction(tr("Demo CNN"), this, [this] { submitDemo("cnn"); });
     tools->addSeparator();
     tools->addAction(tr("Cancel job"), this, &MainWindow::cancelSelected);
 

@@ -4,6 +4,7 @@
 #include "catalog.h"
 #include "jobsync.h"
 #include "mainwindow.h"
+#include "newjobdialog.h"
 
 #include <QDir>
 #include <QJsonArray>
@@ -85,8 +86,52 @@ int row_of(MainWindow& window, const QString& name) {
 class ConsoleTest : public QObject {
     Q_OBJECT
 private slots:
+    void newJobDialogSplitsCommandsAndRoundTrips();
     void submitWatchCancelAndRestart();
 };
+
+void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
+    QStringList words;
+    QVERIFY(split_command_line(R"(/usr/bin/python3 "my train.py" --tag 'a b' x\ y)", words));
+    QCOMPARE(words, QStringList({"/usr/bin/python3", "my train.py", "--tag", "a b", "x y"}));
+    QVERIFY(!split_command_line("echo \"unterminated", words));
+
+    NewJobDialog dialog;
+    const QJsonObject command{{"name", "script"},
+                              {"argv", QJsonArray{"/usr/bin/python3", "my train.py", "--epochs", "3"}},
+                              {"env", QJsonObject{{"SEED", "7"}}},
+                              {"resources", QJsonObject{{"cpus", 3}, {"gpus", 1}, {"memory_mb", 2048}}},
+                              {"priority", 5}, {"budget", 12.5}, {"max_restarts", 1}};
+    dialog.load(command);
+    QCOMPARE(dialog.problem(), QString());
+    QJsonObject out = dialog.request();
+    QCOMPARE(out.value("argv").toArray(), command.value("argv").toArray());
+    QCOMPARE(out.value("env").toObject(), command.value("env").toObject());
+    QCOMPARE(out.value("resources").toObject(), command.value("resources").toObject());
+    QCOMPARE(out.value("budget").toDouble(), 12.5);
+    QCOMPARE(out.value("shell").toBool(), false);
+
+    const QJsonObject builtin{{"name", "cnn run"},
+                              {"builtin", QJsonObject{{"model", "cnn"}, {"epochs", 2}, {"batch_size", 64}, {"seed", 9},
+                                                      {"optimizer", QJsonObject{{"type", "adamw"}, {"lr", 0.002}}},
+                                                      {"schedule", QJsonObject{{"decay", "cosine"}}}}}};
+    dialog.load(builtin);
+    out = dialog.request().value("builtin").toObject();
+    QCOMPARE(out.value("model").toString(), QString("cnn"));
+    QCOMPARE(out.value("epochs").toInt(), 2);
+    QCOMPARE(out.value("batch_size").toInt(), 64);
+    QCOMPARE(out.value("optimizer").toObject().value("type").toString(), QString("adamw"));
+    QCOMPARE(out.value("optimizer").toObject().value("lr").toDouble(), 0.002);
+    QCOMPARE(out.value("data").toObject().value("dataset").toString(), QString("fashion-mnist"));
+
+    dialog.show();
+    dialog.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/new-job.png"));
+    // A CSV job without a file that exists is refused with a reason.
+    QJsonObject csv = builtin;
+    csv["builtin"] = QJsonObject{{"model", "mlp"}, {"data", QJsonObject{{"format", "csv"}, {"train_csv", "/no/such.csv"}}}};
+    dialog.load(csv);
+    QVERIFY(dialog.problem().contains("training CSV"));
+}
 
 void ConsoleTest::submitWatchCancelAndRestart() {
     if (!QFile::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))

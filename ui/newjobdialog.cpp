@@ -1,0 +1,299 @@
+#include "newjobdialog.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QDoubleSpinBox>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QJsonArray>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+namespace traindeck {
+
+bool split_command_line(const QString& line, QStringList& words) {
+    words.clear();
+    QString word;
+    bool in_word = false;
+    QChar quote;
+    for (int i = 0; i < line.size(); ++i) {
+        const QChar c = line[i];
+        if (!quote.isNull()) {
+            if (c == quote)
+                quote = QChar();
+            else if (c == '\\' && quote == '"' && i + 1 < line.size())
+                word += line[++i];
+            else
+                word += c;
+        } else if (c == '"' || c == '\'') {
+            quote = c;
+            in_word = true;
+        } else if (c == '\\' && i + 1 < line.size()) {
+            word += line[++i];
+            in_word = true;
+        } else if (c.isSpace()) {
+            if (in_word)
+                words << word;
+            word.clear();
+            in_word = false;
+        } else {
+            word += c;
+            in_word = true;
+        }
+    }
+    if (!quote.isNull())
+        return false;
+    if (in_word)
+        words << word;
+    return true;
+}
+
+NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
+    setWindowTitle(tr("New job"));
+    name_ = new QLineEdit;
+    name_->setPlaceholderText(tr("shown in the jobs table"));
+
+    auto* builtin = new QWidget;
+    auto* builtin_form = new QFormLayout(builtin);
+    model_ = new QComboBox;
+    model_->addItem(tr("MLP 784-256-128-10"), "mlp");
+    model_->addItem(tr("CNN conv32-conv64-fc128"), "cnn");
+    dataset_ = new QComboBox;
+    dataset_->addItem(tr("Fashion-MNIST (Debian dataset-fashion-mnist)"), "fashion-mnist");
+    dataset_->addItem(tr("CSV file (numeric columns + label)"), "csv");
+    train_file_ = new QLineEdit;
+    train_file_->setPlaceholderText(tr("/path/to/train.csv"));
+    test_file_ = new QLineEdit;
+    test_file_->setPlaceholderText(tr("optional /path/to/test.csv"));
+    epochs_ = new QSpinBox;
+    epochs_->setRange(1, 10000);
+    epochs_->setValue(5);
+    batch_ = new QSpinBox;
+    batch_->setRange(1, 65536);
+    batch_->setValue(128);
+    optimizer_ = new QComboBox;
+    optimizer_->addItems({"sgd", "adamw"});
+    lr_ = new QDoubleSpinBox;
+    lr_->setDecimals(5);
+    lr_->setRange(0.00001, 10);
+    lr_->setSingleStep(0.01);
+    lr_->setValue(0.05);
+    cosine_ = new QCheckBox(tr("cosine decay"));
+    cosine_->setChecked(true);
+    seed_ = new QSpinBox;
+    seed_->setRange(0, 1 << 30);
+    seed_->setValue(42);
+    builtin_form->addRow(tr("Model"), model_);
+    builtin_form->addRow(tr("Data"), dataset_);
+    builtin_form->addRow(tr("Training file"), train_file_);
+    builtin_form->addRow(tr("Test file"), test_file_);
+    builtin_form->addRow(tr("Epochs"), epochs_);
+    builtin_form->addRow(tr("Batch size"), batch_);
+    builtin_form->addRow(tr("Optimizer"), optimizer_);
+    builtin_form->addRow(tr("Learning rate"), lr_);
+    builtin_form->addRow(QString(), cosine_);
+    builtin_form->addRow(tr("Seed"), seed_);
+
+    auto* command = new QWidget;
+    auto* command_form = new QFormLayout(command);
+    argv_ = new QLineEdit;
+    argv_->setPlaceholderText(tr("/usr/bin/python3 train.py --epochs 3"));
+    cwd_ = new QLineEdit;
+    cwd_->setPlaceholderText(tr("working folder (default: the job's folder)"));
+    env_ = new QPlainTextEdit;
+    env_->setPlaceholderText(tr("KEY=VALUE, one a line"));
+    env_->setMaximumHeight(80);
+    shell_ = new QCheckBox(tr("run through /bin/sh -c (only if you need pipes or globbing)"));
+    command_form->addRow(tr("Command"), argv_);
+    command_form->addRow(tr("Working folder"), cwd_);
+    command_form->addRow(tr("Environment"), env_);
+    command_form->addRow(QString(), shell_);
+
+    kind_ = new QTabWidget;
+    kind_->addTab(builtin, tr("Built-in trainer"));
+    kind_->addTab(command, tr("Command"));
+
+    auto* policy = new QFormLayout;
+    cpus_ = new QSpinBox;
+    cpus_->setRange(1, 1024);
+    cpus_->setValue(2);
+    gpus_ = new QSpinBox;
+    gpus_->setRange(0, 64);
+    memory_ = new QSpinBox;
+    memory_->setRange(0, 4 << 20);
+    memory_->setSuffix(tr(" MB"));
+    memory_->setSpecialValueText(tr("no limit"));
+    priority_ = new QSpinBox;
+    priority_->setRange(-100, 100);
+    budget_ = new QDoubleSpinBox;
+    budget_->setRange(0, 1e6);
+    budget_->setPrefix("$");
+    budget_->setSpecialValueText(tr("no cap"));
+    restarts_ = new QSpinBox;
+    restarts_->setRange(0, 100);
+    restarts_->setValue(2);
+    policy->addRow(tr("Name"), name_);
+    policy->addRow(tr("CPUs"), cpus_);
+    policy->addRow(tr("GPUs"), gpus_);
+    policy->addRow(tr("Memory"), memory_);
+    policy->addRow(tr("Priority"), priority_);
+    policy->addRow(tr("Budget (hard cap)"), budget_);
+    policy->addRow(tr("Restarts on failure"), restarts_);
+
+    problem_ = new QLabel;
+    problem_->setStyleSheet("color: #b3261e");
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+    submit_ = buttons->button(QDialogButtonBox::Ok);
+    submit_->setText(tr("Submit"));
+    connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(kind_);
+    layout->addLayout(policy);
+    layout->addWidget(problem_);
+    layout->addWidget(buttons);
+
+    for (QLineEdit* edit : {argv_, train_file_, test_file_, cwd_, name_})
+        connect(edit, &QLineEdit::textChanged, this, &NewJobDialog::validate);
+    connect(env_, &QPlainTextEdit::textChanged, this, &NewJobDialog::validate);
+    connect(kind_, &QTabWidget::currentChanged, this, &NewJobDialog::validate);
+    connect(dataset_, &QComboBox::currentIndexChanged, this, [this] {
+        const bool csv = dataset_->currentData() == "csv";
+        train_file_->setEnabled(csv);
+        test_file_->setEnabled(csv);
+        validate();
+    });
+    connect(optimizer_, &QComboBox::currentTextChanged, this, [this](const QString& type) {
+        lr_->setValue(type == "adamw" ? 0.001 : 0.05);
+    });
+    train_file_->setEnabled(false);
+    test_file_->setEnabled(false);
+    validate();
+}
+
+QString NewJobDialog::jobName() const {
+    if (!name_->text().trimmed().isEmpty())
+        return name_->text().trimmed();
+    if (kind_->currentIndex() == 1)
+        return argv_->text().section(' ', 0, 0);
+    return QStringLiteral("%1 on %2").arg(model_->currentData().toString().toUpper(), dataset_->currentText().section(' ', 0, 0));
+}
+
+QString NewJobDialog::problem() const {
+    if (kind_->currentIndex() == 1) {
+        QStringList words;
+        if (!split_command_line(argv_->text(), words))
+            return tr("The command has an unterminated quote.");
+        if (words.isEmpty())
+            return tr("Give the command to run.");
+        if (!cwd_->text().isEmpty() && !QFileInfo(cwd_->text()).isDir())
+            return tr("The working folder %1 does not exist.").arg(cwd_->text());
+        for (const QString& line : env_->toPlainText().split('\n', Qt::SkipEmptyParts))
+            if (!line.contains('=') || line.startsWith('='))
+                return tr("Environment line “%1” is not KEY=VALUE.").arg(line);
+    } else if (dataset_->currentData() == "csv") {
+        if (!QFileInfo(train_file_->text()).isFile())
+            return tr("Choose a training CSV file that exists.");
+        if (!test_file_->text().isEmpty() && !QFileInfo(test_file_->text()).isFile())
+            return tr("The test file %1 does not exist.").arg(test_file_->text());
+    }
+    return {};
+}
+
+void NewJobDialog::validate() {
+    const QString why = problem();
+    problem_->setText(why);
+    if (submit_)
+        submit_->setEnabled(why.isEmpty());
+}
+
+QJsonObject NewJobDialog::request() const {
+    QJsonObject request{{"name", jobName()},
+                        {"resources", QJsonObject{{"cpus", cpus_->value()}, {"gpus", gpus_->value()},
+                                                  {"memory_mb", memory_->value()}}},
+                        {"priority", priority_->value()},
+                        {"budget", budget_->value()},
+                        {"max_restarts", restarts_->value()}};
+    if (kind_->currentIndex() == 1) {
+        QStringList words;
+        split_command_line(argv_->text(), words);
+        if (shell_->isChecked())
+            words = QStringList{argv_->text()};
+        request["argv"] = QJsonArray::fromStringList(words);
+        request["shell"] = shell_->isChecked();
+        if (!cwd_->text().isEmpty())
+            request["cwd"] = cwd_->text();
+        QJsonObject env;
+        for (const QString& line : env_->toPlainText().split('\n', Qt::SkipEmptyParts))
+            env[line.section('=', 0, 0).trimmed()] = line.section('=', 1);
+        request["env"] = env;
+        return request;
+    }
+    QJsonObject data;
+    if (dataset_->currentData() == "csv") {
+        data = {{"format", "csv"}, {"train_csv", train_file_->text()}};
+        if (!test_file_->text().isEmpty())
+            data["test_csv"] = test_file_->text();
+    } else {
+        data = {{"dataset", "fashion-mnist"}};
+    }
+    QJsonObject spec{{"name", jobName()},        {"model", model_->currentData().toString()}, {"data", data},
+                     {"epochs", epochs_->value()}, {"batch_size", batch_->value()},           {"seed", seed_->value()},
+                     {"optimizer", QJsonObject{{"type", optimizer_->currentText()}, {"lr", lr_->value()}}},
+                     {"schedule", QJsonObject{{"decay", cosine_->isChecked() ? "cosine" : "constant"}}}};
+    request["builtin"] = spec;
+    return request;
+}
+
+void NewJobDialog::load(const QJsonObject& request) {
+    name_->setText(request.value("name").toString());
+    const QJsonObject resources = request.value("resources").toObject();
+    cpus_->setValue(resources.value("cpus").toInt(2));
+    gpus_->setValue(resources.value("gpus").toInt(0));
+    memory_->setValue(resources.value("memory_mb").toInt(0));
+    priority_->setValue(request.value("priority").toInt());
+    budget_->setValue(request.value("budget").toDouble());
+    restarts_->setValue(request.value("max_restarts").toInt(2));
+    if (request.contains("argv")) {
+        kind_->setCurrentIndex(1);
+        QStringList words;
+        for (const auto& word : request.value("argv").toArray()) {
+            QString w = word.toString();
+            words << (w.contains(' ') || w.isEmpty() ? '"' + w.replace('"', "\\\"") + '"' : w);
+        }
+        argv_->setText(words.join(' '));
+        cwd_->setText(request.value("cwd").toString());
+        shell_->setChecked(request.value("shell").toBool());
+        QStringList env;
+        const QJsonObject e = request.value("env").toObject();
+        for (auto it = e.begin(); it != e.end(); ++it)
+            env << it.key() + "=" + it.value().toString();
+        env_->setPlainText(env.join('\n'));
+        return;
+    }
+    kind_->setCurrentIndex(0);
+    const QJsonObject spec = request.value("builtin").toObject();
+    model_->setCurrentIndex(std::max(0, model_->findData(spec.value("model").toString("mlp"))));
+    const QJsonObject data = spec.value("data").toObject();
+    if (data.value("format").toString() == "csv") {
+        dataset_->setCurrentIndex(1);
+        train_file_->setText(data.value("train_csv").toString());
+        test_file_->setText(data.value("test_csv").toString());
+    }
+    epochs_->setValue(spec.value("epochs").toInt(5));
+    batch_->setValue(spec.value("batch_size").toInt(128));
+    const QJsonObject optimizer = spec.value("optimizer").toObject();
+    optimizer_->setCurrentText(optimizer.value("type").toString("sgd"));
+    lr_->setValue(optimizer.value("lr").toDouble(0.05));
+    cosine_->setChecked(spec.value("schedule").toObject().value("decay").toString() == "cosine");
+    seed_->setValue(spec.value("seed").toInt(42));
+}
+
+} // namespace traindeck

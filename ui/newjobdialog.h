@@ -1,0 +1,68 @@
+#pragma once
+// New job: a built-in template (MLP or CNN on Fashion-MNIST, or on your own IDX/CSV files, with the usual
+// hyper-parameters) or any command (argv words, working folder, environment), plus resources, priority, budget
+// and restarts. It produces the worker's job request; it never talks to a backend itself.
+#include <QDialog>
+#include <QJsonObject>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QPushButton;
+class QSpinBox;
+class QTabWidget;
+
+namespace traindeck {
+
+class NewJobDialog : public QDialog {
+    Q_OBJECT
+public:
+    explicit NewJobDialog(QWidget* parent = nullptr);
+
+    // Starts from an existing request (clone and edit).
+    void load(const QJsonObject& request);
+    QJsonObject request() const;
+    QString jobName() const;
+    // Empty when the form is valid; otherwise what to fix.
+    QString problem() const;
+
+private:
+    void validate();
+
+    QTabWidget* kind_;
+    QLineEdit* name_;
+    // built-in
+    QComboBox* model_;
+    QComboBox* dataset_;
+    QLineEdit* train_file_;
+    QLineEdit* test_file_;
+    QSpinBox* epochs_;
+    QSpinBox* batch_;
+    QComboBox* optimizer_;
+    QDoubleSpinBox* lr_;
+    QCheckBox* cosine_;
+    QSpinBox* seed_;
+    // command
+    QLineEdit* argv_;
+    QLineEdit* cwd_;
+    QPlainTextEdit* env_;
+    QCheckBox* shell_;
+    // resources and policy
+    QSpinBox* cpus_;
+    QSpinBox* gpus_;
+    QSpinBox* memory_;
+    QSpinBox* priority_;
+    QDoubleSpinBox* budget_;
+    QSpinBox* restarts_;
+    QLabel* problem_;
+    QPushButton* submit_ = nullptr;
+};
+
+// Splits a command line into argv words the way a user expects from a shell (quotes, backslashes), without
+// running one. Returns false on an unterminated quote.
+bool split_command_line(const QString& line, QStringList& words);
+
+} // namespace traindeck
