@@ -1,6 +1,10 @@
 #include "workerclient.h"
 
 #include <curl/curl.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/sha.h>
+#include <openssl/x509.h>
 
 #include <mutex>
 
@@ -82,8 +86,14 @@ HttpResponse WorkerClient::perform(const std::string& method, const std::string&
         curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
     }
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    if (!pinned_.empty())
+    if (!pinned_.empty()) {
+        // A pinned key replaces CA trust (a worker's certificate is usually self-signed): the key must match exactly.
         curl_easy_setopt(curl, CURLOPT_PINNEDPUBLICKEY, pinned_.c_str());
+        if (ca_file_.empty()) {
+            curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+            curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+        }
+    }
     if (!ca_file_.empty())
         curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file_.c_str());
     if (!verify_host_)
@@ -100,6 +110,62 @@ HttpResponse WorkerClient::perform(const std::string& method, const std::string&
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     response.status = static_cast<int>(status);
     return response;
+}
+
+} // namespace traindeck::client
+
+namespace traindeck::client {
+
+std::string WorkerClient::fetch_public_key_pin(std::string& error) {
+    CURL* curl = static_cast<CURL*>(curl_);
+    curl_easy_reset(curl);
+    const std::string url = base_url_ + "/v1/health";
+    std::string body;
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    curl_easy_setopt(curl, CURLOPT_CERTINFO, 1L);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+    if (const CURLcode code = curl_easy_perform(curl); code != CURLE_OK) {
+        error = url + ": " + curl_easy_strerror(code);
+        return {};
+    }
+    struct curl_certinfo* info = nullptr;
+    if (curl_easy_getinfo(curl, CURLINFO_CERTINFO, &info) != CURLE_OK || !info || info->num_of_certs < 1) {
+        error = url + ": the server sent no certificate (is it HTTPS?)";
+        return {};
+    }
+    std::string pem;
+    for (struct curl_slist* field = info->certinfo[0]; field; field = field->next)
+        if (std::string_view(field->data).substr(0, 5) == "Cert:")
+            pem = field->data + 5;
+    BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    X509* certificate = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+    BIO_free(bio);
+    if (!certificate) {
+        error = url + ": cannot read the server's certificate";
+        return {};
+    }
+    EVP_PKEY* key = X509_get_pubkey(certificate);
+    unsigned char* der = nullptr;
+    const int der_size = key ? i2d_PUBKEY(key, &der) : -1;
+    std::string pin;
+    if (der_size > 0) {
+        unsigned char digest[SHA256_DIGEST_LENGTH];
+        SHA256(der, static_cast<size_t>(der_size), digest);
+        unsigned char encoded[64];
+        const int length = EVP_EncodeBlock(encoded, digest, sizeof(digest));
+        pin = "sha256//" + std::string(reinterpret_cast<char*>(encoded), static_cast<size_t>(length));
+    } else {
+        error = url + ": cannot read the server's public key";
+    }
+    OPENSSL_free(der);
+    EVP_PKEY_free(key);
+    X509_free(certificate);
+    return pin;
 }
 
 } // namespace traindeck::client

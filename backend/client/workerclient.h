@@ -28,6 +28,10 @@ public:
     // trust a CA file (a self-signed worker certificate).
     void set_tls(std::string pinned_public_key, std::string ca_file, bool verify_host = true);
 
+    // Trust on first use: connects without verifying the certificate and returns the server's public-key pin
+    // ("sha256//BASE64", the form set_tls takes) for the caller to show, store and use from then on.
+    std::string fetch_public_key_pin(std::string& error);
+
     HttpResponse get(const std::string& path, long timeout_ms = 10000);
     HttpResponse post(const std::string& path, const std::string& body, long timeout_ms = 10000);
     HttpResponse post(const std::string& path, const nlohmann::json& body, long timeout_ms = 10000) {

@@ -7,6 +7,7 @@
 #include "newjobdialog.h"
 
 #include <QDir>
+#include <QProcess>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QPluginLoader>
@@ -87,6 +88,7 @@ class ConsoleTest : public QObject {
     Q_OBJECT
 private slots:
     void newJobDialogSplitsCommandsAndRoundTrips();
+    void remoteWorkerPinsItsKeyOnFirstUse();
     void submitWatchCancelAndRestart();
 };
 
@@ -131,6 +133,49 @@ void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
     csv["builtin"] = QJsonObject{{"model", "mlp"}, {"data", QJsonObject{{"format", "csv"}, {"train_csv", "/no/such.csv"}}}};
     dialog.load(csv);
     QVERIFY(dialog.problem().contains("training CSV"));
+}
+
+void ConsoleTest::remoteWorkerPinsItsKeyOnFirstUse() {
+    QTemporaryDir temp;
+    const QString dir = temp.path();
+    if (QProcess::execute("openssl", {"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=gpu-box",
+                                      "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"}) != 0)
+        QSKIP("the openssl command is not available to make a test certificate");
+    QProcess worker;
+    worker.start(TRAINDECK_WORKER_BINARY, {"--listen", "127.0.0.1:0", "--state-dir", dir + "/state", "--tls-cert",
+                                           dir + "/cert.pem", "--tls-key", dir + "/key.pem"});
+    QVERIFY(worker.waitForStarted());
+    QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(dir + "/state/port"), 10000);
+    QFile port_file(dir + "/state/port"), token_file(dir + "/state/token");
+    QVERIFY(port_file.open(QIODevice::ReadOnly) && token_file.open(QIODevice::ReadOnly));
+    const QString url = "https://127.0.0.1:" + QString::fromUtf8(port_file.readAll()).trimmed();
+    const QString token = QString::fromUtf8(token_file.readAll()).trimmed();
+
+    QPluginLoader loader(QStringLiteral(TRAINDECK_PLUGIN_DIR "/libtraindeck_backend_worker.so"));
+    auto* factory = qobject_cast<BackendFactory*>(loader.instance());
+    QVERIFY2(factory, qPrintable(loader.errorString()));
+    QCOMPARE(factory->kind(), QString("worker"));
+    QString error;
+    std::unique_ptr<Backend> first(factory->create(nullptr));
+    QVERIFY2(first->open({{"url", url}, {"token", token}}, &error), qPrintable(error));
+    const QString pin = first->property("pinned_public_key").toString();
+    QVERIFY(pin.startsWith("sha256//"));
+    QVERIFY(first->resources(&error).contains("cpus"));
+
+    std::unique_ptr<Backend> pinned(factory->create(nullptr));
+    QVERIFY2(pinned->open({{"url", url}, {"token", token}, {"pinned_public_key", pin}}, &error), qPrintable(error));
+    std::unique_ptr<Backend> impostor(factory->create(nullptr));
+    QVERIFY(!impostor->open({{"url", url}, {"token", token},
+                             {"pinned_public_key", "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}}, &error));
+    QVERIFY2(error.contains("pinned"), qPrintable(error)); // refused because the key differs, not for another reason
+    std::unique_ptr<Backend> wrong_token(factory->create(nullptr));
+    QVERIFY(!wrong_token->open({{"url", url}, {"token", "nope"}, {"pinned_public_key", pin}}, &error));
+    QCOMPARE(error, QString("the worker refused the token"));
+    std::unique_ptr<Backend> plain(factory->create(nullptr));
+    QVERIFY(!plain->open({{"url", "http://127.0.0.1:1"}, {"token", token}}, &error));
+    QVERIFY(error.contains("https://"));
+    worker.terminate();
+    QVERIFY(worker.waitForFinished(10000));
 }
 
 void ConsoleTest::submitWatchCancelAndRestart() {
