@@ -5,6 +5,7 @@
 #include "jobsync.h"
 #include "mainwindow.h"
 #include "newjobdialog.h"
+#include "tokenstore.h"
 
 #include <QDir>
 #include <QProcess>
@@ -88,6 +89,7 @@ class ConsoleTest : public QObject {
     Q_OBJECT
 private slots:
     void newJobDialogSplitsCommandsAndRoundTrips();
+    void tokensGoToTheKeyringOrNowhere();
     void remoteWorkerPinsItsKeyOnFirstUse();
     void submitWatchCancelAndRestart();
 };
@@ -133,6 +135,22 @@ void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
     csv["builtin"] = QJsonObject{{"model", "mlp"}, {"data", QJsonObject{{"format", "csv"}, {"train_csv", "/no/such.csv"}}}};
     dialog.load(csv);
     QVERIFY(dialog.problem().contains("training CSV"));
+}
+
+void ConsoleTest::tokensGoToTheKeyringOrNowhere() {
+    QString error, token;
+    const QString name = "traindeck-test-" + QString::number(QCoreApplication::applicationPid());
+    if (TokenStore::save(name, "s3cret-token", &error)) {
+        QVERIFY(TokenStore::load(name, &token, &error));
+        QCOMPARE(token, QString("s3cret-token"));
+        QVERIFY(TokenStore::remove(name, &error));
+        QVERIFY(!TokenStore::load(name, &token, &error));
+    } else {
+        // No keyring on this machine (CI): a clear message, and no plaintext file left anywhere by the fallback.
+        QVERIFY2(error.contains("keyring"), qPrintable(error));
+        QVERIFY(!TokenStore::load(name, &token, &error));
+        QVERIFY(token.isEmpty());
+    }
 }
 
 void ConsoleTest::remoteWorkerPinsItsKeyOnFirstUse() {
