@@ -161,9 +161,9 @@ QVariant JobTableModel::headerData(int section, Qt::Orientation orientation, int
     return section < ColumnCount ? tr(names[section]) : QVariant();
 }
 
-SeriesReader::SeriesReader(const QString& catalog_path) { catalog_.open(catalog_path.toStdString(), true); }
+CatalogReader::CatalogReader(const QString& catalog_path) { catalog_.open(catalog_path.toStdString(), true); }
 
-SeriesReader::Curve SeriesReader::curve(qint64 job, const QString& series, int buckets) {
+CatalogReader::Curve CatalogReader::curve(qint64 job, const QString& series, int buckets) {
     Curve curve;
     const int64_t id = catalog_.series(static_cast<int64_t>(job), series.toStdString(), false);
     if (!id)
@@ -178,20 +178,30 @@ SeriesReader::Curve SeriesReader::curve(qint64 job, const QString& series, int b
     return curve;
 }
 
-QStringList SeriesReader::seriesNames(qint64 job) {
+QStringList CatalogReader::seriesNames(qint64 job) {
     QStringList names;
     for (const auto& name : catalog_.series_names(static_cast<int64_t>(job)))
         names << QString::fromStdString(name);
     return names;
 }
 
-QStringList SeriesReader::logTail(qint64 job, int lines) {
+QStringList CatalogReader::logTail(qint64 job, int lines) {
     QStringList out;
     Statement select = catalog_.db().prepare("SELECT stream, line FROM job_logs WHERE job=? ORDER BY seq DESC LIMIT ?");
     select.bind(1, static_cast<int64_t>(job)).bind(2, static_cast<int64_t>(lines));
     while (select.step())
         out.prepend(QString::fromStdString(select.text(1)));
     return out;
+}
+
+} // namespace traindeck
+
+namespace traindeck {
+
+QByteArray CatalogReader::jobRequest(qint64 job) {
+    Statement select = catalog_.db().prepare("SELECT spec FROM jobs WHERE id=?");
+    select.bind(1, static_cast<int64_t>(job));
+    return select.step() ? QByteArray::fromStdString(select.text(0)) : QByteArray();
 }
 
 } // namespace traindeck

@@ -47,10 +47,11 @@ private:
     QString error_;
 };
 
-// Chart data for a job's series: ~2 buckets per pixel column, exact min/max/last per bucket.
-class SeriesReader {
+// Read-only access for views: chart data for a job's series (~2 buckets per pixel column, exact min/max/last
+// per bucket), its log tail and the request it was submitted with.
+class CatalogReader {
 public:
-    explicit SeriesReader(const QString& catalog_path);
+    explicit CatalogReader(const QString& catalog_path);
     struct Curve {
         QVector<QPointF> last, min, max; // per bucket: (last step, value)
         qint64 points = 0;               // raw points the buckets summarise
@@ -58,6 +59,8 @@ public:
     Curve curve(qint64 job, const QString& series, int buckets);
     QStringList seriesNames(qint64 job);
     QStringList logTail(qint64 job, int lines);
+    QByteArray jobRequest(qint64 job); // the JSON the job was submitted with
+
 
 private:
     Catalog catalog_;

@@ -168,6 +168,10 @@ void JobDetailView::rebuildAxes() {
     }
     val_accuracy_->attachAxis(step);
     val_accuracy_->attachAxis(accuracy_axis);
+    for (auto& [id, series] : overlays_) {
+        series->attachAxis(step);
+        series->attachAxis(loss_axis);
+    }
 
     auto* time = new QValueAxis;
     time->setTitleText(tr("seconds"));
@@ -187,6 +191,29 @@ void JobDetailView::rebuildAxes() {
     spend_->attachAxis(spend_axis);
 }
 
+void JobDetailView::setOverlays(const QList<QPair<qint64, QString>>& jobs) {
+    for (auto& [id, series] : overlays_) {
+        loss_chart_->removeSeries(series);
+        delete series;
+    }
+    overlays_.clear();
+    static const QColor palette[] = {QColor(255, 127, 14), QColor(44, 160, 44), QColor(148, 103, 189),
+                                     QColor(140, 86, 75), QColor(227, 119, 194), QColor(127, 127, 127)};
+    const auto axes = loss_chart_->axes();
+    for (const auto& [id, name] : jobs) {
+        if (id == job_)
+            continue;
+        auto* series = new QLineSeries;
+        series->setName(tr("loss: %1").arg(name));
+        series->setColor(palette[overlays_.size() % std::size(palette)]);
+        loss_chart_->addSeries(series);
+        series->attachAxis(axes[0]);
+        series->attachAxis(axes[1]);
+        overlays_.push_back({id, series});
+    }
+    refresh();
+}
+
 void JobDetailView::showJob(qint64 job, const QString& title) {
     job_ = job;
     title_->setText(title);
@@ -199,8 +226,8 @@ void JobDetailView::refresh() {
         return;
     // About two buckets per pixel column of the plot area.
     const int buckets = std::max(200, 2 * static_cast<int>(loss_chart_->plotArea().width()));
-    const SeriesReader::Curve loss = reader_.curve(job_, "loss", buckets);
-    const SeriesReader::Curve accuracy = reader_.curve(job_, "val/accuracy", buckets);
+    const CatalogReader::Curve loss = reader_.curve(job_, "loss", buckets);
+    const CatalogReader::Curve accuracy = reader_.curve(job_, "val/accuracy", buckets);
     const double weight = smoothing_->value() / 100.0;
     const bool log_scale = log_axis_->isChecked();
     auto positive = [&](QVector<QPointF> points) {
@@ -213,23 +240,43 @@ void JobDetailView::refresh() {
     loss_min_->replace(positive(loss.min));
     loss_max_->replace(positive(loss.max));
     val_accuracy_->replace(accuracy.last);
+    double overlay_end = 0, overlay_low = 1e300, overlay_high = -1e300;
+    for (auto& [id, series] : overlays_) {
+        const CatalogReader::Curve other = reader_.curve(id, "loss", buckets);
+        series->replace(positive(smooth(other.last, weight)));
+        for (const QPointF& p : other.last) {
+            overlay_end = std::max(overlay_end, p.x());
+            overlay_low = std::min(overlay_low, p.y());
+            overlay_high = std::max(overlay_high, p.y());
+        }
+    }
     coverage_->setText(tr("%1 points in %2 buckets").arg(loss.points).arg(loss.last.size()));
 
+    // Axes fit everything drawn: this job's band and curves and the overlaid jobs' curves.
     const auto axes = loss_chart_->axes();
-    if (!loss.last.isEmpty()) {
-        double low = 1e300, high = -1e300;
-        for (const QPointF& p : loss.min)
-            low = std::min(low, p.y());
-        for (const QPointF& p : loss.max)
-            high = std::max(high, p.y());
+    double first = 1e300, end = overlay_end, low = overlay_low, high = overlay_high;
+    for (const QPointF& p : loss.min) {
+        first = std::min(first, p.x());
+        low = std::min(low, p.y());
+    }
+    for (const QPointF& p : loss.max) {
+        end = std::max(end, p.x());
+        high = std::max(high, p.y());
+    }
+    for (const auto& [id, series] : overlays_)
+        if (series->count() > 0)
+            first = std::min(first, series->at(0).x());
+    if (!accuracy.last.isEmpty())
+        end = std::max(end, accuracy.last.back().x());
+    if (high >= low && end >= first) {
         if (log_scale)
             low = std::max(low, 1e-6);
-        fit(axes[0], loss.last.front().x(), std::max(loss.last.back().x(), accuracy.last.isEmpty() ? 0.0 : accuracy.last.back().x()));
+        fit(axes[0], first, end);
         fit(axes[1], log_scale ? low : std::min(0.0, low), high * 1.05);
     }
 
-    const SeriesReader::Curve cpu = reader_.curve(job_, "telemetry/cpu_percent", buckets);
-    const SeriesReader::Curve spend = reader_.curve(job_, "telemetry/spend", buckets);
+    const CatalogReader::Curve cpu = reader_.curve(job_, "telemetry/cpu_percent", buckets);
+    const CatalogReader::Curve spend = reader_.curve(job_, "telemetry/spend", buckets);
     auto seconds = [](QVector<QPointF> points, double origin) {
         for (QPointF& p : points)
             p.setX((p.x() - origin) / 1000.0);
@@ -239,14 +286,14 @@ void JobDetailView::refresh() {
     cpu_->replace(seconds(cpu.last, origin));
     spend_->replace(seconds(spend.last, origin));
     const auto system_axes = system_chart_->axes();
-    double end = 1, cpu_high = 100, spend_high = 0.0001;
+    double time_end = 1, cpu_high = 100, spend_high = 0.0001;
     for (const QPointF& p : cpu_->points()) {
-        end = std::max(end, p.x());
+        time_end = std::max(time_end, p.x());
         cpu_high = std::max(cpu_high, p.y());
     }
     for (const QPointF& p : spend_->points())
         spend_high = std::max(spend_high, p.y());
-    fit(system_axes[0], 0, end);
+    fit(system_axes[0], 0, time_end);
     fit(system_axes[1], 0, cpu_high * 1.05);
     fit(system_axes[2], 0, spend_high * 1.1);
 

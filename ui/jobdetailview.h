@@ -1,7 +1,7 @@
 #pragma once
 // A job's live curves: training loss (with its min/max band when several steps share a pixel), validation
 // accuracy, and CPU / spend on a second chart; log/linear axis, smoothing, the log tail. Reads through
-// SeriesReader (bucketed queries), never raw series.
+// CatalogReader (bucketed queries), never raw series.
 #include "jobtablemodel.h"
 
 #include <QWidget>
@@ -25,6 +25,9 @@ class JobDetailView : public QWidget {
 public:
     explicit JobDetailView(const QString& catalog_path, QWidget* parent = nullptr);
     void showJob(qint64 job, const QString& title);
+    // Other jobs whose loss curves are drawn over this one's, for comparison (job id, name).
+    void setOverlays(const QList<QPair<qint64, QString>>& jobs);
+    int overlayCount() const { return overlays_.size(); }
 
 public slots:
     void refresh();
@@ -32,7 +35,7 @@ public slots:
 private:
     void rebuildAxes();
 
-    SeriesReader reader_;
+    CatalogReader reader_;
     qint64 job_ = 0;
     QLabel* title_;
     QLabel* coverage_;
@@ -45,6 +48,7 @@ private:
     QLineSeries* loss_max_;
     QAreaSeries* loss_band_;
     QLineSeries* val_accuracy_;
+    QList<QPair<qint64, QLineSeries*>> overlays_;
     QLineSeries* cpu_;
     QLineSeries* spend_;
     QCheckBox* log_axis_;

@@ -26,7 +26,7 @@
 namespace traindeck {
 
 MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& backend, QWidget* parent)
-    : QMainWindow(parent), sync_(sync), backend_(backend) {
+    : QMainWindow(parent), sync_(sync), backend_(backend), reader_(catalog_path) {
     setWindowTitle(tr("TrainDeck"));
     jobs_ = new JobTableModel(catalog_path, this);
     proxy_ = new QSortFilterProxyModel(this);
@@ -39,7 +39,8 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     table_->setModel(proxy_);
     table_->setSortingEnabled(true);
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    table_->setSelectionMode(QAbstractItemView::SingleSelection);
+    // Several rows: the current one is shown, the others' loss curves are overlaid for comparison.
+    table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
     table_->verticalHeader()->hide();
     table_->horizontalHeader()->setStretchLastSection(true);
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -86,6 +87,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     tools->addAction(tr("Demo MLP"), this, [this] { submitDemo("mlp"); });
     tools->addAction(tr("Demo CNN"), this, [this] { submitDemo("cnn"); });
     tools->addSeparator();
+    tools->addAction(tr("Clone and edit…"), this, &MainWindow::cloneSelected);
     tools->addAction(tr("Cancel job"), this, &MainWindow::cancelSelected);
 
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
@@ -94,6 +96,15 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
         const QModelIndex source = proxy_->mapToSource(current);
         detail_->showJob(jobs_->data(source, JobTableModel::JobIdRole).toLongLong(),
                          jobs_->data(jobs_->index(source.row(), JobTableModel::Name), Qt::DisplayRole).toString());
+    });
+    connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
+        QList<QPair<qint64, QString>> others;
+        for (const QModelIndex& row : table_->selectionModel()->selectedRows()) {
+            const QModelIndex source = proxy_->mapToSource(row);
+            others.push_back({jobs_->data(source, JobTableModel::JobIdRole).toLongLong(),
+                              jobs_->data(jobs_->index(source.row(), JobTableModel::Name), Qt::DisplayRole).toString()});
+        }
+        detail_->setOverlays(others.size() > 1 ? others : QList<QPair<qint64, QString>>());
     });
     connect(&sync_, &JobSync::catalogChanged, this, [this] {
         // Many batches a second can arrive; redraw at most 5 times a second.
@@ -162,6 +173,19 @@ void MainWindow::cancelSelected() {
         return;
     sync_.cancel(jobs_->data(current, JobTableModel::JobIdRole).toLongLong(),
                  jobs_->data(current, JobTableModel::RemoteIdRole).toString());
+}
+
+void MainWindow::cloneSelected() {
+    const QModelIndex current = proxy_->mapToSource(table_->currentIndex());
+    if (!current.isValid())
+        return;
+    const QJsonObject request =
+        QJsonDocument::fromJson(reader_.jobRequest(jobs_->data(current, JobTableModel::JobIdRole).toLongLong())).object();
+    NewJobDialog dialog(this);
+    dialog.load(request);
+    dialog.setWindowTitle(tr("Clone and edit “%1”").arg(request.value("name").toString()));
+    if (dialog.exec() == QDialog::Accepted)
+        sync_.submit(dialog.jobName(), dialog.request());
 }
 
 void MainWindow::updateResources() {

@@ -35,6 +35,7 @@ public slots:
 
 private:
     void cancelSelected();
+    void cloneSelected();
     void updateResources();
 
     JobSync& sync_;
@@ -44,6 +45,7 @@ private:
     QTableView* table_;
     QLineEdit* filter_;
     JobDetailView* detail_;
+    CatalogReader reader_;
     QLabel* resources_;
     QListWidget* alerts_;
     QTimer* refresh_timer_;

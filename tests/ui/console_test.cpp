@@ -8,6 +8,7 @@
 #include "tokenstore.h"
 
 #include <QDir>
+#include <QJsonDocument>
 #include <QProcess>
 #include <QJsonArray>
 #include <QJsonObject>
@@ -222,7 +223,7 @@ void ConsoleTest::submitWatchCancelAndRestart() {
         const int row = row_of(window, "long");
         long_job = window.jobs().data(window.jobs().index(row, 0), JobTableModel::JobIdRole).toLongLong();
         window.selectRow(row);
-        SeriesReader reader(catalog_path);
+        CatalogReader reader(catalog_path);
         QTRY_VERIFY_WITH_TIMEOUT(reader.curve(long_job, "loss", 2000).points > 30, 30000);
         const qint64 before = reader.curve(long_job, "loss", 2000).points;
         QTRY_VERIFY_WITH_TIMEOUT(reader.curve(long_job, "loss", 2000).points > before + 20, 30000);
@@ -246,7 +247,12 @@ void ConsoleTest::submitWatchCancelAndRestart() {
         QCOMPARE(points.size(), size_t(6 * 85));
         for (size_t i = 0; i < points.size(); ++i)
             QCOMPARE(points[i].step, static_cast<int64_t>(i + 1));
-        window.selectRow(row_of(window, "long"));
+        // Clone-and-edit starts from the request the job was submitted with.
+        const QJsonObject request = QJsonDocument::fromJson(CatalogReader(catalog_path).jobRequest(long_job)).object();
+        QCOMPARE(request.value("builtin").toObject().value("model").toString(), QString("cnn"));
+        // Selecting both jobs overlays the other one's loss for comparison.
+        window.table().selectAll();
+        QTRY_COMPARE(window.detail().overlayCount(), 1);
         window.refresh();
         QTest::qWait(300);
         window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/console-finished.png"));
