@@ -78,6 +78,32 @@ void JobSync::cancel(qint64 job, const QString& remote_id) {
     });
 }
 
+void JobSync::resume(qint64 job, const QString& remote_id) {
+    QPointer<JobSync> self(this);
+    Backend* backend = &backend_;
+    const std::string backend_name = backend_name_.toStdString();
+    QtConcurrent::run([self, backend, remote_id, job, backend_name, this] {
+        QString error;
+        const bool ok = backend->resume(remote_id, 0, &error);
+        QMetaObject::invokeMethod(self, [self, ok, error, remote_id, job, this] {
+            if (!self)
+                return;
+            if (!ok) {
+                emit failed(tr("Resume failed: %1").arg(error));
+                return;
+            }
+            // Stream again from the last event the catalog has (read on the writer thread).
+            writer_.post([self, remote_id, job](Catalog& catalog) {
+                const int64_t after = catalog.last_seq(job);
+                QMetaObject::invokeMethod(self, [self, remote_id, after] {
+                    if (self)
+                        self->backend_.watch(remote_id, after);
+                }, Qt::QueuedConnection);
+            });
+        }, Qt::QueuedConnection);
+    });
+}
+
 void JobSync::onEvents(const QString& remote_id, const QByteArray& events, bool finished) {
     Q_UNUSED(finished);
     QPointer<JobSync> self(this);

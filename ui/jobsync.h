@@ -18,6 +18,7 @@ public:
     // Submits (off the GUI thread) and records the job; `done` reports the catalog id or an error.
     void submit(const QString& name, const QJsonObject& request);
     void cancel(qint64 job, const QString& remote_id);
+    void resume(qint64 job, const QString& remote_id);
 
 signals:
     void catalogChanged();               // a batch was committed: views refresh

@@ -89,6 +89,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     tools->addSeparator();
     tools->addAction(tr("Clone and edit…"), this, &MainWindow::cloneSelected);
     tools->addAction(tr("Cancel job"), this, &MainWindow::cancelSelected);
+    tools->addAction(tr("Resume job"), this, &MainWindow::resumeSelected);
 
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
         if (!current.isValid())
@@ -172,6 +173,14 @@ void MainWindow::cancelSelected() {
     if (!current.isValid())
         return;
     sync_.cancel(jobs_->data(current, JobTableModel::JobIdRole).toLongLong(),
+                 jobs_->data(current, JobTableModel::RemoteIdRole).toString());
+}
+
+void MainWindow::resumeSelected() {
+    const QModelIndex current = proxy_->mapToSource(table_->currentIndex());
+    if (!current.isValid())
+        return;
+    sync_.resume(jobs_->data(current, JobTableModel::JobIdRole).toLongLong(),
                  jobs_->data(current, JobTableModel::RemoteIdRole).toString());
 }
 

@@ -36,6 +36,7 @@ public slots:
 private:
     void cancelSelected();
     void cloneSelected();
+    void resumeSelected();
     void updateResources();
 
     JobSync& sync_;

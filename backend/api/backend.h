@@ -26,6 +26,8 @@ public:
     // Submits a worker job request (see README: POST /v1/jobs); returns the backend's id for the job.
     virtual QString submit(const QJsonObject& request, QString* error) = 0;
     virtual bool cancel(const QString& remoteId, QString* error) = 0;
+    // A stopped, cancelled or failed job continues from its checkpoint; newBudget > 0 raises its budget.
+    virtual bool resume(const QString& remoteId, double newBudget, QString* error) = 0;
     virtual QJsonObject resources(QString* error) = 0;
 
     // Streams the job's events after afterSeq until it ends, reconnecting with backoff; each batch is emitted as

@@ -9,9 +9,9 @@ namespace traindeck {
 
 WorkerBackend::~WorkerBackend() {
     closing_ = true;
-    for (auto& [id, thread] : streams_)
-        if (thread.joinable())
-            thread.join();
+    for (auto& [id, stream] : streams_)
+        if (stream.thread.joinable())
+            stream.thread.join();
 }
 
 void WorkerBackend::set_endpoint(const std::string& url, const std::string& token, const std::string& pinned_key,
@@ -61,11 +61,29 @@ QJsonObject WorkerBackend::resources(QString* error) {
     return QJsonDocument::fromJson(QByteArray::fromStdString(response.body)).object();
 }
 
+bool WorkerBackend::resume(const QString& remoteId, double newBudget, QString* error) {
+    const std::string body = newBudget > 0 ? "{\"budget\":" + std::to_string(newBudget) + "}" : "{}";
+    const auto response = call("POST", "/v1/jobs/" + remoteId.toStdString() + "/resume", body);
+    if (!response.ok() && error)
+        *error = QString::fromStdString(response.message());
+    return response.ok();
+}
+
 void WorkerBackend::watch(const QString& remoteId, qint64 afterSeq) {
     std::lock_guard lock(mutex_);
-    if (streams_.count(remoteId))
-        return;
-    streams_[remoteId] = std::thread([this, remoteId, afterSeq] { stream(remoteId, afterSeq); });
+    auto it = streams_.find(remoteId);
+    if (it != streams_.end()) {
+        if (!it->second.done->load())
+            return; // already streaming
+        it->second.thread.join(); // its job had ended; it was resumed, so stream again
+        streams_.erase(it);
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    streams_[remoteId] = {std::thread([this, remoteId, afterSeq, done] {
+                              stream(remoteId, afterSeq);
+                              done->store(true);
+                          }),
+                          done};
 }
 
 void WorkerBackend::stream(QString remoteId, qint64 after) {

@@ -22,6 +22,7 @@ public:
     QString describe() const override { return description_; }
     QString submit(const QJsonObject& request, QString* error) override;
     bool cancel(const QString& remoteId, QString* error) override;
+    bool resume(const QString& remoteId, double newBudget, QString* error) override;
     QJsonObject resources(QString* error) override;
     void watch(const QString& remoteId, qint64 afterSeq) override;
 
@@ -38,7 +39,11 @@ private:
     QString description_;
     std::mutex mutex_;
     std::unique_ptr<client::WorkerClient> client_; // for calls; each stream has its own
-    std::map<QString, std::thread> streams_;
+    struct Stream {
+        std::thread thread;
+        std::shared_ptr<std::atomic<bool>> done;
+    };
+    std::map<QString, Stream> streams_;
     std::atomic<bool> closing_{false};
 };
 

@@ -196,31 +196,41 @@ void Supervisor::stop() {
         checkpointer_.join();
 }
 
+namespace {
+constexpr const char* kJobColumns =
+    "SELECT id, request, state, reason, restarts, next_seq, metrics_offset, stdout_offset, stderr_offset, shim_pid, "
+    "pid, gpus, spend, run_seconds, warnings, submitted, started FROM jobs";
+}
+
+Supervisor::Job* Supervisor::job_from_row(const Statement& select) {
+    auto* job = new Job;
+    job->id = select.integer(0);
+    std::string error;
+    parse_job_request(json::parse(select.text(1)), job->request, error);
+    job->state = select.text(2);
+    job->reason = select.text(3);
+    job->restarts = static_cast<int>(select.integer(4));
+    job->next_seq = select.integer(5);
+    for (int i = 0; i < 3; ++i)
+        job->offsets[i] = select.integer(6 + i);
+    job->shim = static_cast<pid_t>(select.integer(9));
+    job->pid = static_cast<pid_t>(select.integer(10));
+    job->gpus = json::parse(select.text(11)).get<std::vector<int>>();
+    job->spend = select.real(12);
+    job->run_seconds = select.real(13);
+    job->warnings = select.integer(14);
+    job->submitted = select.real(15);
+    job->started = select.real(16);
+    job->last_meter = wall_now();
+    return job;
+}
+
 void Supervisor::recover() {
-    Statement select = db_.prepare(
-        "SELECT id, request, state, reason, restarts, next_seq, metrics_offset, stdout_offset, stderr_offset, shim_pid, "
-        "pid, gpus, spend, run_seconds, warnings, submitted, started FROM jobs WHERE state NOT IN "
-        "('succeeded','failed','cancelled','stopped') ORDER BY id");
+    Statement select = db_.prepare(std::string(kJobColumns) +
+                                   " WHERE state NOT IN ('succeeded','failed','cancelled','stopped') ORDER BY id");
     std::vector<Job*> recovered;
     while (select.step()) {
-        auto* job = new Job;
-        job->id = select.integer(0);
-        std::string error;
-        parse_job_request(json::parse(select.text(1)), job->request, error);
-        job->state = select.text(2);
-        job->reason = select.text(3);
-        job->restarts = static_cast<int>(select.integer(4));
-        job->next_seq = select.integer(5);
-        for (int i = 0; i < 3; ++i)
-            job->offsets[i] = select.integer(6 + i);
-        job->shim = static_cast<pid_t>(select.integer(9));
-        job->pid = static_cast<pid_t>(select.integer(10));
-        job->gpus = json::parse(select.text(11)).get<std::vector<int>>();
-        job->spend = select.real(12);
-        job->run_seconds = select.real(13);
-        job->warnings = select.integer(14);
-        job->submitted = select.real(15);
-        job->started = select.real(16);
+        Job* job = job_from_row(select);
         // What a stopping job was asked to do decides what its exit means; the state and reason remember it.
         if (job->state == "preempting")
             job->stop_kind = "preempt";
@@ -233,7 +243,6 @@ void Supervisor::recover() {
     in_transaction_ = true;
     for (Job* job : recovered) {
         jobs_[job->id] = job;
-        job->last_meter = wall_now();
         if (job->state == "queued")
             continue;
         for (int gpu : job->gpus)
@@ -470,6 +479,63 @@ Supervisor::Result Supervisor::cancel(int64_t id) {
             after_commit_.push_back([promise, id, state = job.state](bool committed) {
                 promise->set_value(committed ? Result{202, {{"id", id}, {"state", state}}}
                                              : Result{500, {{"error", "the cancel could not be stored; try again"}}});
+            });
+        });
+    }
+    commands_changed_.notify_all();
+    if (future.wait_for(std::chrono::seconds(30)) != std::future_status::ready)
+        return {503, {{"error", "the worker is busy; try again"}}};
+    return future.get();
+}
+
+Supervisor::Result Supervisor::resume(int64_t id, double new_budget) {
+    auto promise = std::make_shared<std::promise<Result>>();
+    auto future = promise->get_future();
+    {
+        std::lock_guard lock(commands_mutex_);
+        commands_.push_back([this, id, new_budget, promise] {
+            if (jobs_.count(id)) {
+                promise->set_value({409, {{"error", "job " + std::to_string(id) + " is still active"}}});
+                return;
+            }
+            Statement select = db_.prepare(std::string(kJobColumns) + " WHERE id=?");
+            select.bind(1, id);
+            if (!select.step()) {
+                promise->set_value({404, {{"error", "no job " + std::to_string(id)}}});
+                return;
+            }
+            Job* job = job_from_row(select);
+            if (job->state == "succeeded") {
+                delete job;
+                promise->set_value({409, {{"error", "job " + std::to_string(id) + " already finished"}}});
+                return;
+            }
+            if (new_budget > 0)
+                job->request.budget = new_budget;
+            if (job->request.budget > 0 && job->spend >= job->request.budget) {
+                const double spent = job->spend;
+                delete job;
+                promise->set_value({422, {{"error", "the job has spent " + std::to_string(spent) + " of its budget; give a "
+                                                    "higher \"budget\" to resume it"}}});
+                return;
+            }
+            // Back to the queue: it restarts from its last checkpoint (built-in jobs with --resume, scripts see
+            // TRAINDECK_RESUME=1), keeping its events, spend and counters.
+            job->gpus.clear();
+            job->shim = job->pid = -1;
+            job->finished = 0;
+            job->exit_code = -1;
+            job->state = "queued";
+            job->reason = "resumed by the user; continues from its last checkpoint";
+            jobs_[id] = job;
+            Statement update = db_.prepare("UPDATE jobs SET request=? WHERE id=?");
+            update.bind(1, job->request.to_json().dump()).bind(2, id);
+            update.step();
+            add_state_event(*job);
+            job->dirty = true;
+            after_commit_.push_back([promise, id](bool committed) {
+                promise->set_value(committed ? Result{202, {{"id", id}, {"state", "queued"}}}
+                                             : Result{500, {{"error", "the resume could not be stored; try again"}}});
             });
         });
     }

@@ -49,6 +49,9 @@ public:
     };
     Result submit(const JobRequest& request);
     Result cancel(int64_t job);
+    // A stopped, cancelled or failed job goes back to the queue and continues from its checkpoint; a budget-stopped
+    // job needs new_budget above what it spent (0 keeps the old budget).
+    Result resume(int64_t job, double new_budget);
 
     const WorkerConfig& config() const { return config_; }
     std::string database_path() const { return config_.state_dir + "/worker.db"; }
@@ -61,6 +64,7 @@ private:
     void loop();
     void tick(bool meter);
     void recover();
+    Job* job_from_row(const Statement& select);
     void start_job(Job& job);
     void ingest(Job& job);
     void check_exit(Job& job);

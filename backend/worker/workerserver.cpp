@@ -201,6 +201,16 @@ void WorkerServer::routes() {
         const Supervisor::Result result = supervisor_.cancel(std::stoll(req.matches[1]));
         reply(res, result.status, result.body);
     });
+    s.Post(R"(/v1/jobs/(\d+)/resume)", [this](const httplib::Request& req, httplib::Response& res) {
+        const json body = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
+        if (!body.is_object() || (body.contains("budget") && !body["budget"].is_number()))
+            return error_reply(res, 400, "the body must be {} or {\"budget\": number}");
+        for (const auto& [key, value] : body.items())
+            if (key != "budget")
+                return error_reply(res, 400, "unknown field \"" + key + "\" (known: budget)");
+        const Supervisor::Result result = supervisor_.resume(std::stoll(req.matches[1]), body.value("budget", 0.0));
+        reply(res, result.status, result.body);
+    });
     // Events after a sequence number, oldest first. With wait_ms the call waits (long poll) until there is at
     // least one, or the job has ended. The reply says the last seq it carries ("next" asks after it).
     s.Get(R"(/v1/jobs/(\d+)/events)", [this](const httplib::Request& req, httplib::Response& res) {

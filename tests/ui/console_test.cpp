@@ -247,6 +247,14 @@ void ConsoleTest::submitWatchCancelAndRestart() {
         QCOMPARE(points.size(), size_t(6 * 85));
         for (size_t i = 0; i < points.size(); ++i)
             QCOMPARE(points[i].step, static_cast<int64_t>(i + 1));
+        // The cancelled job resumes (from its checkpoint) and the table follows it; then it is cancelled again.
+        const int doomed = row_of(window, "doomed");
+        const qint64 doomed_id = window.jobs().data(window.jobs().index(doomed, 0), JobTableModel::JobIdRole).toLongLong();
+        const QString doomed_remote = window.jobs().data(window.jobs().index(doomed, 0), JobTableModel::RemoteIdRole).toString();
+        console.sync->resume(doomed_id, doomed_remote);
+        QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "doomed")), QString("running"), 30000);
+        console.sync->cancel(doomed_id, doomed_remote);
+        QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "doomed")), QString("cancelled"), 30000);
         // Clone-and-edit starts from the request the job was submitted with.
         const QJsonObject request = QJsonDocument::fromJson(CatalogReader(catalog_path).jobRequest(long_job)).object();
         QCOMPARE(request.value("builtin").toObject().value("model").toString(), QString("cnn"));

@@ -374,3 +374,28 @@ TEST(Worker, ServesHttpsWithTheTokenWhenGivenACertificate) {
     traindeck::client::WorkerClient plain(worker.url(), worker.token());
     EXPECT_NE(plain.get("/v1/health").status, 200);
 }
+
+TEST(Worker, CancelledJobResumesFromItsCheckpointExactly) {
+    REQUIRE_FASHION_MNIST();
+    WorkerProcess worker;
+    json spec = small_mlp(12000, 2);
+    const int64_t id = worker.submit({{"builtin", spec}, {"resources", {{"cpus", 1}}}});
+    ASSERT_GT(id, 0);
+    for (int i = 0; i < 400 && worker.job(id)["last_seq"].get<int64_t>() < 60; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_EQ(worker.client().post("/v1/jobs/" + std::to_string(id) + "/cancel", std::string("{}")).status, 202);
+    ASSERT_FALSE(worker.wait_for_state(id, {"cancelled"}, 30).is_null());
+    EXPECT_EQ(worker.client().post("/v1/jobs/" + std::to_string(id) + "/resume", std::string("{\"bogus\":1}")).status, 400);
+    EXPECT_EQ(worker.client().post("/v1/jobs/999/resume", std::string("{}")).status, 404);
+    ASSERT_EQ(worker.client().post("/v1/jobs/" + std::to_string(id) + "/resume", std::string("{}")).status, 202);
+    const auto events = worker.drain(id);
+    expect_gapless(events);
+    EXPECT_EQ(worker.job(id)["state"], "succeeded") << worker.job(id).dump();
+    std::vector<std::string> states;
+    for (const auto& e : of_type(events, "state"))
+        states.push_back(e["data"]["state"]);
+    EXPECT_EQ(states, (std::vector<std::string>{"queued", "running", "stopping", "cancelled", "queued", "running", "succeeded"}));
+    EXPECT_EQ(loss_curve(events).size(), 338u);
+    EXPECT_EQ(final_weights(job_dir(worker, id) + "/checkpoints"), reference_weights(spec, worker.state_dir(), 1));
+    EXPECT_EQ(worker.client().post("/v1/jobs/" + std::to_string(id) + "/resume", std::string("{}")).status, 409);
+}
