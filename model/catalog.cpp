@@ -230,6 +230,9 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
                     for (const char* key : {"utilization", "memory_used_mb", "power_w", "temperature_c"})
                         if (number_at(gpu, key, value))
                             add_point(prefix + key, t, value);
+                    double used = 0, total = 0;
+                    if (number_at(gpu, "memory_used_mb", used) && number_at(gpu, "memory_total_mb", total) && total > 0)
+                        add_point(prefix + "memory_percent", t, 100.0 * used / total);
                 }
             number_at(data, "spend", spend);
         } else if (*type == "log") {

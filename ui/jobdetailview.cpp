@@ -93,7 +93,7 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     loss_view_ = make_view(loss_chart_);
 
     system_chart_ = new QChart;
-    system_chart_->setTitle(tr("CPU and spend (GPU utilisation and memory appear when the job holds GPUs)"));
+    system_chart_->setTitle(tr("CPU, GPU and spend"));
     cpu_ = new QLineSeries;
     cpu_->setName(tr("CPU %"));
     spend_ = new QLineSeries;
@@ -177,7 +177,7 @@ void JobDetailView::rebuildAxes() {
     time->setTitleText(tr("seconds"));
     time->setLabelFormat("%d");
     auto* cpu_axis = new QValueAxis;
-    cpu_axis->setTitleText(tr("CPU %"));
+    cpu_axis->setTitleText(tr("CPU / GPU %"));
     cpu_axis->setLabelFormat("%d");
     auto* spend_axis = new QValueAxis;
     spend_axis->setTitleText(tr("$"));
@@ -189,6 +189,10 @@ void JobDetailView::rebuildAxes() {
     cpu_->attachAxis(cpu_axis);
     spend_->attachAxis(time);
     spend_->attachAxis(spend_axis);
+    for (QLineSeries* series : gpu_series_) {
+        series->attachAxis(time);
+        series->attachAxis(cpu_axis);
+    }
 }
 
 void JobDetailView::setOverlays(const QList<QPair<qint64, QString>>& jobs) {
@@ -214,7 +218,21 @@ void JobDetailView::setOverlays(const QList<QPair<qint64, QString>>& jobs) {
     refresh();
 }
 
+QStringList JobDetailView::systemCurveNames() const {
+    QStringList names;
+    for (QAbstractSeries* series : system_chart_->series())
+        names << series->name();
+    return names;
+}
+
 void JobDetailView::showJob(qint64 job, const QString& title) {
+    if (job != job_) {
+        for (QLineSeries* series : gpu_series_) {
+            system_chart_->removeSeries(series);
+            delete series;
+        }
+        gpu_series_.clear();
+    }
     job_ = job;
     title_->setText(title);
     log_->clear();
@@ -285,6 +303,22 @@ void JobDetailView::refresh() {
     const double origin = !cpu.last.isEmpty() ? cpu.last.front().x() : (!spend.last.isEmpty() ? spend.last.front().x() : 0);
     cpu_->replace(seconds(cpu.last, origin));
     spend_->replace(seconds(spend.last, origin));
+    // GPU utilisation and memory (% of the card) share the percent axis, on the same time axis as the CPU.
+    const auto system_axes_now = system_chart_->axes();
+    for (const QString& name : reader_.seriesNames(job_)) {
+        if (!name.startsWith("telemetry/gpu") || !(name.endsWith("/utilization") || name.endsWith("/memory_percent")))
+            continue;
+        QLineSeries*& series = gpu_series_[name];
+        if (!series) {
+            series = new QLineSeries;
+            const QString gpu = name.section('/', 1, 1).mid(3);
+            series->setName(name.endsWith("/utilization") ? tr("GPU%1 util %").arg(gpu) : tr("GPU%1 memory %").arg(gpu));
+            system_chart_->addSeries(series);
+            series->attachAxis(system_axes_now[0]);
+            series->attachAxis(system_axes_now[1]);
+        }
+        series->replace(seconds(reader_.curve(job_, name, buckets).last, origin));
+    }
     const auto system_axes = system_chart_->axes();
     double time_end = 1, cpu_high = 100, spend_high = 0.0001;
     for (const QPointF& p : cpu_->points()) {

@@ -4,6 +4,7 @@
 // CatalogReader (bucketed queries), never raw series.
 #include "jobtablemodel.h"
 
+#include <QMap>
 #include <QWidget>
 
 class QCheckBox;
@@ -28,6 +29,8 @@ public:
     // Other jobs whose loss curves are drawn over this one's, for comparison (job id, name).
     void setOverlays(const QList<QPair<qint64, QString>>& jobs);
     int overlayCount() const { return overlays_.size(); }
+    // Names of the curves on the system chart (CPU %, spend, and per GPU utilisation and memory when present).
+    QStringList systemCurveNames() const;
 
 public slots:
     void refresh();
@@ -51,6 +54,7 @@ private:
     QList<QPair<qint64, QLineSeries*>> overlays_;
     QLineSeries* cpu_;
     QLineSeries* spend_;
+    QMap<QString, QLineSeries*> gpu_series_; // catalog series name -> curve
     QCheckBox* log_axis_;
     QSlider* smoothing_;
     QPlainTextEdit* log_;

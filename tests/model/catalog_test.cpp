@@ -178,7 +178,8 @@ TEST(Catalog, TelemetryLogsAndJobSummaryAreIngested) {
     CatalogWriter writer(catalog);
     writer.post(job, {json{{"seq", 1}, {"time", 10.0}, {"type", "state"}, {"data", {{"state", "running"}, {"reason", "started"}}}},
                       json{{"seq", 2}, {"time", 11.0}, {"type", "telemetry"},
-                           {"data", {{"cpu_percent", 97.5}, {"spend", 0.25}, {"gpus", {{{"index", 0}, {"utilization", 88}}}}}}},
+                           {"data", {{"cpu_percent", 97.5}, {"spend", 0.25},
+                                     {"gpus", {{{"index", 0}, {"utilization", 88}, {"memory_used_mb", 20}, {"memory_total_mb", 80}}}}}}},
                       json{{"seq", 3}, {"time", 11.5}, {"type", "log"}, {"data", {{"stream", "stdout"}, {"line", "epoch 1"}}}},
                       json{{"seq", 4}, {"time", 12.0}, {"type", "record"},
                            {"data", {{"type", "eval"}, {"split", "val"}, {"step", 10}, {"accuracy", 0.8}, {"loss", 0.5}}}}});
@@ -192,8 +193,12 @@ TEST(Catalog, TelemetryLogsAndJobSummaryAreIngested) {
     EXPECT_EQ(row.real(3), 0.8);
     EXPECT_EQ(row.integer(4), 4);
     EXPECT_EQ(catalog.series_names(job),
-              (std::vector<std::string>{"telemetry/cpu_percent", "telemetry/gpu0/utilization", "telemetry/spend",
+              (std::vector<std::string>{"telemetry/cpu_percent", "telemetry/gpu0/memory_percent",
+                                        "telemetry/gpu0/memory_used_mb", "telemetry/gpu0/utilization", "telemetry/spend",
                                         "val/accuracy", "val/loss"}));
+    const auto memory = SeriesStore::points(catalog.db(), catalog.series(job, "telemetry/gpu0/memory_percent", false), 0, 1 << 30);
+    ASSERT_EQ(memory.size(), 1u);
+    EXPECT_EQ(memory[0].value, 25.0);
     Statement log = catalog.db().prepare("SELECT line FROM job_logs WHERE job=?");
     log.bind(1, job);
     ASSERT_TRUE(log.step());

@@ -90,6 +90,7 @@ class ConsoleTest : public QObject {
     Q_OBJECT
 private slots:
     void newJobDialogSplitsCommandsAndRoundTrips();
+    void gpuTelemetryIsChartedBesideTheCpu();
     void tokensGoToTheKeyringOrNowhere();
     void remoteWorkerPinsItsKeyOnFirstUse();
     void submitWatchCancelAndRestart();
@@ -136,6 +137,30 @@ void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
     csv["builtin"] = QJsonObject{{"model", "mlp"}, {"data", QJsonObject{{"format", "csv"}, {"train_csv", "/no/such.csv"}}}};
     dialog.load(csv);
     QVERIFY(dialog.problem().contains("training CSV"));
+}
+
+void ConsoleTest::gpuTelemetryIsChartedBesideTheCpu() {
+    QTemporaryDir temp;
+    const QString path = temp.filePath("catalog.db");
+    Catalog catalog;
+    QCOMPARE(QString::fromStdString(catalog.open(path.toStdString())), QString());
+    const int64_t job = catalog.add_job("gpu job", "local", "1", nlohmann::json::object());
+    std::vector<nlohmann::json> events;
+    for (int i = 1; i <= 30; ++i)
+        events.push_back({{"seq", i}, {"time", 1000.0 + i}, {"type", "telemetry"},
+                          {"data", {{"cpu_percent", 50}, {"spend", 0.01 * i},
+                                    {"gpus", {{{"index", 0}, {"utilization", 90}, {"memory_used_mb", 40000}, {"memory_total_mb", 80000}},
+                                              {{"index", 1}, {"utilization", 70}, {"memory_used_mb", 8000}, {"memory_total_mb", 80000}}}}}}});
+    catalog.db().exec("BEGIN");
+    catalog.ingest(job, events);
+    catalog.db().exec("COMMIT");
+    JobDetailView view(path);
+    view.resize(1200, 800);
+    view.show();
+    view.showJob(job, "gpu job");
+    const QStringList names = view.systemCurveNames();
+    for (const char* expected : {"CPU %", "spend ($)", "GPU0 util %", "GPU0 memory %", "GPU1 util %", "GPU1 memory %"})
+        QVERIFY2(names.contains(expected), qPrintable(names.join(", ")));
 }
 
 void ConsoleTest::tokensGoToTheKeyringOrNowhere() {
