@@ -98,8 +98,10 @@ void Catalog::migrate(int from) {
 
 int64_t Catalog::add_job(const std::string& name, const std::string& backend, const std::string& remote_id,
                          const json& spec) {
-    Statement insert = db_.prepare("INSERT INTO jobs(name, backend, remote_id, spec, created) VALUES(?, ?, ?, ?, ?)");
-    insert.bind(1, name).bind(2, backend).bind(3, remote_id).bind(4, spec.dump()).bind(5, now_seconds());
+    Statement insert =
+        db_.prepare("INSERT INTO jobs(name, backend, remote_id, spec, created, budget) VALUES(?, ?, ?, ?, ?, ?)");
+    const double budget = spec.is_object() && spec.contains("budget") && spec["budget"].is_number() ? spec["budget"].get<double>() : 0.0;
+    insert.bind(1, name).bind(2, backend).bind(3, remote_id).bind(4, spec.dump()).bind(5, now_seconds()).bind(6, budget);
     insert.step();
     return db_.last_insert_id();
 }

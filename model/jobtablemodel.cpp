@@ -198,6 +198,12 @@ QStringList CatalogReader::logTail(qint64 job, int lines) {
 
 namespace traindeck {
 
+double CatalogReader::jobBudget(qint64 job) {
+    Statement select = catalog_.db().prepare("SELECT budget FROM jobs WHERE id=?");
+    select.bind(1, static_cast<int64_t>(job));
+    return select.step() ? select.real(0) : 0.0;
+}
+
 QByteArray CatalogReader::jobRequest(qint64 job) {
     Statement select = catalog_.db().prepare("SELECT spec FROM jobs WHERE id=?");
     select.bind(1, static_cast<int64_t>(job));

@@ -60,6 +60,7 @@ public:
     QStringList seriesNames(qint64 job);
     QStringList logTail(qint64 job, int lines);
     QByteArray jobRequest(qint64 job); // the JSON the job was submitted with
+    double jobBudget(qint64 job);      // 0 when the job has no cap
 
 
 private:

@@ -98,8 +98,15 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     cpu_->setName(tr("CPU %"));
     spend_ = new QLineSeries;
     spend_->setName(tr("spend ($)"));
+    budget_ = new QLineSeries;
+    budget_->setName(tr("budget"));
+    QPen budget_pen(QColor(179, 38, 30));
+    budget_pen.setStyle(Qt::DashLine);
+    budget_pen.setWidth(2);
+    budget_->setPen(budget_pen);
     system_chart_->addSeries(cpu_);
     system_chart_->addSeries(spend_);
+    system_chart_->addSeries(budget_);
     system_view_ = make_view(system_chart_);
     rebuildAxes();
 
@@ -189,6 +196,8 @@ void JobDetailView::rebuildAxes() {
     cpu_->attachAxis(cpu_axis);
     spend_->attachAxis(time);
     spend_->attachAxis(spend_axis);
+    budget_->attachAxis(time);
+    budget_->attachAxis(spend_axis);
     for (QLineSeries* series : gpu_series_) {
         series->attachAxis(time);
         series->attachAxis(cpu_axis);
@@ -217,6 +226,8 @@ void JobDetailView::setOverlays(const QList<QPair<qint64, QString>>& jobs) {
     }
     refresh();
 }
+
+int JobDetailView::budgetPoints() const { return budget_->count(); }
 
 QStringList JobDetailView::systemCurveNames() const {
     QStringList names;
@@ -327,6 +338,14 @@ void JobDetailView::refresh() {
     }
     for (const QPointF& p : spend_->points())
         spend_high = std::max(spend_high, p.y());
+    // The budget as a dashed line: spend runs up to it, and the job stops (checkpoint first) where they meet.
+    const double budget = reader_.jobBudget(job_);
+    if (budget > 0) {
+        budget_->replace(QVector<QPointF>{{0, budget}, {time_end, budget}});
+        spend_high = std::max(spend_high, budget);
+    } else {
+        budget_->clear();
+    }
     fit(system_axes[0], 0, time_end);
     fit(system_axes[1], 0, cpu_high * 1.05);
     fit(system_axes[2], 0, spend_high * 1.1);

@@ -31,6 +31,7 @@ public:
     int overlayCount() const { return overlays_.size(); }
     // Names of the curves on the system chart (CPU %, spend, and per GPU utilisation and memory when present).
     QStringList systemCurveNames() const;
+    int budgetPoints() const;
 
 public slots:
     void refresh();
@@ -54,6 +55,7 @@ private:
     QList<QPair<qint64, QLineSeries*>> overlays_;
     QLineSeries* cpu_;
     QLineSeries* spend_;
+    QLineSeries* budget_;
     QMap<QString, QLineSeries*> gpu_series_; // catalog series name -> curve
     QCheckBox* log_axis_;
     QSlider* smoothing_;

@@ -82,7 +82,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     tools->addAction(tr("New job…"), this, [this] {
         NewJobDialog dialog(this);
         if (dialog.exec() == QDialog::Accepted)
-            sync_.submit(dialog.jobName(), dialog.request());
+            submitDialog(dialog);
     });
     tools->addAction(tr("Demo MLP"), this, [this] { submitDemo("mlp"); });
     tools->addAction(tr("Demo CNN"), this, [this] { submitDemo("cnn"); });
@@ -176,6 +176,14 @@ void MainWindow::cancelSelected() {
                  jobs_->data(current, JobTableModel::RemoteIdRole).toString());
 }
 
+void MainWindow::submitDialog(const NewJobDialog& dialog) {
+    if (const QString why = dialog.problem(); !why.isEmpty()) {
+        addAlert(tr("Not submitted: %1").arg(why));
+        return;
+    }
+    sync_.submit(dialog.jobName(), dialog.request());
+}
+
 void MainWindow::resumeSelected() {
     const QModelIndex current = proxy_->mapToSource(table_->currentIndex());
     if (!current.isValid())
@@ -194,7 +202,7 @@ void MainWindow::cloneSelected() {
     dialog.load(request);
     dialog.setWindowTitle(tr("Clone and edit “%1”").arg(request.value("name").toString()));
     if (dialog.exec() == QDialog::Accepted)
-        sync_.submit(dialog.jobName(), dialog.request());
+        submitDialog(dialog);
 }
 
 void MainWindow::updateResources() {

@@ -24,6 +24,8 @@ public:
 
     // The demo jobs of the toolbar: built-in specs on Fashion-MNIST.
     void submitDemo(const QString& model);
+    // What the New job… dialog's Submit does.
+    void submitDialog(const class NewJobDialog& dialog);
     JobTableModel& jobs() { return *jobs_; }
     JobDetailView& detail() { return *detail_; }
     QTableView& table() { return *table_; }

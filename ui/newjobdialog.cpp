@@ -215,13 +215,14 @@ void NewJobDialog::validate() {
 }
 
 QJsonObject NewJobDialog::request() const {
-    QJsonObject request{{"name", jobName()},
-                        {"resources", QJsonObject{{"cpus", cpus_->value()}, {"gpus", gpus_->value()},
-                                                  {"memory_mb", memory_->value()}}},
-                        {"priority", priority_->value()},
-                        {"budget", budget_->value()},
-                        {"max_restarts", restarts_->value()}};
+    QJsonObject request = loaded_;
+    request["name"] = jobName();
+    request["resources"] = QJsonObject{{"cpus", cpus_->value()}, {"gpus", gpus_->value()}, {"memory_mb", memory_->value()}};
+    request["priority"] = priority_->value();
+    request["budget"] = budget_->value();
+    request["max_restarts"] = restarts_->value();
     if (kind_->currentIndex() == 1) {
+        request.remove("builtin");
         QStringList words;
         split_command_line(argv_->text(), words);
         if (shell_->isChecked())
@@ -236,23 +237,50 @@ QJsonObject NewJobDialog::request() const {
         request["env"] = env;
         return request;
     }
-    QJsonObject data;
+    request.remove("argv");
+    request.remove("shell");
+    request.remove("cwd");
+    request.remove("env");
+    QJsonObject spec = loaded_.value("builtin").toObject();
+    QJsonObject data = spec.value("data").toObject();
     if (dataset_->currentData() == "csv") {
-        data = {{"format", "csv"}, {"train_csv", train_file_->text()}};
+        data.remove("dataset");
+        data["format"] = "csv";
+        data["train_csv"] = train_file_->text();
         if (!test_file_->text().isEmpty())
             data["test_csv"] = test_file_->text();
+        else
+            data.remove("test_csv");
     } else {
-        data = {{"dataset", "fashion-mnist"}};
+        for (const char* key : {"format", "train_csv", "test_csv", "label_column", "train_images", "train_labels",
+                                "test_images", "test_labels"})
+            data.remove(key);
+        data["dataset"] = "fashion-mnist";
     }
-    QJsonObject spec{{"name", jobName()},        {"model", model_->currentData().toString()}, {"data", data},
-                     {"epochs", epochs_->value()}, {"batch_size", batch_->value()},           {"seed", seed_->value()},
-                     {"optimizer", QJsonObject{{"type", optimizer_->currentText()}, {"lr", lr_->value()}}},
-                     {"schedule", QJsonObject{{"decay", cosine_->isChecked() ? "cosine" : "constant"}}}};
+    // A different model than the one loaded drops the old model's own keys.
+    if (spec.value("model").toString() != model_->currentData().toString())
+        for (const char* key : {"hidden", "conv", "fc", "kernel", "layers"})
+            spec.remove(key);
+    QJsonObject optimizer = spec.value("optimizer").toObject();
+    optimizer["type"] = optimizer_->currentText();
+    optimizer["lr"] = lr_->value();
+    QJsonObject schedule = spec.value("schedule").toObject();
+    schedule["decay"] = cosine_->isChecked() ? "cosine" : "constant";
+    spec["name"] = jobName();
+    if (!spec.contains("layers"))
+        spec["model"] = model_->currentData().toString();
+    spec["data"] = data;
+    spec["epochs"] = epochs_->value();
+    spec["batch_size"] = batch_->value();
+    spec["seed"] = seed_->value();
+    spec["optimizer"] = optimizer;
+    spec["schedule"] = schedule;
     request["builtin"] = spec;
     return request;
 }
 
 void NewJobDialog::load(const QJsonObject& request) {
+    loaded_ = request;
     name_->setText(request.value("name").toString());
     const QJsonObject resources = request.value("resources").toObject();
     cpus_->setValue(resources.value("cpus").toInt(2));

@@ -58,6 +58,9 @@ private:
     QDoubleSpinBox* budget_;
     QSpinBox* restarts_;
     QLabel* problem_;
+    // The request load() started from: fields the form does not show (a layer list, a data limit, checkpoint
+    // intervals...) are kept, so clone-and-edit changes only what the user changed.
+    QJsonObject loaded_;
     QPushButton* submit_ = nullptr;
 };
 

@@ -75,6 +75,16 @@ struct Console {
     }
 };
 
+// Stops the worker a test's plugin started (it outlives consoles on purpose), even when the test fails midway.
+struct WorkerReaper {
+    QString state_dir;
+    ~WorkerReaper() {
+        std::system(("pkill -TERM -f -- '--state-dir " + state_dir.toStdString() + "'").c_str());
+        // Jobs outlive their worker too: end the ones this test left (their shims and trainers name the folder).
+        std::system(("pkill -KILL -f -- '" + state_dir.toStdString() + "/jobs'").c_str());
+    }
+};
+
 QString state_of(MainWindow& window, int row) {
     return window.jobs().data(window.jobs().index(row, JobTableModel::State), Qt::DisplayRole).toString();
 }
@@ -135,6 +145,18 @@ void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
 
     dialog.show();
     dialog.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/new-job.png"));
+    // Fields the form does not show survive clone-and-edit.
+    QJsonObject custom = builtin;
+    QJsonObject custom_spec = builtin.value("builtin").toObject();
+    custom_spec["conv"] = QJsonArray{8, 16};
+    custom_spec["data"] = QJsonObject{{"dataset", "fashion-mnist"}, {"limit", 3000}};
+    custom_spec["checkpoint_every"] = 25;
+    custom["builtin"] = custom_spec;
+    dialog.load(custom);
+    out = dialog.request().value("builtin").toObject();
+    QCOMPARE(out.value("conv").toArray(), (QJsonArray{8, 16}));
+    QCOMPARE(out.value("data").toObject().value("limit").toInt(), 3000);
+    QCOMPARE(out.value("checkpoint_every").toInt(), 25);
     // A CSV job without a file that exists is refused with a reason.
     QJsonObject csv = builtin;
     csv["builtin"] = QJsonObject{{"model", "mlp"}, {"data", QJsonObject{{"format", "csv"}, {"train_csv", "/no/such.csv"}}}};
@@ -145,6 +167,7 @@ void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
 void ConsoleTest::windowStaysResponsiveWhileTwentyJobsStream() {
     QTemporaryDir temp;
     const QString worker_dir = temp.filePath("worker");
+    WorkerReaper reaper{worker_dir};
     Console console;
     QVERIFY(console.open(temp.filePath("catalog.db"), worker_dir));
     MainWindow& window = *console.window;
@@ -179,7 +202,6 @@ void ConsoleTest::windowStaysResponsiveWhileTwentyJobsStream() {
     CatalogReader reader(temp.filePath("catalog.db"));
     const qint64 first = window.jobs().data(window.jobs().index(19, 0), JobTableModel::JobIdRole).toLongLong();
     QTRY_VERIFY_WITH_TIMEOUT(reader.curve(first, "loss", 2000).points > 1000, 20000);
-    std::system(("pkill -TERM -f -- '--state-dir " + worker_dir.toStdString() + "'").c_str());
 }
 
 void ConsoleTest::gpuTelemetryIsChartedBesideTheCpu() {
@@ -187,7 +209,7 @@ void ConsoleTest::gpuTelemetryIsChartedBesideTheCpu() {
     const QString path = temp.filePath("catalog.db");
     Catalog catalog;
     QCOMPARE(QString::fromStdString(catalog.open(path.toStdString())), QString());
-    const int64_t job = catalog.add_job("gpu job", "local", "1", nlohmann::json::object());
+    const int64_t job = catalog.add_job("gpu job", "local", "1", nlohmann::json{{"budget", 0.5}});
     std::vector<nlohmann::json> events;
     for (int i = 1; i <= 30; ++i)
         events.push_back({{"seq", i}, {"time", 1000.0 + i}, {"type", "telemetry"},
@@ -202,8 +224,9 @@ void ConsoleTest::gpuTelemetryIsChartedBesideTheCpu() {
     view.show();
     view.showJob(job, "gpu job");
     const QStringList names = view.systemCurveNames();
-    for (const char* expected : {"CPU %", "spend ($)", "GPU0 util %", "GPU0 memory %", "GPU1 util %", "GPU1 memory %"})
+    for (const char* expected : {"CPU %", "spend ($)", "budget", "GPU0 util %", "GPU0 memory %", "GPU1 util %", "GPU1 memory %"})
         QVERIFY2(names.contains(expected), qPrintable(names.join(", ")));
+    QCOMPARE(view.budgetPoints(), 2); // the budget line is drawn for a capped job
 }
 
 void ConsoleTest::tokensGoToTheKeyringOrNowhere() {
@@ -271,13 +294,20 @@ void ConsoleTest::submitWatchCancelAndRestart() {
     QTemporaryDir temp;
     const QString catalog_path = temp.filePath("catalog.db");
     const QString worker_dir = temp.filePath("worker");
+    WorkerReaper reaper{worker_dir};
     qint64 long_job = 0;
     {
         Console console;
         QVERIFY(console.open(catalog_path, worker_dir));
         MainWindow& window = *console.window;
         // A long job to watch across the restart, and one to cancel.
-        console.sync->submit("long", small_job("long", 6000, 6));
+        {
+            // The long job goes through the New job dialog, as a user would submit it.
+            NewJobDialog dialog(&window);
+            dialog.load(small_job("long", 6000, 6));
+            QCOMPARE(dialog.problem(), QString());
+            window.submitDialog(dialog);
+        }
         console.sync->submit("doomed", small_job("doomed", 60000, 5));
         QTRY_VERIFY_WITH_TIMEOUT(window.jobs().rowCount() == 2, 15000);
         const int doomed = row_of(window, "doomed");
@@ -333,8 +363,6 @@ void ConsoleTest::submitWatchCancelAndRestart() {
         QTest::qWait(300);
         window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/console-finished.png"));
     }
-    // Stop the worker the plugin started (it outlives consoles on purpose).
-    std::system(("pkill -TERM -f -- '--state-dir " + worker_dir.toStdString() + "'").c_str());
 }
 
 QTEST_MAIN(ConsoleTest)
