@@ -106,6 +106,22 @@ int64_t Catalog::add_job(const std::string& name, const std::string& backend, co
     return db_.last_insert_id();
 }
 
+void Catalog::add_backend(const BackendRow& b) {
+    Statement upsert = db_.prepare(
+        "INSERT INTO backends(name, kind, url, keyring_key, pinned_public_key, created) VALUES(?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(name) DO UPDATE SET kind=excluded.kind, url=excluded.url, pinned_public_key=excluded.pinned_public_key");
+    upsert.bind(1, b.name).bind(2, b.kind).bind(3, b.url).bind(4, b.name).bind(5, b.pinned_public_key).bind(6, now_seconds());
+    upsert.step();
+}
+
+std::vector<Catalog::BackendRow> Catalog::backends() {
+    std::vector<BackendRow> rows;
+    Statement select = db_.prepare("SELECT name, kind, url, pinned_public_key FROM backends ORDER BY name");
+    while (select.step())
+        rows.push_back({select.text(0), select.text(1), select.text(2), select.text(3)});
+    return rows;
+}
+
 int64_t Catalog::last_seq(int64_t job) {
     Statement select = db_.prepare("SELECT last_seq FROM jobs WHERE id=?");
     select.bind(1, job);

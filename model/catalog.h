@@ -42,6 +42,13 @@ public:
     int64_t ingest(int64_t job, const std::vector<nlohmann::json>& events);
     int64_t last_seq(int64_t job);
 
+    // Backends the user added (the local worker is implicit). Tokens are not here: they live in the keyring.
+    struct BackendRow {
+        std::string name, kind, url, pinned_public_key;
+    };
+    void add_backend(const BackendRow& backend);
+    std::vector<BackendRow> backends();
+
     // The id of a job's series; 0 when it does not exist and create is false.
     int64_t series(int64_t job, const std::string& name, bool create);
     std::vector<std::string> series_names(int64_t job);

@@ -26,7 +26,7 @@
 namespace traindeck {
 
 MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& backend, QWidget* parent)
-    : QMainWindow(parent), sync_(sync), backend_(backend), reader_(catalog_path) {
+    : QMainWindow(parent), reader_(catalog_path) {
     setWindowTitle(tr("TrainDeck"));
     jobs_ = new JobTableModel(catalog_path, this);
     proxy_ = new QSortFilterProxyModel(this);
@@ -81,6 +81,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     tools->setMovable(false);
     tools->addAction(tr("New job…"), this, [this] {
         NewJobDialog dialog(this);
+        dialog.setBackends(backendNames());
         if (dialog.exec() == QDialog::Accepted)
             submitDialog(dialog);
     });
@@ -88,6 +89,8 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     tools->addAction(tr("Demo CNN"), this, [this] { submitDemo("cnn"); });
     tools->addSeparator();
     tools->addAction(tr("Clone and edit…"), this, &MainWindow::cloneSelected);
+    tools->addSeparator();
+    tools->addAction(tr("Add remote worker…"), this, &MainWindow::addRemoteWorkerRequested);
     tools->addAction(tr("Cancel job"), this, &MainWindow::cancelSelected);
     tools->addAction(tr("Resume job"), this, &MainWindow::resumeSelected);
 
@@ -107,31 +110,13 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
         }
         detail_->setOverlays(others.size() > 1 ? others : QList<QPair<qint64, QString>>());
     });
-    connect(&sync_, &JobSync::catalogChanged, this, [this] {
-        // Many batches a second can arrive; redraw at most 5 times a second.
-        if (!refresh_pending_) {
-            refresh_pending_ = true;
-            QTimer::singleShot(200, this, &MainWindow::refresh);
-        }
-    });
-    connect(&sync_, &JobSync::failed, this, &MainWindow::addAlert);
     // Alerts from the jobs (NaN loss, failure, budget 80 %/100 %, idle): a row here and a desktop notification.
     if (QSystemTrayIcon::isSystemTrayAvailable()) {
         tray_ = new QSystemTrayIcon(style()->standardIcon(QStyle::SP_ComputerIcon), this);
         tray_->setToolTip(tr("TrainDeck"));
         tray_->show();
     }
-    connect(&sync_, &JobSync::alertRaised, this, [this](qint64 job, const QString& kind, const QString& message) {
-        addAlert(tr("job %1 — %2: %3").arg(job).arg(kind, message));
-        if (tray_)
-            tray_->showMessage(tr("TrainDeck: %1").arg(kind), message,
-                               kind == "failed" || kind == "nan_loss" ? QSystemTrayIcon::Critical : QSystemTrayIcon::Warning);
-    });
-    connect(&sync_, &JobSync::submitted, this, [this](qint64) {
-        refresh();
-        if (proxy_->rowCount() > 0)
-            selectRow(0);
-    });
+    addBackend(QStringLiteral("local"), sync, backend);
     refresh_timer_ = new QTimer(this);
     connect(refresh_timer_, &QTimer::timeout, this, &MainWindow::updateResources);
     refresh_timer_->start(5000);
@@ -141,11 +126,53 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     proxy_->sort(-1);
     if (proxy_->rowCount() > 0)
         selectRow(0);
-    statusBar()->showMessage(backend_.describe());
+    statusBar()->showMessage(backend.describe());
     resize(1400, 860);
 }
 
 void MainWindow::selectRow(int row) { table_->selectRow(row); }
+
+void MainWindow::connectSync(JobSync& sync) {
+    connect(&sync, &JobSync::catalogChanged, this, [this] {
+        // Many batches a second can arrive; redraw at most 5 times a second.
+        if (!refresh_pending_) {
+            refresh_pending_ = true;
+            QTimer::singleShot(200, this, &MainWindow::refresh);
+        }
+    });
+    connect(&sync, &JobSync::failed, this, &MainWindow::addAlert);
+    connect(&sync, &JobSync::alertRaised, this, [this](qint64 job, const QString& kind, const QString& message) {
+        addAlert(tr("job %1 — %2: %3").arg(job).arg(kind, message));
+        if (tray_)
+            tray_->showMessage(tr("TrainDeck: %1").arg(kind), message,
+                               kind == "failed" || kind == "nan_loss" ? QSystemTrayIcon::Critical : QSystemTrayIcon::Warning);
+    });
+    connect(&sync, &JobSync::submitted, this, [this](qint64) {
+        refresh();
+        if (proxy_->rowCount() > 0)
+            selectRow(0);
+    });
+}
+
+void MainWindow::addBackend(const QString& name, JobSync& sync, Backend& backend) {
+    backends_.push_back({name, &sync, &backend});
+    connectSync(sync);
+    updateResources();
+}
+
+QStringList MainWindow::backendNames() const {
+    QStringList names;
+    for (const Entry& e : backends_)
+        names << e.name;
+    return names;
+}
+
+const MainWindow::Entry* MainWindow::entryFor(const QString& backend_name) const {
+    for (const Entry& e : backends_)
+        if (e.name == backend_name)
+            return &e;
+    return nullptr;
+}
 
 void MainWindow::refresh() {
     refresh_pending_ = false;
@@ -165,15 +192,18 @@ void MainWindow::submitDemo(const QString& model) {
     const QString name = spec.value("name").toString(model);
     const QJsonObject request{{"name", name}, {"builtin", spec},
                               {"resources", QJsonObject{{"cpus", 2}}}, {"max_restarts", 2}};
-    sync_.submit(name, request);
+    backends_.front().sync->submit(name, request);
 }
 
 void MainWindow::cancelSelected() {
     const QModelIndex current = proxy_->mapToSource(table_->currentIndex());
     if (!current.isValid())
         return;
-    sync_.cancel(jobs_->data(current, JobTableModel::JobIdRole).toLongLong(),
-                 jobs_->data(current, JobTableModel::RemoteIdRole).toString());
+    if (const Entry* e = entryFor(jobs_->data(current, JobTableModel::BackendRole).toString()))
+        e->sync->cancel(jobs_->data(current, JobTableModel::JobIdRole).toLongLong(),
+                        jobs_->data(current, JobTableModel::RemoteIdRole).toString());
+    else
+        addAlert(tr("The job's backend is not connected"));
 }
 
 void MainWindow::submitDialog(const NewJobDialog& dialog) {
@@ -181,15 +211,23 @@ void MainWindow::submitDialog(const NewJobDialog& dialog) {
         addAlert(tr("Not submitted: %1").arg(why));
         return;
     }
-    sync_.submit(dialog.jobName(), dialog.request());
+    const Entry* e = entryFor(dialog.backendName());
+    if (!e) {
+        addAlert(tr("Not submitted: backend “%1” is not connected").arg(dialog.backendName()));
+        return;
+    }
+    e->sync->submit(dialog.jobName(), dialog.request());
 }
 
 void MainWindow::resumeSelected() {
     const QModelIndex current = proxy_->mapToSource(table_->currentIndex());
     if (!current.isValid())
         return;
-    sync_.resume(jobs_->data(current, JobTableModel::JobIdRole).toLongLong(),
-                 jobs_->data(current, JobTableModel::RemoteIdRole).toString());
+    if (const Entry* e = entryFor(jobs_->data(current, JobTableModel::BackendRole).toString()))
+        e->sync->resume(jobs_->data(current, JobTableModel::JobIdRole).toLongLong(),
+                        jobs_->data(current, JobTableModel::RemoteIdRole).toString());
+    else
+        addAlert(tr("The job's backend is not connected"));
 }
 
 void MainWindow::cloneSelected() {
@@ -199,6 +237,7 @@ void MainWindow::cloneSelected() {
     const QJsonObject request =
         QJsonDocument::fromJson(reader_.jobRequest(jobs_->data(current, JobTableModel::JobIdRole).toLongLong())).object();
     NewJobDialog dialog(this);
+    dialog.setBackends(backendNames(), jobs_->data(current, JobTableModel::BackendRole).toString());
     dialog.load(request);
     dialog.setWindowTitle(tr("Clone and edit “%1”").arg(request.value("name").toString()));
     if (dialog.exec() == QDialog::Accepted)
@@ -206,31 +245,50 @@ void MainWindow::cloneSelected() {
 }
 
 void MainWindow::updateResources() {
+    // One paragraph per backend, fetched off the GUI thread; the panel is redrawn when all have answered.
     QPointer<MainWindow> self(this);
-    Backend* backend = &backend_;
-    QtConcurrent::run([self, backend] {
-        QString error;
-        const QJsonObject r = backend->resources(&error);
-        QMetaObject::invokeMethod(self, [self, r, error, backend] {
-            if (!self)
-                return;
+    QList<QPair<QString, Backend*>> backends;
+    for (const Entry& e : backends_)
+        backends.push_back({e.name, e.backend});
+    QtConcurrent::run([self, backends] {
+        QStringList paragraphs;
+        for (const auto& [name, backend] : backends) {
+            QString error;
+            const QJsonObject r = backend->resources(&error);
             if (!error.isEmpty()) {
-                self->resources_->setText(tr("%1: <span style='color:#b3261e'>%2</span>").arg(backend->describe(), error));
-                return;
+                paragraphs << tr("<b>%1</b> — %2: <span style='color:#b3261e'>%3</span>").arg(name, backend->describe(), error);
+                continue;
             }
             const QJsonObject host = r.value("host").toObject();
             const QJsonObject prices = r.value("prices").toObject();
-            self->resources_->setText(
-                tr("<b>%1</b><br>%2 CPUs, CPU load %3 %, memory %4 / %5 GB<br>GPUs: %6<br>price: $%7/h base, $%8/h per GPU")
-                    .arg(backend->describe())
-                    .arg(r.value("cpus").toInt())
-                    .arg(host.value("cpu_percent").toDouble(), 0, 'f', 0)
-                    .arg(host.value("memory_used_mb").toDouble() / 1024, 0, 'f', 1)
-                    .arg(host.value("memory_total_mb").toDouble() / 1024, 0, 'f', 1)
-                    .arg(r.value("gpus").toArray().isEmpty() ? r.value("gpu_status").toString()
-                                                             : QString::number(r.value("gpus").toArray().size()))
-                    .arg(prices.value("base_per_hour").toDouble(), 0, 'f', 2)
-                    .arg(prices.value("gpu_per_hour").toDouble(), 0, 'f', 2));
+            QString gpus = r.value("gpu_status").toString();
+            if (!r.value("gpus").toArray().isEmpty()) {
+                QStringList cards;
+                for (const auto& g : r.value("gpus").toArray()) {
+                    const QJsonObject gpu = g.toObject();
+                    cards << tr("#%1 %2: %3 %, %4/%5 GB")
+                                 .arg(gpu.value("index").toInt())
+                                 .arg(gpu.value("name").toString())
+                                 .arg(gpu.value("utilization").toDouble(), 0, 'f', 0)
+                                 .arg(gpu.value("memory_used_mb").toDouble() / 1024, 0, 'f', 1)
+                                 .arg(gpu.value("memory_total_mb").toDouble() / 1024, 0, 'f', 0);
+                }
+                gpus = cards.join("; ");
+            }
+            paragraphs << tr("<b>%1</b> — %2<br>%3 CPUs, CPU load %4 %, memory %5 / %6 GB<br>GPUs: %7<br>"
+                             "price: $%8/h base, $%9/h per GPU")
+                              .arg(name, backend->describe())
+                              .arg(r.value("cpus").toInt())
+                              .arg(host.value("cpu_percent").toDouble(), 0, 'f', 0)
+                              .arg(host.value("memory_used_mb").toDouble() / 1024, 0, 'f', 1)
+                              .arg(host.value("memory_total_mb").toDouble() / 1024, 0, 'f', 1)
+                              .arg(gpus)
+                              .arg(prices.value("base_per_hour").toDouble(), 0, 'f', 2)
+                              .arg(prices.value("gpu_per_hour").toDouble(), 0, 'f', 2);
+        }
+        QMetaObject::invokeMethod(self, [self, paragraphs] {
+            if (self)
+                self->resources_->setText(paragraphs.join("<br><br>"));
         }, Qt::QueuedConnection);
     });
 }

@@ -20,7 +20,10 @@ namespace traindeck {
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
+    // The first backend (the local worker); more join through addBackend().
     MainWindow(const QString& catalog_path, JobSync& sync, Backend& backend, QWidget* parent = nullptr);
+    void addBackend(const QString& name, JobSync& sync, Backend& backend);
+    QStringList backendNames() const;
 
     // The demo jobs of the toolbar: built-in specs on Fashion-MNIST.
     void submitDemo(const QString& model);
@@ -31,18 +34,28 @@ public:
     QTableView& table() { return *table_; }
     void selectRow(int row);
 
+signals:
+    // The user asked to add a remote worker (the app wires this to its BackendManager).
+    void addRemoteWorkerRequested();
+
 public slots:
     void refresh();
     void addAlert(const QString& message);
 
 private:
     void cancelSelected();
+    void connectSync(JobSync& sync);
     void cloneSelected();
     void resumeSelected();
     void updateResources();
 
-    JobSync& sync_;
-    Backend& backend_;
+    struct Entry {
+        QString name;
+        JobSync* sync;
+        Backend* backend;
+    };
+    const Entry* entryFor(const QString& backend_name) const;
+    QList<Entry> backends_;
     JobTableModel* jobs_;
     QSortFilterProxyModel* proxy_;
     QTableView* table_;

@@ -119,7 +119,10 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     kind_->addTab(builtin, tr("Built-in trainer"));
     kind_->addTab(command, tr("Command"));
 
+    backend_ = new QComboBox;
+    backend_->addItem(QStringLiteral("local"));
     auto* policy = new QFormLayout;
+    policy->addRow(tr("Run on"), backend_);
     cpus_ = new QSpinBox;
     cpus_->setRange(1, 1024);
     cpus_->setValue(2);
@@ -177,6 +180,15 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     test_file_->setEnabled(false);
     validate();
 }
+
+void NewJobDialog::setBackends(const QStringList& names, const QString& current) {
+    backend_->clear();
+    backend_->addItems(names);
+    if (!current.isEmpty() && names.contains(current))
+        backend_->setCurrentText(current);
+}
+
+QString NewJobDialog::backendName() const { return backend_->currentText(); }
 
 QString NewJobDialog::jobName() const {
     if (!name_->text().trimmed().isEmpty())

@@ -24,6 +24,9 @@ public:
 
     // Starts from an existing request (clone and edit).
     void load(const QJsonObject& request);
+    // Where the job may run; the first (or `current`) is chosen.
+    void setBackends(const QStringList& names, const QString& current = {});
+    QString backendName() const;
     QJsonObject request() const;
     QString jobName() const;
     // Empty when the form is valid; otherwise what to fix.
@@ -33,6 +36,7 @@ private:
     void validate();
 
     QTabWidget* kind_;
+    QComboBox* backend_;
     QLineEdit* name_;
     // built-in
     QComboBox* model_;

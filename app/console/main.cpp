@@ -1,5 +1,6 @@
 // traindeck: the console. Opens the catalog, loads the backend plugins, attaches to (or starts) the local worker,
 // and shows the main window. On a first start it submits the Fashion-MNIST demo job so there is something to watch.
+#include "backendmanager.h"
 #include "catalog.h"
 #include "jobsync.h"
 #include "mainwindow.h"
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     if (qEnvironmentVariableIsSet("TRAINDECK_PLUGIN_DIR"))
         plugin_dirs.prepend(qEnvironmentVariable("TRAINDECK_PLUGIN_DIR"));
     BackendFactory* local_factory = nullptr;
+    BackendFactory* worker_factory = nullptr;
     QStringList tried;
     for (const QString& dir : plugin_dirs) {
         for (const QString& file : QDir(dir).entryList({"*.so"}, QDir::Files)) {
@@ -57,6 +59,8 @@ int main(int argc, char** argv) {
             }
             if (factory->kind() == "local" && !local_factory)
                 local_factory = factory;
+            if (factory->kind() == "worker" && !worker_factory)
+                worker_factory = factory;
         }
     }
     if (!local_factory) {
@@ -76,6 +80,8 @@ int main(int argc, char** argv) {
     JobSync sync(catalog, writer, *backend, "local");
     MainWindow window(catalog_path, sync, *backend);
     sync.resumeWatching();
+    BackendManager remotes(catalog, writer, worker_factory, window);
+    remotes.restore();
     window.show();
     if (!parser.isSet(no_demo_option) && window.jobs().totalJobs() == 0)
         window.submitDemo("mlp");

@@ -279,3 +279,19 @@ TEST(Catalog, AlertsForNanFailureBudgetAndIdle) {
     ASSERT_TRUE(count.step());
     EXPECT_EQ(count.integer(0), 3);
 }
+
+TEST(Catalog, BackendsKeepAddressAndPinButNoToken) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    catalog.add_backend({"gpu-box", "worker", "https://gpu-box:7878", "sha256//abc="});
+    catalog.add_backend({"gpu-box", "worker", "https://gpu-box:7979", "sha256//def="}); // re-added: updated, not doubled
+    const auto rows = catalog.backends();
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].url, "https://gpu-box:7979");
+    EXPECT_EQ(rows[0].pinned_public_key, "sha256//def=");
+    // No column of the table holds a token.
+    Statement info = catalog.db().prepare("SELECT name FROM pragma_table_info('backends')");
+    while (info.step())
+        EXPECT_EQ(info.text(0).find("token"), std::string::npos) << info.text(0);
+}

@@ -8,6 +8,7 @@
 #include "tokenstore.h"
 
 #include <QDir>
+#include <QFileInfo>
 #include <QElapsedTimer>
 #include <QTimer>
 #include <QJsonDocument>
@@ -101,6 +102,7 @@ int row_of(MainWindow& window, const QString& name) {
 class ConsoleTest : public QObject {
     Q_OBJECT
 private slots:
+    void jobsRunOnTheBackendChosenInTheDialog();
     void windowStaysResponsiveWhileTwentyJobsStream();
     void newJobDialogSplitsCommandsAndRoundTrips();
     void gpuTelemetryIsChartedBesideTheCpu();
@@ -162,6 +164,52 @@ void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
     csv["builtin"] = QJsonObject{{"model", "mlp"}, {"data", QJsonObject{{"format", "csv"}, {"train_csv", "/no/such.csv"}}}};
     dialog.load(csv);
     QVERIFY(dialog.problem().contains("training CSV"));
+}
+
+void ConsoleTest::jobsRunOnTheBackendChosenInTheDialog() {
+    if (!QFile::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+        QSKIP("dataset-fashion-mnist is not installed");
+    QTemporaryDir temp;
+    const QString dir = temp.path();
+    if (QProcess::execute("openssl", {"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=gpu-box",
+                                      "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"}) != 0)
+        QSKIP("the openssl command is not available to make a test certificate");
+    WorkerReaper local_reaper{dir + "/local"}, remote_reaper{dir + "/remote"};
+    QProcess remote;
+    remote.start(TRAINDECK_WORKER_BINARY, {"--listen", "127.0.0.1:0", "--state-dir", dir + "/remote", "--tls-cert",
+                                           dir + "/cert.pem", "--tls-key", dir + "/key.pem"});
+    QVERIFY(remote.waitForStarted());
+    QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(dir + "/remote/port"), 10000);
+    QFile port_file(dir + "/remote/port"), token_file(dir + "/remote/token");
+    QVERIFY(port_file.open(QIODevice::ReadOnly) && token_file.open(QIODevice::ReadOnly));
+    Console console;
+    QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
+    QPluginLoader loader(QStringLiteral(TRAINDECK_PLUGIN_DIR "/libtraindeck_backend_worker.so"));
+    auto* factory = qobject_cast<BackendFactory*>(loader.instance());
+    QVERIFY(factory);
+    std::unique_ptr<Backend> gpu_box(factory->create(nullptr));
+    QString error;
+    QVERIFY2(gpu_box->open({{"url", "https://127.0.0.1:" + QString::fromUtf8(port_file.readAll()).trimmed()},
+                            {"token", QString::fromUtf8(token_file.readAll()).trimmed()}}, &error), qPrintable(error));
+    JobSync remote_sync(console.catalog, *console.writer, *gpu_box, "gpu-box");
+    MainWindow& window = *console.window;
+    window.addBackend("gpu-box", remote_sync, *gpu_box);
+    QCOMPARE(window.backendNames(), QStringList({"local", "gpu-box"}));
+
+    NewJobDialog dialog(&window);
+    dialog.setBackends(window.backendNames());
+    dialog.load(small_job("remote job", 2000, 1));
+    dialog.setBackends(window.backendNames(), "gpu-box");
+    window.submitDialog(dialog);
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "remote job") >= 0, 15000);
+    const int row = row_of(window, "remote job");
+    QCOMPARE(window.jobs().data(window.jobs().index(row, JobTableModel::Backend), Qt::DisplayRole).toString(), QString("gpu-box"));
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "remote job")), QString("succeeded"), 60000);
+    // It ran on the remote worker: its job folder is there, not in the local worker's.
+    QVERIFY(QFileInfo::exists(dir + "/remote/jobs/1/spec.json"));
+    QVERIFY(!QFileInfo::exists(dir + "/local/jobs/1/spec.json"));
+    remote.terminate();
+    QVERIFY(remote.waitForFinished(10000));
 }
 
 void ConsoleTest::windowStaysResponsiveWhileTwentyJobsStream() {
