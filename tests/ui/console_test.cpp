@@ -86,6 +86,33 @@ struct WorkerReaper {
     }
 };
 
+// A traindeck-worker serving HTTPS with a fresh self-signed certificate, as a remote GPU box would.
+struct TlsWorker {
+    QProcess process;
+    QString url, token;
+    bool start(const QString& dir) {
+        if (QProcess::execute("openssl", {"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=gpu-box",
+                                          "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"}) != 0)
+            return false;
+        process.start(TRAINDECK_WORKER_BINARY, {"--listen", "127.0.0.1:0", "--state-dir", dir + "/remote", "--tls-cert",
+                                                dir + "/cert.pem", "--tls-key", dir + "/key.pem"});
+        if (!process.waitForStarted())
+            return false;
+        for (int i = 0; i < 200 && !QFile::exists(dir + "/remote/port"); ++i)
+            QTest::qWait(50);
+        QFile port_file(dir + "/remote/port"), token_file(dir + "/remote/token");
+        if (!port_file.open(QIODevice::ReadOnly) || !token_file.open(QIODevice::ReadOnly))
+            return false;
+        url = "https://127.0.0.1:" + QString::fromUtf8(port_file.readAll()).trimmed();
+        token = QString::fromUtf8(token_file.readAll()).trimmed();
+        return true;
+    }
+    ~TlsWorker() {
+        process.terminate();
+        process.waitForFinished(10000);
+    }
+};
+
 QString state_of(MainWindow& window, int row) {
     return window.jobs().data(window.jobs().index(row, JobTableModel::State), Qt::DisplayRole).toString();
 }
@@ -171,17 +198,10 @@ void ConsoleTest::jobsRunOnTheBackendChosenInTheDialog() {
         QSKIP("dataset-fashion-mnist is not installed");
     QTemporaryDir temp;
     const QString dir = temp.path();
-    if (QProcess::execute("openssl", {"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=gpu-box",
-                                      "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"}) != 0)
-        QSKIP("the openssl command is not available to make a test certificate");
     WorkerReaper local_reaper{dir + "/local"}, remote_reaper{dir + "/remote"};
-    QProcess remote;
-    remote.start(TRAINDECK_WORKER_BINARY, {"--listen", "127.0.0.1:0", "--state-dir", dir + "/remote", "--tls-cert",
-                                           dir + "/cert.pem", "--tls-key", dir + "/key.pem"});
-    QVERIFY(remote.waitForStarted());
-    QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(dir + "/remote/port"), 10000);
-    QFile port_file(dir + "/remote/port"), token_file(dir + "/remote/token");
-    QVERIFY(port_file.open(QIODevice::ReadOnly) && token_file.open(QIODevice::ReadOnly));
+    TlsWorker remote;
+    if (!remote.start(dir))
+        QSKIP("could not start a TLS worker (is the openssl command installed?)");
     Console console;
     QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
     QPluginLoader loader(QStringLiteral(TRAINDECK_PLUGIN_DIR "/libtraindeck_backend_worker.so"));
@@ -189,8 +209,7 @@ void ConsoleTest::jobsRunOnTheBackendChosenInTheDialog() {
     QVERIFY(factory);
     std::unique_ptr<Backend> gpu_box(factory->create(nullptr));
     QString error;
-    QVERIFY2(gpu_box->open({{"url", "https://127.0.0.1:" + QString::fromUtf8(port_file.readAll()).trimmed()},
-                            {"token", QString::fromUtf8(token_file.readAll()).trimmed()}}, &error), qPrintable(error));
+    QVERIFY2(gpu_box->open({{"url", remote.url}, {"token", remote.token}}, &error), qPrintable(error));
     JobSync remote_sync(console.catalog, *console.writer, *gpu_box, "gpu-box");
     MainWindow& window = *console.window;
     window.addBackend("gpu-box", remote_sync, *gpu_box);
@@ -208,8 +227,6 @@ void ConsoleTest::jobsRunOnTheBackendChosenInTheDialog() {
     // It ran on the remote worker: its job folder is there, not in the local worker's.
     QVERIFY(QFileInfo::exists(dir + "/remote/jobs/1/spec.json"));
     QVERIFY(!QFileInfo::exists(dir + "/local/jobs/1/spec.json"));
-    remote.terminate();
-    QVERIFY(remote.waitForFinished(10000));
 }
 
 void ConsoleTest::windowStaysResponsiveWhileTwentyJobsStream() {
@@ -296,18 +313,10 @@ void ConsoleTest::tokensGoToTheKeyringOrNowhere() {
 void ConsoleTest::remoteWorkerPinsItsKeyOnFirstUse() {
     QTemporaryDir temp;
     const QString dir = temp.path();
-    if (QProcess::execute("openssl", {"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=gpu-box",
-                                      "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"}) != 0)
-        QSKIP("the openssl command is not available to make a test certificate");
-    QProcess worker;
-    worker.start(TRAINDECK_WORKER_BINARY, {"--listen", "127.0.0.1:0", "--state-dir", dir + "/state", "--tls-cert",
-                                           dir + "/cert.pem", "--tls-key", dir + "/key.pem"});
-    QVERIFY(worker.waitForStarted());
-    QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(dir + "/state/port"), 10000);
-    QFile port_file(dir + "/state/port"), token_file(dir + "/state/token");
-    QVERIFY(port_file.open(QIODevice::ReadOnly) && token_file.open(QIODevice::ReadOnly));
-    const QString url = "https://127.0.0.1:" + QString::fromUtf8(port_file.readAll()).trimmed();
-    const QString token = QString::fromUtf8(token_file.readAll()).trimmed();
+    TlsWorker worker;
+    if (!worker.start(dir))
+        QSKIP("could not start a TLS worker (is the openssl command installed?)");
+    const QString url = worker.url, token = worker.token;
 
     QPluginLoader loader(QStringLiteral(TRAINDECK_PLUGIN_DIR "/libtraindeck_backend_worker.so"));
     auto* factory = qobject_cast<BackendFactory*>(loader.instance());
@@ -332,8 +341,6 @@ void ConsoleTest::remoteWorkerPinsItsKeyOnFirstUse() {
     std::unique_ptr<Backend> plain(factory->create(nullptr));
     QVERIFY(!plain->open({{"url", "http://127.0.0.1:1"}, {"token", token}}, &error));
     QVERIFY(error.contains("https://"));
-    worker.terminate();
-    QVERIFY(worker.waitForFinished(10000));
 }
 
 void ConsoleTest::submitWatchCancelAndRestart() {
