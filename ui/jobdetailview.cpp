@@ -340,6 +340,7 @@ void JobDetailView::refresh() {
         spend_high = std::max(spend_high, p.y());
     // The budget as a dashed line: spend runs up to it, and the job stops (checkpoint first) where they meet.
     const double budget = reader_.jobBudget(job_);
+    budget_->setVisible(budget > 0); // no legend entry for an uncapped job
     if (budget > 0) {
         budget_->replace(QVector<QPointF>{{0, budget}, {time_end, budget}});
         spend_high = std::max(spend_high, budget);

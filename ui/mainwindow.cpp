@@ -54,9 +54,14 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     filter_->setClearButtonEnabled(true);
     connect(filter_, &QLineEdit::textChanged, proxy_, &QSortFilterProxyModel::setFilterFixedString);
 
-    resources_ = new QLabel;
-    resources_->setWordWrap(true);
-    resources_->setTextFormat(Qt::RichText);
+    backends_model_ = new BackendTableModel(this);
+    backends_view_ = new QTableView;
+    backends_view_->setModel(backends_model_);
+    backends_view_->verticalHeader()->hide();
+    backends_view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    backends_view_->horizontalHeader()->setStretchLastSection(true);
+    backends_view_->setSelectionMode(QAbstractItemView::NoSelection);
+    backends_view_->setMaximumHeight(110);
     alerts_ = new QListWidget;
     alerts_->setMaximumHeight(110);
 
@@ -66,7 +71,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     left_layout->addWidget(filter_);
     left_layout->addWidget(table_, 1);
     left_layout->addWidget(new QLabel(tr("<b>Backends</b>")));
-    left_layout->addWidget(resources_);
+    left_layout->addWidget(backends_view_);
     left_layout->addWidget(new QLabel(tr("<b>Alerts</b>")));
     left_layout->addWidget(alerts_);
 
@@ -245,52 +250,21 @@ void MainWindow::cloneSelected() {
 }
 
 void MainWindow::updateResources() {
-    // One paragraph per backend, fetched off the GUI thread; the panel is redrawn when all have answered.
+    // Each backend's /v1/resources, fetched off the GUI thread, lands in the backends model.
     QPointer<MainWindow> self(this);
-    QList<QPair<QString, Backend*>> backends;
-    for (const Entry& e : backends_)
-        backends.push_back({e.name, e.backend});
-    QtConcurrent::run([self, backends] {
-        QStringList paragraphs;
-        for (const auto& [name, backend] : backends) {
+    for (const Entry& e : backends_) {
+        Backend* backend = e.backend;
+        const QString name = e.name;
+        QtConcurrent::run([self, backend, name] {
             QString error;
             const QJsonObject r = backend->resources(&error);
-            if (!error.isEmpty()) {
-                paragraphs << tr("<b>%1</b> — %2: <span style='color:#b3261e'>%3</span>").arg(name, backend->describe(), error);
-                continue;
-            }
-            const QJsonObject host = r.value("host").toObject();
-            const QJsonObject prices = r.value("prices").toObject();
-            QString gpus = r.value("gpu_status").toString();
-            if (!r.value("gpus").toArray().isEmpty()) {
-                QStringList cards;
-                for (const auto& g : r.value("gpus").toArray()) {
-                    const QJsonObject gpu = g.toObject();
-                    cards << tr("#%1 %2: %3 %, %4/%5 GB")
-                                 .arg(gpu.value("index").toInt())
-                                 .arg(gpu.value("name").toString())
-                                 .arg(gpu.value("utilization").toDouble(), 0, 'f', 0)
-                                 .arg(gpu.value("memory_used_mb").toDouble() / 1024, 0, 'f', 1)
-                                 .arg(gpu.value("memory_total_mb").toDouble() / 1024, 0, 'f', 0);
-                }
-                gpus = cards.join("; ");
-            }
-            paragraphs << tr("<b>%1</b> — %2<br>%3 CPUs, CPU load %4 %, memory %5 / %6 GB<br>GPUs: %7<br>"
-                             "price: $%8/h base, $%9/h per GPU")
-                              .arg(name, backend->describe())
-                              .arg(r.value("cpus").toInt())
-                              .arg(host.value("cpu_percent").toDouble(), 0, 'f', 0)
-                              .arg(host.value("memory_used_mb").toDouble() / 1024, 0, 'f', 1)
-                              .arg(host.value("memory_total_mb").toDouble() / 1024, 0, 'f', 1)
-                              .arg(gpus)
-                              .arg(prices.value("base_per_hour").toDouble(), 0, 'f', 2)
-                              .arg(prices.value("gpu_per_hour").toDouble(), 0, 'f', 2);
-        }
-        QMetaObject::invokeMethod(self, [self, paragraphs] {
-            if (self)
-                self->resources_->setText(paragraphs.join("<br><br>"));
-        }, Qt::QueuedConnection);
-    });
+            const QString address = backend->describe();
+            QMetaObject::invokeMethod(self, [self, name, address, r, error] {
+                if (self)
+                    self->backends_model_->update(name, address, r, error);
+            }, Qt::QueuedConnection);
+        });
+    }
 }
 
 } // namespace traindeck

@@ -1,6 +1,7 @@
 #pragma once
 // The console's main window: jobs table (sortable, filterable), the selected job's live curves, the backend's
 // resources and the alerts. It reads models and calls the backend through JobSync; no SQL, no HTTP here.
+#include "backendtablemodel.h"
 #include "jobdetailview.h"
 #include "jobsync.h"
 #include "jobtablemodel.h"
@@ -30,6 +31,7 @@ public:
     // What the New job… dialog's Submit does.
     void submitDialog(const class NewJobDialog& dialog);
     JobTableModel& jobs() { return *jobs_; }
+    BackendTableModel& backendsModel() { return *backends_model_; }
     JobDetailView& detail() { return *detail_; }
     QTableView& table() { return *table_; }
     void selectRow(int row);
@@ -62,7 +64,8 @@ private:
     QLineEdit* filter_;
     JobDetailView* detail_;
     CatalogReader reader_;
-    QLabel* resources_;
+    BackendTableModel* backends_model_;
+    QTableView* backends_view_;
     QListWidget* alerts_;
     QTimer* refresh_timer_;
     QSystemTrayIcon* tray_ = nullptr;

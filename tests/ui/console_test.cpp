@@ -214,6 +214,12 @@ void ConsoleTest::jobsRunOnTheBackendChosenInTheDialog() {
     MainWindow& window = *console.window;
     window.addBackend("gpu-box", remote_sync, *gpu_box);
     QCOMPARE(window.backendNames(), QStringList({"local", "gpu-box"}));
+    // The backends panel lists both workers with what they report.
+    QTRY_COMPARE_WITH_TIMEOUT(window.backendsModel().rowCount(), 2, 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(window.backendsModel().data(window.backendsModel().index(1, BackendTableModel::Cpus),
+                                                         Qt::DisplayRole).toInt() > 0, 10000);
+    QCOMPARE(window.backendsModel().data(window.backendsModel().index(1, BackendTableModel::Name), Qt::DisplayRole).toString(),
+             QString("gpu-box"));
 
     NewJobDialog dialog(&window);
     dialog.setBackends(window.backendNames());
