@@ -20,6 +20,8 @@ packages=(
   python3 python3-torch python3-numpy
   # GUI tests and screenshots
   xvfb xauth imagemagick
+  # tests: certificates for the TLS tests, pkill to reap the workers a test started
+  openssl procps
 )
 
 as_root() {
