@@ -62,14 +62,13 @@ void SeriesStore::store(int64_t series, const Chunk& chunk) {
         min = std::min(min, p.value);
         max = std::max(max, p.value);
     }
-    static thread_local Statement upsert, upsert_data;
-    static thread_local sqlite3* prepared_for = nullptr;
-    if (prepared_for != db_.handle()) {
-        upsert = db_.prepare("INSERT OR REPLACE INTO metric_chunks(series, chunk, first_step, last_step, count, min, max, "
-                             "last) VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
-        upsert_data = db_.prepare("INSERT OR REPLACE INTO metric_chunk_data(series, chunk, data) VALUES(?, ?, ?)");
-        prepared_for = db_.handle();
+    if (!upsert_.prepared()) {
+        upsert_ = db_.prepare("INSERT OR REPLACE INTO metric_chunks(series, chunk, first_step, last_step, count, min, max, "
+                              "last) VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
+        upsert_data_ = db_.prepare("INSERT OR REPLACE INTO metric_chunk_data(series, chunk, data) VALUES(?, ?, ?)");
     }
+    Statement& upsert = upsert_;
+    Statement& upsert_data = upsert_data_;
     upsert.reset();
     upsert.bind(1, series).bind(2, chunk.index).bind(3, chunk.points.front().step).bind(4, chunk.points.back().step);
     upsert.bind(5, static_cast<int64_t>(chunk.points.size())).bind(6, min).bind(7, max).bind(8, chunk.points.back().value);

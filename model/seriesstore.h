@@ -51,6 +51,7 @@ private:
 
     Database& db_;
     std::map<int64_t, Chunk> open_; // the last chunk of each series, as stored
+    Statement upsert_, upsert_data_; // prepared on first use, finalized with the store
 };
 
 } // namespace traindeck

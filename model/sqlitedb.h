@@ -30,6 +30,7 @@ public:
     // Returns true while there is a row; throws std::runtime_error on an error (caught at the thread's edge).
     bool step();
     void reset();
+    bool prepared() const { return stmt_ != nullptr; }
 
     int64_t integer(int column) const;
     double real(int column) const;

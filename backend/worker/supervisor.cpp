@@ -364,12 +364,9 @@ void Supervisor::tick(bool meter_now) {
 }
 
 void Supervisor::add_event(Job& job, const char* type, std::string_view data) {
-    static thread_local Statement insert;
-    static thread_local sqlite3* prepared_for = nullptr;
-    if (prepared_for != db_.handle()) {
-        insert = db_.prepare("INSERT INTO events(job, seq, time, type, data) VALUES(?, ?, ?, ?, ?)");
-        prepared_for = db_.handle();
-    }
+    if (!insert_event_.prepared())
+        insert_event_ = db_.prepare("INSERT INTO events(job, seq, time, type, data) VALUES(?, ?, ?, ?, ?)");
+    Statement& insert = insert_event_;
     insert.reset();
     // Static binds: data stays valid until step() has copied it into the page.
     insert.bind(1, job.id).bind(2, job.next_seq).bind(3, wall_now()).bind_static(4, type).bind_static(5, data);
@@ -388,15 +385,12 @@ void Supervisor::add_state_event(Job& job) {
 }
 
 void Supervisor::save_job(Job& job) {
-    static thread_local Statement update;
-    static thread_local sqlite3* prepared_for = nullptr;
-    if (prepared_for != db_.handle()) {
-        update = db_.prepare(
+    if (!update_job_.prepared())
+        update_job_ = db_.prepare(
             "UPDATE jobs SET state=?, reason=?, restarts=?, next_seq=?, metrics_offset=?, stdout_offset=?, "
             "stderr_offset=?, shim_pid=?, pid=?, gpus=?, spend=?, run_seconds=?, warnings=?, exit_code=?, started=?, "
             "finished=? WHERE id=?");
-        prepared_for = db_.handle();
-    }
+    Statement& update = update_job_;
     update.reset();
     update.bind(1, job.state).bind(2, job.reason).bind(3, int64_t(job.restarts)).bind(4, job.next_seq);
     update.bind(5, job.offsets[0]).bind(6, job.offsets[1]).bind(7, job.offsets[2]);

@@ -80,6 +80,8 @@ private:
     WorkerConfig config_;
     EventBoard& board_;
     Database db_;
+    // The two statements of the ingest path, prepared once (after db_, so they are finalized before it closes).
+    Statement insert_event_, update_job_;
     Telemetry telemetry_;
     std::map<int64_t, Job*> jobs_; // non-terminal jobs
     std::vector<bool> gpu_busy_;
