@@ -57,8 +57,18 @@ HttpResponse WorkerClient::post(const std::string& path, const std::string& body
     return perform("POST", path, &body, timeout_ms);
 }
 
+HttpResponse WorkerClient::put(const std::string& path, const std::string& body, const char* content_type, long timeout_ms) {
+    return perform("PUT", path, &body, timeout_ms, content_type);
+}
+
+std::unique_ptr<WorkerClient> WorkerClient::fork() const {
+    auto client = std::make_unique<WorkerClient>(base_url_, token_);
+    client->set_tls(pinned_, ca_file_, verify_host_);
+    return client;
+}
+
 HttpResponse WorkerClient::perform(const std::string& method, const std::string& path, const std::string* body,
-                                   long timeout_ms) {
+                                   long timeout_ms, const char* content_type) {
     HttpResponse response;
     CURL* curl = static_cast<CURL*>(curl_);
     if (!curl) {
@@ -78,8 +88,12 @@ HttpResponse WorkerClient::perform(const std::string& method, const std::string&
     const std::string authorization = "Authorization: Bearer " + token_;
     headers = curl_slist_append(headers, authorization.c_str());
     if (body) {
-        headers = curl_slist_append(headers, "Content-Type: application/json");
+        headers = curl_slist_append(headers, (std::string("Content-Type: ") + content_type).c_str());
+        // No "Expect: 100-continue" round trip before large bodies.
+        headers = curl_slist_append(headers, "Expect:");
         curl_easy_setopt(curl, CURLOPT_POST, 1L);
+        if (method != "POST")
+            curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body->data());
         curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
     } else if (method != "GET") {

@@ -3,6 +3,7 @@
 // benchmarks. One WorkerClient per thread; it keeps its connection alive between calls.
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <string>
 
 namespace traindeck::client {
@@ -32,14 +33,19 @@ public:
     // ("sha256//BASE64", the form set_tls takes) for the caller to show, store and use from then on.
     std::string fetch_public_key_pin(std::string& error);
 
+    // A new client with the same address, token and TLS settings (one per thread).
+    std::unique_ptr<WorkerClient> fork() const;
+
     HttpResponse get(const std::string& path, long timeout_ms = 10000);
+    HttpResponse put(const std::string& path, const std::string& body, const char* content_type, long timeout_ms = 60000);
     HttpResponse post(const std::string& path, const std::string& body, long timeout_ms = 10000);
     HttpResponse post(const std::string& path, const nlohmann::json& body, long timeout_ms = 10000) {
         return post(path, body.dump(), timeout_ms);
     }
 
 private:
-    HttpResponse perform(const std::string& method, const std::string& path, const std::string* body, long timeout_ms);
+    HttpResponse perform(const std::string& method, const std::string& path, const std::string* body, long timeout_ms,
+                         const char* content_type = "application/json");
 
     std::string base_url_, token_, pinned_, ca_file_;
     bool verify_host_ = true;

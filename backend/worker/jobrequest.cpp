@@ -14,6 +14,8 @@ json JobRequest::to_json() const {
                 {"priority", priority},
                 {"budget", budget},
                 {"max_restarts", max_restarts}};
+    if (!dataset.empty())
+        out["dataset"] = dataset;
     if (builtin.is_null()) {
         out["argv"] = argv;
         out["shell"] = shell;
@@ -59,14 +61,18 @@ bool parse_job_request(const json& body, JobRequest& r, std::string& error) {
         return false;
     }
     if (!check_keys(body, {"name", "builtin", "argv", "shell", "cwd", "env", "resources", "priority", "budget",
-                           "max_restarts"},
+                           "max_restarts", "dataset"},
                     "", error))
         return false;
     if (!read(body, "name", r.name, error) || !read(body, "argv", r.argv, error) || !read(body, "shell", r.shell, error) ||
         !read(body, "cwd", r.cwd, error) || !read(body, "env", r.env, error) ||
         !read(body, "priority", r.priority, error) || !read(body, "budget", r.budget, error) ||
-        !read(body, "max_restarts", r.max_restarts, error))
+        !read(body, "max_restarts", r.max_restarts, error) || !read(body, "dataset", r.dataset, error))
         return false;
+    if (!r.dataset.empty() && (r.dataset.size() != 64 || r.dataset.find_first_not_of("0123456789abcdef") != std::string::npos)) {
+        error = "\"dataset\" must be a dataset version: 64 lower-case hex digits";
+        return false;
+    }
     if (body.contains("builtin"))
         r.builtin = body["builtin"];
     if (body.contains("resources")) {

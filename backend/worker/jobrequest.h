@@ -26,6 +26,7 @@ struct JobRequest {
     int priority = 0;
     double budget = 0.0; // money units; 0 = no cap
     int max_restarts = 0;
+    std::string dataset; // a dataset version (64 hex) in the worker's store; its folder is TRAINDECK_DATASET_DIR
 
     nlohmann::json to_json() const;
 };

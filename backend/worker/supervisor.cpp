@@ -125,6 +125,8 @@ std::string Supervisor::start() {
         return config_.state_dir + ": cannot create the worker's state folder: " + ec.message();
     if (auto error = db_.open(database_path(), false); !error.empty())
         return error;
+    if (std::string error; !store_.open(config_.state_dir + "/store", error))
+        return error;
     try {
         db_.exec(R"(
             CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -417,6 +419,11 @@ Supervisor::Result Supervisor::submit(const JobRequest& request) {
                                                         std::to_string(config_.memory_mb) + " MB); it could never run"}}});
                 return;
             }
+            if (!request.dataset.empty() && store_.dataset_path(request.dataset).empty()) {
+                promise->set_value({409, {{"error", "dataset version " + request.dataset.substr(0, 12) +
+                                                        "… is not on this worker; upload it first"}}});
+                return;
+            }
             auto* job = new Job;
             job->request = request;
             job->submitted = wall_now();
@@ -584,7 +591,8 @@ void Supervisor::start_job(Job& job) {
     env["CUDA_VISIBLE_DEVICES"] = visible;
     env["TRAINDECK_METRICS_FD"] = "3";
     env["TRAINDECK_CHECKPOINT_DIR"] = dir + "/checkpoints";
-    env["TRAINDECK_DATASET_DIR"] = dir + "/data";
+    // A job's dataset is its version's read-only folder in the store; jobs without one get an empty folder.
+    env["TRAINDECK_DATASET_DIR"] = job.request.dataset.empty() ? dir + "/data" : store_.dataset_path(job.request.dataset);
     env["TRAINDECK_JOB_ID"] = std::to_string(job.id);
     env["TRAINDECK_RESUME"] = resume ? "1" : "0";
     env["WORLD_SIZE"] = "1";

@@ -3,6 +3,7 @@
 // turns their output into numbered events, schedules the queue onto resource slots (with priorities and
 // preemption), retries failures from their checkpoints, and meters spend. HTTP threads talk to it through
 // submit()/cancel() and read what it committed through their own read-only connections.
+#include "contentstore.h"
 #include "jobrequest.h"
 #include "sqlitedb.h"
 #include "telemetry.h"
@@ -56,6 +57,7 @@ public:
     const WorkerConfig& config() const { return config_; }
     std::string database_path() const { return config_.state_dir + "/worker.db"; }
     nlohmann::json resources();
+    dataset::ContentStore& store() { return store_; }
 
 private:
     struct Job;
@@ -83,6 +85,7 @@ private:
     // The two statements of the ingest path, prepared once (after db_, so they are finalized before it closes).
     Statement insert_event_, update_job_;
     Telemetry telemetry_;
+    dataset::ContentStore store_;
     std::map<int64_t, Job*> jobs_; // non-terminal jobs
     std::vector<bool> gpu_busy_;
     std::mutex commands_mutex_;

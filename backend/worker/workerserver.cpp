@@ -7,7 +7,10 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <charconv>
+#include <filesystem>
+#include <regex>
 #include <fstream>
 #include <sstream>
 
@@ -47,6 +50,17 @@ json job_json(const Statement& row) {
                 {"warnings", row.integer(12)},  {"exit_code", row.integer(13)}, {"submitted", row.real(14)},
                 {"started", row.real(15)},      {"finished", row.real(16)}};
     return job;
+}
+
+constexpr int64_t kManifestMaxBytes = 64 << 20;
+
+const std::regex kCheckpointName(R"(ckpt-\d{10}\.tdck)");
+
+bool too_large(const httplib::Request& req, httplib::Response& res, int64_t limit) {
+    if (static_cast<int64_t>(req.body.size()) <= limit)
+        return false;
+    error_reply(res, 413, "request body too large (at most " + std::to_string(limit) + " bytes here)");
+    return true;
 }
 
 constexpr const char* kJobColumns = "SELECT id, name, request, state, reason, priority, restarts, next_seq, pid, gpus, spend, "
@@ -109,7 +123,9 @@ std::string WorkerServer::bind(const std::string& host, int port, const std::str
     }
     // Long-polling readers each hold a thread while they wait: give the pool room for many.
     server_->new_task_queue = [] { return new httplib::ThreadPool(96); };
-    server_->set_payload_max_length(static_cast<size_t>(supervisor_.config().max_body_bytes));
+    // Chunks and manifests are larger than any JSON request: the transport allows the largest, each endpoint
+    // checks its own limit (jobs: max_body_bytes).
+    server_->set_payload_max_length(static_cast<size_t>(std::max<int64_t>(supervisor_.config().max_body_bytes, kManifestMaxBytes)));
     server_->set_keep_alive_max_count(100000);
     server_->set_read_timeout(30, 0);
     server_->set_write_timeout(30, 0);
@@ -168,6 +184,8 @@ void WorkerServer::routes() {
         reply(res, 200, supervisor_.resources());
     });
     s.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+        if (too_large(req, res, supervisor_.config().max_body_bytes))
+            return;
         const json body = json::parse(req.body, nullptr, false);
         if (body.is_discarded())
             return error_reply(res, 400, "the body is not valid JSON");
@@ -201,6 +219,33 @@ void WorkerServer::routes() {
         const Supervisor::Result result = supervisor_.cancel(std::stoll(req.matches[1]));
         reply(res, result.status, result.body);
     });
+    s.Get(R"(/v1/jobs/(\d+)/checkpoints)", [this](const httplib::Request& req, httplib::Response& res) {
+        const std::string dir = supervisor_.config().state_dir + "/jobs/" + std::string(req.matches[1]) + "/checkpoints";
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir, ec))
+            return error_reply(res, 404, "no job " + std::string(req.matches[1]) + " with checkpoints on this worker");
+        json list = json::array();
+        for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+            const std::string name = entry.path().filename().string();
+            if (std::regex_match(name, kCheckpointName))
+                list.push_back({{"name", name}, {"step", std::stoll(name.substr(5, 10))}, {"bytes", entry.file_size(ec)}});
+        }
+        std::sort(list.begin(), list.end(), [](const json& a, const json& b) { return a["step"] < b["step"]; });
+        reply(res, 200, {{"checkpoints", list}});
+    });
+    // A checkpoint's bytes (the trainer wrote it atomically, so a listed name is always a whole file).
+    s.Get(R"(/v1/jobs/(\d+)/checkpoints/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+        const std::string name = req.matches[2];
+        if (!std::regex_match(name, kCheckpointName))
+            return error_reply(res, 400, "checkpoint names look like ckpt-0000001234.tdck");
+        const std::string path = supervisor_.config().state_dir + "/jobs/" + std::string(req.matches[1]) + "/checkpoints/" + name;
+        std::ifstream in(path, std::ios::binary);
+        if (!in)
+            return error_reply(res, 404, "no checkpoint " + name + " (the trainer keeps only the newest few)");
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        res.status = 200;
+        res.set_content(std::move(bytes), "application/octet-stream");
+    });
     s.Post(R"(/v1/jobs/(\d+)/resume)", [this](const httplib::Request& req, httplib::Response& res) {
         const json body = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
         if (!body.is_object() || (body.contains("budget") && !body["budget"].is_number()))
@@ -211,6 +256,8 @@ void WorkerServer::routes() {
         const Supervisor::Result result = supervisor_.resume(std::stoll(req.matches[1]), body.value("budget", 0.0));
         reply(res, result.status, result.body);
     });
+    dataset_routes();
+
     // Events after a sequence number, oldest first. With wait_ms the call waits (long poll) until there is at
     // least one, or the job has ended. The reply says the last seq it carries ("next" asks after it).
     s.Get(R"(/v1/jobs/(\d+)/events)", [this](const httplib::Request& req, httplib::Response& res) {
@@ -260,6 +307,62 @@ void WorkerServer::routes() {
         body += "],\"next\":" + std::to_string(last) + ",\"state\":\"" + job_state + "\"}";
         res.status = 200;
         res.set_content(body, "application/json");
+    });
+}
+
+// The content-addressed dataset store: ask which chunks are missing, send those, then put the manifest, which
+// builds and verifies the version. Every step can be repeated, so an interrupted upload resumes by asking again.
+void WorkerServer::dataset_routes() {
+    httplib::Server& s = *server_;
+    dataset::ContentStore& store = supervisor_.store();
+    s.Post("/v1/chunks/missing", [&store](const httplib::Request& req, httplib::Response& res) {
+        if (too_large(req, res, kManifestMaxBytes))
+            return;
+        const json body = json::parse(req.body, nullptr, false);
+        if (!body.is_object() || !body.contains("chunks") || !body["chunks"].is_array())
+            return error_reply(res, 400, "the body must be {\"chunks\": [sha256, ...]}");
+        std::vector<std::string> hashes;
+        for (const json& hash : body["chunks"]) {
+            if (!hash.is_string() || !dataset::is_sha256_hex(hash.get<std::string>()))
+                return error_reply(res, 400, "chunk hashes are 64 lower-case hex digits");
+            hashes.push_back(hash);
+        }
+        reply(res, 200, {{"missing", store.missing_chunks(hashes)}});
+    });
+    s.Put(R"(/v1/chunks/([0-9a-f]{64}))", [&store](const httplib::Request& req, httplib::Response& res) {
+        std::string error;
+        const int status = store.put_chunk(req.matches[1], req.body, error);
+        if (status >= 300)
+            return error_reply(res, status, error);
+        reply(res, status, {{"stored", std::string(req.matches[1])}});
+    });
+    s.Put(R"(/v1/datasets/([0-9a-f]{64}))", [&store](const httplib::Request& req, httplib::Response& res) {
+        if (too_large(req, res, kManifestMaxBytes))
+            return;
+        const json body = json::parse(req.body, nullptr, false);
+        if (body.is_discarded())
+            return error_reply(res, 400, "the body is not valid JSON (a dataset manifest)");
+        dataset::Manifest manifest;
+        std::string error;
+        if (!dataset::Manifest::from_json(body, manifest, error))
+            return error_reply(res, 400, error);
+        if (manifest.version() != req.matches[1].str())
+            return error_reply(res, 400, "the manifest's version is " + manifest.version() + ", not the one in the URL");
+        std::vector<std::string> missing;
+        const int status = store.materialize(manifest, missing, error);
+        if (status == 409)
+            return reply(res, 409, {{"error", error}, {"missing", missing}});
+        if (status >= 300)
+            return error_reply(res, status, error);
+        reply(res, status, {{"version", manifest.version()}, {"files", manifest.files.size()}, {"bytes", manifest.bytes()}});
+    });
+    s.Get("/v1/datasets", [&store](const httplib::Request&, httplib::Response& res) {
+        reply(res, 200, {{"datasets", store.versions()}});
+    });
+    s.Get(R"(/v1/datasets/([0-9a-f]{64}))", [&store](const httplib::Request& req, httplib::Response& res) {
+        if (store.dataset_path(req.matches[1]).empty())
+            return error_reply(res, 404, "dataset version " + std::string(req.matches[1]) + " is not on this worker");
+        reply(res, 200, {{"version", std::string(req.matches[1])}, {"complete", true}});
     });
 }
 

@@ -25,6 +25,7 @@ public:
 
 private:
     void routes();
+    void dataset_routes();
 
     Supervisor& supervisor_;
     EventBoard& board_;

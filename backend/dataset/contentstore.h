@@ -1,0 +1,43 @@
+#pragma once
+// The worker's content-addressed dataset store:
+//   <dir>/chunks/<aa>/<sha256>     chunk bytes, named by their hash, verified on arrival, read-only
+//   <dir>/datasets/<version>/...   a dataset version's files, built from its chunks and verified file by file,
+//                                  then made read-only; jobs get this folder as TRAINDECK_DATASET_DIR
+//   <dir>/manifests/<version>.json the manifest it was built from
+// A version folder appears under its name only once complete (built in a temporary folder, then renamed), so
+// an interrupted upload leaves chunks to reuse and nothing half-visible.
+#include "manifest.h"
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace traindeck::dataset {
+
+class ContentStore {
+public:
+    bool open(const std::string& dir, std::string& error);
+    const std::string& dir() const { return dir_; }
+
+    bool has_chunk(const std::string& hash) const;
+    std::vector<std::string> missing_chunks(const std::vector<std::string>& hashes) const;
+    // Stores bytes under their hash. status: 201 stored, 200 already there, 400 bad hash or bytes that do not
+    // hash to it, 507 out of space.
+    int put_chunk(const std::string& hash, const std::string& bytes, std::string& error);
+
+    // Builds the version's folder from stored chunks. status: 201 built, 200 already there, 409 chunks missing
+    // (listed in `missing`), 422 a file that does not hash to the manifest (its chunks are dropped so the next
+    // upload sends them again), 507 out of space.
+    int materialize(const Manifest& manifest, std::vector<std::string>& missing, std::string& error);
+    // The folder of a complete version; "" when this store does not hold it.
+    std::string dataset_path(const std::string& version) const;
+    std::vector<std::string> versions() const;
+
+private:
+    std::string chunk_path(const std::string& hash) const;
+
+    std::string dir_;
+    std::mutex build_mutex_; // one build at a time; chunk writes need no lock (each is its own temp + rename)
+};
+
+} // namespace traindeck::dataset

@@ -1,0 +1,278 @@
+#include "inspect.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace traindeck::dataset {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string absolute_path(const std::string& root, const std::string& relative) {
+    return fs::is_regular_file(root) ? root : root + "/" + relative;
+}
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string lower(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text;
+}
+
+// IDX: big-endian magic (0, 0, type 0x08 = unsigned byte, dimension count), then one u32 per dimension, then data.
+struct IdxHeader {
+    std::vector<uint32_t> dims;
+    int64_t elements() const {
+        int64_t n = 1;
+        for (uint32_t d : dims)
+            n *= d;
+        return n;
+    }
+};
+
+// Keeps the bytes of the first `first_samples` samples in first_bytes.
+bool read_idx(const std::string& path, int expected_dims, IdxHeader& header, std::vector<uint8_t>* first_bytes,
+              size_t first_samples, std::string& error) {
+    gzFile file = gzopen(path.c_str(), "rb");
+    if (!file) {
+        error = path + ": cannot open";
+        return false;
+    }
+    unsigned char magic[4];
+    bool ok = gzread(file, magic, 4) == 4;
+    if (!ok || magic[0] != 0 || magic[1] != 0 || magic[2] != 0x08 || magic[3] != expected_dims) {
+        gzclose(file);
+        error = path + ": not an IDX file of unsigned bytes with " + std::to_string(expected_dims) +
+                " dimensions (corrupt header); replace it with an intact copy";
+        return false;
+    }
+    header.dims.assign(expected_dims, 0);
+    for (int d = 0; d < expected_dims && ok; ++d) {
+        unsigned char b[4];
+        ok = gzread(file, b, 4) == 4;
+        header.dims[d] = (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | b[3];
+    }
+    if (!ok || header.elements() <= 0 || header.elements() > (int64_t(1) << 40)) {
+        gzclose(file);
+        error = path + ": corrupt IDX header (dimensions missing or zero); replace it with an intact copy";
+        return false;
+    }
+    const size_t first_count = first_samples * static_cast<size_t>(header.elements() / header.dims[0]);
+    // Read to the end: the data must be exactly what the header announces.
+    std::vector<uint8_t> buffer(1 << 20);
+    int64_t total = 0;
+    for (;;) {
+        const int got = gzread(file, buffer.data(), static_cast<unsigned>(buffer.size()));
+        if (got < 0) {
+            int code = 0;
+            error = path + ": cannot be decompressed (" + gzerror(file, &code) + ")";
+            gzclose(file);
+            return false;
+        }
+        if (got == 0)
+            break;
+        if (first_bytes && first_bytes->size() < first_count) {
+            const size_t take = std::min<size_t>(first_count - first_bytes->size(), static_cast<size_t>(got));
+            first_bytes->insert(first_bytes->end(), buffer.begin(), buffer.begin() + take);
+        }
+        total += got;
+    }
+    gzclose(file);
+    if (total != header.elements()) {
+        error = path + ": the IDX header announces " + std::to_string(header.elements()) + " bytes of data but the file holds " +
+                std::to_string(total) + " (truncated or corrupt)";
+        return false;
+    }
+    return true;
+}
+
+bool is_idx_name(const std::string& name, const char* kind) {
+    const std::string n = lower(name);
+    return n.find(kind) != std::string::npos && (ends_with(n, "-ubyte") || ends_with(n, "-ubyte.gz") || ends_with(n, ".idx") ||
+                                                  ends_with(n, ".idx.gz"));
+}
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+    std::vector<std::string> fields(1);
+    bool quoted = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (quoted) {
+            if (c == '"' && i + 1 < line.size() && line[i + 1] == '"')
+                fields.back() += '"', ++i;
+            else if (c == '"')
+                quoted = false;
+            else
+                fields.back() += c;
+        } else if (c == '"') {
+            quoted = true;
+        } else if (c == ',') {
+            fields.emplace_back();
+        } else if (c != '\r') {
+            fields.back() += c;
+        }
+    }
+    return fields;
+}
+
+const char* field_type(const std::string& field) {
+    if (field.empty())
+        return nullptr; // a missing value says nothing about the column
+    char* end = nullptr;
+    std::strtoll(field.c_str(), &end, 10);
+    if (*end == '\0')
+        return "integer";
+    std::strtod(field.c_str(), &end);
+    return *end == '\0' ? "number" : "text";
+}
+
+bool read_csv(const std::string& path, const std::string& relative, CsvTable& table, int samples, std::string& error) {
+    std::ifstream in(path);
+    if (!in) {
+        error = path + ": cannot open";
+        return false;
+    }
+    table.path = relative;
+    std::string line;
+    if (!std::getline(in, line) || line.empty() || line == "\r") {
+        error = path + ": empty CSV (the first line must be a header)";
+        return false;
+    }
+    table.header = split_csv_line(line);
+    std::vector<int> rank(table.header.size(), 0); // 0 unknown, 1 integer, 2 number, 3 text
+    int64_t line_number = 1;
+    while (std::getline(in, line)) {
+        ++line_number;
+        if (line.empty() || line == "\r")
+            continue;
+        std::vector<std::string> fields = split_csv_line(line);
+        if (fields.size() != table.header.size()) {
+            error = path + ":" + std::to_string(line_number) + ": " + std::to_string(fields.size()) + " fields, but the header has " +
+                    std::to_string(table.header.size()) + " (ragged row); fix the row or the header";
+            return false;
+        }
+        for (size_t c = 0; c < fields.size(); ++c) {
+            const char* type = field_type(fields[c]);
+            const int r = !type ? 0 : std::strcmp(type, "integer") == 0 ? 1 : std::strcmp(type, "number") == 0 ? 2 : 3;
+            rank[c] = std::max(rank[c], r);
+        }
+        if (static_cast<int>(table.rows.size()) < samples)
+            table.rows.push_back(std::move(fields));
+        ++table.row_count;
+    }
+    static const char* names[] = {"text", "integer", "number", "text"};
+    for (int r : rank)
+        table.types.push_back(names[r]);
+    return true;
+}
+
+bool check_image(const std::string& path, const std::string& extension, std::string& error) {
+    std::ifstream in(path, std::ios::binary);
+    unsigned char head[8] = {};
+    in.read(reinterpret_cast<char*>(head), sizeof(head));
+    const bool png = std::memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0;
+    const bool jpeg = head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF;
+    if ((extension == ".png" && !png) || (extension != ".png" && !jpeg)) {
+        error = path + ": is not a " + (extension == ".png" ? "PNG" : "JPEG") + " image although its name says so";
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+bool inspect_dataset(const std::string& root, const Manifest& manifest, Preview& preview, std::string& error, int samples) {
+    preview = {};
+    std::map<std::string, ImageClass> classes;
+    int64_t images = 0;
+    for (const ManifestFile& file : manifest.files) {
+        const std::string name = fs::path(file.path).filename().string();
+        const std::string absolute = absolute_path(root, file.path);
+        if (is_idx_name(name, "idx3")) {
+            IdxSet set;
+            set.images = file.path;
+            IdxHeader header;
+            std::vector<uint8_t> first;
+            if (!read_idx(absolute, 3, header, &first, samples, error))
+                return false;
+            set.count = header.dims[0];
+            set.height = static_cast<int>(header.dims[1]);
+            set.width = static_cast<int>(header.dims[2]);
+            set.pixels = std::move(first);
+            // The labels file is the images file with "images-idx3" → "labels-idx1" (the MNIST naming).
+            std::string labels = file.path;
+            for (auto [from, to] : {std::pair{"images-idx3", "labels-idx1"}, std::pair{"images.idx3", "labels.idx1"}})
+                if (size_t at = labels.find(from); at != std::string::npos)
+                    labels.replace(at, std::strlen(from), to);
+            if (labels != file.path && manifest.find(labels)) {
+                IdxHeader label_header;
+                std::vector<uint8_t> label_bytes;
+                if (!read_idx(absolute_path(root, labels), 1, label_header, &label_bytes, samples, error))
+                    return false;
+                if (label_header.dims[0] != header.dims[0]) {
+                    error = absolute_path(root, labels) + ": " + std::to_string(label_header.dims[0]) + " labels for " +
+                            std::to_string(header.dims[0]) + " images in " + file.path;
+                    return false;
+                }
+                set.labels = labels;
+                set.sample_labels.assign(label_bytes.begin(), label_bytes.end());
+            }
+            preview.idx.push_back(std::move(set));
+        } else if (is_idx_name(name, "idx1")) {
+            IdxHeader header;
+            if (!read_idx(absolute, 1, header, nullptr, 0, error))
+                return false;
+        } else if (ends_with(lower(name), ".csv")) {
+            CsvTable table;
+            if (!read_csv(absolute, file.path, table, samples, error))
+                return false;
+            preview.tables.push_back(std::move(table));
+        } else if (const std::string extension = lower(fs::path(name).extension().string());
+                   extension == ".png" || extension == ".jpg" || extension == ".jpeg") {
+            if (!check_image(absolute, extension, error))
+                return false;
+            ++images;
+            const std::string parent = fs::path(file.path).parent_path().filename().string();
+            if (!parent.empty()) {
+                ImageClass& cls = classes[parent];
+                cls.name = parent;
+                ++cls.count;
+                if (static_cast<int>(cls.samples.size()) < 4)
+                    cls.samples.push_back(file.path);
+            }
+        }
+    }
+    for (auto& [name, cls] : classes)
+        preview.classes.push_back(std::move(cls));
+    if (!preview.idx.empty()) {
+        preview.format = "idx";
+        int64_t total = 0;
+        for (const IdxSet& set : preview.idx)
+            total += set.count;
+        preview.summary = std::to_string(preview.idx.size()) + " IDX image set(s), " + std::to_string(total) + " images of " +
+                          std::to_string(preview.idx.front().height) + "×" + std::to_string(preview.idx.front().width);
+    } else if (!preview.tables.empty()) {
+        preview.format = "csv";
+        preview.summary = std::to_string(preview.tables.size()) + " CSV table(s), " +
+                          std::to_string(preview.tables.front().header.size()) + " columns, " +
+                          std::to_string(preview.tables.front().row_count) + " rows in " + preview.tables.front().path;
+    } else if (preview.classes.size() >= 2 && images * 2 >= static_cast<int64_t>(manifest.files.size())) {
+        preview.format = "image-folder";
+        preview.summary = std::to_string(images) + " images in " + std::to_string(preview.classes.size()) + " class folders";
+    } else {
+        preview.format = "files";
+        preview.classes.clear();
+        preview.summary = std::to_string(manifest.files.size()) + " files (no format recognised: no preview)";
+    }
+    return true;
+}
+
+} // namespace traindeck::dataset

@@ -1,0 +1,47 @@
+#pragma once
+// Recognises the dataset formats TrainDeck can preview and checks them before a version is registered:
+// IDX image sets (as Debian's dataset-fashion-mnist ships them, gzip or plain), class-per-folder image sets
+// (PNG/JPEG) and CSV tables. A recognised file that is broken (a corrupt IDX header, a CSV row with the wrong
+// number of fields, an image that is not what its name says) fails the inspection with a message naming it.
+#include "manifest.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace traindeck::dataset {
+
+struct IdxSet {
+    std::string images, labels; // paths relative to the root; labels may be empty
+    int64_t count = 0;
+    int height = 0, width = 0;
+    std::vector<uint8_t> pixels;  // the first samples, height × width bytes each
+    std::vector<int> sample_labels;
+};
+
+struct ImageClass {
+    std::string name;
+    int64_t count = 0;
+    std::vector<std::string> samples; // relative paths of the first few images
+};
+
+struct CsvTable {
+    std::string path;
+    std::vector<std::string> header, types; // types: "integer", "number" or "text"
+    std::vector<std::vector<std::string>> rows; // the first rows
+    int64_t row_count = 0;
+};
+
+struct Preview {
+    std::string format; // "idx", "image-folder", "csv" or "files" (nothing recognised: no preview)
+    std::string summary;
+    std::vector<IdxSet> idx;
+    std::vector<ImageClass> classes;
+    std::vector<CsvTable> tables;
+};
+
+// root is the folder the manifest was made from (or the single file). samples: images or rows kept for display.
+bool inspect_dataset(const std::string& root, const Manifest& manifest, Preview& preview, std::string& error,
+                     int samples = 32);
+
+} // namespace traindeck::dataset
