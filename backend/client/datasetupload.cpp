@@ -74,12 +74,13 @@ bool upload_dataset(const WorkerClient& client, const dataset::Manifest& manifes
     // Two rounds at most: a chunk the worker dropped as damaged during the build is asked for again.
     for (int round = 0; round < 2; ++round) {
         HttpResponse asked = control->post("/v1/chunks/missing", nlohmann::json{{"chunks", hashes}}.dump(), 60000);
-        if (!asked.ok() || !asked.json().contains("missing")) {
+        const nlohmann::json reply = asked.json();
+        if (!asked.ok() || !reply.contains("missing") || !reply["missing"].is_array()) {
             error = "asking the worker which chunks it lacks failed: " + asked.message();
             return false;
         }
         std::vector<ChunkSource> work;
-        for (const auto& hash : asked.json()["missing"])
+        for (const auto& hash : reply["missing"])
             if (auto it = sources.find(hash.get<std::string>()); it != sources.end())
                 work.push_back(it->second);
         std::mutex mutex;

@@ -1,0 +1,240 @@
+// Datasets sent to a real worker over loopback HTTP: only missing chunks travel, interrupted uploads resume,
+// damaged or hostile input is refused, and a job reads its dataset version read-only.
+#include "datasetupload.h"
+#include "manifest.h"
+#include "workerprocess.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace traindeck;
+using namespace traindeck::test;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Folder {
+    Folder() {
+        std::string pattern = (fs::temp_directory_path() / "traindeck-upload-XXXXXX").string();
+        path = ::mkdtemp(pattern.data());
+    }
+    ~Folder() { fs::remove_all(path); }
+    std::string file(const std::string& name) const { return path + "/" + name; }
+    std::string path;
+};
+
+void write_random(const std::string& path, size_t size, unsigned seed) {
+    fs::create_directories(fs::path(path).parent_path());
+    std::mt19937 rng(seed);
+    std::string bytes(size, '\0');
+    for (char& c : bytes)
+        c = static_cast<char>(rng());
+    std::ofstream(path, std::ios::binary) << bytes;
+}
+
+dataset::Manifest scan(const std::string& root) {
+    dataset::Manifest manifest;
+    std::string error;
+    EXPECT_TRUE(dataset::scan_manifest(root, manifest, error)) << error;
+    return manifest;
+}
+
+client::UploadProgress upload(WorkerProcess& worker, const dataset::Manifest& manifest, const std::string& root,
+                              client::UploadOptions options = {}) {
+    client::UploadProgress progress;
+    std::string error;
+    EXPECT_TRUE(client::upload_dataset(worker.client(), manifest, root, progress, error, options)) << error;
+    return progress;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Compared by hash: a failing comparison of megabytes would print them.
+std::string file_hash(const std::string& path) {
+    const std::string bytes = read_file(path);
+    return dataset::sha256_hex(bytes.data(), bytes.size()) + " (" + std::to_string(bytes.size()) + " bytes)";
+}
+
+} // namespace
+
+TEST(DataStore, UploadSendsOnlyWhatTheWorkerLacksAndBuildsAReadOnlyCopy) {
+    WorkerProcess worker;
+    Folder data;
+    for (int i = 0; i < 10; ++i)
+        write_random(data.file("part/" + std::to_string(i) + ".bin"), 200000 + i, i);
+    write_random(data.file("big.bin"), dataset::kChunkBytes * 2 + 777, 42);
+    const dataset::Manifest first = scan(data.path);
+    const client::UploadProgress sent = upload(worker, first, data.path);
+    EXPECT_EQ(sent.bytes_sent, first.bytes());
+    EXPECT_EQ(sent.chunks_sent, 13);
+
+    // The worker's copy: byte-identical, read-only, under the version's name.
+    const std::string copy = worker.state_dir() + "/store/datasets/" + first.version();
+    for (const auto& file : first.files) {
+        EXPECT_EQ(file_hash(copy + "/" + file.path), file_hash(data.file(file.path))) << file.path;
+        struct stat info {};
+        ::stat((copy + "/" + file.path).c_str(), &info);
+        EXPECT_EQ(info.st_mode & 0777, 0444u) << file.path;
+    }
+    struct stat info {};
+    ::stat(copy.c_str(), &info);
+    EXPECT_EQ(info.st_mode & 0777, 0555u);
+    EXPECT_EQ(worker.client().get("/v1/datasets/" + first.version()).status, 200);
+
+    // Again: nothing to send.
+    EXPECT_EQ(upload(worker, first, data.path).bytes_sent, 0);
+
+    // One file of ten changed (and one chunk of the big file): only those chunks travel.
+    write_random(data.file("part/3.bin"), 200003, 1003);
+    {
+        std::fstream big(data.file("big.bin"), std::ios::in | std::ios::out | std::ios::binary);
+        big.seekp(dataset::kChunkBytes + 5);
+        big.write("changed", 7);
+    }
+    const dataset::Manifest second = scan(data.path);
+    ASSERT_NE(second.version(), first.version());
+    const client::UploadProgress delta = upload(worker, second, data.path);
+    EXPECT_EQ(delta.chunks_sent, 2);
+    EXPECT_EQ(delta.bytes_sent, 200003 + dataset::kChunkBytes);
+    EXPECT_EQ(file_hash(worker.state_dir() + "/store/datasets/" + second.version() + "/big.bin"), file_hash(data.file("big.bin")));
+    const json listed = worker.client().get("/v1/datasets").json();
+    EXPECT_EQ(listed["datasets"].size(), 2u);
+}
+
+TEST(DataStore, InterruptedUploadResumesAndShowsNothingHalfDone) {
+    WorkerProcess worker;
+    Folder data;
+    for (int i = 0; i < 8; ++i)
+        write_random(data.file(std::to_string(i) + ".bin"), dataset::kChunkBytes, 100 + i);
+    const dataset::Manifest manifest = scan(data.path);
+    client::UploadOptions stop_early;
+    stop_early.connections = 1;
+    stop_early.stop_after_bytes = 3 * dataset::kChunkBytes;
+    client::UploadProgress partial;
+    std::string error;
+    EXPECT_FALSE(client::upload_dataset(worker.client(), manifest, data.path, partial, error, stop_early));
+    EXPECT_FALSE(error.empty());
+    EXPECT_EQ(partial.chunks_sent, 3);
+    EXPECT_EQ(worker.client().get("/v1/datasets/" + manifest.version()).status, 404);
+    // A job may not use a version that is not complete.
+    const json request = {{"argv", {"/bin/true"}}, {"dataset", manifest.version()}};
+    EXPECT_EQ(worker.client().post("/v1/jobs", request).status, 409);
+
+    // The worker restarts in between: the chunks it has survive; the rest is sent.
+    worker.kill_hard();
+    ASSERT_TRUE(worker.restart());
+    const client::UploadProgress rest = upload(worker, manifest, data.path);
+    EXPECT_EQ(rest.chunks_sent, 5);
+    EXPECT_EQ(rest.bytes_sent, 5 * dataset::kChunkBytes);
+    EXPECT_EQ(worker.client().get("/v1/datasets/" + manifest.version()).status, 200);
+}
+
+TEST(DataStore, DamagedAndHostileInputIsRefused) {
+    WorkerProcess worker;
+    client::WorkerClient& http = worker.client();
+    const std::string bytes = "some chunk bytes";
+    const std::string hash = dataset::sha256_hex(bytes.data(), bytes.size());
+    // Bytes that do not hash to their name.
+    auto damaged = http.put("/v1/chunks/" + hash, bytes + "!", "application/octet-stream");
+    EXPECT_EQ(damaged.status, 400);
+    EXPECT_NE(damaged.message().find("do not hash"), std::string::npos) << damaged.message();
+    EXPECT_EQ(http.put("/v1/chunks/" + hash, bytes, "application/octet-stream").status, 201);
+    EXPECT_EQ(http.put("/v1/chunks/" + hash, bytes, "application/octet-stream").status, 200);
+    EXPECT_EQ(http.put("/v1/chunks/NOTAHASH", bytes, "application/octet-stream").status, 404);
+
+    auto manifest_for = [&](const std::string& path) {
+        return json{{"format", 1},
+                    {"files", {{{"path", path}, {"size", bytes.size()}, {"sha256", hash}, {"chunks", {hash}}}}}};
+    };
+    // A path that leaves the dataset folder.
+    dataset::Manifest good;
+    std::string error;
+    ASSERT_TRUE(dataset::Manifest::from_json(manifest_for("ok.txt"), good, error));
+    auto escape = http.put("/v1/datasets/" + good.version(), manifest_for("../../escape.txt").dump(), "application/json");
+    EXPECT_EQ(escape.status, 400);
+    EXPECT_NE(escape.message().find("leaves the dataset folder"), std::string::npos) << escape.message();
+    EXPECT_FALSE(fs::exists(worker.state_dir() + "/store/escape.txt"));
+    // A version that is not the manifest's.
+    EXPECT_EQ(http.put("/v1/datasets/" + std::string(64, 'b'), manifest_for("ok.txt").dump(), "application/json").status, 400);
+    EXPECT_EQ(http.put("/v1/datasets/" + good.version(), std::string("{not json"), "application/json").status, 400);
+    // A manifest whose chunks are not there yet: 409 lists them.
+    const std::string other = "other bytes";
+    const std::string other_hash = dataset::sha256_hex(other.data(), other.size());
+    const json missing_manifest = {{"format", 1},
+                                   {"files", {{{"path", "x"}, {"size", other.size()}, {"sha256", other_hash}, {"chunks", {other_hash}}}}}};
+    dataset::Manifest missing;
+    ASSERT_TRUE(dataset::Manifest::from_json(missing_manifest, missing, error));
+    auto early = http.put("/v1/datasets/" + missing.version(), missing_manifest.dump(), "application/json");
+    EXPECT_EQ(early.status, 409);
+    EXPECT_EQ(early.json()["missing"], json::array({other_hash}));
+    EXPECT_EQ(http.put("/v1/datasets/" + good.version(), manifest_for("ok.txt").dump(), "application/json").status, 201);
+    // Chunk uploads need the token like everything else.
+    client::WorkerClient stranger(worker.url(), "wrong-token");
+    EXPECT_EQ(stranger.put("/v1/chunks/" + other_hash, other, "application/octet-stream").status, 401);
+    EXPECT_FALSE(fs::exists(worker.state_dir() + "/store/chunks/" + other_hash.substr(0, 2) + "/" + other_hash));
+}
+
+TEST(DataStore, FileChangedSinceRegistrationFailsTheUploadWithAMessage) {
+    WorkerProcess worker;
+    Folder data;
+    write_random(data.file("a.bin"), 5000, 1);
+    write_random(data.file("b.bin"), 5000, 2);
+    const dataset::Manifest manifest = scan(data.path);
+    write_random(data.file("b.bin"), 5000, 3);
+    client::UploadProgress progress;
+    std::string error;
+    EXPECT_FALSE(client::upload_dataset(worker.client(), manifest, data.path, progress, error));
+    EXPECT_NE(error.find("b.bin"), std::string::npos) << error;
+    EXPECT_NE(error.find("changed since"), std::string::npos) << error;
+    EXPECT_EQ(worker.client().get("/v1/datasets/" + manifest.version()).status, 404);
+}
+
+TEST(DataStore, JobTrainsOnItsDatasetVersionReadOnly) {
+    const std::string fashion = "/usr/share/datasets/fashion-mnist";
+    if (!fs::exists(fashion + "/t10k-images-idx3-ubyte.gz"))
+        GTEST_SKIP() << "dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)";
+    WorkerProcess worker;
+    Folder data;
+    fs::copy_file(fashion + "/t10k-images-idx3-ubyte.gz", data.file("images.gz"));
+    fs::copy_file(fashion + "/t10k-labels-idx1-ubyte.gz", data.file("labels.gz"));
+    const dataset::Manifest manifest = scan(data.path);
+    upload(worker, manifest, data.path);
+    // Paths in the spec are relative to the dataset's folder.
+    const json spec = {{"model", "mlp"}, {"hidden", {32}}, {"batch_size", 64}, {"epochs", 1}, {"seed", 1},
+                       {"data", {{"format", "idx"}, {"train_images", "images.gz"}, {"train_labels", "labels.gz"}, {"limit", 2000}}}};
+    const int64_t job = worker.submit({{"builtin", spec}, {"dataset", manifest.version()}});
+    ASSERT_GT(job, 0) << worker.last_error;
+    const json done = worker.wait_for_state(job, {"succeeded", "failed"}, 120);
+    EXPECT_EQ(done["state"], "succeeded") << done.dump();
+
+    // A command job sees the folder, and an ordinary user cannot write into it.
+    const std::string probe = "test -s \"$TRAINDECK_DATASET_DIR/images.gz\" && echo \"$TRAINDECK_DATASET_DIR\" > " +
+                              worker.state_dir() + "/seen";
+    const int64_t command = worker.submit({{"argv", {probe}}, {"shell", true}, {"dataset", manifest.version()}});
+    ASSERT_GT(command, 0) << worker.last_error;
+    EXPECT_EQ(worker.wait_for_state(command, {"succeeded", "failed"}, 60)["state"], "succeeded");
+    std::string seen = read_file(worker.state_dir() + "/seen");
+    seen.erase(seen.find_last_not_of('\n') + 1);
+    EXPECT_EQ(seen, worker.state_dir() + "/store/datasets/" + manifest.version());
+    const pid_t child = ::fork();
+    if (child == 0) {
+        if (::getuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0))
+            ::_exit(3);
+        const bool wrote = std::ofstream(seen + "/new.txt").good() || std::ofstream(seen + "/images.gz", std::ios::app).good();
+        ::_exit(wrote ? 1 : 0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the dataset folder was writable";
+}
