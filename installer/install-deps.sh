@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
 # Installs every Debian package that TrainDeck's build, the app and its tests need.
 # Idempotent: re-running only installs what is missing. Needs root (or sudo).
+#   --tests   also the test-side tools from npm: onnxruntime-node (runs the exported ONNX models), into tests/tools
 set -euo pipefail
+
+with_tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --tests) with_tests=1 ;;
+    *) echo "install-deps: unknown option $arg (known: --tests)" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   # toolchain
@@ -35,13 +44,28 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if [ "${#missing[@]}" -eq 0 ]; then
-  echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+if [ "$with_tests" -eq 1 ] && ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
 fi
 
-echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-as_root apt-get update -qq
-as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "install-deps: done"
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+else
+  echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -qq
+  as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "install-deps: done"
+fi
+
+if [ "$with_tests" -eq 1 ]; then
+  tools="$(cd "$(dirname "$0")/../tests/tools" && pwd)"
+  if [ -f "$tools/node_modules/onnxruntime-node/package.json" ]; then
+    echo "install-deps: onnxruntime-node present in tests/tools"
+  else
+    # --ignore-scripts: the package's postinstall only fetches an optional CUDA provider; the CPU runtime is in
+    # the package itself (see ../shared/notes/PEERS.md).
+    echo "install-deps: installing onnxruntime-node into tests/tools"
+    (cd "$tools" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  fi
+fi

@@ -4,6 +4,7 @@
 #include "metricswriter.h"
 #include "trainer.h"
 #include "devicecheck.h"
+#include "export.h"
 
 #include <atomic>
 #include <csignal>
@@ -33,6 +34,16 @@ void print_usage() {
         "  --device cpu|cuda|auto  where to train (default auto: CUDA when a GPU is present and built in)\n"
         "  --set KEY=VALUE       override a spec field; KEY may be dotted (optimizer.lr=0.01); VALUE is JSON or text\n"
         "  --help                this text\n"
+        "\n"
+        "       traindeck-train export SPEC.json --checkpoint FILE|DIR --out DIR [export options]\n"
+        "\n"
+        "Exports the trained model: NAME.onnx (fp32), NAME.int8.onnx (QDQ int8, calibrated on training samples) and\n"
+        "NAME.safetensors; prints a JSON report with the validation/test accuracy before and after quantisation.\n"
+        "  --name NAME           file stem (default: model)\n"
+        "  --no-int8, --no-onnx, --no-safetensors   skip a format\n"
+        "  --calibration N       training samples for the int8 activation ranges (default 1000)\n"
+        "  --max-drop PERCENT    warn when int8 loses more validation accuracy than this (default 1)\n"
+        "  --threads N           compute threads\n"
         "\n"
         "exit codes: 0 done, 2 bad arguments or spec, 3 bad data, 4 loss became NaN/inf,\n"
         "            5 checkpoint could not be written, 75 stopped by SIGTERM/SIGINT after a checkpoint\n");
@@ -64,10 +75,86 @@ bool apply_override(nlohmann::json& root, const std::string& assignment, std::st
     }
 }
 
+nlohmann::json read_spec(const std::string& path, std::string& error) {
+    std::FILE* file = std::fopen(path.c_str(), "rb");
+    if (!file) {
+        error = path + ": cannot open the job spec: " + std::strerror(errno);
+        return {};
+    }
+    std::string text;
+    char buffer[4096];
+    for (size_t got; (got = std::fread(buffer, 1, sizeof(buffer), file)) > 0;)
+        text.append(buffer, got);
+    std::fclose(file);
+    nlohmann::json root = nlohmann::json::parse(text, nullptr, false);
+    if (root.is_discarded())
+        error = path + ": not valid JSON";
+    return root;
+}
+
+int run_export(int argc, char** argv) {
+    using namespace traindeck::engine;
+    std::string spec_path, checkpoint;
+    ExportOptions options;
+    int threads = 0;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "traindeck-train export: %s needs a value (see --help)\n", arg.c_str());
+                std::exit(kExitUsage);
+            }
+            return argv[++i];
+        };
+        if (arg == "--checkpoint") checkpoint = value();
+        else if (arg == "--out") options.out_dir = value();
+        else if (arg == "--name") options.name = value();
+        else if (arg == "--no-int8") options.int8 = false;
+        else if (arg == "--no-onnx") options.onnx = false;
+        else if (arg == "--no-safetensors") options.safetensors = false;
+        else if (arg == "--calibration") options.calibration_samples = std::atoi(value().c_str());
+        else if (arg == "--max-drop") options.max_accuracy_drop = std::atof(value().c_str()) / 100.0;
+        else if (arg == "--dump-eval") options.dump_dir = value();
+        else if (arg == "--threads") threads = std::atoi(value().c_str());
+        else if (arg == "--help" || arg == "-h") {
+            print_usage();
+            return kExitDone;
+        } else if (!arg.empty() && arg[0] != '-' && spec_path.empty()) spec_path = arg;
+        else {
+            std::fprintf(stderr, "traindeck-train export: unexpected argument %s (see --help)\n", arg.c_str());
+            return kExitUsage;
+        }
+    }
+    if (spec_path.empty() || checkpoint.empty() || options.out_dir.empty()) {
+        std::fprintf(stderr, "traindeck-train export: needs SPEC.json, --checkpoint and --out (see --help)\n");
+        return kExitUsage;
+    }
+    if (options.name.empty() || options.name.find('/') != std::string::npos) {
+        std::fprintf(stderr, "traindeck-train export: --name must be a plain file stem\n");
+        return kExitUsage;
+    }
+    std::string error;
+    const nlohmann::json spec = read_spec(spec_path, error);
+    if (!error.empty()) {
+        std::fprintf(stderr, "traindeck-train export: %s\n", error.c_str());
+        return kExitUsage;
+    }
+    set_compute_threads(threads);
+    auto report = export_model(spec, checkpoint, options);
+    if (!report) {
+        std::fprintf(stderr, "traindeck-train export: %s\n", report.error().c_str());
+        return kExitBadData;
+    }
+    std::printf("%s\n", report->to_json().dump().c_str());
+    return kExitDone;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     using namespace traindeck::engine;
+    if (argc > 1 && std::strcmp(argv[1], "export") == 0)
+        return run_export(argc - 1, argv + 1);
     std::string spec_path, device = "auto", checkpoint_dir;
     std::vector<std::string> overrides;
     TrainOptions options;

@@ -26,12 +26,10 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 // Independent generator streams from one seed: initialisation, data order and dropout never share draws.
 uint64_t stream_seed(uint64_t seed, uint64_t stream) { return seed * 0x9e3779b97f4a7c15ULL + stream; }
 
-struct Data {
-    Dataset train, val, test;
-};
+} // namespace
 
-Expected<Data> load_data(const DataSpec& spec, uint64_t seed) {
-    Data data;
+Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed) {
+    TrainingData data;
     if (spec.format == "idx") {
         auto train = load_idx(spec.train_images, spec.train_labels);
         if (!train)
@@ -69,13 +67,15 @@ Expected<Data> load_data(const DataSpec& spec, uint64_t seed) {
     if (data.train.size() == 0)
         return Error{"no training samples left after the validation split"};
     if (spec.normalize) {
-        const Normalization norm = fit_normalization(data.train);
-        apply_normalization(data.train, norm);
-        apply_normalization(data.val, norm);
-        apply_normalization(data.test, norm);
+        data.normalization = fit_normalization(data.train);
+        apply_normalization(data.train, data.normalization);
+        apply_normalization(data.val, data.normalization);
+        apply_normalization(data.test, data.normalization);
     }
     return data;
 }
+
+namespace {
 
 struct Evaluation {
     double loss = 0.0;
@@ -123,10 +123,10 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         return TrainResult{code, message};
     };
 
-    auto loaded = load_data(spec.data, spec.seed);
+    auto loaded = load_training_data(spec.data, spec.seed);
     if (!loaded)
         return fail(kExitBadData, loaded.error());
-    Data& data = *loaded;
+    TrainingData& data = *loaded;
     const SampleShape shape{data.train.height, data.train.width, data.train.channels};
     auto built = Network::build(spec.layers, shape, data.train.classes, spec.batch_size);
     if (!built)

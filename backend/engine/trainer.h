@@ -1,5 +1,6 @@
 #pragma once
 // The training loop of the built-in trainer: data in, metrics and checkpoints out.
+#include "dataset.h"
 #include "jobspec.h"
 
 #include <atomic>
@@ -29,6 +30,14 @@ struct TrainResult {
     int exit_code = kExitDone;
     std::string message; // one line for stderr when exit_code != 0
 };
+
+// The data a spec trains on, exactly as train() sees it: the same validation split (from the seed) and, when the
+// spec normalises, the training set's statistics applied to all three sets (kept here for exporters).
+struct TrainingData {
+    Dataset train, val, test;
+    Normalization normalization; // empty when the spec does not normalise
+};
+Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed);
 
 TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWriter& metrics);
 

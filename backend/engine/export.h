@@ -1,0 +1,53 @@
+#pragma once
+// Exports a trained built-in model for inference elsewhere:
+//   <name>.onnx        fp32 ONNX (opset 13), NCHW input "input" of raw samples (pixels in [0, 1], as the IDX reader
+//                      gives them; CSV: the feature columns), the training normalisation inside the graph, output
+//                      "logits" [N, classes]
+//   <name>.int8.onnx   the same graph with post-training static quantisation in QDQ form: int8 weights per output
+//                      channel (symmetric), uint8 activations per tensor (asymmetric) at the input of every
+//                      convolution and linear layer, ranges calibrated on a sample of the training data
+//   <name>.safetensors the fp32 weights in PyTorch's layouts (conv [O, C, K, K], linear [O, I] with NCHW flatten order)
+// Both ONNX files pass onnx::checker before they are written. The report carries the accuracy of the fp32 and
+// int8 models on the validation and test sets, computed by TrainDeck's own (quantisation-simulating) inference.
+#include "expected.h"
+#include "jobspec.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace traindeck::engine {
+
+struct ExportOptions {
+    std::string out_dir;
+    std::string name = "model";
+    bool onnx = true, int8 = true, safetensors = true;
+    int calibration_samples = 1000;
+    double max_accuracy_drop = 0.01; // warn when int8 loses more validation accuracy than this (fraction)
+    // Tests: also write <dump_dir>/{test_inputs.f32, test_labels.i32, test_pred_fp32.i32, test_pred_int8.i32,
+    // val_inputs.f32, val_labels.i32} (raw NCHW inputs, as the ONNX model takes them).
+    std::string dump_dir;
+};
+
+struct ExportReport {
+    struct Artifact {
+        std::string kind, path;
+        int64_t bytes = 0;
+    };
+    std::vector<Artifact> artifacts;
+    long step = 0;
+    double val_accuracy_fp32 = 0, val_accuracy_int8 = 0;
+    double test_accuracy_fp32 = 0, test_accuracy_int8 = 0;
+    long val_samples = 0, test_samples = 0, calibration_samples = 0;
+    double int8_agreement = 0; // share of test samples where int8 and fp32 predict the same class
+    bool accuracy_warning = false;
+    std::string warning;
+    nlohmann::json to_json() const;
+};
+
+// spec: the job's traindeck-train spec; checkpoint: a checkpoint file, or a folder (its newest intact one).
+Expected<ExportReport> export_model(const nlohmann::json& spec, const std::string& checkpoint, const ExportOptions& options);
+
+} // namespace traindeck::engine
