@@ -44,6 +44,15 @@ const char* const kMigrations[] = {
     CREATE TABLE alerts(id INTEGER PRIMARY KEY, job INTEGER, kind TEXT NOT NULL, message TEXT NOT NULL,
         time REAL NOT NULL, seen INTEGER NOT NULL DEFAULT 0);
     )",
+    // 2: dataset versions remember where they were registered from and what they are; uploads per backend.
+    R"(
+    ALTER TABLE dataset_versions ADD COLUMN root TEXT NOT NULL DEFAULT '';
+    ALTER TABLE dataset_versions ADD COLUMN format TEXT NOT NULL DEFAULT '';
+    ALTER TABLE dataset_versions ADD COLUMN summary TEXT NOT NULL DEFAULT '';
+    ALTER TABLE dataset_versions ADD COLUMN files INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE dataset_uploads(version TEXT NOT NULL, backend TEXT NOT NULL, time REAL NOT NULL,
+        PRIMARY KEY(version, backend)) WITHOUT ROWID;
+    )",
 };
 
 double now_seconds() {
@@ -112,6 +121,44 @@ void Catalog::add_backend(const BackendRow& b) {
         "ON CONFLICT(name) DO UPDATE SET kind=excluded.kind, url=excluded.url, pinned_public_key=excluded.pinned_public_key");
     upsert.bind(1, b.name).bind(2, b.kind).bind(3, b.url).bind(4, b.name).bind(5, b.pinned_public_key).bind(6, now_seconds());
     upsert.step();
+}
+
+int64_t Catalog::add_dataset_version(const DatasetVersionRow& v) {
+    Statement existing = db_.prepare("SELECT id FROM dataset_versions WHERE hash=?");
+    existing.bind(1, v.version);
+    if (existing.step())
+        return existing.integer(0); // the same bytes registered again: the same version
+    Statement find = db_.prepare("SELECT id FROM datasets WHERE name=? ORDER BY id LIMIT 1");
+    find.bind(1, v.name);
+    int64_t dataset = 0;
+    if (find.step()) {
+        dataset = find.integer(0);
+    } else {
+        Statement insert = db_.prepare("INSERT INTO datasets(name, created) VALUES(?, ?)");
+        insert.bind(1, v.name).bind(2, now_seconds());
+        insert.step();
+        dataset = db_.last_insert_id();
+    }
+    Statement insert = db_.prepare("INSERT INTO dataset_versions(dataset, hash, manifest, bytes, created, root, format, "
+                                   "summary, files) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    insert.bind(1, dataset).bind(2, v.version).bind(3, v.manifest).bind(4, v.bytes).bind(5, now_seconds()).bind(6, v.root)
+        .bind(7, v.format).bind(8, v.summary).bind(9, v.files);
+    insert.step();
+    return db_.last_insert_id();
+}
+
+void Catalog::mark_dataset_uploaded(const std::string& version, const std::string& backend) {
+    Statement upsert = db_.prepare("INSERT OR REPLACE INTO dataset_uploads(version, backend, time) VALUES(?, ?, ?)");
+    upsert.bind(1, version).bind(2, backend).bind(3, now_seconds());
+    upsert.step();
+}
+
+int64_t Catalog::add_artifact(int64_t job, const std::string& kind, const std::string& path, int64_t bytes,
+                              const nlohmann::json& info) {
+    Statement insert = db_.prepare("INSERT INTO artifacts(job, kind, path, bytes, info, created) VALUES(?, ?, ?, ?, ?, ?)");
+    insert.bind(1, job).bind(2, kind).bind(3, path).bind(4, bytes).bind(5, info.dump()).bind(6, now_seconds());
+    insert.step();
+    return db_.last_insert_id();
 }
 
 std::vector<Catalog::BackendRow> Catalog::backends() {

@@ -22,7 +22,7 @@ namespace traindeck {
 
 class Catalog {
 public:
-    static constexpr int kSchemaVersion = 1;
+    static constexpr int kSchemaVersion = 2;
 
     // Opens or creates; migrates an older schema; refuses a damaged or newer file with a message that says what
     // to do. read_only connections are for readers (views, item models).
@@ -48,6 +48,17 @@ public:
     };
     void add_backend(const BackendRow& backend);
     std::vector<BackendRow> backends();
+
+    // A dataset version (by content hash); registering the same bytes again returns the existing row's id.
+    struct DatasetVersionRow {
+        std::string name, version, manifest, root, format, summary;
+        int64_t bytes = 0, files = 0;
+    };
+    int64_t add_dataset_version(const DatasetVersionRow& version);
+    void mark_dataset_uploaded(const std::string& version, const std::string& backend);
+    // Files a job produced on the console's side (exports, synced checkpoints).
+    int64_t add_artifact(int64_t job, const std::string& kind, const std::string& path, int64_t bytes,
+                         const nlohmann::json& info);
 
     // The id of a job's series; 0 when it does not exist and create is false.
     int64_t series(int64_t job, const std::string& name, bool create);

@@ -131,4 +131,12 @@ void JobSync::onEvents(const QString& remote_id, const QByteArray& events, bool 
     });
 }
 
+void JobSync::recordArtifacts(qint64 job, const QJsonObject& report) {
+    const nlohmann::json info = nlohmann::json::parse(QJsonDocument(report).toJson(QJsonDocument::Compact).toStdString(), nullptr, false);
+    writer_.post([job, info](Catalog& catalog) {
+        for (const auto& artifact : info.value("artifacts", nlohmann::json::array()))
+            catalog.add_artifact(job, artifact.value("kind", ""), artifact.value("path", ""), artifact.value("bytes", int64_t(0)), info);
+    });
+}
+
 } // namespace traindeck

@@ -19,6 +19,10 @@ public:
     void submit(const QString& name, const QJsonObject& request);
     void cancel(qint64 job, const QString& remote_id);
     void resume(qint64 job, const QString& remote_id);
+    // Records an export's files as the job's artifacts.
+    void recordArtifacts(qint64 job, const QJsonObject& report);
+    CatalogWriter& writer() { return writer_; }
+    Backend& backend() { return backend_; }
 
 signals:
     void catalogChanged();               // a batch was committed: views refresh

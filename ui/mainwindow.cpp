@@ -1,5 +1,6 @@
 #include "mainwindow.h"
 
+#include "exportdialog.h"
 #include "newjobdialog.h"
 
 #include <QAction>
@@ -14,9 +15,11 @@
 #include <QPointer>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QStyle>
 #include <QSystemTrayIcon>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
 #include <QToolBar>
@@ -80,13 +83,25 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     splitter->addWidget(left);
     splitter->addWidget(detail_);
     splitter->setSizes({620, 780});
-    setCentralWidget(splitter);
+    dataset_sync_ = new DatasetSync(sync.writer(), this);
+    datasets_ = new DatasetsView(catalog_path, *dataset_sync_, [this] {
+        QList<QPair<QString, Backend*>> list;
+        for (const Entry& e : backends_)
+            list.push_back({e.name, e.backend});
+        return list;
+    });
+    connect(dataset_sync_, &DatasetSync::failed, this, &MainWindow::addAlert);
+    tabs_ = new QTabWidget;
+    tabs_->addTab(splitter, tr("Jobs"));
+    tabs_->addTab(datasets_, tr("Datasets"));
+    setCentralWidget(tabs_);
 
     QToolBar* tools = addToolBar(tr("Jobs"));
     tools->setMovable(false);
     tools->addAction(tr("New job…"), this, [this] {
         NewJobDialog dialog(this);
         dialog.setBackends(backendNames());
+        dialog.setDatasets(datasetChoices());
         if (dialog.exec() == QDialog::Accepted)
             submitDialog(dialog);
     });
@@ -94,6 +109,8 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     tools->addAction(tr("Demo CNN"), this, [this] { submitDemo("cnn"); });
     tools->addSeparator();
     tools->addAction(tr("Clone and edit…"), this, &MainWindow::cloneSelected);
+    tools->addSeparator();
+    tools->addAction(tr("Export model…"), this, [this] { exportSelected(); });
     tools->addSeparator();
     tools->addAction(tr("Add remote worker…"), this, &MainWindow::addRemoteWorkerRequested);
     tools->addAction(tr("Cancel job"), this, &MainWindow::cancelSelected);
@@ -221,7 +238,86 @@ void MainWindow::submitDialog(const NewJobDialog& dialog) {
         addAlert(tr("Not submitted: backend “%1” is not connected").arg(dialog.backendName()));
         return;
     }
-    e->sync->submit(dialog.jobName(), dialog.request());
+    const QJsonObject request = dialog.request();
+    const QString version = request.value("dataset").toString();
+    if (version.isEmpty()) {
+        e->sync->submit(dialog.jobName(), request);
+        return;
+    }
+    // The worker must hold the dataset version first: upload what it lacks (often nothing), then submit.
+    DatasetTableModel& model = datasets_->model();
+    model.refresh();
+    const int row = model.rowOfVersion(version);
+    if (row < 0) {
+        addAlert(tr("Not submitted: dataset version %1 is not in the catalog").arg(version.left(12)));
+        return;
+    }
+    JobSync* sync = e->sync;
+    const QString name = dialog.jobName();
+    const bool started = dataset_sync_->upload(version, model.data(model.index(row, 0), DatasetTableModel::RootRole).toString(),
+                                               model.manifest(version), *e->backend, e->name,
+                                               [this, sync, name, request](bool ok, const QString& error) {
+                                                   if (ok)
+                                                       sync->submit(name, request);
+                                                   else
+                                                       addAlert(tr("Not submitted: %1").arg(error));
+                                               });
+    if (!started)
+        addAlert(tr("Not submitted: a dataset upload is still running; try again when it is done"));
+}
+
+QList<QPair<QString, QString>> MainWindow::datasetChoices() {
+    DatasetTableModel& model = datasets_->model();
+    model.refresh();
+    QList<QPair<QString, QString>> list;
+    for (int row = 0; row < model.rowCount(); ++row) {
+        const QModelIndex index = model.index(row, 0);
+        list.push_back({QString("%1 · %2 · %3").arg(model.data(index, DatasetTableModel::NameRole).toString(),
+                                                     model.data(model.index(row, DatasetTableModel::Version), Qt::DisplayRole).toString(),
+                                                     model.data(model.index(row, DatasetTableModel::Size), Qt::DisplayRole).toString()),
+                        model.data(index, DatasetTableModel::VersionRole).toString()});
+    }
+    return list;
+}
+
+ExportDialog* MainWindow::exportSelected() {
+    const QModelIndex current = proxy_->mapToSource(table_->currentIndex());
+    if (!current.isValid()) {
+        addAlert(tr("Select a job to export"));
+        return nullptr;
+    }
+    const Entry* e = entryFor(jobs_->data(current, JobTableModel::BackendRole).toString());
+    if (!e) {
+        addAlert(tr("The job's backend is not connected"));
+        return nullptr;
+    }
+    ExportDialog::Job job;
+    job.id = jobs_->data(current, JobTableModel::JobIdRole).toLongLong();
+    job.name = jobs_->data(jobs_->index(current.row(), JobTableModel::Name), Qt::DisplayRole).toString();
+    job.remote_id = jobs_->data(current, JobTableModel::RemoteIdRole).toString();
+    job.request = QJsonDocument::fromJson(reader_.jobRequest(job.id)).object();
+    if (const QString version = job.request.value("dataset").toString(); !version.isEmpty()) {
+        const int row = datasets_->model().rowOfVersion(version);
+        if (row >= 0)
+            job.dataset_root = datasets_->model().data(datasets_->model().index(row, 0), DatasetTableModel::RootRole).toString();
+    }
+    const QString dir = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
+                        QString("/traindeck/exports/job-%1").arg(job.id);
+    auto* dialog = new ExportDialog(job, *e->backend, dir, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    JobSync* sync = e->sync;
+    connect(dialog, &ExportDialog::exported, this, [this, sync](qint64 id, const QJsonObject& report) {
+        sync->recordArtifacts(id, report);
+        if (report.value("accuracy_warning").toBool())
+            addAlert(tr("job %1 — export: %2").arg(id).arg(report.value("warning").toString()));
+    });
+    dialog->show();
+    return dialog;
+}
+
+void MainWindow::registerFashionMnist() {
+    if (datasets_->model().rowCount() == 0 && QFile::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+        datasets_->registerPath("/usr/share/datasets/fashion-mnist", "fashion-mnist");
 }
 
 void MainWindow::resumeSelected() {
@@ -244,6 +340,7 @@ void MainWindow::cloneSelected() {
     NewJobDialog dialog(this);
     dialog.setBackends(backendNames(), jobs_->data(current, JobTableModel::BackendRole).toString());
     dialog.load(request);
+    dialog.setDatasets(datasetChoices());
     dialog.setWindowTitle(tr("Clone and edit “%1”").arg(request.value("name").toString()));
     if (dialog.exec() == QDialog::Accepted)
         submitDialog(dialog);

@@ -2,6 +2,8 @@
 // The console's main window: jobs table (sortable, filterable), the selected job's live curves, the backend's
 // resources and the alerts. It reads models and calls the backend through JobSync; no SQL, no HTTP here.
 #include "backendtablemodel.h"
+#include "datasetsview.h"
+#include "datasetsync.h"
 #include "jobdetailview.h"
 #include "jobsync.h"
 #include "jobtablemodel.h"
@@ -12,6 +14,7 @@ class QListWidget;
 class QLabel;
 class QLineEdit;
 class QSortFilterProxyModel;
+class QTabWidget;
 class QTableView;
 class QTimer;
 class QSystemTrayIcon;
@@ -34,7 +37,14 @@ public:
     BackendTableModel& backendsModel() { return *backends_model_; }
     JobDetailView& detail() { return *detail_; }
     QTableView& table() { return *table_; }
+    DatasetsView& datasets() { return *datasets_; }
+    DatasetSync& datasetSync() { return *dataset_sync_; }
+    QTabWidget& tabs() { return *tabs_; }
     void selectRow(int row);
+    // Export model… for the current job: the dialog, opened non-modal (returned for tests).
+    class ExportDialog* exportSelected();
+    // First start: Debian's Fashion-MNIST as a ready dataset version.
+    void registerFashionMnist();
 
 signals:
     // The user asked to add a remote worker (the app wires this to its BackendManager).
@@ -50,6 +60,7 @@ private:
     void cloneSelected();
     void resumeSelected();
     void updateResources();
+    QList<QPair<QString, QString>> datasetChoices();
 
     struct Entry {
         QString name;
@@ -68,6 +79,9 @@ private:
     QTableView* backends_view_;
     QListWidget* alerts_;
     QTimer* refresh_timer_;
+    QTabWidget* tabs_;
+    DatasetSync* dataset_sync_;
+    DatasetsView* datasets_;
     QSystemTrayIcon* tray_ = nullptr;
     bool refresh_pending_ = false;
 };

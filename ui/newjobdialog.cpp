@@ -121,8 +121,11 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
 
     backend_ = new QComboBox;
     backend_->addItem(QStringLiteral("local"));
+    dataset_version_ = new QComboBox;
+    dataset_version_->addItem(tr("none (paths as given)"), QString());
     auto* policy = new QFormLayout;
     policy->addRow(tr("Run on"), backend_);
+    policy->addRow(tr("Dataset version"), dataset_version_);
     cpus_ = new QSpinBox;
     cpus_->setRange(1, 1024);
     cpus_->setValue(2);
@@ -190,6 +193,17 @@ void NewJobDialog::setBackends(const QStringList& names, const QString& current)
 
 QString NewJobDialog::backendName() const { return backend_->currentText(); }
 
+void NewJobDialog::setDatasets(const QList<QPair<QString, QString>>& versions) {
+    const QString current = dataset_version_->currentData().toString();
+    dataset_version_->clear();
+    dataset_version_->addItem(tr("none (paths as given)"), QString());
+    for (const auto& [label, version] : versions)
+        dataset_version_->addItem(label, version);
+    const QString wanted = current.isEmpty() ? loaded_.value("dataset").toString() : current;
+    if (const int index = dataset_version_->findData(wanted); index >= 0)
+        dataset_version_->setCurrentIndex(index);
+}
+
 QString NewJobDialog::jobName() const {
     if (!name_->text().trimmed().isEmpty())
         return name_->text().trimmed();
@@ -233,6 +247,11 @@ QJsonObject NewJobDialog::request() const {
     request["priority"] = priority_->value();
     request["budget"] = budget_->value();
     request["max_restarts"] = restarts_->value();
+    const QString version = dataset_version_->currentData().toString();
+    if (version.isEmpty())
+        request.remove("dataset");
+    else
+        request["dataset"] = version;
     if (kind_->currentIndex() == 1) {
         request.remove("builtin");
         QStringList words;
@@ -265,9 +284,18 @@ QJsonObject NewJobDialog::request() const {
             data.remove("test_csv");
     } else {
         for (const char* key : {"format", "train_csv", "test_csv", "label_column", "train_images", "train_labels",
-                                "test_images", "test_labels"})
+                                "test_images", "test_labels", "dataset"})
             data.remove(key);
-        data["dataset"] = "fashion-mnist";
+        if (version.isEmpty()) {
+            data["dataset"] = "fashion-mnist";
+        } else {
+            // The version's folder holds the files under Debian's names; paths are relative to it.
+            data["format"] = "idx";
+            data["train_images"] = "train-images-idx3-ubyte.gz";
+            data["train_labels"] = "train-labels-idx1-ubyte.gz";
+            data["test_images"] = "t10k-images-idx3-ubyte.gz";
+            data["test_labels"] = "t10k-labels-idx1-ubyte.gz";
+        }
     }
     // A different model than the one loaded drops the old model's own keys.
     if (spec.value("model").toString() != model_->currentData().toString())
@@ -322,6 +350,8 @@ void NewJobDialog::load(const QJsonObject& request) {
     const QJsonObject spec = request.value("builtin").toObject();
     model_->setCurrentIndex(std::max(0, model_->findData(spec.value("model").toString("mlp"))));
     const QJsonObject data = spec.value("data").toObject();
+    if (const int index = dataset_version_->findData(request.value("dataset").toString()); index >= 0)
+        dataset_version_->setCurrentIndex(index);
     if (data.value("format").toString() == "csv") {
         dataset_->setCurrentIndex(1);
         train_file_->setText(data.value("train_csv").toString());

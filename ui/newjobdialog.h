@@ -27,6 +27,9 @@ public:
     // Where the job may run; the first (or `current`) is chosen.
     void setBackends(const QStringList& names, const QString& current = {});
     QString backendName() const;
+    // Registered dataset versions the job may use: (label, version). The job gets the chosen one read-only as
+    // TRAINDECK_DATASET_DIR; the built-in trainer then reads Fashion-MNIST-named IDX files or the CSV paths there.
+    void setDatasets(const QList<QPair<QString, QString>>& versions);
     QJsonObject request() const;
     QString jobName() const;
     // Empty when the form is valid; otherwise what to fix.
@@ -37,6 +40,7 @@ private:
 
     QTabWidget* kind_;
     QComboBox* backend_;
+    QComboBox* dataset_version_;
     QLineEdit* name_;
     // built-in
     QComboBox* model_;

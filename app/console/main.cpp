@@ -83,8 +83,10 @@ int main(int argc, char** argv) {
     BackendManager remotes(catalog, writer, worker_factory, window);
     remotes.restore();
     window.show();
-    if (!parser.isSet(no_demo_option) && window.jobs().totalJobs() == 0)
+    if (!parser.isSet(no_demo_option) && window.jobs().totalJobs() == 0) {
         window.submitDemo("mlp");
+        window.registerFashionMnist();
+    }
 
     if (parser.isSet(screenshot_option)) {
         const QString path = parser.value(screenshot_option);

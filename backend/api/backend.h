@@ -11,6 +11,8 @@
 #include <QVariantMap>
 #include <QtPlugin>
 
+#include <functional>
+
 namespace traindeck {
 
 class Backend : public QObject {
@@ -29,6 +31,14 @@ public:
     // A stopped, cancelled or failed job continues from its checkpoint; newBudget > 0 raises its budget.
     virtual bool resume(const QString& remoteId, double newBudget, QString* error) = 0;
     virtual QJsonObject resources(QString* error) = 0;
+
+    // Sends a dataset version (its manifest JSON, made from the folder or file at root) to the backend's
+    // content-addressed store; only the chunks it lacks travel. progress(bytes sent, bytes to send, seconds).
+    // Resumable: calling again after a failure sends what is still missing.
+    virtual bool uploadDataset(const QString& root, const QByteArray& manifest,
+                               const std::function<void(qint64, qint64, double)>& progress, QString* error) = 0;
+    // Copies the job's newest checkpoint into dir; returns the file's path ("" and *error when there is none).
+    virtual QString fetchCheckpoint(const QString& remoteId, const QString& dir, QString* error) = 0;
 
     // Streams the job's events after afterSeq until it ends, reconnecting with backoff; each batch is emitted as
     // eventsArrived. Idempotent: watching a watched job does nothing.
@@ -49,5 +59,5 @@ public:
 
 } // namespace traindeck
 
-#define TrainDeckBackendFactory_iid "org.traindeck.BackendFactory/1"
+#define TrainDeckBackendFactory_iid "org.traindeck.BackendFactory/2"
 Q_DECLARE_INTERFACE(traindeck::BackendFactory, TrainDeckBackendFactory_iid)

@@ -1,7 +1,11 @@
 #include "workerbackend.h"
 
+#include "datasetupload.h"
+
+#include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QSaveFile>
 
 #include <chrono>
 
@@ -67,6 +71,67 @@ bool WorkerBackend::resume(const QString& remoteId, double newBudget, QString* e
     if (!response.ok() && error)
         *error = QString::fromStdString(response.message());
     return response.ok();
+}
+
+bool WorkerBackend::uploadDataset(const QString& root, const QByteArray& manifest_json,
+                                  const std::function<void(qint64, qint64, double)>& progress, QString* error) {
+    dataset::Manifest manifest;
+    std::string message;
+    const nlohmann::json parsed = nlohmann::json::parse(manifest_json.toStdString(), nullptr, false);
+    if (!dataset::Manifest::from_json(parsed, manifest, message)) {
+        if (error)
+            *error = "the catalog's manifest is damaged: " + QString::fromStdString(message);
+        return false;
+    }
+    std::unique_ptr<client::WorkerClient> connection;
+    {
+        std::lock_guard lock(mutex_);
+        if (!client_) {
+            if (error)
+                *error = "not connected";
+            return false;
+        }
+        connection = client_->fork();
+    }
+    client::UploadOptions options;
+    options.progress = [&](const client::UploadProgress& p) {
+        if (progress)
+            progress(p.bytes_sent, p.bytes_to_send, p.seconds);
+    };
+    client::UploadProgress result;
+    if (!client::upload_dataset(*connection, manifest, root.toStdString(), result, message, options)) {
+        if (error)
+            *error = QString::fromStdString(message);
+        return false;
+    }
+    if (progress)
+        progress(result.bytes_sent, result.bytes_to_send, result.seconds);
+    return true;
+}
+
+QString WorkerBackend::fetchCheckpoint(const QString& remoteId, const QString& dir, QString* error) {
+    auto fail = [&](const QString& message) {
+        if (error)
+            *error = message;
+        return QString();
+    };
+    const auto listed = call("GET", "/v1/jobs/" + remoteId.toStdString() + "/checkpoints");
+    if (!listed.ok())
+        return fail(QString::fromStdString(listed.message()));
+    const QJsonArray list = QJsonDocument::fromJson(QByteArray::fromStdString(listed.body)).object().value("checkpoints").toArray();
+    if (list.isEmpty())
+        return fail(tr("job %1 has written no checkpoint yet").arg(remoteId));
+    const QString name = list.last().toObject().value("name").toString();
+    const auto bytes = call("GET", "/v1/jobs/" + remoteId.toStdString() + "/checkpoints/" + name.toStdString());
+    if (!bytes.ok())
+        return fail(QString::fromStdString(bytes.message()));
+    QDir().mkpath(dir);
+    const QString path = QDir(dir).filePath(name);
+    QSaveFile file(path); // temp file + rename: a reader never sees half a checkpoint
+    if (!file.open(QIODevice::WriteOnly) || file.write(bytes.body.data(), static_cast<qint64>(bytes.body.size())) !=
+                                                    static_cast<qint64>(bytes.body.size()) || !file.commit())
+        return fail(tr("cannot write %1: %2").arg(path, file.errorString()));
+    return path;
 }
 
 void WorkerBackend::watch(const QString& remoteId, qint64 afterSeq) {

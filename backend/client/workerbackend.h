@@ -25,6 +25,9 @@ public:
     bool resume(const QString& remoteId, double newBudget, QString* error) override;
     QJsonObject resources(QString* error) override;
     void watch(const QString& remoteId, qint64 afterSeq) override;
+    bool uploadDataset(const QString& root, const QByteArray& manifest,
+                       const std::function<void(qint64, qint64, double)>& progress, QString* error) override;
+    QString fetchCheckpoint(const QString& remoteId, const QString& dir, QString* error) override;
 
 protected:
     // Subclasses call this from open() once they know where the worker is.

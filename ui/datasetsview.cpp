@@ -1,0 +1,362 @@
+#include "datasetsview.h"
+
+#include "inspect.h"
+#include "manifest.h"
+
+#include <QComboBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QImage>
+#include <QLabel>
+#include <QMimeData>
+#include <QPainter>
+#include <QPlainTextEdit>
+#include <QPointer>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <QtConcurrent>
+
+namespace traindeck {
+
+namespace {
+
+const char* kFashionMnist = "/usr/share/datasets/fashion-mnist";
+const char* kFashionClasses[] = {"T-shirt", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Boot"};
+
+// A grid of the first IDX images, each with its label under it.
+QImage idx_grid(const dataset::IdxSet& set, bool fashion) {
+    const int count = static_cast<int>(set.pixels.size() / std::max(1, set.height * set.width));
+    const int columns = 8, scale = 3, cell_w = set.width * scale + 8, cell_h = set.height * scale + 22;
+    const int rows = (count + columns - 1) / columns;
+    QImage grid(columns * cell_w, std::max(1, rows) * cell_h, QImage::Format_RGB32);
+    grid.fill(Qt::white);
+    QPainter painter(&grid);
+    for (int i = 0; i < count; ++i) {
+        QImage image(set.pixels.data() + static_cast<size_t>(i) * set.height * set.width, set.width, set.height, set.width,
+                     QImage::Format_Grayscale8);
+        const int x = (i % columns) * cell_w + 4, y = (i / columns) * cell_h + 4;
+        painter.drawImage(QRect(x, y, set.width * scale, set.height * scale), image.copy());
+        if (i < static_cast<int>(set.sample_labels.size())) {
+            const int label = set.sample_labels[i];
+            const QString text = fashion && label >= 0 && label < 10 ? QString("%1 %2").arg(label).arg(kFashionClasses[label])
+                                                                     : QString::number(label);
+            painter.drawText(QRect(x, y + set.height * scale, set.width * scale, 16), Qt::AlignCenter, text);
+        }
+    }
+    return grid;
+}
+
+struct Loaded {
+    dataset::Preview preview;
+    QString error;
+};
+
+} // namespace
+
+DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, BackendList backends, QWidget* parent)
+    : QWidget(parent), sync_(sync), backends_(std::move(backends)) {
+    setAcceptDrops(true);
+    model_ = new DatasetTableModel(catalog_path, this);
+    table_ = new QTableView;
+    table_->setModel(model_);
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setSelectionMode(QAbstractItemView::SingleSelection);
+    table_->verticalHeader()->hide();
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->horizontalHeader()->setStretchLastSection(true);
+    table_->setAlternatingRowColors(true);
+
+    auto* register_folder = new QPushButton(tr("Register folder…"));
+    auto* register_file = new QPushButton(tr("Register file…"));
+    auto* fashion = new QPushButton(tr("Add Fashion-MNIST"));
+    fashion->setToolTip(tr("Debian's dataset-fashion-mnist in %1").arg(kFashionMnist));
+    fashion->setEnabled(QFileInfo::exists(kFashionMnist));
+    backend_ = new QComboBox;
+    upload_ = new QPushButton(tr("Upload to"));
+    auto* cancel = new QPushButton(tr("Cancel"));
+    progress_ = new QProgressBar;
+    progress_->setRange(0, 1000);
+    progress_->setValue(0);
+    progress_->setTextVisible(false);
+    progress_->setMaximumHeight(12);
+    status_ = new QLabel(tr("Drop a folder or file here to register it as a dataset version."));
+    status_->setWordWrap(true);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(register_folder);
+    buttons->addWidget(register_file);
+    buttons->addWidget(fashion);
+    buttons->addStretch(1);
+    buttons->addWidget(upload_);
+    buttons->addWidget(backend_);
+    buttons->addWidget(cancel);
+
+    preview_ = new QStackedWidget;
+    images_ = new QLabel;
+    images_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    rows_ = new QTableWidget;
+    rows_->verticalHeader()->hide();
+    preview_text_ = new QLabel(tr("Select a version to preview it."));
+    preview_text_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    preview_text_->setWordWrap(true);
+    preview_->addWidget(preview_text_);
+    preview_->addWidget(images_);
+    preview_->addWidget(rows_);
+    diff_ = new QPlainTextEdit;
+    diff_->setReadOnly(true);
+    diff_->setPlaceholderText(tr("Changes against the previous version of the same dataset appear here."));
+
+    auto* preview_box = new QWidget;
+    auto* preview_layout = new QVBoxLayout(preview_box);
+    preview_layout->setContentsMargins(0, 0, 0, 0);
+    preview_layout->addWidget(new QLabel(tr("<b>Preview</b>")));
+    preview_layout->addWidget(preview_, 1);
+    auto* diff_box = new QWidget;
+    auto* diff_layout = new QVBoxLayout(diff_box);
+    diff_layout->setContentsMargins(0, 0, 0, 0);
+    diff_layout->addWidget(new QLabel(tr("<b>Changes from the previous version</b>")));
+    diff_layout->addWidget(diff_, 1);
+    auto* bottom = new QSplitter;
+    bottom->addWidget(preview_box);
+    bottom->addWidget(diff_box);
+    bottom->setSizes({700, 400});
+    auto* vertical = new QSplitter(Qt::Vertical);
+    vertical->addWidget(table_);
+    vertical->addWidget(bottom);
+    vertical->setSizes({220, 480});
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(buttons);
+    layout->addWidget(progress_);
+    layout->addWidget(status_);
+    layout->addWidget(vertical, 1);
+
+    connect(register_folder, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Register a dataset folder"));
+        if (!dir.isEmpty())
+            registerPath(dir);
+    });
+    connect(register_file, &QPushButton::clicked, this, [this] {
+        const QString file = QFileDialog::getOpenFileName(this, tr("Register a dataset file"));
+        if (!file.isEmpty())
+            registerPath(file);
+    });
+    connect(fashion, &QPushButton::clicked, this, [this] { registerPath(kFashionMnist, "fashion-mnist"); });
+    connect(upload_, &QPushButton::clicked, this, [this] { uploadSelected(backend_->currentText()); });
+    connect(cancel, &QPushButton::clicked, &sync_, &DatasetSync::cancel);
+    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+        if (current.isValid())
+            showVersion(model_->data(current, DatasetTableModel::VersionRole).toString());
+    });
+    connect(&sync_, &DatasetSync::progress, this, [this](const QString& what, qint64 done, qint64 total, double seconds) {
+        progress_->setValue(total > 0 ? static_cast<int>(1000.0 * done / total) : 1000);
+        const double rate = seconds > 0 ? done / seconds : 0;
+        setStatus(tr("%1: %2 of %3 (%4/s)").arg(what, formatBytes(done), formatBytes(total), formatBytes(static_cast<qint64>(rate))));
+    });
+    connect(&sync_, &DatasetSync::failed, this, [this](const QString& message) {
+        progress_->setValue(0);
+        setStatus(message, true);
+    });
+    connect(&sync_, &DatasetSync::catalogChanged, model_, &DatasetTableModel::refresh);
+    connect(&sync_, &DatasetSync::registered, this, [this](const QString& name, const QString& version, bool is_new) {
+        progress_->setValue(1000);
+        setStatus(is_new ? tr("Registered %1, version %2").arg(name, version.left(12))
+                         : tr("%1 is unchanged: these bytes are version %2 already").arg(name, version.left(12)));
+        selectVersion(version);
+        showDiff(name, version);
+    });
+    connect(&sync_, &DatasetSync::uploaded, this,
+            [this](const QString& version, const QString& backend, qint64 sent, qint64, double seconds) {
+                progress_->setValue(1000);
+                setStatus(tr("Version %1 is on %2: sent %3 in %4 s (%5/s); chunks it had already were not sent")
+                              .arg(version.left(12), backend, formatBytes(sent))
+                              .arg(seconds, 0, 'f', 1)
+                              .arg(formatBytes(seconds > 0 ? static_cast<qint64>(sent / seconds) : 0)));
+            });
+    // The backends list changes when remote workers join.
+    auto refresh_backends = [this] {
+        const QString current = backend_->currentText();
+        backend_->clear();
+        for (const auto& [name, backend] : backends_())
+            backend_->addItem(name);
+        if (!current.isEmpty())
+            backend_->setCurrentText(current);
+    };
+    refresh_backends();
+    connect(backend_, &QComboBox::highlighted, this, refresh_backends);
+    auto* timer = new QTimer(this);
+    connect(timer, &QTimer::timeout, this, [this, refresh_backends] {
+        if (backend_->count() != backends_().size())
+            refresh_backends();
+    });
+    timer->start(2000);
+}
+
+QString DatasetsView::status() const { return status_->text(); }
+QString DatasetsView::diffText() const { return diff_->toPlainText(); }
+
+void DatasetsView::setStatus(const QString& text, bool error) {
+    status_->setText(text);
+    status_->setStyleSheet(error ? "color: #b3261e;" : QString());
+}
+
+void DatasetsView::registerPath(const QString& root, const QString& name) {
+    const QString dataset_name = name.isEmpty() ? QFileInfo(root).fileName() : name;
+    if (!sync_.registerPath(dataset_name, root))
+        setStatus(tr("Busy with another dataset; try again when it is done"), true);
+    else
+        setStatus(tr("Hashing %1…").arg(root));
+}
+
+void DatasetsView::uploadSelected(const QString& backend_name) {
+    const QModelIndex current = table_->currentIndex();
+    if (!current.isValid()) {
+        setStatus(tr("Select a version to upload"), true);
+        return;
+    }
+    Backend* backend = nullptr;
+    for (const auto& [name, b] : backends_())
+        if (name == backend_name)
+            backend = b;
+    if (!backend) {
+        setStatus(tr("Backend “%1” is not connected").arg(backend_name), true);
+        return;
+    }
+    const QString version = model_->data(current, DatasetTableModel::VersionRole).toString();
+    if (!sync_.upload(version, model_->data(current, DatasetTableModel::RootRole).toString(), model_->manifest(version),
+                      *backend, backend_name))
+        setStatus(tr("Busy with another dataset; try again when it is done"), true);
+}
+
+void DatasetsView::selectVersion(const QString& version) {
+    const int row = model_->rowOfVersion(version);
+    if (row >= 0)
+        table_->setCurrentIndex(model_->index(row, 0));
+}
+
+void DatasetsView::dragEnterEvent(QDragEnterEvent* event) {
+    if (event->mimeData()->hasUrls())
+        event->acceptProposedAction();
+}
+
+void DatasetsView::dropEvent(QDropEvent* event) {
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (!urls.isEmpty() && urls.first().isLocalFile())
+        registerPath(urls.first().toLocalFile());
+}
+
+void DatasetsView::showDiff(const QString& name, const QString& version) {
+    const QString previous = model_->previousVersion(name, version);
+    if (previous.isEmpty()) {
+        diff_->setPlainText(tr("%1: first version (%2).").arg(name, version.left(12)));
+        return;
+    }
+    dataset::Manifest before, after;
+    std::string error;
+    dataset::Manifest::from_json(nlohmann::json::parse(model_->manifest(previous).toStdString(), nullptr, false), before, error);
+    dataset::Manifest::from_json(nlohmann::json::parse(model_->manifest(version).toStdString(), nullptr, false), after, error);
+    const dataset::ManifestDiff diff = diff_manifests(before, after);
+    QStringList lines;
+    lines << tr("%1: %2 → %3").arg(name, previous.left(12), version.left(12));
+    lines << tr("%1 added, %2 removed, %3 changed, %4 unchanged")
+                 .arg(diff.added.size()).arg(diff.removed.size()).arg(diff.changed.size()).arg(diff.unchanged);
+    for (const auto& c : diff.added)
+        lines << QString("+ %1  (%2)").arg(QString::fromStdString(c.path), formatBytes(c.new_size));
+    for (const auto& c : diff.removed)
+        lines << QString("- %1  (%2)").arg(QString::fromStdString(c.path), formatBytes(c.old_size));
+    for (const auto& c : diff.changed)
+        lines << QString("~ %1  (%2 → %3)").arg(QString::fromStdString(c.path), formatBytes(c.old_size), formatBytes(c.new_size));
+    diff_->setPlainText(lines.join('\n'));
+}
+
+void DatasetsView::showVersion(const QString& version) {
+    shown_version_ = version;
+    const int row = model_->rowOfVersion(version);
+    if (row < 0)
+        return;
+    const QString root = model_->data(model_->index(row, 0), DatasetTableModel::RootRole).toString();
+    const QString name = model_->data(model_->index(row, 0), DatasetTableModel::NameRole).toString();
+    const QByteArray manifest_json = model_->manifest(version);
+    showDiff(name, version);
+    preview_text_->setText(tr("Reading %1…").arg(root));
+    preview_->setCurrentWidget(preview_text_);
+    QPointer<DatasetsView> self(this);
+    // Reading a preview decompresses and checks files: off the GUI thread.
+    QtConcurrent::run([root, manifest_json] {
+        Loaded loaded;
+        dataset::Manifest manifest;
+        std::string error;
+        if (!dataset::Manifest::from_json(nlohmann::json::parse(manifest_json.toStdString(), nullptr, false), manifest, error) ||
+            !dataset::inspect_dataset(root.toStdString(), manifest, loaded.preview, error, 32))
+            loaded.error = QString::fromStdString(error);
+        return loaded;
+    }).then(this, [this, self, version, name](const Loaded& loaded) {
+        if (!self || version != shown_version_)
+            return;
+        if (!loaded.error.isEmpty()) {
+            preview_summary_ = tr("The files changed or went away since this version was registered: %1").arg(loaded.error);
+            preview_text_->setText(preview_summary_);
+            preview_->setCurrentWidget(preview_text_);
+            return;
+        }
+        const dataset::Preview& p = loaded.preview;
+        preview_summary_ = QString::fromStdString(p.summary);
+        if (p.format == "idx" && !p.idx.empty()) {
+            // The training set when there is one (the larger set).
+            const auto& set = *std::max_element(p.idx.begin(), p.idx.end(), [](const auto& a, const auto& b) { return a.count < b.count; });
+            images_->setPixmap(QPixmap::fromImage(idx_grid(set, name.contains("fashion", Qt::CaseInsensitive))));
+            images_->setToolTip(preview_summary_);
+            preview_->setCurrentWidget(images_);
+        } else if (p.format == "csv" && !p.tables.empty()) {
+            const dataset::CsvTable& table = p.tables.front();
+            rows_->clear();
+            rows_->setColumnCount(static_cast<int>(table.header.size()));
+            rows_->setRowCount(static_cast<int>(table.rows.size()));
+            QStringList headers;
+            for (size_t c = 0; c < table.header.size(); ++c)
+                headers << QString("%1\n(%2)").arg(QString::fromStdString(table.header[c]), QString::fromStdString(table.types[c]));
+            rows_->setHorizontalHeaderLabels(headers);
+            for (size_t r = 0; r < table.rows.size(); ++r)
+                for (size_t c = 0; c < table.rows[r].size(); ++c)
+                    rows_->setItem(static_cast<int>(r), static_cast<int>(c), new QTableWidgetItem(QString::fromStdString(table.rows[r][c])));
+            rows_->setToolTip(preview_summary_);
+            preview_->setCurrentWidget(rows_);
+        } else if (p.format == "image-folder") {
+            const int row = model_->rowOfVersion(version);
+            const QString root = model_->data(model_->index(row, 0), DatasetTableModel::RootRole).toString();
+            const int thumb = 72;
+            QImage grid(4 * (thumb + 8), static_cast<int>(p.classes.size()) * (thumb + 24), QImage::Format_RGB32);
+            grid.fill(Qt::white);
+            QPainter painter(&grid);
+            for (size_t c = 0; c < p.classes.size(); ++c) {
+                const int y = static_cast<int>(c) * (thumb + 24);
+                painter.drawText(QRect(4, y, grid.width(), 18), Qt::AlignLeft,
+                                 QString("%1 (%2 images)").arg(QString::fromStdString(p.classes[c].name)).arg(p.classes[c].count));
+                for (size_t i = 0; i < p.classes[c].samples.size(); ++i) {
+                    QImage image(root + "/" + QString::fromStdString(p.classes[c].samples[i]));
+                    if (!image.isNull())
+                        painter.drawImage(QRect(4 + static_cast<int>(i) * (thumb + 8), y + 20, thumb, thumb),
+                                          image.scaled(thumb, thumb, Qt::KeepAspectRatio, Qt::SmoothTransformation));
+                }
+            }
+            images_->setPixmap(QPixmap::fromImage(grid));
+            preview_->setCurrentWidget(images_);
+        } else {
+            preview_text_->setText(preview_summary_);
+            preview_->setCurrentWidget(preview_text_);
+        }
+    });
+}
+
+} // namespace traindeck

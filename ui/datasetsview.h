@@ -1,0 +1,65 @@
+#pragma once
+// The Datasets tab: registered versions (drop a folder or file on it, or use the buttons), the selected version's
+// preview (IDX images with their labels, CSV rows with column types, class-folder thumbnails), what changed
+// against the previous version of the same dataset, and upload to a backend with progress and throughput.
+#include "datasetsync.h"
+#include "datasettablemodel.h"
+
+#include <QWidget>
+
+#include <functional>
+
+class QComboBox;
+class QLabel;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QStackedWidget;
+class QTableView;
+class QTableWidget;
+
+namespace traindeck {
+
+class DatasetsView : public QWidget {
+    Q_OBJECT
+public:
+    using BackendList = std::function<QList<QPair<QString, Backend*>>()>;
+    DatasetsView(const QString& catalog_path, DatasetSync& sync, BackendList backends, QWidget* parent = nullptr);
+
+    DatasetTableModel& model() { return *model_; }
+    QTableView& table() { return *table_; }
+    QString status() const;
+    QString diffText() const;
+    QString previewSummary() const { return preview_summary_; }
+    // Registers a folder or file (what a drop does); the name is its file name.
+    void registerPath(const QString& root, const QString& name = {});
+    void uploadSelected(const QString& backend_name);
+    void selectVersion(const QString& version);
+
+protected:
+    void dragEnterEvent(class QDragEnterEvent* event) override;
+    void dropEvent(class QDropEvent* event) override;
+
+private:
+    void showVersion(const QString& version);
+    void showDiff(const QString& name, const QString& version);
+    void setStatus(const QString& text, bool error = false);
+
+    DatasetSync& sync_;
+    BackendList backends_;
+    DatasetTableModel* model_;
+    QTableView* table_;
+    QComboBox* backend_;
+    QPushButton* upload_;
+    QProgressBar* progress_;
+    QLabel* status_;
+    QStackedWidget* preview_;
+    QLabel* images_;
+    QTableWidget* rows_;
+    QLabel* preview_text_;
+    QPlainTextEdit* diff_;
+    QString preview_summary_;
+    QString shown_version_;
+};
+
+} // namespace traindeck

@@ -1,0 +1,45 @@
+#pragma once
+// Datasets between the disk, the catalog and the backends: registers a folder or file as a version (hashing and
+// format checks off the GUI thread, the row written by the catalog's writer) and uploads versions to backends.
+// One operation at a time; progress and results arrive as signals on the GUI thread.
+#include "backend.h"
+#include "catalog.h"
+
+#include <QObject>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+
+namespace traindeck {
+
+class DatasetSync : public QObject {
+    Q_OBJECT
+public:
+    DatasetSync(CatalogWriter& writer, QObject* parent = nullptr);
+    ~DatasetSync() override;
+
+    bool busy() const { return busy_; }
+    // Registers root (a folder or a file) under name; a changed folder becomes a new version of that name.
+    bool registerPath(const QString& name, const QString& root);
+    // Sends a version to a backend (only missing chunks); `done` runs on the GUI thread either way.
+    bool upload(const QString& version, const QString& root, const QByteArray& manifest, Backend& backend,
+                const QString& backend_name, std::function<void(bool ok, const QString& error)> done = {});
+    void cancel() { cancel_ = true; }
+
+signals:
+    void progress(const QString& what, qint64 done, qint64 total, double seconds);
+    // is_new: false when these exact bytes were registered before (the existing version is reused).
+    void registered(const QString& name, const QString& version, bool is_new);
+    void uploaded(const QString& version, const QString& backend, qint64 bytes_sent, qint64 bytes_total, double seconds);
+    void failed(const QString& message);
+    void catalogChanged();
+
+private:
+    CatalogWriter& writer_;
+    bool busy_ = false;
+    std::atomic<bool> cancel_{false};
+    std::shared_ptr<std::atomic<bool>> alive_;
+};
+
+} // namespace traindeck
