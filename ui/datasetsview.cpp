@@ -18,11 +18,11 @@
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTableView>
 #include <QTableWidget>
-#include <QTimer>
 #include <QVBoxLayout>
 #include <QtConcurrent>
 
@@ -169,6 +169,18 @@ DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, Backe
         setStatus(message, true);
     });
     connect(&sync_, &DatasetSync::catalogChanged, model_, &DatasetTableModel::refresh);
+    // A refresh resets the model: keep the selected version selected.
+    connect(model_, &QAbstractItemModel::modelAboutToBeReset, this, [this] {
+        const QModelIndex current = table_->currentIndex();
+        kept_version_ = current.isValid() ? model_->data(current, DatasetTableModel::VersionRole).toString() : QString();
+    });
+    connect(model_, &QAbstractItemModel::modelReset, this, [this] {
+        const int row = model_->rowOfVersion(kept_version_);
+        if (row >= 0) {
+            const QSignalBlocker block(table_->selectionModel());
+            table_->setCurrentIndex(model_->index(row, 0));
+        }
+    });
     connect(&sync_, &DatasetSync::registered, this, [this](const QString& name, const QString& version, bool is_new) {
         progress_->setValue(1000);
         setStatus(is_new ? tr("Registered %1, version %2").arg(name, version.left(12))
@@ -184,23 +196,17 @@ DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, Backe
                               .arg(seconds, 0, 'f', 1)
                               .arg(formatBytes(seconds > 0 ? static_cast<qint64>(sent / seconds) : 0)));
             });
-    // The backends list changes when remote workers join.
-    auto refresh_backends = [this] {
-        const QString current = backend_->currentText();
-        backend_->clear();
-        for (const auto& [name, backend] : backends_())
-            backend_->addItem(name);
-        if (!current.isEmpty())
-            backend_->setCurrentText(current);
-    };
-    refresh_backends();
-    connect(backend_, &QComboBox::highlighted, this, refresh_backends);
-    auto* timer = new QTimer(this);
-    connect(timer, &QTimer::timeout, this, [this, refresh_backends] {
-        if (backend_->count() != backends_().size())
-            refresh_backends();
-    });
-    timer->start(2000);
+    refreshBackends();
+}
+
+// The backends list changes when remote workers join (MainWindow::addBackend calls this).
+void DatasetsView::refreshBackends() {
+    const QString current = backend_->currentText();
+    backend_->clear();
+    for (const auto& [name, backend] : backends_())
+        backend_->addItem(name);
+    if (!current.isEmpty())
+        backend_->setCurrentText(current);
 }
 
 QString DatasetsView::status() const { return status_->text(); }

@@ -35,6 +35,7 @@ public:
     void registerPath(const QString& root, const QString& name = {});
     void uploadSelected(const QString& backend_name);
     void selectVersion(const QString& version);
+    void refreshBackends();
 
 protected:
     void dragEnterEvent(class QDragEnterEvent* event) override;
@@ -60,6 +61,7 @@ private:
     QPlainTextEdit* diff_;
     QString preview_summary_;
     QString shown_version_;
+    QString kept_version_;
 };
 
 } // namespace traindeck

@@ -178,6 +178,7 @@ void MainWindow::connectSync(JobSync& sync) {
 
 void MainWindow::addBackend(const QString& name, JobSync& sync, Backend& backend) {
     backends_.push_back({name, &sync, &backend});
+    datasets_->refreshBackends();
     connectSync(sync);
     updateResources();
 }

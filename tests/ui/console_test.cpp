@@ -2,6 +2,7 @@
 // watch curves grow, cancel one, close the console while a job runs and open it again — the curve continues
 // with every step, none missing, none twice.
 #include "catalog.h"
+#include "exportdialog.h"
 #include "jobsync.h"
 #include "mainwindow.h"
 #include "newjobdialog.h"
@@ -18,6 +19,7 @@
 #include <QPluginLoader>
 #include <QSignalSpy>
 #include <QTableView>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -136,6 +138,7 @@ private slots:
     void tokensGoToTheKeyringOrNowhere();
     void remoteWorkerPinsItsKeyOnFirstUse();
     void submitWatchCancelAndRestart();
+    void datasetsRegisterPreviewUploadTrainAndExport();
 };
 
 void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
@@ -424,6 +427,122 @@ void ConsoleTest::submitWatchCancelAndRestart() {
         QTest::qWait(300);
         window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/console-finished.png"));
     }
+}
+
+void ConsoleTest::datasetsRegisterPreviewUploadTrainAndExport() {
+    const QString fashion = "/usr/share/datasets/fashion-mnist";
+    if (!QFile::exists(fashion + "/train-images-idx3-ubyte.gz"))
+        QSKIP("dataset-fashion-mnist is not installed");
+    QTemporaryDir temp;
+    const QString dir = temp.path();
+    qputenv("XDG_DATA_HOME", dir.toUtf8()); // exports go under the data folder
+    qputenv("TRAINDECK_TRAIN_BINARY", TRAINDECK_TRAIN_BINARY);
+    WorkerReaper reaper{dir + "/local"};
+    Console console;
+    QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
+    MainWindow& window = *console.window;
+    DatasetsView& view = window.datasets();
+    DatasetSync& sync = window.datasetSync();
+    window.tabs().setCurrentWidget(&view);
+    QSignalSpy registered(&sync, &DatasetSync::registered), failed(&sync, &DatasetSync::failed), uploaded(&sync, &DatasetSync::uploaded);
+
+    // A folder of IDX files under Debian's names.
+    const QString data = dir + "/fmnist";
+    QDir().mkpath(data);
+    for (const QString& file : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                                "t10k-labels-idx1-ubyte.gz"})
+        QVERIFY(QFile::copy(fashion + "/" + file, data + "/" + file));
+    view.registerPath(data);
+    QTRY_COMPARE_WITH_TIMEOUT(registered.count(), 1, 30000);
+    const QString first = registered.at(0).at(1).toString();
+    QCOMPARE(first.size(), 64);
+    QTRY_COMPARE_WITH_TIMEOUT(view.model().rowCount(), 1, 5000);
+    QCOMPARE(view.model().data(view.model().index(0, DatasetTableModel::Format), Qt::DisplayRole).toString(), QString("idx"));
+    QCOMPARE(view.model().data(view.model().index(0, DatasetTableModel::Files), Qt::DisplayRole).toInt(), 4);
+    QTRY_VERIFY_WITH_TIMEOUT(view.previewSummary().contains("70000 images of 28×28"), 20000);
+    QVERIFY(view.diffText().contains("first version"));
+
+    // The same bytes again: the same version. A changed folder: a new version with its diff.
+    view.registerPath(data);
+    QTRY_COMPARE_WITH_TIMEOUT(registered.count(), 2, 30000);
+    QCOMPARE(registered.at(1).at(1).toString(), first);
+    QCOMPARE(registered.at(1).at(2).toBool(), false);
+    QFile readme(data + "/README.txt");
+    QVERIFY(readme.open(QIODevice::WriteOnly));
+    readme.write("Fashion-MNIST, as Debian ships it\n");
+    readme.close();
+    view.registerPath(data);
+    QTRY_COMPARE_WITH_TIMEOUT(registered.count(), 3, 30000);
+    const QString second = registered.at(2).at(1).toString();
+    QVERIFY(second != first);
+    QTRY_COMPARE_WITH_TIMEOUT(view.model().rowCount(), 2, 5000);
+    QVERIFY2(view.diffText().contains("1 added, 0 removed, 0 changed, 4 unchanged"), qPrintable(view.diffText()));
+    QVERIFY(view.diffText().contains("+ README.txt"));
+
+    // Bad input: a CSV with a ragged row is refused with its line, and nothing is registered.
+    QDir().mkpath(dir + "/table");
+    QFile csv(dir + "/table/data.csv");
+    QVERIFY(csv.open(QIODevice::WriteOnly));
+    csv.write("a,b,label\n1,2,x\n3,y\n");
+    csv.close();
+    view.registerPath(dir + "/table");
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10000);
+    QVERIFY2(failed.at(0).at(0).toString().contains("data.csv:3"), qPrintable(failed.at(0).at(0).toString()));
+    QVERIFY(view.status().contains("ragged"));
+    QCOMPARE(view.model().rowCount(), 2);
+
+    // Upload to the local worker; again: nothing to send.
+    view.selectVersion(second);
+    view.uploadSelected("local");
+    QTRY_COMPARE_WITH_TIMEOUT(uploaded.count(), 1, 60000);
+    QVERIFY(uploaded.at(0).at(2).toLongLong() > 30000000);
+    QTRY_VERIFY_WITH_TIMEOUT(view.model().data(view.model().index(view.model().rowOfVersion(second), DatasetTableModel::UploadedTo),
+                                               Qt::DisplayRole).toString() == "local", 5000);
+    view.uploadSelected("local");
+    QTRY_COMPARE_WITH_TIMEOUT(uploaded.count(), 2, 30000);
+    QCOMPARE(uploaded.at(1).at(2).toLongLong(), 0);
+    QVERIFY(view.status().contains("sent 0 B"));
+    window.resize(1400, 860);
+    window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/datasets.png"));
+
+    // A built-in job on that version: the worker reads the files from the version's read-only folder.
+    NewJobDialog dialog(&window);
+    QJsonObject request = small_job("on dataset", 3000, 1);
+    QJsonObject spec = request.value("builtin").toObject();
+    spec["model"] = "mlp";
+    spec.remove("conv");
+    request["builtin"] = spec;
+    request["dataset"] = second;
+    dialog.load(request);
+    dialog.setDatasets({{"fmnist", second}});
+    QCOMPARE(dialog.request().value("dataset").toString(), second);
+    QCOMPARE(dialog.request().value("builtin").toObject().value("data").toObject().value("train_images").toString(),
+             QString("train-images-idx3-ubyte.gz"));
+    window.submitDialog(dialog);
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "on dataset") >= 0, 30000);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "on dataset")), QString("succeeded"), 90000);
+    QVERIFY(QFileInfo::exists(dir + "/local/store/datasets/" + second + "/README.txt"));
+
+    // Export it: ONNX fp32 + int8 + safetensors, with accuracy before and after.
+    window.tabs().setCurrentIndex(0);
+    window.selectRow(window.table().model()->index(0, 0).row());
+    for (int row = 0; row < window.table().model()->rowCount(); ++row)
+        if (window.table().model()->index(row, JobTableModel::Name).data().toString() == "on dataset")
+            window.table().selectRow(row);
+    ExportDialog* exporter = window.exportSelected();
+    QVERIFY(exporter);
+    exporter->setOptions(true, true, true, 500, 0.0);
+    exporter->startExport();
+    QTRY_VERIFY_WITH_TIMEOUT(!exporter->running(), 90000);
+    QVERIFY2(exporter->status().startsWith("Exported"), qPrintable(exporter->status()));
+    const QJsonObject report = exporter->report();
+    QCOMPARE(report.value("artifacts").toArray().size(), 3);
+    for (const auto& artifact : report.value("artifacts").toArray())
+        QVERIFY(QFileInfo(artifact.toObject().value("path").toString()).size() > 1000);
+    QVERIFY(report.value("test_accuracy_fp32").toDouble() > 0.6);
+    QVERIFY(report.value("val_samples").toInt() > 0);
+    exporter->grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/export.png"));
+    exporter->close();
 }
 
 QTEST_MAIN(ConsoleTest)
