@@ -53,6 +53,12 @@ const char* const kMigrations[] = {
     CREATE TABLE dataset_uploads(version TEXT NOT NULL, backend TEXT NOT NULL, time REAL NOT NULL,
         PRIMARY KEY(version, backend)) WITHOUT ROWID;
     )",
+    // 3: jobs that move to another worker keep one event sequence (the new worker's seqs are offset past the
+    // old ones), and remember whether the user allowed moving them.
+    R"(
+    ALTER TABLE jobs ADD COLUMN seq_offset INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN migrate INTEGER NOT NULL DEFAULT 0;
+    )",
 };
 
 double now_seconds() {
@@ -108,9 +114,13 @@ void Catalog::migrate(int from) {
 int64_t Catalog::add_job(const std::string& name, const std::string& backend, const std::string& remote_id,
                          const json& spec) {
     Statement insert =
-        db_.prepare("INSERT INTO jobs(name, backend, remote_id, spec, created, budget) VALUES(?, ?, ?, ?, ?, ?)");
+        db_.prepare("INSERT INTO jobs(name, backend, remote_id, spec, created, budget, migrate) VALUES(?, ?, ?, ?, ?, ?, ?)");
     const double budget = spec.is_object() && spec.contains("budget") && spec["budget"].is_number() ? spec["budget"].get<double>() : 0.0;
-    insert.bind(1, name).bind(2, backend).bind(3, remote_id).bind(4, spec.dump()).bind(5, now_seconds()).bind(6, budget);
+    // "console" holds what only the console acts on (the worker never sees it).
+    const bool migrate = spec.is_object() && spec.contains("console") && spec["console"].is_object() &&
+                         spec["console"].value("migrate", false);
+    insert.bind(1, name).bind(2, backend).bind(3, remote_id).bind(4, spec.dump()).bind(5, now_seconds()).bind(6, budget)
+        .bind(7, int64_t(migrate));
     insert.step();
     return db_.last_insert_id();
 }
@@ -175,6 +185,26 @@ int64_t Catalog::last_seq(int64_t job) {
     return select.step() ? select.integer(0) : 0;
 }
 
+int64_t Catalog::remote_last_seq(int64_t job) {
+    Statement select = db_.prepare("SELECT last_seq - seq_offset FROM jobs WHERE id=?");
+    select.bind(1, job);
+    return select.step() ? std::max<int64_t>(0, select.integer(0)) : 0;
+}
+
+void Catalog::mark_lost(int64_t job, const std::string& reason) {
+    Statement update = db_.prepare("UPDATE jobs SET state='lost', reason=? WHERE id=?");
+    update.bind(1, reason).bind(2, job);
+    update.step();
+}
+
+void Catalog::reassign_job(int64_t job, const std::string& backend, const std::string& remote_id, const std::string& reason) {
+    // The new worker numbers its events from 1: they continue after every event already stored.
+    Statement update = db_.prepare(
+        "UPDATE jobs SET backend=?, remote_id=?, seq_offset=last_seq, state='queued', reason=? WHERE id=?");
+    update.bind(1, backend).bind(2, remote_id).bind(3, reason).bind(4, job);
+    update.step();
+}
+
 int64_t Catalog::series(int64_t job, const std::string& name, bool create) {
     Statement select = db_.prepare("SELECT id FROM series WHERE job=? AND name=?");
     select.bind(1, job).bind(2, name);
@@ -219,6 +249,13 @@ bool is(const std::string* text, std::string_view expected) { return text && *te
 
 int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     int64_t last = last_seq(job);
+    int64_t offset = 0;
+    {
+        Statement select = db_.prepare("SELECT seq_offset FROM jobs WHERE id=?");
+        select.bind(1, job);
+        if (select.step())
+            offset = select.integer(0);
+    }
     // Points gathered per series name, appended in one go per batch. Most records repeat the same few keys, so
     // the last key's list is remembered to skip the map lookup.
     std::map<std::string, std::vector<MetricPoint>, std::less<>> points;
@@ -242,7 +279,7 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
         double seq_value = 0;
         if (!number_at(event, "seq", seq_value))
             continue;
-        const int64_t seq = static_cast<int64_t>(seq_value);
+        const int64_t seq = static_cast<int64_t>(seq_value) + offset;
         if (seq <= last)
             continue; // already ingested: re-delivery
         last = seq;

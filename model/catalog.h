@@ -22,7 +22,7 @@ namespace traindeck {
 
 class Catalog {
 public:
-    static constexpr int kSchemaVersion = 2;
+    static constexpr int kSchemaVersion = 3;
 
     // Opens or creates; migrates an older schema; refuses a damaged or newer file with a message that says what
     // to do. read_only connections are for readers (views, item models).
@@ -41,6 +41,12 @@ public:
     // transaction (CatalogWriter does). Returns the job's new last_seq.
     int64_t ingest(int64_t job, const std::vector<nlohmann::json>& events);
     int64_t last_seq(int64_t job);
+    // The last seq in the numbering of the job's current worker (what to ask "after" when watching it).
+    int64_t remote_last_seq(int64_t job);
+    // Lost workers: the job is marked lost; or it moves to another backend under a new remote id, its events
+    // from there continuing the same sequence (and repeated steps replacing their values).
+    void mark_lost(int64_t job, const std::string& reason);
+    void reassign_job(int64_t job, const std::string& backend, const std::string& remote_id, const std::string& reason);
 
     // Backends the user added (the local worker is implicit). Tokens are not here: they live in the keyring.
     struct BackendRow {

@@ -1,6 +1,9 @@
 #include "jobsync.h"
 
+#include <QDir>
+#include <QFileInfo>
 #include <QJsonDocument>
+#include <QStandardPaths>
 #include <QMetaObject>
 #include <QPointer>
 #include <QtConcurrent>
@@ -22,7 +25,8 @@ void JobSync::resumeWatching() {
     const std::string backend = backend_name_.toStdString();
     writer_.post([self, backend](Catalog& catalog) {
         Statement select = catalog.db().prepare(
-            "SELECT remote_id, last_seq FROM jobs WHERE backend=? AND state NOT IN ('succeeded','failed','cancelled','stopped')");
+            "SELECT remote_id, last_seq - seq_offset FROM jobs WHERE backend=? AND "
+            "state NOT IN ('succeeded','failed','cancelled','stopped','lost')");
         select.bind(1, backend);
         std::vector<std::pair<QString, qint64>> jobs;
         while (select.step())
@@ -38,9 +42,11 @@ void JobSync::resumeWatching() {
 void JobSync::submit(const QString& name, const QJsonObject& request) {
     QPointer<JobSync> self(this);
     Backend* backend = &backend_;
-    QtConcurrent::run([self, backend, name, request, this] {
+    QJsonObject sent = request;
+    sent.remove("console"); // the console's own settings (migration): the catalog keeps them, the worker never sees them
+    QtConcurrent::run([self, backend, name, request, sent, this] {
         QString error;
-        const QString remote = backend->submit(request, &error);
+        const QString remote = backend->submit(sent, &error);
         QMetaObject::invokeMethod(self, [self, remote, error, name, request, this] {
             if (!self)
                 return;
@@ -94,7 +100,7 @@ void JobSync::resume(qint64 job, const QString& remote_id) {
             }
             // Stream again from the last event the catalog has (read on the writer thread).
             writer_.post([self, remote_id, job](Catalog& catalog) {
-                const int64_t after = catalog.last_seq(job);
+                const int64_t after = catalog.remote_last_seq(job);
                 QMetaObject::invokeMethod(self, [self, remote_id, after] {
                     if (self)
                         self->backend_.watch(remote_id, after);
@@ -121,12 +127,26 @@ void JobSync::onEvents(const QString& remote_id, const QByteArray& events, bool 
         catalog.ingest(job, parsed.get<std::vector<nlohmann::json>>());
         // take_alerts() holds only what this ingest raised: the writer thread runs one lambda at a time.
         const auto alerts = catalog.take_alerts();
-        QMetaObject::invokeMethod(self, [self, alerts] {
+        // A job that may move to another worker has each new checkpoint copied to the console.
+        bool checkpointed = false;
+        for (const auto& event : parsed)
+            if (event.is_object() && event.value("type", "") == "record" && event.contains("data") &&
+                event["data"].is_object() && event["data"].value("type", "") == "checkpoint")
+                checkpointed = true;
+        if (checkpointed) {
+            Statement migrate = catalog.db().prepare("SELECT migrate FROM jobs WHERE id=?");
+            migrate.bind(1, job);
+            checkpointed = migrate.step() && migrate.integer(0) != 0;
+        }
+        const QString remote_id = QString::fromStdString(remote);
+        QMetaObject::invokeMethod(self, [self, alerts, checkpointed, job, remote_id] {
             if (!self)
                 return;
             for (const auto& a : alerts)
                 emit self->alertRaised(a.job, QString::fromStdString(a.kind), QString::fromStdString(a.message));
             emit self->catalogChanged();
+            if (checkpointed)
+                self->syncCheckpoint(job, remote_id);
         }, Qt::QueuedConnection);
     });
 }
@@ -137,6 +157,49 @@ void JobSync::recordArtifacts(qint64 job, const QJsonObject& report) {
         for (const auto& artifact : info.value("artifacts", nlohmann::json::array()))
             catalog.add_artifact(job, artifact.value("kind", ""), artifact.value("path", ""), artifact.value("bytes", int64_t(0)), info);
     });
+}
+
+void JobSync::syncCheckpoint(qint64 job, const QString& remote_id) {
+    if (checkpoint_fetches_.contains(job)) {
+        checkpoint_again_.insert(job); // one copy at a time per job; fetch the newest once this one is done
+        return;
+    }
+    checkpoint_fetches_.insert(job);
+    QPointer<JobSync> self(this);
+    Backend* backend = &backend_;
+    const QString dir = checkpointDir(job);
+    QtConcurrent::run([backend, remote_id, dir] {
+        QString error;
+        const QString path = backend->fetchCheckpoint(remote_id, dir + "/incoming", &error);
+        if (path.isEmpty())
+            return QString();
+        // The newest one replaces the older copies (rename within the folder: never half a file under a name).
+        const QString kept = dir + "/" + QFileInfo(path).fileName();
+        QFile::remove(kept);
+        if (!QFile::rename(path, kept))
+            return QString();
+        for (const QString& old : QDir(dir).entryList({"ckpt-*.tdck"}, QDir::Files))
+            if (dir + "/" + old != kept)
+                QFile::remove(dir + "/" + old);
+        return kept;
+    }).then(this, [this, self, job, remote_id](const QString& kept) {
+        if (!self)
+            return;
+        checkpoint_fetches_.remove(job);
+        if (!kept.isEmpty()) {
+            const int64_t bytes = QFileInfo(kept).size();
+            writer_.post([job, path = kept.toStdString(), bytes](Catalog& catalog) {
+                catalog.add_artifact(job, "checkpoint", path, bytes, nlohmann::json::object());
+            });
+            emit checkpointSynced(job, kept);
+        }
+        if (checkpoint_again_.remove(job))
+            syncCheckpoint(job, remote_id);
+    });
+}
+
+QString JobSync::checkpointDir(qint64 job) {
+    return QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + QString("/traindeck/checkpoints/job-%1").arg(job);
 }
 
 } // namespace traindeck

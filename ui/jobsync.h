@@ -5,6 +5,7 @@
 #include "catalog.h"
 
 #include <QObject>
+#include <QSet>
 
 namespace traindeck {
 
@@ -22,6 +23,10 @@ public:
     // Records an export's files as the job's artifacts.
     void recordArtifacts(qint64 job, const QJsonObject& report);
     CatalogWriter& writer() { return writer_; }
+    // Copies the job's newest checkpoint from its worker into checkpointDir(job) (one copy kept).
+    void syncCheckpoint(qint64 job, const QString& remote_id);
+    static QString checkpointDir(qint64 job);
+    const QString& backendName() const { return backend_name_; }
     Backend& backend() { return backend_; }
 
 signals:
@@ -29,6 +34,7 @@ signals:
     void failed(const QString& message); // for the alerts panel / status bar
     void submitted(qint64 job);
     void alertRaised(qint64 job, const QString& kind, const QString& message);
+    void checkpointSynced(qint64 job, const QString& path);
 
 private:
     void onEvents(const QString& remote_id, const QByteArray& events, bool finished);
@@ -37,6 +43,7 @@ private:
     CatalogWriter& writer_;
     Backend& backend_;
     QString backend_name_;
+    QSet<qint64> checkpoint_fetches_, checkpoint_again_;
 };
 
 } // namespace traindeck

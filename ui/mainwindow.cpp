@@ -91,6 +91,24 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
         return list;
     });
     connect(dataset_sync_, &DatasetSync::failed, this, &MainWindow::addAlert);
+    migrator_ = new JobMigrator(catalog_path, sync.writer(), [this] {
+        QList<JobMigrator::Target> list;
+        for (const Entry& e : backends_)
+            list.push_back({e.name, e.backend, e.sync});
+        return list;
+    }, this);
+    connect(migrator_, &JobMigrator::workerLost, this, [this](const QString&, const QString& message) {
+        addAlert(message);
+        refresh();
+    });
+    connect(migrator_, &JobMigrator::workerBack, this, [this](const QString& name) {
+        addAlert(tr("Worker %1 answers again; copies of jobs moved away from it are cancelled there").arg(name));
+    });
+    connect(migrator_, &JobMigrator::jobMoved, this, [this](qint64 job, const QString& from, const QString& to) {
+        addAlert(tr("job %1 moved from lost worker %2 to %3; it continues from its last checkpoint").arg(job).arg(from, to));
+        refresh();
+    });
+    connect(migrator_, &JobMigrator::problem, this, &MainWindow::addAlert);
     tabs_ = new QTabWidget;
     tabs_->addTab(splitter, tr("Jobs"));
     tabs_->addTab(datasets_, tr("Datasets"));

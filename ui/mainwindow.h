@@ -5,6 +5,7 @@
 #include "datasetsview.h"
 #include "datasetsync.h"
 #include "jobdetailview.h"
+#include "jobmigrator.h"
 #include "jobsync.h"
 #include "jobtablemodel.h"
 
@@ -40,6 +41,7 @@ public:
     DatasetsView& datasets() { return *datasets_; }
     DatasetSync& datasetSync() { return *dataset_sync_; }
     QTabWidget& tabs() { return *tabs_; }
+    JobMigrator& migrator() { return *migrator_; }
     void selectRow(int row);
     // Export model… for the current job: the dialog, opened non-modal (returned for tests).
     class ExportDialog* exportSelected();
@@ -82,6 +84,7 @@ private:
     QTabWidget* tabs_;
     DatasetSync* dataset_sync_;
     DatasetsView* datasets_;
+    JobMigrator* migrator_;
     QSystemTrayIcon* tray_ = nullptr;
     bool refresh_pending_ = false;
 };

@@ -126,6 +126,7 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     auto* policy = new QFormLayout;
     policy->addRow(tr("Run on"), backend_);
     policy->addRow(tr("Dataset version"), dataset_version_);
+    migrate_ = new QCheckBox(tr("if its worker is lost, continue on another one from the last checkpoint"));
     cpus_ = new QSpinBox;
     cpus_->setRange(1, 1024);
     cpus_->setValue(2);
@@ -151,6 +152,7 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     policy->addRow(tr("Priority"), priority_);
     policy->addRow(tr("Budget (hard cap)"), budget_);
     policy->addRow(tr("Restarts on failure"), restarts_);
+    policy->addRow(tr("Lost worker"), migrate_);
 
     problem_ = new QLabel;
     problem_->setStyleSheet("color: #b3261e");
@@ -247,6 +249,9 @@ QJsonObject NewJobDialog::request() const {
     request["priority"] = priority_->value();
     request["budget"] = budget_->value();
     request["max_restarts"] = restarts_->value();
+    QJsonObject console = request.value("console").toObject();
+    console["migrate"] = migrate_->isChecked();
+    request["console"] = console;
     const QString version = dataset_version_->currentData().toString();
     if (version.isEmpty())
         request.remove("dataset");
@@ -329,6 +334,7 @@ void NewJobDialog::load(const QJsonObject& request) {
     priority_->setValue(request.value("priority").toInt());
     budget_->setValue(request.value("budget").toDouble());
     restarts_->setValue(request.value("max_restarts").toInt(2));
+    migrate_->setChecked(request.value("console").toObject().value("migrate").toBool());
     if (request.contains("argv")) {
         kind_->setCurrentIndex(1);
         QStringList words;

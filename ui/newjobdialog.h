@@ -65,6 +65,7 @@ private:
     QSpinBox* priority_;
     QDoubleSpinBox* budget_;
     QSpinBox* restarts_;
+    QCheckBox* migrate_;
     QLabel* problem_;
     // The request load() started from: fields the form does not show (a layer list, a data limit, checkpoint
     // intervals...) are kept, so clone-and-edit changes only what the user changed.

@@ -16,6 +16,8 @@ json JobRequest::to_json() const {
                 {"max_restarts", max_restarts}};
     if (!dataset.empty())
         out["dataset"] = dataset;
+    if (!checkpoint_from.empty())
+        out["checkpoint_from"] = checkpoint_from;
     if (builtin.is_null()) {
         out["argv"] = argv;
         out["shell"] = shell;
@@ -61,17 +63,20 @@ bool parse_job_request(const json& body, JobRequest& r, std::string& error) {
         return false;
     }
     if (!check_keys(body, {"name", "builtin", "argv", "shell", "cwd", "env", "resources", "priority", "budget",
-                           "max_restarts", "dataset"},
+                           "max_restarts", "dataset", "checkpoint_from"},
                     "", error))
         return false;
     if (!read(body, "name", r.name, error) || !read(body, "argv", r.argv, error) || !read(body, "shell", r.shell, error) ||
         !read(body, "cwd", r.cwd, error) || !read(body, "env", r.env, error) ||
         !read(body, "priority", r.priority, error) || !read(body, "budget", r.budget, error) ||
-        !read(body, "max_restarts", r.max_restarts, error) || !read(body, "dataset", r.dataset, error))
+        !read(body, "max_restarts", r.max_restarts, error) || !read(body, "dataset", r.dataset, error) ||
+        !read(body, "checkpoint_from", r.checkpoint_from, error))
         return false;
-    if (!r.dataset.empty() && (r.dataset.size() != 64 || r.dataset.find_first_not_of("0123456789abcdef") != std::string::npos)) {
-        error = "\"dataset\" must be a dataset version: 64 lower-case hex digits";
-        return false;
+    for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"dataset", &r.dataset}, {"checkpoint_from", &r.checkpoint_from}}) {
+        if (!value->empty() && (value->size() != 64 || value->find_first_not_of("0123456789abcdef") != std::string::npos)) {
+            error = "\"" + std::string(key) + "\" must be a version in the worker's store: 64 lower-case hex digits";
+            return false;
+        }
     }
     if (body.contains("builtin"))
         r.builtin = body["builtin"];

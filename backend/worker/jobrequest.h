@@ -27,6 +27,9 @@ struct JobRequest {
     double budget = 0.0; // money units; 0 = no cap
     int max_restarts = 0;
     std::string dataset; // a dataset version (64 hex) in the worker's store; its folder is TRAINDECK_DATASET_DIR
+    // A version in the store holding checkpoint files (ckpt-*.tdck): copied into the job's checkpoint folder before
+    // its first start, so it resumes from there (a job moved from a lost worker).
+    std::string checkpoint_from;
 
     nlohmann::json to_json() const;
 };

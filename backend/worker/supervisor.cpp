@@ -424,6 +424,11 @@ Supervisor::Result Supervisor::submit(const JobRequest& request) {
                                                         "… is not on this worker; upload it first"}}});
                 return;
             }
+            if (!request.checkpoint_from.empty() && store_.dataset_path(request.checkpoint_from).empty()) {
+                promise->set_value({409, {{"error", "checkpoint version " + request.checkpoint_from.substr(0, 12) +
+                                                        "… is not on this worker; upload it first"}}});
+                return;
+            }
             auto* job = new Job;
             job->request = request;
             job->submitted = wall_now();
@@ -436,6 +441,12 @@ Supervisor::Result Supervisor::submit(const JobRequest& request) {
             std::string error;
             if (!request.builtin.is_null())
                 write_file_atomically(job_dir(job->id) + "/spec.json", request.builtin.dump(2), error);
+            // A job moved here from a lost worker starts from the checkpoint it brought.
+            if (!request.checkpoint_from.empty())
+                for (const auto& entry : fs::directory_iterator(store_.dataset_path(request.checkpoint_from), ec))
+                    if (entry.path().extension() == ".tdck")
+                        fs::copy_file(entry.path(), job_dir(job->id) + "/checkpoints/" + entry.path().filename().string(),
+                                      fs::copy_options::overwrite_existing, ec);
             jobs_[job->id] = job;
             job->reason = "waiting for resources";
             add_state_event(*job);

@@ -139,6 +139,7 @@ private slots:
     void remoteWorkerPinsItsKeyOnFirstUse();
     void submitWatchCancelAndRestart();
     void datasetsRegisterPreviewUploadTrainAndExport();
+    void lostWorkerJobFinishesOnAnotherWorker();
 };
 
 void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
@@ -543,6 +544,66 @@ void ConsoleTest::datasetsRegisterPreviewUploadTrainAndExport() {
     QVERIFY(report.value("val_samples").toInt() > 0);
     exporter->grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/export.png"));
     exporter->close();
+}
+
+void ConsoleTest::lostWorkerJobFinishesOnAnotherWorker() {
+    if (!QFile::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+        QSKIP("dataset-fashion-mnist is not installed");
+    QTemporaryDir temp;
+    const QString dir = temp.path();
+    qputenv("XDG_DATA_HOME", dir.toUtf8()); // the console's copies of checkpoints
+    WorkerReaper local_reaper{dir + "/local"}, remote_reaper{dir + "/remote"};
+    TlsWorker remote;
+    if (!remote.start(dir))
+        QSKIP("could not start a TLS worker (is the openssl command installed?)");
+    Console console;
+    QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
+    QPluginLoader loader(QStringLiteral(TRAINDECK_PLUGIN_DIR "/libtraindeck_backend_worker.so"));
+    auto* factory = qobject_cast<BackendFactory*>(loader.instance());
+    QVERIFY(factory);
+    std::unique_ptr<Backend> gpu_box(factory->create(nullptr));
+    QString error;
+    QVERIFY2(gpu_box->open({{"url", remote.url}, {"token", remote.token}}, &error), qPrintable(error));
+    JobSync remote_sync(console.catalog, *console.writer, *gpu_box, "gpu-box");
+    MainWindow& window = *console.window;
+    window.addBackend("gpu-box", remote_sync, *gpu_box);
+    window.migrator().setTimeouts(300, 2500);
+    QSignalSpy moved(&window.migrator(), &JobMigrator::jobMoved), lost(&window.migrator(), &JobMigrator::workerLost);
+
+    QJsonObject request = small_job("movable", 6000, 4);
+    request["console"] = QJsonObject{{"migrate", true}};
+    console.sync->submit("movable", request);
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "movable") >= 0, 15000);
+    const qint64 job = window.jobs().data(window.jobs().index(row_of(window, "movable"), 0), JobTableModel::JobIdRole).toLongLong();
+    // Its checkpoints are copied to the console as they are written.
+    const QString copies = dir + QString("/traindeck/checkpoints/job-%1").arg(job);
+    QTRY_VERIFY_WITH_TIMEOUT(!QDir(copies).entryList({"ckpt-*.tdck"}, QDir::Files).isEmpty(), 60000);
+    QCOMPARE(state_of(window, row_of(window, "movable")), QString("running"));
+
+    // The machine dies: the worker and the job with it.
+    std::system(("pkill -KILL -f -- '" + (dir + "/local").toStdString() + "'").c_str());
+    QTRY_COMPARE_WITH_TIMEOUT(lost.count(), 1, 20000);
+    QTRY_COMPARE_WITH_TIMEOUT(moved.count(), 1, 30000);
+    QCOMPARE(moved.at(0).at(2).toString(), QString("gpu-box"));
+    QTRY_COMPARE_WITH_TIMEOUT(window.jobs().data(window.jobs().index(row_of(window, "movable"), JobTableModel::Backend),
+                                                 Qt::DisplayRole).toString(), QString("gpu-box"), 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "movable")), QString("succeeded"), 180000);
+    // It resumed on the remote worker from the copied checkpoint, not from the start.
+    QFile log(dir + "/remote/jobs/1/stdout.log");
+    QVERIFY(log.open(QIODevice::ReadOnly));
+    QVERIFY(log.readAll().contains("resumed from"));
+
+    // One continuous curve: every step from 1 to the last exactly once.
+    console.writer->flush();
+    CatalogReader reader(dir + "/catalog.db");
+    const CatalogReader::Curve curve = reader.curve(job, "loss", 1000000);
+    QVERIFY(!curve.last.isEmpty());
+    const qint64 last_step = static_cast<qint64>(curve.last.back().x());
+    QCOMPARE(curve.points, last_step);
+    for (int i = 0; i < curve.last.size(); ++i)
+        QCOMPARE(static_cast<qint64>(curve.last[i].x()), static_cast<qint64>(i + 1));
+    QCOMPARE(last_step, qint64(85 * 4)); // 5,400 training samples / 64 = 85 steps an epoch, 4 epochs
+    window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/moved-job.png"));
 }
 
 QTEST_MAIN(ConsoleTest)

@@ -1,0 +1,169 @@
+#include "jobmigrator.h"
+
+#include "jobsync.h"
+#include "manifest.h"
+
+#include <QDateTime>
+#include <QDir>
+#include <QJsonDocument>
+#include <QPointer>
+#include <QTimer>
+#include <QtConcurrent>
+
+namespace traindeck {
+
+JobMigrator::JobMigrator(const QString& catalog_path, CatalogWriter& writer, Targets targets, QObject* parent)
+    : QObject(parent), writer_(writer), targets_(std::move(targets)) {
+    reader_.open(catalog_path.toStdString(), true);
+    timer_ = new QTimer(this);
+    connect(timer_, &QTimer::timeout, this, &JobMigrator::poll);
+    timer_->start(5000);
+}
+
+void JobMigrator::setTimeouts(int poll_ms, int lost_after_ms) {
+    lost_after_ms_ = lost_after_ms;
+    timer_->start(poll_ms);
+}
+
+void JobMigrator::poll() {
+    for (const Target& t : targets_()) {
+        if (polling_.contains(t.name))
+            continue; // the previous question is still out (a dead host can take the whole connect timeout)
+        if (!last_heard_.contains(t.name))
+            last_heard_[t.name] = QDateTime::currentMSecsSinceEpoch();
+        polling_.insert(t.name);
+        QPointer<JobMigrator> self(this);
+        Backend* backend = t.backend;
+        const QString name = t.name;
+        QtConcurrent::run([backend] {
+            QString error;
+            return !backend->resources(&error).isEmpty();
+        }).then(this, [self, name](bool ok) {
+            if (self)
+                self->heard(name, ok);
+        });
+    }
+}
+
+void JobMigrator::heard(const QString& name, bool ok) {
+    polling_.remove(name);
+    const qint64 now = QDateTime::currentMSecsSinceEpoch();
+    if (ok) {
+        last_heard_[name] = now;
+        if (lost_.remove(name)) {
+            emit workerBack(name);
+            // Fencing: what moved away must not also finish here.
+            for (const Target& t : targets_())
+                if (t.name == name)
+                    for (const QString& remote : moved_away_.take(name)) {
+                        Backend* backend = t.backend;
+                        (void)QtConcurrent::run([backend, remote] {
+                            QString error;
+                            backend->cancel(remote, &error);
+                        });
+                    }
+        }
+        return;
+    }
+    if (lost_.contains(name) || now - last_heard_.value(name, now) < lost_after_ms_)
+        return;
+    lost_.insert(name);
+    emit workerLost(name, tr("Worker %1 has not answered for %2 s: its running jobs are lost")
+                              .arg(name).arg((now - last_heard_.value(name)) / 1000.0, 0, 'f', 0));
+    migrateJobsOf(name);
+}
+
+void JobMigrator::migrateJobsOf(const QString& backend) {
+    struct Row {
+        qint64 id;
+        QString remote;
+        QJsonObject request;
+        bool migrate;
+    };
+    QList<Row> rows;
+    try {
+        Statement select = reader_.db().prepare(
+            "SELECT id, remote_id, spec, migrate FROM jobs WHERE backend=? AND "
+            "state NOT IN ('succeeded','failed','cancelled','stopped','lost')");
+        select.bind(1, backend.toStdString());
+        while (select.step())
+            rows.push_back({select.integer(0), QString::fromStdString(select.text(1)),
+                            QJsonDocument::fromJson(QByteArray::fromStdString(select.text(2))).object(), select.integer(3) != 0});
+    } catch (const std::exception& e) {
+        emit problem(tr("Could not read the jobs of lost worker %1: %2").arg(backend, e.what()));
+        return;
+    }
+    const std::string reason = "worker " + backend.toStdString() + " lost";
+    for (const Row& row : rows)
+        writer_.post([id = row.id, reason](Catalog& catalog) { catalog.mark_lost(id, reason); });
+    writer_.flush();
+    const Target* to = nullptr;
+    const QList<Target> targets = targets_();
+    for (const Target& t : targets)
+        if (t.name != backend && !lost_.contains(t.name)) {
+            to = &t;
+            break;
+        }
+    for (const Row& row : rows) {
+        if (!row.migrate)
+            continue;
+        if (!to) {
+            emit problem(tr("Job %1 cannot move: no other worker is reachable").arg(row.id));
+            continue;
+        }
+        move(row.id, backend, row.remote, row.request, *to);
+    }
+}
+
+void JobMigrator::move(qint64 job, const QString& from, const QString& remote_id, const QJsonObject& request,
+                       const Target& to) {
+    QPointer<JobMigrator> self(this);
+    const QString dir = JobSync::checkpointDir(job);
+    Backend* backend = to.backend;
+    QJsonObject sent = request;
+    sent.remove("console");
+    struct Outcome {
+        QString remote, error, checkpoint;
+    };
+    // Off the GUI thread: send the checkpoint (as a one-file version in the target's store), then submit.
+    QtConcurrent::run([backend, dir, sent]() mutable {
+        Outcome outcome;
+        const QStringList files = QDir(dir).entryList({"ckpt-*.tdck"}, QDir::Files, QDir::Name);
+        if (!files.isEmpty()) {
+            outcome.checkpoint = dir + "/" + files.last();
+            dataset::Manifest manifest;
+            std::string error;
+            if (!dataset::scan_manifest(outcome.checkpoint.toStdString(), manifest, error)) {
+                outcome.error = QString::fromStdString(error);
+                return outcome;
+            }
+            QString upload_error;
+            if (!backend->uploadDataset(outcome.checkpoint, QByteArray::fromStdString(manifest.to_json().dump()), {}, &upload_error)) {
+                outcome.error = upload_error;
+                return outcome;
+            }
+            sent["checkpoint_from"] = QString::fromStdString(manifest.version());
+        }
+        outcome.remote = backend->submit(sent, &outcome.error);
+        return outcome;
+    }).then(this, [this, self, job, from, remote_id, to](const Outcome& outcome) {
+        if (!self)
+            return;
+        if (outcome.remote.isEmpty()) {
+            emit problem(tr("Job %1 could not move to %2: %3").arg(job).arg(to.name, outcome.error));
+            return;
+        }
+        const std::string reason = "moved from lost worker " + from.toStdString() +
+                                   (outcome.checkpoint.isEmpty() ? ", from the start (no checkpoint yet)"
+                                                                 : ", from " + QFileInfo(outcome.checkpoint).fileName().toStdString());
+        writer_.post([job, name = to.name.toStdString(), remote = outcome.remote.toStdString(), reason](Catalog& catalog) {
+            catalog.reassign_job(job, name, remote, reason);
+        });
+        writer_.flush();
+        moved_away_[from] << remote_id;
+        to.backend->watch(outcome.remote, 0);
+        emit jobMoved(job, from, to.name);
+    });
+}
+
+} // namespace traindeck

@@ -1,0 +1,57 @@
+#pragma once
+// Watches every backend's heartbeat (its /v1/resources answer). A worker silent for longer than the timeout is
+// lost: its unfinished jobs are marked lost, and those the user allowed to move are resubmitted to a healthy
+// worker from their last checkpoint (which JobSync copied to the console as it was written), their events
+// continuing the same curve. When a lost worker answers again, the copies left running there are cancelled.
+#include "backend.h"
+#include "catalog.h"
+
+#include <QMap>
+#include <QObject>
+#include <QSet>
+
+#include <functional>
+
+class QTimer;
+
+namespace traindeck {
+
+class JobSync;
+
+class JobMigrator : public QObject {
+    Q_OBJECT
+public:
+    struct Target {
+        QString name;
+        Backend* backend;
+        JobSync* sync;
+    };
+    using Targets = std::function<QList<Target>()>;
+    JobMigrator(const QString& catalog_path, CatalogWriter& writer, Targets targets, QObject* parent = nullptr);
+
+    void setTimeouts(int poll_ms, int lost_after_ms);
+    bool isLost(const QString& backend) const { return lost_.contains(backend); }
+
+signals:
+    void workerLost(const QString& backend, const QString& message);
+    void workerBack(const QString& backend);
+    void jobMoved(qint64 job, const QString& from, const QString& to);
+    void problem(const QString& message);
+
+private:
+    void poll();
+    void heard(const QString& name, bool ok);
+    void migrateJobsOf(const QString& backend);
+    void move(qint64 job, const QString& from, const QString& remote_id, const QJsonObject& request, const Target& to);
+
+    Catalog reader_;
+    CatalogWriter& writer_;
+    Targets targets_;
+    QTimer* timer_;
+    int lost_after_ms_ = 60000;
+    QMap<QString, qint64> last_heard_; // ms since epoch
+    QSet<QString> lost_, polling_;
+    QMap<QString, QStringList> moved_away_; // backend → remote ids of jobs moved from it
+};
+
+} // namespace traindeck
