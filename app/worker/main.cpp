@@ -36,7 +36,14 @@ void print_usage() {
         "  --cpus N --memory-mb N  resource slots to offer (default: the whole machine)\n"
         "  --price-base X --price-gpu X --price-cpu X --currency C   per-hour prices for spend\n"
         "  --idle-percent P --idle-seconds S [--idle-stop]   idle policy (report, optionally stop)\n"
-        "  --stop-grace S         seconds between SIGTERM and SIGKILL when stopping a job (default 60)\n");
+        "  --stop-grace S         seconds between SIGTERM and SIGKILL when stopping a job (default 60)\n"
+        "  --executor local|slurm where jobs run (default local). slurm: as Slurm batch jobs; the state folder must be\n"
+        "                         on a filesystem the nodes share (installer/slurm-single-node.sh makes a test cluster)\n"
+        "  --slurm-rest URL       slurmrestd (OpenAPI v0.0.38, JWT); without it sbatch/squeue/scancel are used\n"
+        "  --slurm-token-file F   the JWT for slurmrestd (scontrol token), else $SLURM_JWT\n"
+        "  --slurm-user NAME      X-SLURM-USER-NAME (default root)\n"
+        "  --slurm-partition P    partition (default: the cluster's default)\n"
+        "  --slurm-conf FILE      SLURM_CONF for the Slurm commands\n");
 }
 
 std::string default_state_dir() {
@@ -122,6 +129,22 @@ int main(int argc, char** argv) {
             config.idle_stop = true;
         } else if (arg == "--stop-grace") {
             config.stop_grace_seconds = number();
+        } else if (arg == "--executor") {
+            config.executor = value();
+            if (config.executor != "local" && config.executor != "slurm") {
+                std::fprintf(stderr, "traindeck-worker: --executor is local or slurm, not \"%s\"\n", config.executor.c_str());
+                return 2;
+            }
+        } else if (arg == "--slurm-rest") {
+            config.slurm_rest = value();
+        } else if (arg == "--slurm-user") {
+            config.slurm_user = value();
+        } else if (arg == "--slurm-token-file") {
+            config.slurm_token_file = value();
+        } else if (arg == "--slurm-partition") {
+            config.slurm_partition = value();
+        } else if (arg == "--slurm-conf") {
+            config.slurm_conf = value();
         } else {
             std::fprintf(stderr, "traindeck-worker: unknown option %s (see --help)\n", arg.c_str());
             return 2;

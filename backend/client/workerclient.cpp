@@ -64,6 +64,7 @@ HttpResponse WorkerClient::put(const std::string& path, const std::string& body,
 std::unique_ptr<WorkerClient> WorkerClient::fork() const {
     auto client = std::make_unique<WorkerClient>(base_url_, token_);
     client->set_tls(pinned_, ca_file_, verify_host_);
+    client->set_headers(headers_);
     return client;
 }
 
@@ -86,7 +87,10 @@ HttpResponse WorkerClient::perform(const std::string& method, const std::string&
     curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
     struct curl_slist* headers = nullptr;
     const std::string authorization = "Authorization: Bearer " + token_;
-    headers = curl_slist_append(headers, authorization.c_str());
+    if (!token_.empty())
+        headers = curl_slist_append(headers, authorization.c_str());
+    for (const std::string& header : headers_)
+        headers = curl_slist_append(headers, header.c_str());
     if (body) {
         headers = curl_slist_append(headers, (std::string("Content-Type: ") + content_type).c_str());
         // No "Expect: 100-continue" round trip before large bodies.

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace traindeck::client {
 
@@ -36,7 +37,11 @@ public:
     // A new client with the same address, token and TLS settings (one per thread).
     std::unique_ptr<WorkerClient> fork() const;
 
+    // Extra request headers ("Name: value"); with an empty token no Authorization header is sent (slurmrestd).
+    void set_headers(std::vector<std::string> headers) { headers_ = std::move(headers); }
+
     HttpResponse get(const std::string& path, long timeout_ms = 10000);
+    HttpResponse del(const std::string& path, long timeout_ms = 10000) { return perform("DELETE", path, nullptr, timeout_ms); }
     HttpResponse put(const std::string& path, const std::string& body, const char* content_type, long timeout_ms = 60000);
     HttpResponse post(const std::string& path, const std::string& body, long timeout_ms = 10000);
     HttpResponse post(const std::string& path, const nlohmann::json& body, long timeout_ms = 10000) {
@@ -48,6 +53,7 @@ private:
                          const char* content_type = "application/json");
 
     std::string base_url_, token_, pinned_, ca_file_;
+    std::vector<std::string> headers_;
     bool verify_host_ = true;
     void* curl_ = nullptr;
 };

@@ -10,7 +10,8 @@ json JobRequest::to_json() const {
     json out = {{"name", name},
                 {"cwd", cwd},
                 {"env", env},
-                {"resources", {{"gpus", resources.gpus}, {"cpus", resources.cpus}, {"memory_mb", resources.memory_mb}}},
+                {"resources", {{"gpus", resources.gpus}, {"cpus", resources.cpus}, {"memory_mb", resources.memory_mb},
+                               {"time_minutes", resources.time_minutes}}},
                 {"priority", priority},
                 {"budget", budget},
                 {"max_restarts", max_restarts}};
@@ -86,7 +87,8 @@ bool parse_job_request(const json& body, JobRequest& r, std::string& error) {
             error = "\"resources\" must be an object like {\"gpus\":1,\"cpus\":2,\"memory_mb\":4096}";
             return false;
         }
-        if (!check_keys(res, {"gpus", "cpus", "memory_mb"}, "resources: ", error) ||
+        if (!check_keys(res, {"gpus", "cpus", "memory_mb", "time_minutes"}, "resources: ", error) ||
+            !read(res, "time_minutes", r.resources.time_minutes, error, "resources: ") ||
             !read(res, "gpus", r.resources.gpus, error, "resources: ") ||
             !read(res, "cpus", r.resources.cpus, error, "resources: ") ||
             !read(res, "memory_mb", r.resources.memory_mb, error, "resources: "))
@@ -104,7 +106,8 @@ bool parse_job_request(const json& body, JobRequest& r, std::string& error) {
         error = "with \"shell\": true, \"argv\" must hold exactly one command line for /bin/sh -c";
         return false;
     }
-    if (r.resources.gpus < 0 || r.resources.cpus < 0 || r.resources.memory_mb < 0 || r.max_restarts < 0 ||
+    if (r.resources.gpus < 0 || r.resources.cpus < 0 || r.resources.memory_mb < 0 || r.resources.time_minutes < 0 ||
+        r.max_restarts < 0 ||
         r.budget < 0) {
         error = "resources, budget and max_restarts must not be negative";
         return false;

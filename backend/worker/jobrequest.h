@@ -13,6 +13,7 @@ struct Resources {
     int gpus = 0;
     int cpus = 1;
     int64_t memory_mb = 0;
+    int time_minutes = 0; // wall-time limit (Slurm --time); 0 = none
 };
 
 struct JobRequest {

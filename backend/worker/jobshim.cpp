@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -120,7 +121,18 @@ int run_job_shim(const std::string& job_dir) {
         return 1;
     }
     const auto argv_words = launch["argv"].get<std::vector<std::string>>();
-    const auto env_words = launch["env"].get<std::vector<std::string>>();
+    auto env_words = launch["env"].get<std::vector<std::string>>();
+    // Under Slurm the node's allocation arrives in the shim's own environment (SLURM_*, the GPUs it gave):
+    // the job sees it too, unless the worker set the variable itself.
+    for (char** e = environ; *e; ++e) {
+        const std::string entry = *e;
+        const std::string key = entry.substr(0, entry.find('='));
+        if (key.rfind("SLURM_", 0) != 0 && key != "CUDA_VISIBLE_DEVICES" && key != "GPU_DEVICE_ORDINAL")
+            continue;
+        const bool set = std::any_of(env_words.begin(), env_words.end(), [&](const std::string& w) { return w.rfind(key + "=", 0) == 0; });
+        if (!set)
+            env_words.push_back(entry);
+    }
     const std::string cwd = launch.value("cwd", std::string());
 
     const int out = open_output(job_dir + "/stdout.log");
@@ -186,8 +198,21 @@ int run_job_shim(const std::string& job_dir) {
         exec_error.append(buffer, static_cast<size_t>(n));
     }
     ::close(exec_pipe[0]);
+    // Wait for the job, forwarding stop requests the worker leaves in DIR/signal: the way to reach a job on another
+    // machine (a Slurm node) where the worker cannot send signals itself.
     int status = 0;
-    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    const std::string signal_file = job_dir + "/signal";
+    for (;;) {
+        const pid_t done = ::waitpid(child, &status, WNOHANG);
+        if (done == child || (done < 0 && errno != EINTR))
+            break;
+        std::ifstream request(signal_file);
+        int number = 0;
+        if (request >> number && number > 0 && number < 65) {
+            ::kill(child, number);
+            ::rename(signal_file.c_str(), (signal_file + ".sent").c_str());
+        }
+        ::usleep(100000);
     }
     json result;
     if (!exec_error.empty())

@@ -7,6 +7,7 @@
 // DIR/stdout.log, DIR/stderr.log, DIR/metrics.jsonl (fd 3, TRAINDECK_METRICS_FD=3)   appended by the job
 // DIR/pid           the job's pid (the shim's pid is its process group)
 // DIR/exit_status.json  {"exit_code":N} | {"signal":N} | {"exec_error":"..."}
+// DIR/signal        a signal number the worker asks the shim to send its job (then renamed signal.sent)
 #include <string>
 #include <vector>
 

@@ -72,6 +72,8 @@ struct Supervisor::Job {
     bool dirty = false;
     int fds[3] = {-1, -1, -1}; // the job's output files, open while it runs
     bool shim_reaped = false;  // our child shim exited: its exit_status.json is there to read
+    std::string slurm_id;      // the Slurm job running this run (Slurm executor)
+    double slurm_gone_since = 0;
 
     void close_files() {
         for (int& fd : fds)
@@ -108,6 +110,9 @@ Supervisor::Supervisor(WorkerConfig config, EventBoard& board) : config_(std::mo
     if (config_.memory_mb <= 0)
         config_.memory_mb = static_cast<int64_t>(telemetry_.sample_host().memory_total_mb);
     gpu_busy_.assign(telemetry_.gpu_count(), false);
+    if (config_.executor == "slurm")
+        slurm_ = std::make_unique<SlurmExecutor>(SlurmSettings{config_.slurm_rest, config_.slurm_user, config_.slurm_token_file,
+                                                               config_.slurm_partition, config_.slurm_conf});
 }
 
 Supervisor::~Supervisor() {
@@ -251,7 +256,11 @@ void Supervisor::recover() {
             if (gpu >= 0 && gpu < static_cast<int>(gpu_busy_.size()))
                 gpu_busy_[gpu] = true;
         const std::string dir = job_dir(job->id);
-        if (read_exit_status(dir).present || alive_shim(job->shim, dir)) {
+        if (slurm_) {
+            std::ifstream in(dir + "/slurm_job");
+            in >> job->slurm_id;
+        }
+        if (read_exit_status(dir).present || alive_shim(job->shim, dir) || !job->slurm_id.empty()) {
             // Still running (or ended while we were away): keep reading its files from the saved offsets.
             add_event(*job, "warning", json{{"message", "worker restarted; job re-adopted"}}.dump());
             continue;
@@ -316,6 +325,8 @@ void Supervisor::tick(bool meter_now) {
     for (auto& command : commands)
         command();
     const double now = wall_now();
+    if (slurm_ && meter_now)
+        poll_slurm();
     std::vector<Job*> active;
     for (auto& [id, job] : jobs_)
         active.push_back(job);
@@ -334,7 +345,13 @@ void Supervisor::tick(bool meter_now) {
             add_event(*job, "warning",
                       json{{"message", "job did not stop within " + std::to_string(int(config_.stop_grace_seconds)) +
                                            " s of SIGTERM; sending SIGKILL"}}.dump());
-            ::kill(-job->shim, SIGKILL);
+            if (job->shim > 0)
+                ::kill(-job->shim, SIGKILL);
+            if (!job->slurm_id.empty()) {
+                std::string error;
+                if (!slurm_->cancel(job->slurm_id, error))
+                    add_event(*job, "warning", json{{"message", error}}.dump());
+            }
             job->stop_sent = now + 1e9; // once
         }
     }
@@ -411,8 +428,8 @@ Supervisor::Result Supervisor::submit(const JobRequest& request) {
     {
         std::lock_guard lock(commands_mutex_);
         commands_.push_back([this, request, promise] {
-            if (request.resources.gpus > static_cast<int>(gpu_busy_.size()) || request.resources.cpus > config_.cpu_slots ||
-                request.resources.memory_mb > config_.memory_mb) {
+            if (!slurm_ && (request.resources.gpus > static_cast<int>(gpu_busy_.size()) || request.resources.cpus > config_.cpu_slots ||
+                            request.resources.memory_mb > config_.memory_mb)) {
                 promise->set_value({422, {{"error", "the job asks for more than this worker has (" +
                                                         std::to_string(gpu_busy_.size()) + " GPUs, " +
                                                         std::to_string(config_.cpu_slots) + " CPUs, " +
@@ -564,6 +581,11 @@ void Supervisor::signal_job(Job& job, const std::string& kind, int signal) {
         job.stop_sent = wall_now();
     if (job.shim > 0)
         ::kill(-job.shim, signal); // the job's whole process group; the shim outlives it to record the exit
+    if (!job.slurm_id.empty()) {
+        // On a cluster node only the shim can reach the job: it forwards what it finds in its signal file.
+        std::string error;
+        write_file_atomically(job_dir(job.id) + "/signal", std::to_string(signal) + "\n", error);
+    }
     job.state = kind == "preempt" ? "preempting" : "stopping";
     job.reason = kind == "preempt"    ? "preempted by job " + std::to_string(job.preempted_by) + "; checkpointing"
                  : kind == "cancel"   ? "cancel requested; checkpointing"
@@ -599,7 +621,10 @@ void Supervisor::start_job(Job& job) {
     std::string visible;
     for (int gpu : job.gpus)
         visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
-    env["CUDA_VISIBLE_DEVICES"] = visible;
+    if (slurm_)
+        env.erase("CUDA_VISIBLE_DEVICES"); // Slurm sets it on the node for the GPUs it allocated
+    else
+        env["CUDA_VISIBLE_DEVICES"] = visible;
     env["TRAINDECK_METRICS_FD"] = "3";
     env["TRAINDECK_CHECKPOINT_DIR"] = dir + "/checkpoints";
     // A job's dataset is its version's read-only folder in the store; jobs without one get an empty folder.
@@ -613,17 +638,20 @@ void Supervisor::start_job(Job& job) {
     for (const auto& [key, value] : env)
         plan.env.push_back(key + "=" + value);
     std::string error;
-    if (!write_launch_plan(dir, plan, error) || (job.shim = spawn_shim(config_.self_binary, dir, error)) < 0) {
+    if (!write_launch_plan(dir, plan, error) ||
+        (slurm_ ? !submit_to_slurm(job, dir, error) : (job.shim = spawn_shim(config_.self_binary, dir, error)) < 0)) {
         job.exit_code = -1;
         finish_run(job, "failed", error);
         return;
     }
     job.pid = -1;
     job.state = "running";
+    const std::string where = slurm_ ? " (Slurm job " + job.slurm_id + ")" : "";
     job.reason = job.restarts > 0 ? "restart " + std::to_string(job.restarts) + " of " +
                                         std::to_string(job.request.max_restarts) + ", from the last checkpoint"
                  : resume         ? "resumed from its checkpoint"
                                   : "started";
+    job.reason += where;
     job.started = wall_now();
     job.last_meter = job.started;
     job.stop_kind.clear();
@@ -696,7 +724,8 @@ void Supervisor::ingest(Job& job) {
             job.dirty = true;
         }
     }
-    if (job.pid <= 0 && job.state != "queued")
+    // A Slurm job's pid belongs to its node: no per-process telemetry for it here.
+    if (job.pid <= 0 && job.state != "queued" && job.slurm_id.empty())
         job.pid = read_job_pid(dir);
 }
 
@@ -706,9 +735,12 @@ void Supervisor::check_exit(Job& job) {
     const std::string dir = job_dir(job.id);
     const ExitStatus status = read_exit_status(dir);
     if (!status.present) {
-        if (job.shim > 0 && !alive_shim(job.shim, dir) && !read_exit_status(dir).present) {
+        const bool vanished = job.slurm_id.empty() ? job.shim > 0 && !alive_shim(job.shim, dir) : check_slurm(job);
+        if (vanished && !read_exit_status(dir).present) {
             ingest(job);
-            job.reason = "the job's supervisor process vanished without recording an exit";
+            job.reason = job.slurm_id.empty() ? "the job's supervisor process vanished without recording an exit"
+                                              : "Slurm job " + job.slurm_id + " ended (" + slurm_states_[job.slurm_id].state +
+                                                    ") without recording an exit";
             job.exit_code = -1;
             if (job.restarts < job.request.max_restarts) {
                 ++job.restarts;
@@ -756,6 +788,8 @@ void Supervisor::finish_run(Job& job, const std::string& state, const std::strin
         telemetry_.forget_process(job.pid);
     job.shim = -1;
     job.shim_reaped = false;
+    job.slurm_id.clear();
+    job.slurm_gone_since = 0;
     job.pid = -1;
     job.close_files();
     job.stop_kind.clear();
@@ -769,6 +803,18 @@ void Supervisor::finish_run(Job& job, const std::string& state, const std::strin
 }
 
 void Supervisor::schedule() {
+    if (slurm_) {
+        // The cluster schedules: every queued job goes to Slurm, highest priority first.
+        std::vector<Job*> queued;
+        for (auto& [id, job] : jobs_)
+            if (job->state == "queued")
+                queued.push_back(job);
+        std::stable_sort(queued.begin(), queued.end(),
+                         [](const Job* a, const Job* b) { return a->request.priority > b->request.priority; });
+        for (Job* job : queued)
+            start_job(*job);
+        return;
+    }
     int free_cpus = config_.cpu_slots;
     int64_t free_memory = config_.memory_mb;
     int free_gpus = 0;
@@ -912,6 +958,54 @@ void Supervisor::meter(Job& job, double now) {
             job.idle_since = 0;
         }
     }
+}
+
+bool Supervisor::submit_to_slurm(Job& job, const std::string& dir, std::string& error) {
+    ::unlink((dir + "/signal").c_str());
+    ::unlink((dir + "/signal.sent").c_str());
+    job.slurm_id = slurm_->submit(config_.self_binary, dir, job.request, error);
+    if (job.slurm_id.empty())
+        return false;
+    job.shim = -1;
+    job.slurm_gone_since = 0;
+    // Kept with the job's files so that a restarted worker re-adopts it.
+    return write_file_atomically(dir + "/slurm_job", job.slurm_id + "\n", error);
+}
+
+void Supervisor::poll_slurm() {
+    bool any = false;
+    for (auto& [id, job] : jobs_)
+        any = any || !job->slurm_id.empty();
+    if (!any)
+        return;
+    std::string error;
+    slurm_states_ok_ = slurm_->states(slurm_states_, error);
+    if (!slurm_states_ok_ && error != slurm_error_)
+        std::fprintf(stderr, "traindeck-worker: cannot ask Slurm for job states: %s\n", error.c_str());
+    slurm_error_ = slurm_states_ok_ ? std::string() : error;
+}
+
+// Mirrors Slurm's view into the job's reason; true when Slurm has ended the job (for a few seconds, so that an
+// exit status written just before is read first).
+bool Supervisor::check_slurm(Job& job) {
+    if (!slurm_states_ok_)
+        return false; // Slurm cannot be asked right now: nothing is concluded from silence
+    const auto it = slurm_states_.find(job.slurm_id);
+    const std::string state = it == slurm_states_.end() ? "GONE" : it->second.state;
+    if (SlurmExecutor::is_active(state)) {
+        job.slurm_gone_since = 0;
+        const std::string reason = state == "PENDING" ? "pending in Slurm job " + job.slurm_id + " (" + it->second.reason + ")"
+                                                      : "running in Slurm job " + job.slurm_id;
+        if (job.state == "running" && job.reason != reason && (state == "PENDING" || job.reason.rfind("pending in Slurm", 0) == 0)) {
+            job.reason = reason;
+            add_state_event(job);
+            job.dirty = true;
+        }
+        return false;
+    }
+    if (job.slurm_gone_since == 0)
+        job.slurm_gone_since = wall_now();
+    return wall_now() - job.slurm_gone_since > 3.0;
 }
 
 json Supervisor::resources() {

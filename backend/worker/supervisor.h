@@ -5,6 +5,7 @@
 // submit()/cancel() and read what it committed through their own read-only connections.
 #include "contentstore.h"
 #include "jobrequest.h"
+#include "slurmexecutor.h"
 #include "sqlitedb.h"
 #include "telemetry.h"
 #include "workerconfig.h"
@@ -77,6 +78,9 @@ private:
     void add_event(Job& job, const char* type, std::string_view data);
     void add_state_event(Job& job);
     void save_job(Job& job);
+    bool submit_to_slurm(Job& job, const std::string& dir, std::string& error);
+    void poll_slurm();
+    bool check_slurm(Job& job);
     std::string job_dir(int64_t id) const;
 
     WorkerConfig config_;
@@ -86,6 +90,10 @@ private:
     Statement insert_event_, update_job_;
     Telemetry telemetry_;
     dataset::ContentStore store_;
+    std::unique_ptr<SlurmExecutor> slurm_; // set when config_.executor is "slurm"
+    std::map<std::string, SlurmExecutor::State> slurm_states_;
+    bool slurm_states_ok_ = false;
+    std::string slurm_error_;
     std::map<int64_t, Job*> jobs_; // non-terminal jobs
     std::vector<bool> gpu_busy_;
     std::mutex commands_mutex_;

@@ -23,6 +23,10 @@ struct WorkerConfig {
     bool idle_stop = false;
     double stop_grace_seconds = 60.0; // SIGTERM, then SIGKILL after this long
     int64_t max_body_bytes = 1 << 20;
+    // "local": jobs are processes here. "slurm": jobs are Slurm batch jobs (the state folder must be on a
+    // filesystem the cluster's nodes share); Slurm schedules them, this worker watches and ingests.
+    std::string executor = "local";
+    std::string slurm_rest, slurm_user = "root", slurm_token_file, slurm_partition, slurm_conf;
 };
 
 } // namespace traindeck::worker

@@ -1,0 +1,247 @@
+#include "slurmexecutor.h"
+
+#include "workerclient.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace traindeck::worker {
+
+using nlohmann::json;
+
+namespace {
+
+std::string batch_script(const std::string& shim, const std::string& dir) {
+    auto quote = [](const std::string& word) {
+        std::string out = "'";
+        for (char c : word)
+            out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        return out + "'";
+    };
+    // The shim reads the job's argv and environment from launch.json: the script only starts it.
+    return "#!/bin/sh\nexec " + quote(shim) + " --run-job " + quote(dir) + "\n";
+}
+
+} // namespace
+
+SlurmExecutor::SlurmExecutor(SlurmSettings settings) : settings_(std::move(settings)) {
+    if (!settings_.rest_url.empty())
+        client_ = std::make_unique<client::WorkerClient>(settings_.rest_url, "");
+}
+
+SlurmExecutor::~SlurmExecutor() = default;
+
+std::string SlurmExecutor::describe() const {
+    return settings_.rest_url.empty() ? "Slurm through sbatch/squeue/scancel" : "Slurm through slurmrestd at " + settings_.rest_url;
+}
+
+bool SlurmExecutor::is_active(const std::string& state) {
+    return state == "PENDING" || state == "RUNNING" || state == "CONFIGURING" || state == "COMPLETING" ||
+           state == "SUSPENDED" || state == "REQUEUED" || state == "RESIZING" || state == "SIGNALING" || state == "STAGE_OUT";
+}
+
+std::string SlurmExecutor::token(std::string& error) const {
+    if (!settings_.token_file.empty()) {
+        std::ifstream in(settings_.token_file);
+        std::string text;
+        if (in >> text)
+            return text.rfind("SLURM_JWT=", 0) == 0 ? text.substr(10) : text;
+        error = "cannot read the Slurm JWT from " + settings_.token_file + " (make one with: scontrol token)";
+        return {};
+    }
+    if (const char* env = std::getenv("SLURM_JWT"); env && *env)
+        return env;
+    error = "slurmrestd needs a JWT: give --slurm-token-file or set SLURM_JWT (scontrol token username=...)";
+    return {};
+}
+
+bool SlurmExecutor::rest(const std::string& method, const std::string& path, const std::string& body, std::string& reply,
+                         std::string& error) {
+    const std::string jwt = token(error);
+    if (jwt.empty())
+        return false;
+    client_->set_headers({"X-SLURM-USER-NAME: " + settings_.user, "X-SLURM-USER-TOKEN: " + jwt});
+    const client::HttpResponse response = method == "GET"    ? client_->get(path)
+                                          : method == "POST" ? client_->post(path, body)
+                                                             : client_->del(path);
+    reply = response.body;
+    const json parsed = json::parse(response.body, nullptr, false);
+    std::string slurm_errors;
+    if (parsed.is_object() && parsed.contains("errors") && parsed["errors"].is_array())
+        for (const json& e : parsed["errors"])
+            if (e.is_object())
+                slurm_errors += (slurm_errors.empty() ? "" : "; ") + e.value("error", e.value("description", e.dump()));
+    if (!response.ok() || !slurm_errors.empty()) {
+        error = "slurmrestd " + method + " " + path + ": " + (slurm_errors.empty() ? response.message() : slurm_errors);
+        return false;
+    }
+    return true;
+}
+
+bool SlurmExecutor::command(std::vector<std::string> argv, std::string& output, std::string& error) const {
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+        error = std::string("pipe: ") + std::strerror(errno);
+        return false;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
+    std::vector<std::string> env_words;
+    for (char** e = environ; *e; ++e)
+        if (std::strncmp(*e, "SLURM_CONF=", 11) != 0)
+            env_words.push_back(*e);
+    if (!settings_.conf.empty())
+        env_words.push_back("SLURM_CONF=" + settings_.conf);
+    std::vector<char*> args, envp;
+    for (auto& word : argv)
+        args.push_back(word.data());
+    args.push_back(nullptr);
+    for (auto& word : env_words)
+        envp.push_back(word.data());
+    envp.push_back(nullptr);
+    pid_t pid = -1;
+    const int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(pipe_fds[1]);
+    if (rc != 0) {
+        ::close(pipe_fds[0]);
+        error = "cannot run " + argv[0] + ": " + std::strerror(rc) + " (is slurm-client installed?)";
+        return false;
+    }
+    output.clear();
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof(buffer))) != 0;) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        output.append(buffer, static_cast<size_t>(n));
+    }
+    ::close(pipe_fds[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        error = argv[0] + " failed: " + output;
+        while (!error.empty() && (error.back() == '\n' || error.back() == ' '))
+            error.pop_back();
+        return false;
+    }
+    return true;
+}
+
+std::string SlurmExecutor::submit(const std::string& shim, const std::string& dir, const JobRequest& request,
+                                  std::string& error) {
+    const Resources& r = request.resources;
+    const std::string name = "traindeck-" + (request.name.empty() ? std::string("job") : request.name);
+    if (client_) {
+        json job = {{"name", name},
+                    {"tasks", 1},
+                    {"cpus_per_task", std::max(1, r.cpus)},
+                    {"current_working_directory", dir},
+                    {"standard_output", dir + "/slurm.out"},
+                    {"standard_error", dir + "/slurm.out"},
+                    {"environment", {{"PATH", "/usr/local/bin:/usr/bin:/bin"}}}};
+        if (!settings_.partition.empty())
+            job["partition"] = settings_.partition;
+        if (r.memory_mb > 0)
+            job["memory_per_node"] = r.memory_mb;
+        if (r.gpus > 0)
+            job["gres"] = "gpu:" + std::to_string(r.gpus);
+        if (r.time_minutes > 0)
+            job["time_limit"] = r.time_minutes;
+        std::string reply;
+        if (!rest("POST", "/slurm/v0.0.38/job/submit", json{{"script", batch_script(shim, dir)}, {"job", job}}.dump(), reply, error))
+            return {};
+        const json parsed = json::parse(reply, nullptr, false);
+        if (!parsed.is_object() || !parsed.contains("job_id") || !parsed["job_id"].is_number()) {
+            error = "slurmrestd accepted the job but sent no job_id: " + reply.substr(0, 200);
+            return {};
+        }
+        return std::to_string(parsed["job_id"].get<int64_t>());
+    }
+    // sbatch reads the script from a file in the job folder (kept for the user to read).
+    const std::string script = dir + "/slurm-batch.sh";
+    {
+        std::ofstream out(script);
+        out << batch_script(shim, dir);
+        if (!out) {
+            error = "cannot write " + script;
+            return {};
+        }
+    }
+    std::vector<std::string> argv = {"sbatch", "--parsable", "--job-name=" + name, "--chdir=" + dir,
+                                      "--output=" + dir + "/slurm.out", "--ntasks=1",
+                                      "--cpus-per-task=" + std::to_string(std::max(1, r.cpus)), "--export=PATH"};
+    if (!settings_.partition.empty())
+        argv.push_back("--partition=" + settings_.partition);
+    if (r.memory_mb > 0)
+        argv.push_back("--mem=" + std::to_string(r.memory_mb));
+    if (r.gpus > 0)
+        argv.push_back("--gres=gpu:" + std::to_string(r.gpus));
+    if (r.time_minutes > 0)
+        argv.push_back("--time=" + std::to_string(r.time_minutes));
+    argv.push_back(script);
+    std::string output;
+    if (!command(argv, output, error))
+        return {};
+    const std::string id = output.substr(0, output.find_first_of(";\n"));
+    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
+        error = "sbatch printed no job id: " + output;
+        return {};
+    }
+    return id;
+}
+
+bool SlurmExecutor::states(std::map<std::string, State>& out, std::string& error) {
+    out.clear();
+    if (client_) {
+        std::string reply;
+        if (!rest("GET", "/slurm/v0.0.38/jobs", "", reply, error))
+            return false;
+        const json parsed = json::parse(reply, nullptr, false);
+        if (!parsed.is_object() || !parsed.contains("jobs") || !parsed["jobs"].is_array()) {
+            error = "slurmrestd sent no job list";
+            return false;
+        }
+        for (const json& job : parsed["jobs"])
+            if (job.is_object() && job.contains("job_id") && job["job_id"].is_number())
+                out[std::to_string(job["job_id"].get<int64_t>())] = {job.value("job_state", ""), job.value("state_reason", "")};
+        return true;
+    }
+    std::string output;
+    if (!command({"squeue", "-h", "-t", "all", "-o", "%i|%T|%r"}, output, error))
+        return false;
+    std::istringstream lines(output);
+    for (std::string line; std::getline(lines, line);) {
+        const size_t a = line.find('|'), b = line.find('|', a + 1);
+        if (a != std::string::npos && b != std::string::npos)
+            out[line.substr(0, a)] = {line.substr(a + 1, b - a - 1), line.substr(b + 1)};
+    }
+    return true;
+}
+
+bool SlurmExecutor::cancel(const std::string& id, std::string& error) {
+    if (client_) {
+        std::string reply;
+        return rest("DELETE", "/slurm/v0.0.38/job/" + id, "", reply, error);
+    }
+    std::string output;
+    return command({"scancel", id}, output, error);
+}
+
+} // namespace traindeck::worker

@@ -1,0 +1,58 @@
+#pragma once
+// Runs jobs through an existing Slurm cluster instead of as local processes. The job folder lives on the shared
+// filesystem; each Slurm batch job runs the same shim as a local job (traindeck-worker --run-job DIR), so metrics,
+// logs, exit status and checkpoints arrive through the same files with the same seq guarantees.
+// Talks to slurmrestd (JWT in X-SLURM-USER-NAME/-TOKEN, OpenAPI v0.0.38) when given its URL, else to the
+// sbatch/squeue/scancel commands (argv, never a shell).
+#include "jobrequest.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace traindeck::client {
+class WorkerClient;
+}
+
+namespace traindeck::worker {
+
+struct SlurmSettings {
+    std::string rest_url;   // e.g. http://127.0.0.1:6820; empty: use the CLI tools
+    std::string user = "root";
+    std::string token_file; // JWT (scontrol token); also $SLURM_JWT
+    std::string partition;  // empty: the cluster's default
+    std::string conf;       // SLURM_CONF for the CLI tools
+};
+
+class SlurmExecutor {
+public:
+    explicit SlurmExecutor(SlurmSettings settings);
+    ~SlurmExecutor();
+
+    // Submits `shim --run-job dir` with the request's resources mapped to --cpus-per-task, --mem, --gres=gpu:N and
+    // --time. Returns the Slurm job id, or "" and error.
+    std::string submit(const std::string& shim, const std::string& dir, const JobRequest& request, std::string& error);
+
+    struct State {
+        std::string state;  // PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ... ; "" unknown
+        std::string reason; // Slurm's reason (Resources, Priority, ...)
+    };
+    // Every job Slurm still knows (finished ones stay for MinJobAge). False and error when Slurm cannot be asked.
+    bool states(std::map<std::string, State>& out, std::string& error);
+    // Hard stop (the soft one is the shim's signal file, which works the same on any node).
+    bool cancel(const std::string& id, std::string& error);
+    static bool is_active(const std::string& state);
+    std::string describe() const;
+
+private:
+    std::string token(std::string& error) const;
+    bool rest(const std::string& method, const std::string& path, const std::string& body, std::string& reply,
+              std::string& error);
+    bool command(std::vector<std::string> argv, std::string& output, std::string& error) const;
+
+    SlurmSettings settings_;
+    std::unique_ptr<client::WorkerClient> client_;
+};
+
+} // namespace traindeck::worker
