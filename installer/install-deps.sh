@@ -30,12 +30,18 @@ packages=(
   # GUI tests and screenshots
   xvfb xauth imagemagick
   # tests: certificates for the TLS tests, pkill to reap the workers a test started
-  openssl procps
+  openssl procps curl
 )
+# With --tests: a real single-node Slurm for the Slurm executor's tests (installer/slurm-single-node.sh starts it).
+test_packages=(slurmctld slurmd slurm-client slurmrestd munge slurm-wlm-jwt-plugin)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
+
+if [ "$with_tests" -eq 1 ]; then
+  packages+=("${test_packages[@]}")
+fi
 
 missing=()
 for p in "${packages[@]}"; do

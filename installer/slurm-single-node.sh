@@ -19,6 +19,7 @@ if [ -z "$command" ] || [ -z "$dir" ]; then
 fi
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
+chmod 0755 "$dir"
 conf="$dir/slurm.conf"
 rest_port="${SLURMRESTD_PORT:-6820}"
 ctld_port="${SLURMCTLD_PORT:-6817}"
@@ -124,6 +125,10 @@ for _ in $(seq 100); do
 done
 sinfo -h -o '%t' | grep -qE 'idle|mix|alloc' || { echo "slurm-single-node: the node did not come up; see $dir/log" >&2; exit 1; }
 
+if ! setpriv --reuid=traindeck-rest --regid=traindeck-rest --clear-groups test -r "$conf"; then
+  echo "slurm-single-node: slurmrestd runs as user traindeck-rest, which cannot read $conf; make its folders world-searchable" >&2
+  exit 1
+fi
 if ! { [ -f "$dir/slurmrestd.pid" ] && kill -0 "$(cat "$dir/slurmrestd.pid")" 2>/dev/null; }; then
   chmod 0755 "$dir"
   SLURM_JWT=daemon setpriv --reuid=traindeck-rest --regid=traindeck-rest --clear-groups \

@@ -34,6 +34,11 @@ protected:
     void set_endpoint(const std::string& url, const std::string& token, const std::string& pinned_key,
                       const std::string& ca_file, const QString& description);
     client::HttpResponse call(const std::string& method, const std::string& path, const std::string& body = {});
+    // Finds the worker whose state folder is settings["state_dir"] (else default_state_dir) on this machine, or
+    // starts one there (detached, its own session: jobs outlive the console) with extra_args, and connects.
+    // settings["worker_binary"] overrides the traindeck-worker next to the app.
+    bool start_or_attach(const QVariantMap& settings, const QString& default_state_dir, const QStringList& extra_args,
+                         const QString& what, QString* error);
 
 private:
     void stream(QString remoteId, qint64 after);

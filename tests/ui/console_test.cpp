@@ -18,12 +18,15 @@
 #include <QJsonObject>
 #include <QPluginLoader>
 #include <QSignalSpy>
+#include <QStandardPaths>
 #include <QTableView>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <csignal>
+
+#include <unistd.h>
 #include <cstdlib>
 
 using namespace traindeck;
@@ -140,6 +143,7 @@ private slots:
     void submitWatchCancelAndRestart();
     void datasetsRegisterPreviewUploadTrainAndExport();
     void lostWorkerJobFinishesOnAnotherWorker();
+    void slurmJobsFromThePluginToTheFinishedCurve();
 };
 
 void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
@@ -604,6 +608,86 @@ void ConsoleTest::lostWorkerJobFinishesOnAnotherWorker() {
         QCOMPARE(static_cast<qint64>(curve.last[i].x()), static_cast<qint64>(i + 1));
     QCOMPARE(last_step, qint64(85 * 4)); // 5,400 training samples / 64 = 85 steps an epoch, 4 epochs
     window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/moved-job.png"));
+}
+
+void ConsoleTest::slurmJobsFromThePluginToTheFinishedCurve() {
+    if (!QFile::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+        QSKIP("dataset-fashion-mnist is not installed");
+    if (::getuid() != 0 || QStandardPaths::findExecutable("slurmctld", {"/usr/sbin", "/usr/bin"}).isEmpty())
+        QSKIP("a single-node Slurm needs root and the Slurm packages (installer/install-deps.sh --tests)");
+    QTemporaryDir temp;
+    const QString dir = temp.path();
+    const QString cluster = dir + "/cluster";
+    // slurmrestd runs as an unprivileged user: it must be able to reach the cluster's files.
+    QFile::setPermissions(dir, QFile::permissions(dir) | QFileDevice::ExeOther | QFileDevice::ReadOther);
+    const QString script = QStringLiteral(TRAINDECK_SOURCE_DIR "/installer/slurm-single-node.sh");
+    QProcess start;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SLURMRESTD_PORT", "26820");
+    env.insert("SLURMCTLD_PORT", "26817");
+    env.insert("SLURMD_PORT", "26818");
+    start.setProcessEnvironment(env);
+    start.start("bash", {script, "start", cluster, "4"});
+    QVERIFY(start.waitForFinished(60000));
+    QVERIFY2(start.exitCode() == 0, start.readAll().constData());
+    struct ClusterStopper {
+        QString script, cluster;
+        ~ClusterStopper() { QProcess::execute("bash", {script, "stop", cluster}); }
+    } stopper{script, cluster};
+    WorkerReaper local_reaper{dir + "/local"}, slurm_reaper{dir + "/slurm-worker"};
+    qputenv("SLURM_CONF", (cluster + "/slurm.conf").toUtf8());
+
+    Console console;
+    QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
+    QPluginLoader loader(QStringLiteral(TRAINDECK_PLUGIN_DIR "/libtraindeck_backend_slurm.so"));
+    auto* factory = qobject_cast<BackendFactory*>(loader.instance());
+    QVERIFY2(factory, qPrintable(loader.errorString()));
+    QCOMPARE(factory->kind(), QString("slurm"));
+    std::unique_ptr<Backend> slurm(factory->create(nullptr));
+    QString error;
+    QVERIFY2(slurm->open({{"state_dir", dir + "/slurm-worker"}, {"worker_binary", TRAINDECK_WORKER_BINARY},
+                          {"slurm_rest", "http://127.0.0.1:26820"}, {"slurm_token_file", cluster + "/jwt.token"},
+                          {"slurm_conf", cluster + "/slurm.conf"}}, &error), qPrintable(error));
+    JobSync slurm_sync(console.catalog, *console.writer, *slurm, "slurm");
+    MainWindow& window = *console.window;
+    window.addBackend("slurm", slurm_sync, *slurm);
+
+    // A built-in job, through the dialog, on the Slurm backend.
+    NewJobDialog dialog(&window);
+    QJsonObject request = small_job("slurm builtin", 3000, 1);
+    QJsonObject spec = request.value("builtin").toObject();
+    spec["model"] = "mlp";
+    spec.remove("conv");
+    request["builtin"] = spec;
+    dialog.load(request);
+    dialog.setBackends(window.backendNames(), "slurm");
+    window.submitDialog(dialog);
+    // And the PyTorch example.
+    const QJsonObject pytorch{{"name", "slurm pytorch"},
+                              {"argv", QJsonArray{"/usr/bin/python3", TRAINDECK_SOURCE_DIR "/resources/examples/pytorch_fashion.py",
+                                                  "--epochs", "1", "--limit", "2560"}},
+                              {"resources", QJsonObject{{"cpus", 1}}}};
+    const bool torch = QProcess::execute("/usr/bin/python3", {"-c", "import torch"}) == 0;
+    if (torch)
+        slurm_sync.submit("slurm pytorch", pytorch);
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "slurm builtin") >= 0, 20000);
+    QCOMPARE(window.jobs().data(window.jobs().index(row_of(window, "slurm builtin"), JobTableModel::Backend), Qt::DisplayRole).toString(),
+             QString("slurm"));
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "slurm builtin")), QString("succeeded"), 120000);
+    const qint64 job = window.jobs().data(window.jobs().index(row_of(window, "slurm builtin"), 0), JobTableModel::JobIdRole).toLongLong();
+    console.writer->flush();
+    CatalogReader reader(dir + "/catalog.db");
+    const CatalogReader::Curve curve = reader.curve(job, "loss", 100000);
+    QCOMPARE(curve.points, qint64(43)); // 2,700 training samples / 64
+    QCOMPARE(static_cast<qint64>(curve.last.back().x()), qint64(43));
+    if (torch) {
+        QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "slurm pytorch") >= 0, 20000);
+        QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "slurm pytorch")), QString("succeeded"), 180000);
+        const qint64 torch_job = window.jobs().data(window.jobs().index(row_of(window, "slurm pytorch"), 0), JobTableModel::JobIdRole).toLongLong();
+        QCOMPARE(reader.curve(torch_job, "loss", 100000).points, qint64(20));
+    }
+    window.selectRow(row_of(window, "slurm builtin"));
+    window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/slurm-job.png"));
 }
 
 QTEST_MAIN(ConsoleTest)
