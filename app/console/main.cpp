@@ -13,6 +13,8 @@
 #include <QStandardPaths>
 #include <QTimer>
 
+#include <memory>
+
 using namespace traindeck;
 
 int main(int argc, char** argv) {
@@ -27,7 +29,9 @@ int main(int argc, char** argv) {
     QCommandLineOption no_demo_option("no-demo", "Do not submit the demo job on a first start.");
     QCommandLineOption screenshot_option("screenshot", "Save a screenshot of the window to FILE and quit.", "file");
     QCommandLineOption after_option("after", "Seconds to wait before --screenshot (default 20).", "seconds", "20");
-    parser.addOptions({catalog_option, worker_option, no_demo_option, screenshot_option, after_option});
+    QCommandLineOption slurm_option("slurm", "Also connect a Slurm cluster, configured by $SLURM_CONF, $TRAINDECK_SLURM_REST and "
+                                             "$TRAINDECK_SLURM_TOKEN_FILE (installer/slurm-single-node.sh writes them to DIR/env).");
+    parser.addOptions({catalog_option, worker_option, no_demo_option, screenshot_option, after_option, slurm_option});
     parser.process(app);
 
     const QString data_dir = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/traindeck";
@@ -48,6 +52,7 @@ int main(int argc, char** argv) {
         plugin_dirs.prepend(qEnvironmentVariable("TRAINDECK_PLUGIN_DIR"));
     BackendFactory* local_factory = nullptr;
     BackendFactory* worker_factory = nullptr;
+    BackendFactory* slurm_factory = nullptr;
     QStringList tried;
     for (const QString& dir : plugin_dirs) {
         for (const QString& file : QDir(dir).entryList({"*.so"}, QDir::Files)) {
@@ -61,6 +66,8 @@ int main(int argc, char** argv) {
                 local_factory = factory;
             if (factory->kind() == "worker" && !worker_factory)
                 worker_factory = factory;
+            if (factory->kind() == "slurm" && !slurm_factory)
+                slurm_factory = factory;
         }
     }
     if (!local_factory) {
@@ -82,6 +89,21 @@ int main(int argc, char** argv) {
     sync.resumeWatching();
     BackendManager remotes(catalog, writer, worker_factory, window);
     remotes.restore();
+    std::unique_ptr<JobSync> slurm_sync;
+    if (parser.isSet(slurm_option)) {
+        Backend* slurm = slurm_factory ? slurm_factory->create(&app) : nullptr;
+        QString slurm_error = slurm ? QString() : QStringLiteral("the Slurm plugin was not found");
+        const QVariantMap slurm_settings{{"slurm_rest", qEnvironmentVariable("TRAINDECK_SLURM_REST")},
+                                         {"slurm_token_file", qEnvironmentVariable("TRAINDECK_SLURM_TOKEN_FILE")},
+                                         {"slurm_conf", qEnvironmentVariable("SLURM_CONF")}};
+        if (slurm && slurm->open(slurm_settings, &slurm_error)) {
+            slurm_sync = std::make_unique<JobSync>(catalog, writer, *slurm, "slurm");
+            window.addBackend("slurm", *slurm_sync, *slurm);
+            slurm_sync->resumeWatching();
+        } else {
+            window.addAlert("Slurm backend not connected: " + slurm_error);
+        }
+    }
     window.show();
     if (!parser.isSet(no_demo_option) && window.jobs().totalJobs() == 0) {
         window.submitDemo("mlp");
