@@ -1,10 +1,11 @@
 // traindeck-train: the built-in trainer. Reads a JSON job spec, trains, speaks the metrics protocol.
+#include "devicecheck.h"
+#include "export.h"
 #include "gemm.h"
+#include "gpumodel.h"
 #include "jobspec.h"
 #include "metricswriter.h"
 #include "trainer.h"
-#include "devicecheck.h"
-#include "export.h"
 
 #include <atomic>
 #include <csignal>
@@ -13,6 +14,10 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -32,6 +37,9 @@ void print_usage() {
         "  --resume              continue from the newest intact checkpoint in that folder, if there is one\n"
         "  --threads N           compute threads (default: all cores)\n"
         "  --device cpu|cuda|auto  where to train (default auto: CUDA when a GPU is present and built in)\n"
+        "  --precision fp32|bf16 GPU gemm inputs (bf16 autocast keeps fp32 accumulation and master weights)\n"
+        "  data parallel: with WORLD_SIZE=N (the worker sets it for a job with N GPUs) this process is rank 0 and\n"
+        "  starts ranks 1..N-1 itself, one per GPU, sharing an NCCL id (TRAINDECK_NCCL_ID); gradients are summed\n"
         "  --set KEY=VALUE       override a spec field; KEY may be dotted (optimizer.lr=0.01); VALUE is JSON or text\n"
         "  --help                this text\n"
         "\n"
@@ -181,6 +189,13 @@ int main(int argc, char** argv) {
             threads = std::atoi(value().c_str());
         } else if (arg == "--device") {
             device = value();
+        } else if (arg == "--precision") {
+            const std::string precision = value();
+            if (precision != "fp32" && precision != "bf16") {
+                std::fprintf(stderr, "traindeck-train: --precision is fp32 or bf16, not \"%s\"\n", precision.c_str());
+                return kExitUsage;
+            }
+            options.bf16 = precision == "bf16";
         } else if (arg == "--set") {
             overrides.push_back(value());
         } else if (!arg.empty() && arg[0] == '-') {
@@ -238,14 +253,50 @@ int main(int argc, char** argv) {
     }
 
     MetricsWriter metrics;
+    options.device = "cpu";
     if (device != "cpu") {
         const CudaProbe probe = probe_cuda();
+        if (probe.available)
+            options.device = device;
         if (device == "cuda" || probe.available)
             metrics.write({{"type", "event"}, {"event", "device"}, {"message", probe.message}});
         if (device == "cuda" || probe.available)
             std::fprintf(stderr, "traindeck-train: %s\n", probe.message.c_str());
     }
     set_compute_threads(threads);
+
+    // Data parallel: ranks from WORLD_SIZE/LOCAL_RANK. Rank 0 (no TRAINDECK_NCCL_ID yet) makes the NCCL id and
+    // starts the other ranks as copies of itself; their metrics go nowhere (rank 0 reports for all).
+    std::vector<pid_t> ranks;
+    const int world = std::max(1, std::atoi(std::getenv("WORLD_SIZE") ? std::getenv("WORLD_SIZE") : "1"));
+    if (world > 1 && options.device != "cpu") {
+        const char* local_rank = std::getenv("LOCAL_RANK");
+        const char* nccl_id = std::getenv("TRAINDECK_NCCL_ID");
+        options.world_size = world;
+        options.rank = local_rank ? std::atoi(local_rank) : 0;
+        if (nccl_id && *nccl_id) {
+            options.nccl_id = nccl_id;
+        } else if (options.rank == 0) {
+            options.nccl_id = gpu_nccl_unique_id();
+            if (options.nccl_id.empty()) {
+                std::fprintf(stderr, "traindeck-train: WORLD_SIZE=%d needs NCCL on a GPU, which this machine or build lacks\n", world);
+                return kExitUsage;
+            }
+            ::setenv("TRAINDECK_NCCL_ID", options.nccl_id.c_str(), 1);
+            for (int rank = 1; rank < world; ++rank) {
+                const pid_t child = ::fork();
+                if (child == 0) {
+                    ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+                    ::setenv("RANK", std::to_string(rank).c_str(), 1);
+                    const int quiet = ::open("/dev/null", O_WRONLY);
+                    ::setenv("TRAINDECK_METRICS_FD", std::to_string(quiet).c_str(), 1);
+                    ::execv("/proc/self/exe", argv);
+                    ::_exit(kExitUsage);
+                }
+                ranks.push_back(child);
+            }
+        }
+    }
 
     struct sigaction action {};
     action.sa_handler = request_stop;
@@ -254,7 +305,13 @@ int main(int argc, char** argv) {
     sigaction(SIGINT, &action, nullptr);
     options.stop_requested = &g_stop;
 
-    const TrainResult result = train(*spec, options, metrics);
+    TrainResult result = train(*spec, options, metrics);
+    for (pid_t rank : ranks) {
+        int status = 0;
+        ::waitpid(rank, &status, 0);
+        if (result.exit_code == kExitDone && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
+            result = {WIFEXITED(status) ? WEXITSTATUS(status) : kExitIoError, "a data-parallel rank failed; see its output"};
+    }
     if (result.exit_code != kExitDone)
         std::fprintf(stderr, "traindeck-train: %s\n", result.message.c_str());
     return result.exit_code;

@@ -3,6 +3,7 @@
 #include "checkpoint.h"
 #include "dataset.h"
 #include "gemm.h"
+#include "gpumodel.h"
 #include "layers.h"
 #include "metricswriter.h"
 #include "network.h"
@@ -83,7 +84,7 @@ struct Evaluation {
     std::vector<std::vector<long>> confusion; // [true class][predicted class]
 };
 
-Evaluation evaluate(Network& net, const Dataset& data, Rng& unused_rng) {
+Evaluation evaluate(Network& net, GpuModel* gpu, const Dataset& data, Rng& unused_rng) {
     const int classes = net.classes();
     Evaluation result;
     result.confusion.assign(classes, std::vector<long>(classes, 0));
@@ -92,7 +93,8 @@ Evaluation evaluate(Network& net, const Dataset& data, Rng& unused_rng) {
     long correct = 0;
     for (size_t start = 0; start < data.size(); start += net.max_batch()) {
         const int batch = static_cast<int>(std::min<size_t>(net.max_batch(), data.size() - start));
-        const float* logits = net.forward(data.x.data() + start * features, batch, false, unused_rng);
+        const float* logits = gpu ? gpu->logits(data.x.data() + start * features, batch)
+                                  : net.forward(data.x.data() + start * features, batch, false, unused_rng);
         result.loss += softmax_cross_entropy_forward(probs.data(), logits, data.y.data() + start, batch, classes);
         for (int b = 0; b < batch; ++b) {
             const float* row = probs.data() + static_cast<size_t>(b) * classes;
@@ -174,7 +176,30 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                    {"resumed_from_step", state.step}, {"threads", compute_threads()}});
     metrics.log("model " + net.describe());
 
+    // The GPU path, when asked for (or "auto") and the model runs there; otherwise the CPU trains, and says why.
+    std::unique_ptr<GpuModel> gpu;
+    if (options.device != "cpu") {
+        std::string reason;
+        gpu = GpuModel::create(net, spec.optimizer, spec.batch_size,
+                               GpuOptions{options.bf16, options.world_size, options.rank, options.nccl_id}, reason);
+        if (gpu) {
+            gpu->upload(net.params(), optimizer.state());
+            metrics.write({{"type", "event"}, {"event", "device"}, {"message", "training on " + gpu->describe()}});
+            metrics.log("training on " + gpu->describe());
+        } else {
+            if (options.world_size > 1)
+                return fail(kExitUsage, "data-parallel training needs the GPU path, which cannot run here: " + reason);
+            metrics.write({{"type", "event"}, {"event", "device"}, {"message", "training on CPU: " + reason}});
+            if (options.device == "cuda")
+                metrics.log("training on CPU: " + reason);
+        }
+    }
+
     auto save = [&](const char* reason) -> Expected<std::string> {
+        if (options.rank != 0)
+            return std::string("(checkpoints are written by rank 0)");
+        if (gpu)
+            gpu->download(net.params(), optimizer.state());
         Checkpoint c{state, spec.optimizer.type, net.params(), optimizer.state()};
         auto path = write_checkpoint(options.checkpoint_dir, c, spec.keep_checkpoints);
         if (path)
@@ -221,7 +246,10 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
             const size_t window_samples =
                 std::min(train_count, window_first + static_cast<size_t>(window_batches) * spec.batch_size) - window_first;
             const float scale = 1.0f / static_cast<float>(window_samples);
-            std::fill(net.grads().begin(), net.grads().end(), 0.0f);
+            if (gpu)
+                gpu->zero_grads();
+            else
+                std::fill(net.grads().begin(), net.grads().end(), 0.0f);
             double window_loss = 0.0;
             long window_correct = 0;
             for (long micro = 0; micro < window_batches; ++micro) {
@@ -233,6 +261,10 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                                 sizeof(float) * features);
                     batch_y[b] = data.train.y[sample];
                 }
+                if (gpu) {
+                    gpu->forward_backward(batch_x.data(), batch_y.data(), batch, scale);
+                    continue;
+                }
                 const float* logits = net.forward(batch_x.data(), batch, true, dropout_rng);
                 window_loss += softmax_cross_entropy_forward(probs.data(), logits, batch_y.data(), batch, classes);
                 for (int b = 0; b < batch; ++b) {
@@ -241,6 +273,14 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                 }
                 softmax_cross_entropy_backward(dlogits.data(), probs.data(), batch_y.data(), batch, classes, scale);
                 net.backward(batch_x.data(), dlogits.data(), batch);
+            }
+            if (gpu) {
+                // The GPU sums over ranks and updates in one go; the loss check below still keeps NaN out of every
+                // checkpoint (the device's weights are never saved after it).
+                std::string error;
+                const float next_lr = learning_rate(spec.optimizer, spec.schedule, state.step + 1, total_steps);
+                if (!gpu->step(next_lr, state.step + 1, window_loss, window_correct, error))
+                    return fail(kExitIoError, "GPU: " + error);
             }
             const double loss = window_loss / static_cast<double>(window_samples);
             if (!std::isfinite(loss)) {
@@ -251,7 +291,8 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
             }
             ++state.step;
             const float lr = learning_rate(spec.optimizer, spec.schedule, state.step, total_steps);
-            optimizer.step(net.params(), net.grads(), net.tensors(), lr, state.step);
+            if (!gpu)
+                optimizer.step(net.params(), net.grads(), net.tensors(), lr, state.step);
             state.batch_in_epoch += window_batches;
             state.samples_seen += static_cast<long>(window_samples);
             state.dropout_rng = dropout_rng.state();
@@ -285,7 +326,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
             }
         }
 
-        const Evaluation val = evaluate(net, data.val, unused_rng);
+        const Evaluation val = evaluate(net, gpu.get(), data.val, unused_rng);
         if (data.val.size() > 0)
             metrics.write(evaluation_json("val", val, state.step, state.epoch + 1));
         const double epoch_rate = epoch_seconds > 0 ? epoch_samples / epoch_seconds : 0.0;
@@ -308,7 +349,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
     }
 
     if (data.test.size() > 0) {
-        const Evaluation test = evaluate(net, data.test, unused_rng);
+        const Evaluation test = evaluate(net, gpu.get(), data.test, unused_rng);
         metrics.write(evaluation_json("test", test, state.step, spec.epochs));
         char line[120];
         std::snprintf(line, sizeof(line), "test loss %.4f  test accuracy %.2f%%", test.loss, 100.0 * test.accuracy);

@@ -24,6 +24,10 @@ struct TrainOptions {
     std::string checkpoint_dir = "checkpoints";
     bool resume = false;             // continue from the newest intact checkpoint in checkpoint_dir, if any
     const std::atomic<bool>* stop_requested = nullptr; // set from a signal handler
+    std::string device = "cpu"; // cpu | cuda | auto (cuda when a GPU is present and the model runs there)
+    bool bf16 = false;          // GPU autocast: bf16 gemm inputs, fp32 accumulation and master weights
+    int world_size = 1, rank = 0; // data-parallel ranks (one process per GPU); only rank 0 writes metrics/checkpoints
+    std::string nccl_id;        // shared by all ranks when world_size > 1
 };
 
 struct TrainResult {

@@ -631,7 +631,8 @@ void Supervisor::start_job(Job& job) {
     env["TRAINDECK_DATASET_DIR"] = job.request.dataset.empty() ? dir + "/data" : store_.dataset_path(job.request.dataset);
     env["TRAINDECK_JOB_ID"] = std::to_string(job.id);
     env["TRAINDECK_RESUME"] = resume ? "1" : "0";
-    env["WORLD_SIZE"] = "1";
+    // A built-in job on several GPUs is one traindeck-train per GPU: rank 0 starts the others (data parallel, NCCL).
+    env["WORLD_SIZE"] = std::to_string(job.request.builtin.is_null() ? 1 : std::max(1, job.request.resources.gpus));
     env["RANK"] = "0";
     env["LOCAL_RANK"] = "0";
     env["OMP_NUM_THREADS"] = std::to_string(std::max(1, job.request.resources.cpus));

@@ -5,6 +5,8 @@
 #include "devicecheck.h"
 #include "layers.h"
 #include "gemm.h"
+#include "gpumodel.h"
+#include "network.h"
 #include "optimizer.h"
 #include "rng.h"
 
@@ -56,6 +58,82 @@ void report(const char* what, double error, double tolerance) {
     const bool ok = error <= tolerance;
     failures += !ok;
     std::printf("%-32s max relative error %.3g (tolerance %.1g)  %s\n", what, error, tolerance, ok ? "ok" : "MISMATCH");
+}
+
+// Trains the same MLP for `steps` SGD steps on the CPU (the engine's Network + Optimizer) and on the GPU path
+// (GpuModel): returns the largest relative difference of the final weights and of the per-step losses.
+struct TrainingComparison {
+    double weights = 0, loss = 0;
+    double cpu_samples_per_s = 0, gpu_samples_per_s = 0;
+};
+
+TrainingComparison compare_training(const std::vector<LayerSpec>& layers, int features, int classes, int batch, int steps,
+                                    bool bf16) {
+    TrainingComparison result;
+    Rng rng(7);
+    const int samples = batch * steps;
+    std::vector<float> x(size_t(samples) * features);
+    std::vector<int32_t> y(samples);
+    for (auto& v : x)
+        v = rng.uniform(-1.0f, 1.0f);
+    for (auto& label : y)
+        label = static_cast<int32_t>(rng.below(classes));
+    auto built = Network::build(layers, SampleShape{1, features, 1}, classes, batch);
+    Network& net = *built;
+    Rng init(3);
+    net.initialize(init);
+    const std::vector<float> start = net.params();
+    OptimizerSpec sgd{.type = "sgd", .lr = 0.05f, .momentum = 0.9f};
+
+    // CPU
+    Optimizer optimizer(sgd, net.params().size());
+    std::vector<float> probs(size_t(batch) * classes), dlogits(probs.size());
+    std::vector<double> cpu_losses;
+    Rng unused;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int s = 0; s < steps; ++s) {
+        std::fill(net.grads().begin(), net.grads().end(), 0.0f);
+        const float* bx = x.data() + size_t(s) * batch * features;
+        const int32_t* by = y.data() + size_t(s) * batch;
+        const float* logits = net.forward(bx, batch, true, unused);
+        cpu_losses.push_back(softmax_cross_entropy_forward(probs.data(), logits, by, batch, classes));
+        softmax_cross_entropy_backward(dlogits.data(), probs.data(), by, batch, classes, 1.0f / batch);
+        net.backward(bx, dlogits.data(), batch);
+        optimizer.step(net.params(), net.grads(), net.tensors(), 0.05f, s + 1);
+    }
+    result.cpu_samples_per_s = samples / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const std::vector<float> cpu_final = net.params();
+
+    // GPU
+    std::string reason;
+    auto gpu = GpuModel::create(net, sgd, batch, GpuOptions{bf16, 1, 0, {}}, reason);
+    if (!gpu) {
+        std::printf("GPU model: %s\n", reason.c_str());
+        result.weights = result.loss = 1.0;
+        return result;
+    }
+    std::vector<std::vector<float>> state = {std::vector<float>(start.size(), 0.0f)};
+    gpu->upload(start, state);
+    std::vector<double> gpu_losses;
+    std::string error;
+    cudaDeviceSynchronize();
+    t0 = std::chrono::steady_clock::now();
+    for (int s = 0; s < steps; ++s) {
+        gpu->zero_grads();
+        gpu->forward_backward(x.data() + size_t(s) * batch * features, y.data() + size_t(s) * batch, batch, 1.0f / batch);
+        double loss = 0;
+        long correct = 0;
+        if (!gpu->step(0.05f, s + 1, loss, correct, error))
+            std::printf("GPU step: %s\n", error.c_str());
+        gpu_losses.push_back(loss);
+    }
+    result.gpu_samples_per_s = samples / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<float> gpu_final(start.size());
+    gpu->download(gpu_final, state);
+    result.weights = max_relative_error(gpu_final, cpu_final);
+    for (int s = 0; s < steps; ++s)
+        result.loss = std::max(result.loss, std::abs(gpu_losses[s] - cpu_losses[s]) / std::max(1.0, std::abs(cpu_losses[s])));
+    return result;
 }
 
 } // namespace
@@ -159,6 +237,21 @@ int main() {
         report("nccl all-reduce (1 rank)", ok ? max_relative_error(buffer.download(), ones) : 1.0, 0.0);
         cuda::nccl_destroy(comm);
     }
-    std::printf("%s\n", failures ? "FAILED" : "all CUDA kernels match their CPU twins");
+    // The GPU training path against the CPU engine: the Fashion-MNIST MLP's shape (784-256-128-10, batch 128, SGD),
+    // then with GELU, then bf16 autocast (looser: bf16 keeps 8 bits of mantissa).
+    set_compute_threads(0);
+    const std::vector<LayerSpec> mlp = {{.type = "linear", .out = 256}, {.type = "relu"}, {.type = "linear", .out = 128}, {.type = "relu"}};
+    const std::vector<LayerSpec> gelu_mlp = {{.type = "linear", .out = 256}, {.type = "gelu"}, {.type = "linear", .out = 128}, {.type = "gelu"}};
+    const TrainingComparison fp32 = compare_training(mlp, 784, 10, 128, 200, false);
+    report("MLP training fp32: weights", fp32.weights, 1e-3);
+    report("MLP training fp32: losses", fp32.loss, 1e-4);
+    const TrainingComparison gelu = compare_training(gelu_mlp, 784, 10, 128, 50, false);
+    report("MLP training fp32 GELU: weights", gelu.weights, 1e-3);
+    const TrainingComparison bf16 = compare_training(mlp, 784, 10, 128, 200, true);
+    report("MLP training bf16: losses", bf16.loss, 5e-2);
+    std::printf("MLP 784-256-128-10, batch 128: CPU engine %.0f samples/s, GPU fp32 %.0f (%.1fx), GPU bf16 %.0f (%.1fx)\n",
+                fp32.cpu_samples_per_s, fp32.gpu_samples_per_s, fp32.gpu_samples_per_s / fp32.cpu_samples_per_s,
+                bf16.gpu_samples_per_s, bf16.gpu_samples_per_s / bf16.cpu_samples_per_s);
+    std::printf("%s\n", failures ? "FAILED" : "all CUDA kernels and the GPU training path match their CPU twins");
     return failures ? 1 : 0;
 }

@@ -162,6 +162,13 @@ bool nccl_all_reduce_sum(NcclComm* comm, float* buffer, size_t n, cudaStream_t s
     return result == ncclSuccess;
 }
 
+bool nccl_all_reduce_sum_double(NcclComm* comm, double* buffer, size_t n, cudaStream_t stream, std::string& error) {
+    const ncclResult_t result = ncclAllReduce(buffer, buffer, n, ncclDouble, ncclSum, comm->comm, stream);
+    if (result != ncclSuccess)
+        error = std::string("ncclAllReduce: ") + ncclGetErrorString(result);
+    return result == ncclSuccess;
+}
+
 void nccl_destroy(NcclComm* comm) {
     if (comm) {
         ncclCommDestroy(comm->comm);

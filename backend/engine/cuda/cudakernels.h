@@ -33,6 +33,7 @@ struct NcclComm;
 std::string nccl_unique_id_hex();
 NcclComm* nccl_init(const std::string& unique_id_hex, int world_size, int rank, std::string& error);
 bool nccl_all_reduce_sum(NcclComm* comm, float* buffer, size_t n, cudaStream_t stream, std::string& error);
+bool nccl_all_reduce_sum_double(NcclComm* comm, double* buffer, size_t n, cudaStream_t stream, std::string& error);
 void nccl_destroy(NcclComm* comm);
 
 } // namespace traindeck::engine::cuda

@@ -16,10 +16,7 @@ CudaProbe probe_cuda() {
     cudaDeviceProp properties{};
     cudaGetDeviceProperties(&properties, 0);
     probe.available = true;
-    // The kernels, the cuBLAS seam and the NCCL all-reduce are built and checked (traindeck-cuda-check), but the
-    // training loop does not drive them yet: say so rather than pretend.
-    probe.message = std::to_string(probe.devices) + " CUDA device(s), first: " + properties.name +
-                    "; this engine version still trains on CPU (the GPU training loop is not wired in yet)";
+    probe.message = std::to_string(probe.devices) + " CUDA device(s), first: " + properties.name;
     return probe;
 }
 

@@ -1,0 +1,13 @@
+// Builds without TRAINDECK_CUDA: there is no GPU path to create, and the trainer says so and uses the CPU.
+#include "gpumodel.h"
+
+namespace traindeck::engine {
+
+std::unique_ptr<GpuModel> GpuModel::create(const Network&, const OptimizerSpec&, int, const GpuOptions&, std::string& reason) {
+    reason = "this traindeck-train was built without CUDA (configure with -DTRAINDECK_CUDA=ON where the toolkit is)";
+    return nullptr;
+}
+
+std::string gpu_nccl_unique_id() { return {}; }
+
+} // namespace traindeck::engine
