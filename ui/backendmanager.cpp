@@ -83,7 +83,7 @@ void BackendManager::addRemote() {
 void BackendManager::connectBackend(const QString& name, const QVariantMap& settings, bool first_time) {
     Backend* backend = factory_->create(nullptr);
     QPointer<BackendManager> self(this);
-    QtConcurrent::run([self, backend, settings, name, first_time] {
+    (void)QtConcurrent::run([self, backend, settings, name, first_time] {
         QString error;
         const bool ok = backend->open(settings, &error);
         QMetaObject::invokeMethod(self, [self, backend, settings, name, first_time, ok, error] {

@@ -44,7 +44,7 @@ void JobSync::submit(const QString& name, const QJsonObject& request) {
     Backend* backend = &backend_;
     QJsonObject sent = request;
     sent.remove("console"); // the console's own settings (migration): the catalog keeps them, the worker never sees them
-    QtConcurrent::run([self, backend, name, request, sent, this] {
+    (void)QtConcurrent::run([self, backend, name, request, sent, this] {
         QString error;
         const QString remote = backend->submit(sent, &error);
         QMetaObject::invokeMethod(self, [self, remote, error, name, request, this] {
@@ -74,7 +74,7 @@ void JobSync::cancel(qint64 job, const QString& remote_id) {
     Q_UNUSED(job);
     QPointer<JobSync> self(this);
     Backend* backend = &backend_;
-    QtConcurrent::run([self, backend, remote_id] {
+    (void)QtConcurrent::run([self, backend, remote_id] {
         QString error;
         if (!backend->cancel(remote_id, &error))
             QMetaObject::invokeMethod(self, [self, error] {
@@ -88,7 +88,7 @@ void JobSync::resume(qint64 job, const QString& remote_id) {
     QPointer<JobSync> self(this);
     Backend* backend = &backend_;
     const std::string backend_name = backend_name_.toStdString();
-    QtConcurrent::run([self, backend, remote_id, job, backend_name, this] {
+    (void)QtConcurrent::run([self, backend, remote_id, job, backend_name, this] {
         QString error;
         const bool ok = backend->resume(remote_id, 0, &error);
         QMetaObject::invokeMethod(self, [self, ok, error, remote_id, job, this] {

@@ -371,7 +371,7 @@ void MainWindow::updateResources() {
     for (const Entry& e : backends_) {
         Backend* backend = e.backend;
         const QString name = e.name;
-        QtConcurrent::run([self, backend, name] {
+        (void)QtConcurrent::run([self, backend, name] {
             QString error;
             const QJsonObject r = backend->resources(&error);
             const QString address = backend->describe();
