@@ -4,12 +4,14 @@
 // state travel to the host for every save, so a run may resume on either device).
 //
 // On the GPU: parameters, gradients and optimiser state stay resident; gemms run in cuBLAS (fp32, or bf16
-// inputs with fp32 accumulation when autocast is on: the master weights stay fp32); bias + activation run fused;
-// softmax-cross-entropy, SGD and AdamW are kernels next to their CPU twins. With WORLD_SIZE > 1 each rank
-// (one process per GPU) takes its slice of every micro-batch and the gradients are summed with NCCL.
+// inputs with fp32 accumulation when autocast is on: the master weights stay fp32); convolutions and max-pool in
+// cuDNN (NHWC, our weight layout is its KRSC; fp32 FMA math, TF32 tensor cores under autocast); bias + a
+// following activation run fused; softmax-cross-entropy, SGD and AdamW are kernels next to their CPU twins. With
+// WORLD_SIZE > 1 each rank (one process per GPU) takes its slice of every micro-batch and the gradients are summed
+// with NCCL.
 //
-// Networks of linear, relu, gelu, flatten (and dropout with p = 0) layers run here; convolutions, max-pool and
-// dropout > 0 are not on the GPU yet, and create() says so (the trainer then stays on the CPU).
+// Dropout with p > 0 is not on the GPU yet (its masks must come from the CPU's random stream to keep runs
+// reproducible across devices): create() says so and the trainer stays on the CPU.
 #include "jobspec.h"
 #include "network.h"
 

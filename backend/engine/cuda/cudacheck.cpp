@@ -67,8 +67,9 @@ struct TrainingComparison {
     double cpu_samples_per_s = 0, gpu_samples_per_s = 0;
 };
 
-TrainingComparison compare_training(const std::vector<LayerSpec>& layers, int features, int classes, int batch, int steps,
+TrainingComparison compare_training(const std::vector<LayerSpec>& layers, SampleShape shape, int classes, int batch, int steps,
                                     bool bf16) {
+    const int features = static_cast<int>(shape.size());
     TrainingComparison result;
     Rng rng(7);
     const int samples = batch * steps;
@@ -78,7 +79,7 @@ TrainingComparison compare_training(const std::vector<LayerSpec>& layers, int fe
         v = rng.uniform(-1.0f, 1.0f);
     for (auto& label : y)
         label = static_cast<int32_t>(rng.below(classes));
-    auto built = Network::build(layers, SampleShape{1, features, 1}, classes, batch);
+    auto built = Network::build(layers, shape, classes, batch);
     Network& net = *built;
     Rng init(3);
     net.initialize(init);
@@ -242,13 +243,29 @@ int main() {
     set_compute_threads(0);
     const std::vector<LayerSpec> mlp = {{.type = "linear", .out = 256}, {.type = "relu"}, {.type = "linear", .out = 128}, {.type = "relu"}};
     const std::vector<LayerSpec> gelu_mlp = {{.type = "linear", .out = 256}, {.type = "gelu"}, {.type = "linear", .out = 128}, {.type = "gelu"}};
-    const TrainingComparison fp32 = compare_training(mlp, 784, 10, 128, 200, false);
+    const SampleShape flat{1, 784, 1};
+    const TrainingComparison fp32 = compare_training(mlp, flat, 10, 128, 200, false);
     report("MLP training fp32: weights", fp32.weights, 1e-3);
     report("MLP training fp32: losses", fp32.loss, 1e-4);
-    const TrainingComparison gelu = compare_training(gelu_mlp, 784, 10, 128, 50, false);
+    const TrainingComparison gelu = compare_training(gelu_mlp, flat, 10, 128, 50, false);
     report("MLP training fp32 GELU: weights", gelu.weights, 1e-3);
-    const TrainingComparison bf16 = compare_training(mlp, 784, 10, 128, 200, true);
+    const TrainingComparison bf16 = compare_training(mlp, flat, 10, 128, 200, true);
     report("MLP training bf16: losses", bf16.loss, 5e-2);
+    // cuDNN convolutions (padding, stride, several channels) and max-pool against the engine's im2col path.
+    const std::vector<LayerSpec> cnn = {{.type = "conv2d", .out = 8, .kernel = 3, .padding = 1}, {.type = "relu"},
+                                        {.type = "maxpool", .stride = 2, .size = 2}, {.type = "conv2d", .out = 16, .kernel = 3, .stride = 2},
+                                        {.type = "gelu"}, {.type = "flatten"}, {.type = "linear", .out = 32}, {.type = "relu"}};
+    const TrainingComparison conv = compare_training(cnn, SampleShape{12, 12, 3}, 10, 64, 50, false);
+    report("CNN training fp32: weights", conv.weights, 1e-3);
+    report("CNN training fp32: losses", conv.loss, 1e-4);
+    const TrainingComparison fashion_cnn = compare_training(
+        {{.type = "conv2d", .out = 32, .kernel = 3}, {.type = "relu"}, {.type = "maxpool", .stride = 2, .size = 2},
+         {.type = "conv2d", .out = 64, .kernel = 3}, {.type = "relu"}, {.type = "maxpool", .stride = 2, .size = 2},
+         {.type = "flatten"}, {.type = "linear", .out = 128}, {.type = "relu"}},
+        SampleShape{28, 28, 1}, 10, 128, 40, false);
+    std::printf("CNN conv32-conv64-fc128, batch 128: CPU engine %.0f samples/s, GPU fp32 %.0f (%.1fx)\n",
+                fashion_cnn.cpu_samples_per_s, fashion_cnn.gpu_samples_per_s,
+                fashion_cnn.gpu_samples_per_s / fashion_cnn.cpu_samples_per_s);
     std::printf("MLP 784-256-128-10, batch 128: CPU engine %.0f samples/s, GPU fp32 %.0f (%.1fx), GPU bf16 %.0f (%.1fx)\n",
                 fp32.cpu_samples_per_s, fp32.gpu_samples_per_s, fp32.gpu_samples_per_s / fp32.cpu_samples_per_s,
                 bf16.gpu_samples_per_s, bf16.gpu_samples_per_s / bf16.cpu_samples_per_s);

@@ -5,6 +5,7 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 #include <nccl.h>
 
 #include <algorithm>
@@ -109,13 +110,14 @@ public:
         const auto& layers = net.layers();
         for (size_t i = 0; i < layers.size(); ++i) {
             const std::string& type = layers[i].spec.type;
-            if (type == "conv2d" || type == "maxpool" || (type == "dropout" && layers[i].spec.p > 0.0f)) {
-                reason = "the GPU path runs linear, relu, gelu and flatten layers; this model has " + type +
-                         (type == "dropout" ? " (p > 0)" : "") + ", which stays on the CPU for now";
+            if (type == "dropout" && layers[i].spec.p > 0.0f) {
+                reason = "dropout with p > 0 is not on the GPU path yet (its masks must match the CPU's random stream); "
+                         "this model stays on the CPU";
                 return false;
             }
             GpuLayer g{&layers[i]};
-            if ((type == "relu" || type == "gelu") && !plan_.empty() && plan_.back().layer->spec.type == "linear" &&
+            const std::string& previous = plan_.empty() ? std::string() : plan_.back().layer->spec.type;
+            if ((type == "relu" || type == "gelu") && (previous == "linear" || previous == "conv2d") &&
                 plan_.back().activation == 0) {
                 plan_.back().activation = type == "relu" ? 1 : 2;
                 g.fused_away = true;
@@ -137,6 +139,17 @@ public:
             return false;
         }
         cublasSetStream(cublas_, stream_);
+        if (cudnnCreate(&cudnn_) != CUDNN_STATUS_SUCCESS) {
+            reason = "cuDNN could not be initialised";
+            return false;
+        }
+        cudnnSetStream(cudnn_, stream_);
+        cudnnCreateTensorDescriptor(&x_desc_);
+        cudnnCreateTensorDescriptor(&y_desc_);
+        cudnnCreateTensorDescriptor(&bias_desc_);
+        cudnnCreateFilterDescriptor(&filter_desc_);
+        cudnnCreateConvolutionDescriptor(&conv_desc_);
+        cudnnCreatePoolingDescriptor(&pool_desc_);
         const size_t count = net.params().size();
         params_.allocate(count);
         grads_.allocate(count);
@@ -185,6 +198,15 @@ public:
 
     ~CudaModel() override {
         cuda::nccl_destroy(comm_);
+        if (cudnn_) {
+            cudnnDestroyTensorDescriptor(x_desc_);
+            cudnnDestroyTensorDescriptor(y_desc_);
+            cudnnDestroyTensorDescriptor(bias_desc_);
+            cudnnDestroyFilterDescriptor(filter_desc_);
+            cudnnDestroyConvolutionDescriptor(conv_desc_);
+            cudnnDestroyPoolingDescriptor(pool_desc_);
+            cudnnDestroy(cudnn_);
+        }
         if (cublas_)
             cublasDestroy(cublas_);
         if (stream_)
@@ -303,6 +325,67 @@ private:
                      CUBLAS_GEMM_DEFAULT);
     }
 
+    // Descriptors for one layer at one batch size (host-side calls, cheap); x_desc_/y_desc_ are its input/output.
+    void describe_conv(const Layer& l, int batch) {
+        cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, batch, l.in.channels, l.in.height, l.in.width);
+        cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, batch, l.spec.out, l.out.height, l.out.width);
+        cudnnSetTensor4dDescriptor(bias_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 1, l.spec.out, 1, 1);
+        cudnnSetFilter4dDescriptor(filter_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, l.spec.out, l.in.channels, l.spec.kernel,
+                                   l.spec.kernel);
+        cudnnSetConvolution2dDescriptor(conv_desc_, l.spec.padding, l.spec.padding, l.spec.stride, l.spec.stride, 1, 1,
+                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
+        // fp32 runs plain FMA (comparable with the CPU); autocast lets cuDNN use TF32 tensor cores for convolutions.
+        cudnnSetConvolutionMathType(conv_desc_, options_.bf16 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : CUDNN_FMA_MATH);
+    }
+    void describe_pool(const Layer& l, int batch) {
+        cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, batch, l.in.channels, l.in.height, l.in.width);
+        cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, batch, l.out.channels, l.out.height, l.out.width);
+        cudnnSetPooling2dDescriptor(pool_desc_, CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_NOT_PROPAGATE_NAN, l.spec.size, l.spec.size,
+                                    0, 0, l.spec.stride, l.spec.stride);
+    }
+    void reserve_workspace(size_t bytes) {
+        if (bytes <= workspace_.n)
+            return;
+        cudaStreamSynchronize(stream_);
+        cudaFree(workspace_.data);
+        workspace_.data = nullptr;
+        workspace_.allocate(bytes);
+    }
+    // The fastest algorithm cuDNN proposes whose workspace fits in 256 MB, for the described layer.
+    cudnnConvolutionFwdAlgo_t forward_algorithm() {
+        cudnnConvolutionFwdAlgoPerf_t perf[8];
+        int found = 0;
+        cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x_desc_, filter_desc_, conv_desc_, y_desc_, 8, &found, perf);
+        for (int a = 0; a < found; ++a)
+            if (perf[a].status == CUDNN_STATUS_SUCCESS && perf[a].memory <= kWorkspaceLimit) {
+                reserve_workspace(perf[a].memory);
+                return perf[a].algo;
+            }
+        return CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    }
+    cudnnConvolutionBwdFilterAlgo_t filter_algorithm() {
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
+        int found = 0;
+        cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, x_desc_, y_desc_, conv_desc_, filter_desc_, 8, &found, perf);
+        for (int a = 0; a < found; ++a)
+            if (perf[a].status == CUDNN_STATUS_SUCCESS && perf[a].memory <= kWorkspaceLimit) {
+                reserve_workspace(perf[a].memory);
+                return perf[a].algo;
+            }
+        return CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+    }
+    cudnnConvolutionBwdDataAlgo_t data_algorithm() {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[8];
+        int found = 0;
+        cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, filter_desc_, y_desc_, conv_desc_, x_desc_, 8, &found, perf);
+        for (int a = 0; a < found; ++a)
+            if (perf[a].status == CUDNN_STATUS_SUCCESS && perf[a].memory <= kWorkspaceLimit) {
+                reserve_workspace(perf[a].memory);
+                return perf[a].algo;
+            }
+        return CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+    }
+
     // Flatten, dropout (p = 0) and activations fused into their linear layer own no buffer: a layer reads the
     // output of the nearest earlier layer that does (or the input).
     bool is_alias(size_t i) const {
@@ -340,6 +423,22 @@ private:
                        static_cast<size_t>(O) * I, 0.0f, target, O);
                 bias_activation_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(target, out, params_.data + l.bias, batch, O,
                                                                                 g.activation);
+            } else if (type == "conv2d") {
+                // cuDNN in NHWC; our weights [O, K, K, C] are its KRSC filter layout. Bias and a following
+                // activation run fused over the output's [positions, channels] rows.
+                describe_conv(l, batch);
+                float* target = g.activation ? pre_[i].data : out;
+                const float one = 1.0f, zero = 0.0f;
+                cudnnConvolutionFwdAlgo_t algo = forward_algorithm();
+                cudnnConvolutionForward(cudnn_, &one, x_desc_, in, filter_desc_, params_.data + l.weight, conv_desc_, algo,
+                                        workspace_.data, workspace_.n, &zero, y_desc_, target);
+                const size_t positions = static_cast<size_t>(batch) * l.out.height * l.out.width;
+                bias_activation_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(target, out, params_.data + l.bias, positions,
+                                                                                l.spec.out, g.activation);
+            } else if (type == "maxpool") {
+                describe_pool(l, batch);
+                const float one = 1.0f, zero = 0.0f;
+                cudnnPoolingForward(cudnn_, pool_desc_, &one, x_desc_, in, &zero, y_desc_, out);
             } else if (type == "relu") {
                 cuda::relu_forward(out, in, n, stream_);
             } else if (type == "gelu") {
@@ -379,6 +478,31 @@ private:
                 bias_grad_kernel<<<blocks_for(O), kThreads, 0, stream_>>>(grads_.data + l.bias, dz, batch, O);
                 if (dx)
                     matmul(false, false, batch, I, O, dz, O, n, params_.data + l.weight, I, static_cast<size_t>(O) * I, 0.0f, dx, I);
+            } else if (type == "conv2d") {
+                const float* dz = dy;
+                if (g.activation) {
+                    float* scratch = douts_[i].data;
+                    if (g.activation == 1)
+                        cuda::relu_backward(scratch, dy, outputs_[i].data, n, stream_);
+                    else
+                        cuda::gelu_backward(scratch, dy, pre_[i].data, n, stream_);
+                    dz = scratch;
+                }
+                describe_conv(l, batch);
+                const float one = 1.0f, zero = 0.0f;
+                cudnnConvolutionBackwardBias(cudnn_, &one, y_desc_, dz, &one, bias_desc_, grads_.data + l.bias);
+                cudnnConvolutionBackwardFilter(cudnn_, &one, x_desc_, in, y_desc_, dz, conv_desc_, filter_algorithm(),
+                                               workspace_.data, workspace_.n, &one, filter_desc_, grads_.data + l.weight);
+                if (dx)
+                    cudnnConvolutionBackwardData(cudnn_, &one, filter_desc_, params_.data + l.weight, y_desc_, dz, conv_desc_,
+                                                 data_algorithm(), workspace_.data, workspace_.n, &zero, x_desc_, dx);
+            } else if (type == "maxpool") {
+                if (dx) {
+                    describe_pool(l, batch);
+                    const float one = 1.0f, zero = 0.0f;
+                    cudnnPoolingBackward(cudnn_, pool_desc_, &one, y_desc_, outputs_[i].data, y_desc_, dy, x_desc_, in, &zero,
+                                         x_desc_, dx);
+                }
             } else if (type == "relu") {
                 if (dx)
                     cuda::relu_backward(dx, dy, outputs_[i].data, n, stream_);
@@ -397,8 +521,15 @@ private:
     GpuOptions options_;
     int max_batch_ = 0, classes_ = 0;
     std::vector<GpuLayer> plan_;
+    static constexpr size_t kWorkspaceLimit = size_t(256) << 20;
     cudaStream_t stream_ = nullptr;
     cublasHandle_t cublas_ = nullptr;
+    cudnnHandle_t cudnn_ = nullptr;
+    cudnnTensorDescriptor_t x_desc_ = nullptr, y_desc_ = nullptr, bias_desc_ = nullptr;
+    cudnnFilterDescriptor_t filter_desc_ = nullptr;
+    cudnnConvolutionDescriptor_t conv_desc_ = nullptr;
+    cudnnPoolingDescriptor_t pool_desc_ = nullptr;
+    Device<char> workspace_;
     cuda::NcclComm* comm_ = nullptr;
     Device<float> params_, grads_, state_[2], input_, probs_, dlogits_, loss_rows_;
     std::vector<Device<float>> outputs_, douts_, pre_;
