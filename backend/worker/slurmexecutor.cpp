@@ -235,6 +235,25 @@ bool SlurmExecutor::states(std::map<std::string, State>& out, std::string& error
     return true;
 }
 
+bool SlurmExecutor::cluster(Cluster& out, std::string& error) const {
+    std::string output;
+    if (!command({"sinfo", "-h", "-o", "%C|%D"}, output, error))
+        return false;
+    // One line per partition state group: "A/I/O/T|nodes"; the default output may hold several lines.
+    out = {};
+    std::istringstream lines(output);
+    for (std::string line; std::getline(lines, line);) {
+        int allocated = 0, idle = 0, other = 0, total = 0, nodes = 0;
+        if (std::sscanf(line.c_str(), "%d/%d/%d/%d|%d", &allocated, &idle, &other, &total, &nodes) == 5) {
+            out.cpus_allocated += allocated;
+            out.cpus_idle += idle;
+            out.cpus_total += total;
+            out.nodes += nodes;
+        }
+    }
+    return out.cpus_total > 0;
+}
+
 bool SlurmExecutor::cancel(const std::string& id, std::string& error) {
     if (client_) {
         std::string reply;

@@ -43,6 +43,11 @@ public:
     // Hard stop (the soft one is the shim's signal file, which works the same on any node).
     bool cancel(const std::string& id, std::string& error);
     static bool is_active(const std::string& state);
+    // The cluster's size for the backends panel (sinfo): CPUs allocated/idle/total, nodes. False when unknown.
+    struct Cluster {
+        int cpus_total = 0, cpus_allocated = 0, cpus_idle = 0, nodes = 0;
+    };
+    bool cluster(Cluster& out, std::string& error) const;
     std::string describe() const;
 
 private:

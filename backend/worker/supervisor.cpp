@@ -1022,7 +1022,7 @@ json Supervisor::resources() {
                         {"memory_used_mb", g.memory_used_mb}, {"memory_total_mb", g.memory_total_mb},
                         {"power_w", g.power_w}, {"temperature_c", g.temperature_c},
                         {"busy", g.index < static_cast<int>(gpu_busy_.size()) && gpu_busy_[g.index]}});
-    return {{"gpus", gpus},
+    json answer = {{"gpus", gpus},
             {"gpu_status", telemetry_.gpu_status().empty() ? "ok" : telemetry_.gpu_status()},
             {"cpus", config_.cpu_slots},
             {"memory_mb", config_.memory_mb},
@@ -1030,6 +1030,24 @@ json Supervisor::resources() {
                       {"memory_used_mb", host.memory_used_mb}, {"memory_total_mb", host.memory_total_mb}}},
             {"prices", {{"base_per_hour", config_.price_base}, {"gpu_per_hour", config_.price_gpu},
                         {"cpu_per_hour", config_.price_cpu}, {"currency", config_.currency}}}};
+    if (slurm_) {
+        // Jobs run on the cluster, not here: report its size (sinfo, refreshed every 30 s).
+        answer["executor"] = slurm_->describe();
+        if (wall_now() - slurm_cluster_time_ > 30) {
+            std::string error;
+            if (!slurm_->cluster(slurm_cluster_, error))
+                slurm_cluster_ = {};
+            slurm_cluster_time_ = wall_now();
+        }
+        if (slurm_cluster_.cpus_total > 0) {
+            answer["cpus"] = slurm_cluster_.cpus_total;
+            answer["cluster"] = {{"nodes", slurm_cluster_.nodes}, {"cpus_total", slurm_cluster_.cpus_total},
+                                 {"cpus_allocated", slurm_cluster_.cpus_allocated}, {"cpus_idle", slurm_cluster_.cpus_idle}};
+        }
+    } else {
+        answer["executor"] = "local processes";
+    }
+    return answer;
 }
 
 } // namespace traindeck::worker

@@ -94,6 +94,8 @@ private:
     std::map<std::string, SlurmExecutor::State> slurm_states_;
     bool slurm_states_ok_ = false;
     std::string slurm_error_;
+    SlurmExecutor::Cluster slurm_cluster_;
+    double slurm_cluster_time_ = 0;
     std::map<int64_t, Job*> jobs_; // non-terminal jobs
     std::vector<bool> gpu_busy_;
     std::mutex commands_mutex_;

@@ -119,6 +119,11 @@ TEST_F(Slurm, BuiltinJobThroughSlurmrestdStreamsEveryEvent) {
     ASSERT_FALSE(slurm.empty());
     const std::string shown = run("squeue -h -t all -j " + slurm + " -o '%T|%C|%m|%l'");
     EXPECT_EQ(shown, "COMPLETED|2|500M|7:00\n");
+    // The worker reports the cluster's size, not the login node's.
+    const json resources = worker.client().get("/v1/resources").json();
+    EXPECT_EQ(resources["cpus"], 8) << resources.dump();
+    EXPECT_EQ(resources["cluster"]["nodes"], 1) << resources.dump();
+    EXPECT_NE(resources["executor"].get<std::string>().find("slurmrestd"), std::string::npos);
 }
 
 TEST_F(Slurm, PyTorchExampleThroughSbatch) {
