@@ -44,6 +44,9 @@ public:
     // Sums gradients, loss and correct counts over ranks, then updates the parameters. Returns false + error
     // on a CUDA/NCCL failure. loss_sum and correct are the step's totals over every rank.
     virtual bool step(float lr, long step, double& loss_sum, long& correct, std::string& error) = 0;
+    // Data parallel: true when any rank passes true (a stop request must end every rank at the same step, or the
+    // others would wait forever in their next all-reduce). One rank: returns flag.
+    virtual bool any_rank(bool flag) = 0;
     // Logits [batch, classes] of an inference forward pass, on the host.
     virtual const float* logits(const float* x, int batch) = 0;
     virtual std::string describe() const = 0;

@@ -232,7 +232,8 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         long epoch_samples = 0;
 
         while (state.batch_in_epoch < batches_per_epoch) {
-            if (stop_requested()) {
+            const bool stop = gpu && options.world_size > 1 ? gpu->any_rank(stop_requested()) : stop_requested();
+            if (stop) {
                 auto path = save("preempted");
                 if (!path)
                     return fail(kExitIoError, path.error());

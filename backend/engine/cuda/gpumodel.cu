@@ -179,7 +179,7 @@ public:
         probs_.allocate(std::max<size_t>(1, local) * classes_);
         dlogits_.allocate(std::max<size_t>(1, local) * classes_);
         loss_rows_.allocate(std::max<size_t>(1, local));
-        totals_.allocate(2);
+        totals_.allocate(3); // loss, correct, and a stop vote
         host_logits_.resize(static_cast<size_t>(max_batch) * classes_);
         if (options.world_size > 1) {
             std::string error;
@@ -281,6 +281,18 @@ public:
         loss_sum = totals[0];
         correct = static_cast<long>(totals[1]);
         return true;
+    }
+
+    bool any_rank(bool flag) override {
+        if (!comm_)
+            return flag;
+        double value = flag ? 1.0 : 0.0;
+        std::string error;
+        cudaMemcpyAsync(totals_.data + 2, &value, sizeof(double), cudaMemcpyHostToDevice, stream_);
+        cuda::nccl_all_reduce_sum_double(comm_, totals_.data + 2, 1, stream_, error);
+        cudaMemcpyAsync(&value, totals_.data + 2, sizeof(double), cudaMemcpyDeviceToHost, stream_);
+        cudaStreamSynchronize(stream_);
+        return value > 0.0;
     }
 
     const float* logits(const float* x, int batch) override {
