@@ -363,39 +363,34 @@ private:
         workspace_.data = nullptr;
         workspace_.allocate(bytes);
     }
-    // The fastest algorithm cuDNN proposes whose workspace fits in 256 MB, for the described layer.
-    cudnnConvolutionFwdAlgo_t forward_algorithm() {
-        cudnnConvolutionFwdAlgoPerf_t perf[8];
-        int found = 0;
-        cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x_desc_, filter_desc_, conv_desc_, y_desc_, 8, &found, perf);
+    // The fastest of cuDNN's ranked proposals (perf, found) whose workspace fits in 256 MB, for the described layer;
+    // the three convolution directions differ only in their perf types and the query that fills them.
+    template <typename Perf, typename Algo>
+    Algo first_fitting(const Perf* perf, int found, Algo fallback) {
         for (int a = 0; a < found; ++a)
             if (perf[a].status == CUDNN_STATUS_SUCCESS && perf[a].memory <= kWorkspaceLimit) {
                 reserve_workspace(perf[a].memory);
                 return perf[a].algo;
             }
-        return CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+        return fallback;
+    }
+    cudnnConvolutionFwdAlgo_t forward_algorithm() {
+        cudnnConvolutionFwdAlgoPerf_t perf[8];
+        int found = 0;
+        cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x_desc_, filter_desc_, conv_desc_, y_desc_, 8, &found, perf);
+        return first_fitting(perf, found, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
     }
     cudnnConvolutionBwdFilterAlgo_t filter_algorithm() {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
         int found = 0;
         cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, x_desc_, y_desc_, conv_desc_, filter_desc_, 8, &found, perf);
-        for (int a = 0; a < found; ++a)
-            if (perf[a].status == CUDNN_STATUS_SUCCESS && perf[a].memory <= kWorkspaceLimit) {
-                reserve_workspace(perf[a].memory);
-                return perf[a].algo;
-            }
-        return CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+        return first_fitting(perf, found, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0);
     }
     cudnnConvolutionBwdDataAlgo_t data_algorithm() {
         cudnnConvolutionBwdDataAlgoPerf_t perf[8];
         int found = 0;
         cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, filter_desc_, y_desc_, conv_desc_, x_desc_, 8, &found, perf);
-        for (int a = 0; a < found; ++a)
-            if (perf[a].status == CUDNN_STATUS_SUCCESS && perf[a].memory <= kWorkspaceLimit) {
-                reserve_workspace(perf[a].memory);
-                return perf[a].algo;
-            }
-        return CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+        return first_fitting(perf, found, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0);
     }
 
     // Flatten, dropout (p = 0) and activations fused into their linear layer own no buffer: a layer reads the
@@ -461,6 +456,20 @@ private:
         return last;
     }
 
+    // A linear or convolution layer's gradient through the activation fused after it: dz = dy · act'(pre), in place
+    // in this layer's gradient buffer (which is where the next layer wrote dy). Without one, dy itself.
+    const float* through_activation(size_t i, const float* dy, size_t n) {
+        const int activation = plan_[i].activation;
+        if (!activation)
+            return dy;
+        float* dz = douts_[i].data;
+        if (activation == 1)
+            cuda::relu_backward(dz, dy, outputs_[i].data, n, stream_);
+        else
+            cuda::gelu_backward(dz, dy, pre_[i].data, n, stream_);
+        return dz;
+    }
+
     void backward(int batch) {
         const float* dy = dlogits_.data;
         for (size_t i = plan_.size(); i-- > 0;) {
@@ -474,32 +483,14 @@ private:
             const size_t n = static_cast<size_t>(batch) * l.out.size();
             if (type == "linear") {
                 const int I = static_cast<int>(l.in.size()), O = l.spec.out;
-                const float* dz = dy;
-                if (g.activation) {
-                    // Through the fused activation first: dz = dy · act'(pre), in place in this layer's gradient buffer
-                    // (which is where the next layer wrote dy).
-                    float* scratch = douts_[i].data;
-                    if (g.activation == 1)
-                        cuda::relu_backward(scratch, dy, outputs_[i].data, n, stream_);
-                    else
-                        cuda::gelu_backward(scratch, dy, pre_[i].data, n, stream_);
-                    dz = scratch;
-                }
+                const float* dz = through_activation(i, dy, n);
                 // dW[O,I] += dz^T · x ; db += Σ dz ; dx = dz · W
                 matmul(true, false, O, I, batch, dz, O, n, in, I, static_cast<size_t>(batch) * I, 1.0f, grads_.data + l.weight, I);
                 bias_grad_kernel<<<blocks_for(O), kThreads, 0, stream_>>>(grads_.data + l.bias, dz, batch, O);
                 if (dx)
                     matmul(false, false, batch, I, O, dz, O, n, params_.data + l.weight, I, static_cast<size_t>(O) * I, 0.0f, dx, I);
             } else if (type == "conv2d") {
-                const float* dz = dy;
-                if (g.activation) {
-                    float* scratch = douts_[i].data;
-                    if (g.activation == 1)
-                        cuda::relu_backward(scratch, dy, outputs_[i].data, n, stream_);
-                    else
-                        cuda::gelu_backward(scratch, dy, pre_[i].data, n, stream_);
-                    dz = scratch;
-                }
+                const float* dz = through_activation(i, dy, n);
                 describe_conv(l, batch);
                 const float one = 1.0f, zero = 0.0f;
                 cudnnConvolutionBackwardBias(cudnn_, &one, y_desc_, dz, &one, bias_desc_, grads_.data + l.bias);
