@@ -1,7 +1,5 @@
 #include "contentstore.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -40,30 +38,6 @@ bool write_all(int fd, const char* data, size_t size, int& saved_errno) {
 }
 
 int space_status(int error_number) { return error_number == ENOSPC || error_number == EDQUOT ? 507 : 500; }
-
-// Hashes a file the way the manifest did; "" when it cannot be read.
-std::string hash_file(const std::string& path, std::vector<char>& buffer) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return {};
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-    ssize_t got;
-    while ((got = ::read(fd, buffer.data(), buffer.size())) > 0)
-        EVP_DigestUpdate(ctx, buffer.data(), static_cast<size_t>(got));
-    ::close(fd);
-    unsigned char out[EVP_MAX_MD_SIZE];
-    unsigned int size = 0;
-    EVP_DigestFinal_ex(ctx, out, &size);
-    EVP_MD_CTX_free(ctx);
-    if (got < 0)
-        return {};
-    static const char* digits = "0123456789abcdef";
-    std::string hex;
-    for (unsigned i = 0; i < size; ++i)
-        hex += {digits[out[i] >> 4], digits[out[i] & 15]};
-    return hex;
-}
 
 void make_read_only(const fs::path& root) {
     std::error_code ec;
@@ -230,10 +204,9 @@ int ContentStore::materialize(const Manifest& manifest, std::vector<std::string>
     std::atomic<size_t> next{0};
     std::atomic<int> bad{-1};
     auto verify = [&] {
-        std::vector<char> local(1 << 20);
         for (size_t i; bad.load() < 0 && (i = next.fetch_add(1)) < manifest.files.size();) {
             const ManifestFile& file = manifest.files[i];
-            if (hash_file((build / file.path).string(), local) != file.sha256)
+            if (sha256_file((build / file.path).string()) != file.sha256)
                 bad.store(static_cast<int>(i));
         }
     };

@@ -181,6 +181,20 @@ std::string sha256_hex(const void* data, size_t size) {
     return hex_of(out, length);
 }
 
+std::string sha256_file(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return {};
+    Digest ctx = new_digest();
+    std::vector<char> buffer(1 << 20);
+    ssize_t got;
+    while ((got = ::read(fd, buffer.data(), buffer.size())) > 0 || (got < 0 && errno == EINTR))
+        if (got > 0)
+            EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(got));
+    ::close(fd);
+    return got < 0 ? std::string() : finish(ctx.get());
+}
+
 bool is_sha256_hex(const std::string& text) {
     return text.size() == 64 &&
            std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });

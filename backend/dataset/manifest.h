@@ -65,6 +65,8 @@ struct ManifestDiff {
 ManifestDiff diff_manifests(const Manifest& before, const Manifest& after);
 
 std::string sha256_hex(const void* data, size_t size);
+// The SHA-256 of a file's bytes (what sha256sum prints); "" when it cannot be read.
+std::string sha256_file(const std::string& path);
 bool is_sha256_hex(const std::string& text);
 // A relative path that stays inside its folder: no absolute paths, no "..", no empty or "." parts, no NUL.
 bool is_safe_relative_path(const std::string& path);
