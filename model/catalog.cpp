@@ -133,7 +133,9 @@ void Catalog::add_backend(const BackendRow& b) {
     upsert.step();
 }
 
-int64_t Catalog::add_dataset_version(const DatasetVersionRow& v) {
+int64_t Catalog::add_dataset_version(const DatasetVersionRow& v, bool* created) {
+    if (created)
+        *created = false;
     Statement existing = db_.prepare("SELECT id FROM dataset_versions WHERE hash=?");
     existing.bind(1, v.version);
     if (existing.step())
@@ -154,6 +156,8 @@ int64_t Catalog::add_dataset_version(const DatasetVersionRow& v) {
     insert.bind(1, dataset).bind(2, v.version).bind(3, v.manifest).bind(4, v.bytes).bind(5, now_seconds()).bind(6, v.root)
         .bind(7, v.format).bind(8, v.summary).bind(9, v.files);
     insert.step();
+    if (created)
+        *created = true;
     return db_.last_insert_id();
 }
 
@@ -248,13 +252,14 @@ bool is(const std::string* text, std::string_view expected) { return text && *te
 } // namespace
 
 int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
-    int64_t last = last_seq(job);
-    int64_t offset = 0;
+    int64_t last = 0, offset = 0;
     {
-        Statement select = db_.prepare("SELECT seq_offset FROM jobs WHERE id=?");
+        Statement select = db_.prepare("SELECT last_seq, seq_offset FROM jobs WHERE id=?");
         select.bind(1, job);
-        if (select.step())
-            offset = select.integer(0);
+        if (select.step()) {
+            last = select.integer(0);
+            offset = select.integer(1);
+        }
     }
     // Points gathered per series name, appended in one go per batch. Most records repeat the same few keys, so
     // the last key's list is remembered to skip the map lookup.

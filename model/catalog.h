@@ -55,12 +55,13 @@ public:
     void add_backend(const BackendRow& backend);
     std::vector<BackendRow> backends();
 
-    // A dataset version (by content hash); registering the same bytes again returns the existing row's id.
+    // A dataset version (by content hash); registering the same bytes again returns the existing row's id
+    // (and *created tells which happened).
     struct DatasetVersionRow {
         std::string name, version, manifest, root, format, summary;
         int64_t bytes = 0, files = 0;
     };
-    int64_t add_dataset_version(const DatasetVersionRow& version);
+    int64_t add_dataset_version(const DatasetVersionRow& version, bool* created = nullptr);
     void mark_dataset_uploaded(const std::string& version, const std::string& backend);
     // Files a job produced on the console's side (exports, synced checkpoints).
     int64_t add_artifact(int64_t job, const std::string& kind, const std::string& path, int64_t bytes,

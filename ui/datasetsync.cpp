@@ -57,17 +57,11 @@ bool DatasetSync::registerPath(const QString& name, const QString& root) {
         Catalog::DatasetVersionRow row{name.toStdString(), manifest.version(), manifest.to_json().dump(), absolute.toStdString(),
                                        preview.format, preview.summary, manifest.bytes(), static_cast<int64_t>(manifest.files.size())};
         // The catalog's writer thread records it; one transaction, so no half-registered version.
-        auto existed = std::make_shared<bool>(false);
-        writer_.post([row, existed](Catalog& catalog) {
-            Statement check = catalog.db().prepare("SELECT 1 FROM dataset_versions WHERE hash=?");
-            check.bind(1, row.version);
-            *existed = check.step();
-            check.reset();
-            catalog.add_dataset_version(row);
-        });
+        auto created = std::make_shared<bool>(false);
+        writer_.post([row, created](Catalog& catalog) { catalog.add_dataset_version(row, created.get()); });
         writer_.flush();
         const std::string write_error = writer_.last_error();
-        QMetaObject::invokeMethod(self, [self, name, row, existed, write_error] {
+        QMetaObject::invokeMethod(self, [self, name, row, created, write_error] {
             if (!self)
                 return;
             self->busy_ = false;
@@ -76,7 +70,7 @@ bool DatasetSync::registerPath(const QString& name, const QString& root) {
                 return;
             }
             emit self->catalogChanged();
-            emit self->registered(name, QString::fromStdString(row.version), !*existed);
+            emit self->registered(name, QString::fromStdString(row.version), *created);
         });
     });
     return true;
