@@ -118,6 +118,25 @@ struct TlsWorker {
     }
 };
 
+// The TLS worker, connected through the remote-worker plugin and added to the console's window as "gpu-box".
+struct GpuBox {
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<JobSync> sync; // after backend: destroyed first
+    QString connect(Console& console, const TlsWorker& remote) {
+        QPluginLoader loader(QStringLiteral(TRAINDECK_PLUGIN_DIR "/libtraindeck_backend_worker.so"));
+        auto* factory = qobject_cast<BackendFactory*>(loader.instance());
+        if (!factory)
+            return "the remote-worker plugin did not load: " + loader.errorString();
+        backend.reset(factory->create(nullptr));
+        QString error;
+        if (!backend->open({{"url", remote.url}, {"token", remote.token}}, &error))
+            return error;
+        sync = std::make_unique<JobSync>(console.catalog, *console.writer, *backend, "gpu-box");
+        console.window->addBackend("gpu-box", *sync, *backend);
+        return {};
+    }
+};
+
 QString state_of(MainWindow& window, int row) {
     return window.jobs().data(window.jobs().index(row, JobTableModel::State), Qt::DisplayRole).toString();
 }
@@ -212,15 +231,10 @@ void ConsoleTest::jobsRunOnTheBackendChosenInTheDialog() {
         QSKIP("could not start a TLS worker (is the openssl command installed?)");
     Console console;
     QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
-    QPluginLoader loader(QStringLiteral(TRAINDECK_PLUGIN_DIR "/libtraindeck_backend_worker.so"));
-    auto* factory = qobject_cast<BackendFactory*>(loader.instance());
-    QVERIFY(factory);
-    std::unique_ptr<Backend> gpu_box(factory->create(nullptr));
-    QString error;
-    QVERIFY2(gpu_box->open({{"url", remote.url}, {"token", remote.token}}, &error), qPrintable(error));
-    JobSync remote_sync(console.catalog, *console.writer, *gpu_box, "gpu-box");
+    GpuBox gpu_box;
+    const QString error = gpu_box.connect(console, remote);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
     MainWindow& window = *console.window;
-    window.addBackend("gpu-box", remote_sync, *gpu_box);
     QCOMPARE(window.backendNames(), QStringList({"local", "gpu-box"}));
     // The backends panel lists both workers with what they report.
     QTRY_COMPARE_WITH_TIMEOUT(window.backendsModel().rowCount(), 2, 10000);
@@ -454,7 +468,7 @@ void ConsoleTest::datasetsRegisterPreviewUploadTrainAndExport() {
     // A folder of IDX files under Debian's names.
     const QString data = dir + "/fmnist";
     QDir().mkpath(data);
-    for (const QString& file : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+    for (const char* file : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
                                 "t10k-labels-idx1-ubyte.gz"})
         QVERIFY(QFile::copy(fashion + "/" + file, data + "/" + file));
     view.registerPath(data);
@@ -562,15 +576,10 @@ void ConsoleTest::lostWorkerJobFinishesOnAnotherWorker() {
         QSKIP("could not start a TLS worker (is the openssl command installed?)");
     Console console;
     QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
-    QPluginLoader loader(QStringLiteral(TRAINDECK_PLUGIN_DIR "/libtraindeck_backend_worker.so"));
-    auto* factory = qobject_cast<BackendFactory*>(loader.instance());
-    QVERIFY(factory);
-    std::unique_ptr<Backend> gpu_box(factory->create(nullptr));
-    QString error;
-    QVERIFY2(gpu_box->open({{"url", remote.url}, {"token", remote.token}}, &error), qPrintable(error));
-    JobSync remote_sync(console.catalog, *console.writer, *gpu_box, "gpu-box");
+    GpuBox gpu_box;
+    const QString error = gpu_box.connect(console, remote);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
     MainWindow& window = *console.window;
-    window.addBackend("gpu-box", remote_sync, *gpu_box);
     window.migrator().setTimeouts(300, 2500);
     QSignalSpy moved(&window.migrator(), &JobMigrator::jobMoved), lost(&window.migrator(), &JobMigrator::workerLost);
 

@@ -2,6 +2,7 @@
 // starts with installer/slurm-single-node.sh: built-in and PyTorch jobs end to end, through slurmrestd (JWT) and
 // through sbatch/squeue/scancel, resources mapped to Slurm's options, cancel reaching the job on its node.
 #include "checkpoint.h"
+#include "jobchecks.h"
 #include "workerprocess.h"
 
 #include <gtest/gtest.h>
@@ -80,12 +81,6 @@ protected:
     static inline std::string skip_, started_error_;
 };
 
-void expect_gapless(const std::vector<json>& events) {
-    ASSERT_FALSE(events.empty());
-    for (size_t i = 0; i < events.size(); ++i)
-        ASSERT_EQ(events[i]["seq"].get<int64_t>(), static_cast<int64_t>(i + 1)) << "gap or duplicate at index " << i;
-}
-
 long metric_steps(const std::vector<json>& events) {
     std::set<long> steps;
     for (const auto& e : events)
@@ -132,10 +127,7 @@ TEST_F(Slurm, PyTorchExampleThroughSbatch) {
     if (!torch_available())
         GTEST_SKIP() << "Debian's python3-torch is not installed";
     WorkerProcess worker(cli_args());
-    const int64_t id = worker.submit(
-        {{"name", "pytorch on slurm"},
-         {"argv", {"/usr/bin/python3", source_dir() + "/resources/examples/pytorch_fashion.py", "--epochs", "1", "--limit", "2560"}},
-         {"resources", {{"cpus", 1}}}});
+    const int64_t id = worker.submit(pytorch_example_job("pytorch on slurm"));
     ASSERT_GT(id, 0) << worker.last_error;
     const auto events = worker.drain(id, 300);
     expect_gapless(events);

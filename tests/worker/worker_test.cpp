@@ -1,5 +1,6 @@
 // The worker as a real process on loopback: real jobs, real kills, real restarts.
 #include "checkpoint.h"
+#include "jobchecks.h"
 #include "workerprocess.h"
 
 #include <gtest/gtest.h>
@@ -36,12 +37,6 @@ std::vector<json> of_type(const std::vector<json>& events, const std::string& ty
         if (e["type"] == type && (record.empty() || e["data"].value("type", "") == record))
             found.push_back(e);
     return found;
-}
-
-void expect_gapless(const std::vector<json>& events) {
-    ASSERT_FALSE(events.empty());
-    for (size_t i = 0; i < events.size(); ++i)
-        ASSERT_EQ(events[i]["seq"].get<int64_t>(), static_cast<int64_t>(i + 1)) << "gap or duplicate at index " << i;
 }
 
 // The last value the job reported for every step: what a chart of the run shows.
@@ -98,10 +93,7 @@ TEST(Worker, PyTorchExampleScriptRunsThroughTheHelper) {
     if (!torch_available())
         GTEST_SKIP() << "Debian's python3-torch is not installed";
     WorkerProcess worker;
-    const int64_t id = worker.submit(
-        {{"name", "pytorch"},
-         {"argv", {"/usr/bin/python3", source_dir() + "/resources/examples/pytorch_fashion.py", "--epochs", "1", "--limit", "2560"}},
-         {"resources", {{"cpus", 1}}}});
+    const int64_t id = worker.submit(pytorch_example_job("pytorch"));
     ASSERT_GT(id, 0) << worker.last_error;
     const auto events = worker.drain(id, 300);
     expect_gapless(events);
