@@ -147,7 +147,8 @@ cat > "$dir/env" <<ENV
 SLURM_CONF=$conf
 TRAINDECK_SLURM_REST=http://127.0.0.1:$rest_port
 TRAINDECK_SLURM_TOKEN_FILE=$dir/jwt.token
+TRAINDECK_SLURM_USER=root
 ENV
 echo "slurm-single-node: up ($cpus CPUs, partition debug). Settings in $dir/env:"
 cat "$dir/env"
-echo "Run a worker on it: traindeck-worker --executor slurm --slurm-conf $conf --slurm-rest http://127.0.0.1:$rest_port --slurm-token-file $dir/jwt.token"
+echo "Run a worker on it: traindeck-worker --executor slurm --slurm-conf $conf --slurm-rest http://127.0.0.1:$rest_port --slurm-token-file $dir/jwt.token --slurm-user root"

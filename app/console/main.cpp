@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     QCommandLineOption screenshot_option("screenshot", "Save a screenshot of the window to FILE and quit.", "file");
     QCommandLineOption after_option("after", "Seconds to wait before --screenshot (default 20).", "seconds", "20");
     QCommandLineOption slurm_option("slurm", "Also connect a Slurm cluster, configured by $SLURM_CONF, $TRAINDECK_SLURM_REST and "
-                                             "$TRAINDECK_SLURM_TOKEN_FILE (installer/slurm-single-node.sh writes them to DIR/env).");
+                                             "$TRAINDECK_SLURM_TOKEN_FILE, $TRAINDECK_SLURM_USER (installer/slurm-single-node.sh writes them to DIR/env).");
     parser.addOptions({catalog_option, worker_option, no_demo_option, screenshot_option, after_option, slurm_option});
     parser.process(app);
 
@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
         QString slurm_error = slurm ? QString() : QStringLiteral("the Slurm plugin was not found");
         const QVariantMap slurm_settings{{"slurm_rest", qEnvironmentVariable("TRAINDECK_SLURM_REST")},
                                          {"slurm_token_file", qEnvironmentVariable("TRAINDECK_SLURM_TOKEN_FILE")},
+                                         {"slurm_user", qEnvironmentVariable("TRAINDECK_SLURM_USER")},
                                          {"slurm_conf", qEnvironmentVariable("SLURM_CONF")}};
         if (slurm && slurm->open(slurm_settings, &slurm_error)) {
             slurm_sync = std::make_unique<JobSync>(catalog, writer, *slurm, "slurm");

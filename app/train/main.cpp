@@ -41,6 +41,8 @@ void print_usage() {
         "  data parallel: with WORLD_SIZE=N (the worker sets it for a job with N GPUs) this process is rank 0 and\n"
         "  starts ranks 1..N-1 itself, one per GPU, sharing an NCCL id (TRAINDECK_NCCL_ID); gradients are summed\n"
         "  --set KEY=VALUE       override a spec field; KEY may be dotted (optimizer.lr=0.01); VALUE is JSON or text\n"
+        "  --hold-at STEP:FILE   after step STEP, report a \"held\" event and wait until FILE exists (pacing for\n"
+        "                        tests; also TRAINDECK_HOLD_AT=STEP:FILE[,STEP:FILE...]); SIGTERM still stops it\n"
         "  --help                this text\n"
         "\n"
         "       traindeck-train export SPEC.json --checkpoint FILE|DIR --out DIR [export options]\n"
@@ -169,6 +171,12 @@ int main(int argc, char** argv) {
     int threads = 0;
     if (const char* dir = std::getenv("TRAINDECK_CHECKPOINT_DIR"); dir && *dir)
         checkpoint_dir = dir;
+    if (const char* holds = std::getenv("TRAINDECK_HOLD_AT"); holds && *holds) {
+        if (std::string error; !parse_holds(holds, options.holds, error)) {
+            std::fprintf(stderr, "traindeck-train: TRAINDECK_HOLD_AT: %s\n", error.c_str());
+            return kExitUsage;
+        }
+    }
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         auto value = [&]() -> std::string {
@@ -198,6 +206,11 @@ int main(int argc, char** argv) {
             options.bf16 = precision == "bf16";
         } else if (arg == "--set") {
             overrides.push_back(value());
+        } else if (arg == "--hold-at") {
+            if (std::string error; !parse_holds(value(), options.holds, error)) {
+                std::fprintf(stderr, "traindeck-train: --hold-at: %s\n", error.c_str());
+                return kExitUsage;
+            }
         } else if (!arg.empty() && arg[0] == '-') {
             std::fprintf(stderr, "traindeck-train: unknown option %s (see --help)\n", arg.c_str());
             return kExitUsage;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include <pwd.h>
 #include <unistd.h>
 
 namespace {
@@ -41,7 +42,8 @@ void print_usage() {
         "                         on a filesystem the nodes share (installer/slurm-single-node.sh makes a test cluster)\n"
         "  --slurm-rest URL       slurmrestd (OpenAPI v0.0.38, JWT); without it sbatch/squeue/scancel are used\n"
         "  --slurm-token-file F   the JWT for slurmrestd (scontrol token), else $SLURM_JWT\n"
-        "  --slurm-user NAME      X-SLURM-USER-NAME (default root)\n"
+        "  --slurm-user NAME      who the jobs run as (default: the worker's own user; a worker running as root\n"
+        "                         must name one, --slurm-user root if that is really meant)\n"
         "  --slurm-partition P    partition (default: the cluster's default)\n"
         "  --slurm-conf FILE      SLURM_CONF for the Slurm commands\n");
 }
@@ -149,6 +151,16 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "traindeck-worker: unknown option %s (see --help)\n", arg.c_str());
             return 2;
         }
+    }
+    if (config.executor == "slurm" && config.slurm_user.empty()) {
+        // Jobs run as the worker's own user unless told otherwise; a root worker never runs them as root by default.
+        const passwd* self = ::getpwuid(::geteuid());
+        if (::geteuid() == 0 || !self) {
+            std::fprintf(stderr, "traindeck-worker: the Slurm executor would run every job as root; give --slurm-user USER "
+                                 "(or --slurm-user root if that is really meant)\n");
+            return 2;
+        }
+        config.slurm_user = self->pw_name;
     }
     if (!is_loopback(config.listen_host) && config.tls_cert.empty() && !insecure) {
         std::fprintf(stderr, "traindeck-worker: listening on %s without TLS would send the token in clear; give "

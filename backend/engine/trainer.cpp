@@ -13,8 +13,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <thread>
+
+#include <unistd.h>
 
 namespace traindeck::engine {
 namespace {
@@ -118,6 +122,26 @@ json evaluation_json(const char* split, const Evaluation& e, long step, long epo
 
 } // namespace
 
+bool parse_holds(const std::string& text, std::vector<std::pair<long, std::string>>& holds, std::string& error) {
+    size_t start = 0;
+    while (start <= text.size()) {
+        const size_t comma = text.find(',', start);
+        const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        const size_t colon = item.find(':');
+        char* end = nullptr;
+        const long step = colon == std::string::npos ? -1 : std::strtol(item.c_str(), &end, 10);
+        if (colon == std::string::npos || end != item.c_str() + colon || step < 0 || colon + 1 >= item.size()) {
+            error = "hold \"" + item + "\" is not STEP:FILE (a step number, a colon, a file that releases the hold)";
+            return false;
+        }
+        holds.emplace_back(step, item.substr(colon + 1));
+        if (comma == std::string::npos)
+            break;
+        start = comma + 1;
+    }
+    return true;
+}
+
 TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWriter& metrics) {
     auto stop_requested = [&] { return options.stop_requested && options.stop_requested->load(); };
     auto fail = [&](int code, const std::string& message) {
@@ -217,6 +241,16 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
     dropout_rng.set_state(state.dropout_rng);
     Rng unused_rng;
 
+    auto hold_if_asked = [&](long step) {
+        for (const auto& [at, file] : options.holds) {
+            if (at != step || ::access(file.c_str(), F_OK) == 0)
+                continue;
+            metrics.write({{"type", "event"}, {"event", "held"}, {"step", step}, {"until", file}});
+            while (::access(file.c_str(), F_OK) != 0 && !stop_requested())
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    };
+
     long samples_since_log = 0;
     double seconds_since_log = 0.0;
     while (state.epoch < spec.epochs) {
@@ -232,6 +266,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         long epoch_samples = 0;
 
         while (state.batch_in_epoch < batches_per_epoch) {
+            hold_if_asked(state.step);
             const bool stop = gpu && options.world_size > 1 ? gpu->any_rank(stop_requested()) : stop_requested();
             if (stop) {
                 auto path = save("preempted");

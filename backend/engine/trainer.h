@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace traindeck::engine {
 
@@ -28,7 +30,14 @@ struct TrainOptions {
     bool bf16 = false;          // GPU autocast: bf16 gemm inputs, fp32 accumulation and master weights
     int world_size = 1, rank = 0; // data-parallel ranks (one process per GPU); only rank 0 writes metrics/checkpoints
     std::string nccl_id;        // shared by all ranks when world_size > 1
+    // Pacing for tests and demos (--hold-at STEP:FILE, TRAINDECK_HOLD_AT): once step STEP is done (and its
+    // checkpoint written, if one was due) the trainer reports a "held" event and waits until FILE exists. A stop
+    // request still ends the wait through the checkpoint path. Tests pace jobs with it instead of guessing speeds.
+    std::vector<std::pair<long, std::string>> holds;
 };
+
+// Parses "STEP:FILE[,STEP:FILE...]" (the --hold-at / TRAINDECK_HOLD_AT syntax); false with a message when malformed.
+bool parse_holds(const std::string& text, std::vector<std::pair<long, std::string>>& holds, std::string& error);
 
 struct TrainResult {
     int exit_code = kExitDone;

@@ -129,6 +129,8 @@ int run_job_shim(const std::string& job_dir) {
         const std::string key = entry.substr(0, entry.find('='));
         if (key.rfind("SLURM_", 0) != 0 && key != "CUDA_VISIBLE_DEVICES" && key != "GPU_DEVICE_ORDINAL")
             continue;
+        if (key == "SLURM_JWT")
+            continue; // a credential for slurmrestd, never the job's business
         const bool set = std::any_of(env_words.begin(), env_words.end(), [&](const std::string& w) { return w.rfind(key + "=", 0) == 0; });
         if (!set)
             env_words.push_back(entry);

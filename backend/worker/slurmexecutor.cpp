@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -187,6 +188,8 @@ std::string SlurmExecutor::submit(const std::string& shim, const std::string& di
     std::vector<std::string> argv = {"sbatch", "--parsable", "--job-name=" + name, "--chdir=" + dir,
                                       "--output=" + dir + "/slurm.out", "--ntasks=1",
                                       "--cpus-per-task=" + std::to_string(std::max(1, r.cpus)), "--export=PATH"};
+    if (const passwd* self = ::getpwuid(::geteuid()); !settings_.user.empty() && (!self || settings_.user != self->pw_name))
+        argv.push_back("--uid=" + settings_.user); // only root may; sbatch says so clearly otherwise
     if (!settings_.partition.empty())
         argv.push_back("--partition=" + settings_.partition);
     if (r.memory_mb > 0)

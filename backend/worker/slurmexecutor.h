@@ -19,7 +19,7 @@ namespace traindeck::worker {
 
 struct SlurmSettings {
     std::string rest_url;   // e.g. http://127.0.0.1:6820; empty: use the CLI tools
-    std::string user = "root";
+    std::string user;       // who the jobs run as (X-SLURM-USER-NAME; sbatch --uid when not the worker's own user)
     std::string token_file; // JWT (scontrol token); also $SLURM_JWT
     std::string partition;  // empty: the cluster's default
     std::string conf;       // SLURM_CONF for the CLI tools

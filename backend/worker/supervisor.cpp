@@ -49,6 +49,14 @@ bool alive_shim(pid_t pid, const std::string& job_dir) {
 
 } // namespace
 
+bool inherited_by_jobs(const std::string& name) {
+    static const char* const kInherited[] = {"PATH", "HOME", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME", "TMPDIR", "TERM"};
+    for (const char* allowed : kInherited)
+        if (name == allowed)
+            return true;
+    return name.rfind("LC_", 0) == 0;
+}
+
 struct Supervisor::Job {
     int64_t id = 0;
     JobRequest request;
@@ -609,11 +617,13 @@ void Supervisor::start_job(Job& job) {
         plan.argv = job.request.argv;
     }
     plan.cwd = job.request.cwd.empty() ? dir : job.request.cwd;
+    // The job sees only what it needs of the worker's own environment: never the worker's secrets (SLURM_JWT,
+    // tokens, cloud keys) or settings meant for the worker alone. Everything else comes from the request.
     std::map<std::string, std::string> env;
     for (char** e = environ; *e; ++e) {
         const std::string entry = *e;
         const size_t eq = entry.find('=');
-        if (eq != std::string::npos)
+        if (eq != std::string::npos && inherited_by_jobs(entry.substr(0, eq)))
             env[entry.substr(0, eq)] = entry.substr(eq + 1);
     }
     for (const auto& [key, value] : job.request.env)

@@ -36,6 +36,10 @@ private:
     std::map<int64_t, std::pair<int64_t, bool>> jobs_;
 };
 
+// Whether a variable of the worker's own environment reaches its jobs (an allow-list: PATH, HOME, locale, TZ,
+// USER, TMPDIR); the job's own env and the TRAINDECK_*/CUDA/rank variables are set by the worker on top.
+bool inherited_by_jobs(const std::string& name);
+
 class Supervisor {
 public:
     Supervisor(WorkerConfig config, EventBoard& board);

@@ -26,7 +26,7 @@ struct WorkerConfig {
     // "local": jobs are processes here. "slurm": jobs are Slurm batch jobs (the state folder must be on a
     // filesystem the cluster's nodes share); Slurm schedules them, this worker watches and ingests.
     std::string executor = "local";
-    std::string slurm_rest, slurm_user = "root", slurm_token_file, slurm_partition, slurm_conf;
+    std::string slurm_rest, slurm_user, slurm_token_file, slurm_partition, slurm_conf;
 };
 
 } // namespace traindeck::worker

@@ -2,6 +2,7 @@
 // every kind of bad input the registration must refuse with a message (and no version).
 #include "inspect.h"
 #include "manifest.h"
+#include "requireall.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -219,8 +220,9 @@ TEST(Manifest, BadManifestsFromTheNetworkAreRefused) {
 
 TEST(Inspect, FashionMnistIsAnIdxSetWithLabels) {
     const std::string root = "/usr/share/datasets/fashion-mnist";
-    if (!fs::exists(root + "/train-images-idx3-ubyte.gz"))
-        GTEST_SKIP() << "dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)";
+    if (!fs::exists(root + "/train-images-idx3-ubyte.gz")) {
+        TRAINDECK_SKIP("dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)");
+    }
     const Manifest manifest = scan(root);
     Preview preview;
     std::string error;

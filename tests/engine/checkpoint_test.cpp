@@ -1,4 +1,5 @@
 #include "checkpoint.h"
+#include "requireall.h"
 #include "testsupport.h"
 
 #include <gtest/gtest.h>
@@ -92,8 +93,9 @@ TEST(Checkpoint, FullDiskLeavesNothingBehind) {
     TempDir dir;
     const std::string mount_point = dir.file("tiny");
     fs::create_directories(mount_point);
-    if (std::system(("mount -t tmpfs -o size=64k tmpfs " + mount_point + " 2>/dev/null").c_str()) != 0)
-        GTEST_SKIP() << "cannot mount a small tmpfs here to fill up";
+    if (std::system(("mount -t tmpfs -o size=64k tmpfs " + mount_point + " 2>/dev/null").c_str()) != 0) {
+        TRAINDECK_SKIP("cannot mount a small tmpfs here to fill up");
+    }
     Checkpoint big = sample(5);
     big.params.assign(100000, 1.0f); // 400 kB > 64 kB
     big.optimizer_state = {std::vector<float>(100000, 0.0f)};

@@ -1,4 +1,5 @@
 #include "dataset.h"
+#include "requireall.h"
 #include "testsupport.h"
 
 #include <gtest/gtest.h>
@@ -40,8 +41,9 @@ void write_gzip(const std::string& path, const std::string& bytes) {
 } // namespace
 
 TEST(Dataset, ReadsDebianFashionMnist) {
-    if (!traindeck::test::fashion_mnist_installed())
-        GTEST_SKIP() << "dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)";
+    if (!traindeck::test::fashion_mnist_installed()) {
+        TRAINDECK_SKIP("dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)");
+    }
     auto data = load_idx("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz",
                          "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz");
     ASSERT_TRUE(data) << data.error();

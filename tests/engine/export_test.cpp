@@ -1,6 +1,7 @@
 // Export of trained models, checked outside TrainDeck: the ONNX files run in onnxruntime (onnxruntime-node from
 // npm, installed by installer/install-deps.sh --tests) and predict what TrainDeck predicts.
 #include "checkpoint.h"
+#include "requireall.h"
 #include "testsupport.h"
 
 #include <gtest/gtest.h>
@@ -67,8 +68,9 @@ json run_export(const std::vector<std::string>& args, ProcessResult* result_out 
 } // namespace
 
 TEST(Export, CnnRunsInOnnxRuntimeWithTheSamePredictions) {
-    if (!fashion_mnist_installed())
-        GTEST_SKIP() << "dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)";
+    if (!fashion_mnist_installed()) {
+        TRAINDECK_SKIP("dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)");
+    }
     REQUIRE_ONNXRUNTIME();
     TempDir dir;
     // Every layer kind the exporter maps, padding and stride included, and a multi-channel flatten (whose column
@@ -175,8 +177,9 @@ TEST(Export, CsvModelNormalisesInsideTheGraph) {
 }
 
 TEST(Export, BadCheckpointsAndSpecsAreClearErrors) {
-    if (!fashion_mnist_installed())
-        GTEST_SKIP() << "dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)";
+    if (!fashion_mnist_installed()) {
+        TRAINDECK_SKIP("dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)");
+    }
     TempDir dir;
     const json spec = {{"model", "mlp"}, {"hidden", {16}}, {"data", {{"dataset", "fashion-mnist"}, {"limit", 1000}}},
                        {"batch_size", 100}, {"epochs", 1}, {"seed", 1}};

@@ -1,6 +1,7 @@
 // traindeck-train as a real process on real data: resume is bit for bit, SIGTERM checkpoints,
 // bad input is one clear line and a distinct exit code, and the models really learn.
 #include "checkpoint.h"
+#include "requireall.h"
 #include "testsupport.h"
 #include "trainer.h"
 
@@ -64,8 +65,9 @@ const json kSmallMlp = {{"model", "mlp"},
 class Trainer : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (!fashion_mnist_installed())
-            GTEST_SKIP() << "dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)";
+        if (!fashion_mnist_installed()) {
+            TRAINDECK_SKIP("dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)");
+        }
     }
     TempDir dir;
 };

@@ -2,6 +2,7 @@
 // damaged or hostile input is refused, and a job reads its dataset version read-only.
 #include "datasetupload.h"
 #include "manifest.h"
+#include "requireall.h"
 #include "workerprocess.h"
 
 #include <gtest/gtest.h>
@@ -202,8 +203,9 @@ TEST(DataStore, FileChangedSinceRegistrationFailsTheUploadWithAMessage) {
 
 TEST(DataStore, JobTrainsOnItsDatasetVersionReadOnly) {
     const std::string fashion = "/usr/share/datasets/fashion-mnist";
-    if (!fs::exists(fashion + "/t10k-images-idx3-ubyte.gz"))
-        GTEST_SKIP() << "dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)";
+    if (!fs::exists(fashion + "/t10k-images-idx3-ubyte.gz")) {
+        TRAINDECK_SKIP("dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)");
+    }
     WorkerProcess worker;
     Folder data;
     fs::copy_file(fashion + "/t10k-images-idx3-ubyte.gz", data.file("images.gz"));

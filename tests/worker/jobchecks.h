@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +18,68 @@ inline void expect_gapless(const std::vector<nlohmann::json>& events) {
     ASSERT_FALSE(events.empty());
     for (size_t i = 0; i < events.size(); ++i)
         ASSERT_EQ(events[i]["seq"].get<int64_t>(), static_cast<int64_t>(i + 1)) << "gap or duplicate at index " << i;
+}
+
+// A built-in job that pauses after `step` until `release` exists (traindeck-train's TRAINDECK_HOLD_AT): tests
+// pace jobs with it and wait for the "held" record instead of guessing how fast the machine trains.
+inline nlohmann::json held(nlohmann::json request, long step, const std::string& release) {
+    if (!request.contains("env"))
+        request["env"] = nlohmann::json::object();
+    const std::string holds = request["env"].value("TRAINDECK_HOLD_AT", std::string());
+    request["env"]["TRAINDECK_HOLD_AT"] = (holds.empty() ? "" : holds + ",") + std::to_string(step) + ":" + release;
+    return request;
+}
+
+inline bool is_held_at(const nlohmann::json& event, long step) {
+    return event["type"] == "record" && event["data"].value("type", "") == "event" &&
+           event["data"].value("event", "") == "held" && event["data"].value("step", -1L) == step;
+}
+
+inline void touch(const std::string& path) { std::ofstream(path) << "go\n"; }
+
+// Reads the job's events until one matches; returns it (null after timeout_s, a guard against hangs, not a pace).
+inline nlohmann::json wait_for_event(WorkerProcess& worker, int64_t job, const std::function<bool(const nlohmann::json&)>& match,
+                                     double timeout_s = 180) {
+    int64_t after = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (std::chrono::steady_clock::now() < deadline) {
+        const auto reply = worker.client().get("/v1/jobs/" + std::to_string(job) + "/events?wait_ms=1000&after=" +
+                                                   std::to_string(after), 10000).json();
+        if (!reply.is_object() || !reply.contains("next"))
+            continue;
+        for (const auto& event : reply["events"])
+            if (match(event))
+                return event;
+        after = reply["next"].get<int64_t>();
+    }
+    return nullptr;
+}
+
+// Tells a resume from a rerun. The run after the interruption reported resumed_from_step == from_step (> 0, the
+// checkpoint it resumed from), and the raw metric records are the distinct steps plus exactly the steps replayed
+// after that checkpoint (those the first run had reported beyond it), no more and no fewer.
+inline void expect_resumed_from(const std::vector<nlohmann::json>& events, long from_step, long replayed) {
+    ASSERT_GT(from_step, 0);
+    std::vector<long> resumed_from;
+    std::map<long, int> reports;
+    long raw = 0;
+    for (const auto& e : events) {
+        if (e["type"] != "record")
+            continue;
+        const auto& d = e["data"];
+        if (d.value("type", "") == "status" && d.value("state", "") == "running")
+            resumed_from.push_back(d.value("resumed_from_step", -1L));
+        if (d.value("type", "") == "metric") {
+            ++raw;
+            ++reports[d["step"].get<long>()];
+        }
+    }
+    ASSERT_EQ(resumed_from.size(), 2u) << "expected one first run and one resumed run";
+    EXPECT_EQ(resumed_from[0], 0) << "the first run started from scratch";
+    EXPECT_EQ(resumed_from[1], from_step) << "the second run did not resume from the checkpoint (a rerun?)";
+    EXPECT_EQ(raw, static_cast<long>(reports.size()) + replayed);
+    for (const auto& [step, count] : reports)
+        EXPECT_EQ(count, step > from_step && step <= from_step + replayed ? 2 : 1) << "step " << step;
 }
 
 // resources/examples/pytorch_fashion.py through Debian's PyTorch: one epoch of 2,560 samples (20 steps of 128).

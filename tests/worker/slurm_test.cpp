@@ -3,6 +3,7 @@
 // through sbatch/squeue/scancel, resources mapped to Slurm's options, cancel reaching the job on its node.
 #include "checkpoint.h"
 #include "jobchecks.h"
+#include "requireall.h"
 #include "workerprocess.h"
 
 #include <gtest/gtest.h>
@@ -62,16 +63,17 @@ protected:
             run("bash '" + source_dir() + "/installer/slurm-single-node.sh' stop '" + cluster_dir() + "' 2>&1");
     }
     void SetUp() override {
-        if (!skip_.empty())
-            GTEST_SKIP() << skip_;
+        if (!skip_.empty()) {
+            TRAINDECK_SKIP(skip_);
+        }
         ASSERT_TRUE(started_error_.empty()) << "the test cluster did not start:\n" << started_error_;
         ::setenv("SLURM_CONF", slurm_conf().c_str(), 1);
     }
     std::vector<std::string> rest_args() const {
         return {"--executor", "slurm", "--slurm-conf", slurm_conf(), "--slurm-rest", "http://127.0.0.1:" + std::to_string(kRestPort),
-                "--slurm-token-file", cluster_dir() + "/jwt.token", "--stop-grace", "20"};
+                "--slurm-token-file", cluster_dir() + "/jwt.token", "--slurm-user", "root", "--stop-grace", "20"};
     }
-    std::vector<std::string> cli_args() const { return {"--executor", "slurm", "--slurm-conf", slurm_conf()}; }
+    std::vector<std::string> cli_args() const { return {"--executor", "slurm", "--slurm-conf", slurm_conf(), "--slurm-user", "root"}; }
     static std::string slurm_id(const WorkerProcess& worker, int64_t job) {
         std::ifstream in(worker.state_dir() + "/jobs/" + std::to_string(job) + "/slurm_job");
         std::string id;
@@ -92,8 +94,9 @@ long metric_steps(const std::vector<json>& events) {
 } // namespace
 
 TEST_F(Slurm, BuiltinJobThroughSlurmrestdStreamsEveryEvent) {
-    if (!fashion_mnist())
-        GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+    if (!fashion_mnist()) {
+        TRAINDECK_SKIP("dataset-fashion-mnist is not installed");
+    }
     WorkerProcess worker(rest_args());
     const json spec = {{"model", "mlp"}, {"hidden", {32}}, {"data", {{"dataset", "fashion-mnist"}, {"limit", 3000}}},
                        {"epochs", 2}, {"batch_size", 64}, {"seed", 4}, {"checkpoint_every", 10}};
@@ -122,10 +125,12 @@ TEST_F(Slurm, BuiltinJobThroughSlurmrestdStreamsEveryEvent) {
 }
 
 TEST_F(Slurm, PyTorchExampleThroughSbatch) {
-    if (!fashion_mnist())
-        GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-    if (!torch_available())
-        GTEST_SKIP() << "Debian's python3-torch is not installed";
+    if (!fashion_mnist()) {
+        TRAINDECK_SKIP("dataset-fashion-mnist is not installed");
+    }
+    if (!torch_available()) {
+        TRAINDECK_SKIP("Debian's python3-torch is not installed");
+    }
     WorkerProcess worker(cli_args());
     const int64_t id = worker.submit(pytorch_example_job("pytorch on slurm"));
     ASSERT_GT(id, 0) << worker.last_error;
@@ -140,8 +145,9 @@ TEST_F(Slurm, PyTorchExampleThroughSbatch) {
 }
 
 TEST_F(Slurm, CancelReachesTheJobOnItsNodeAndKeepsTheCheckpoint) {
-    if (!fashion_mnist())
-        GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+    if (!fashion_mnist()) {
+        TRAINDECK_SKIP("dataset-fashion-mnist is not installed");
+    }
     WorkerProcess worker(rest_args());
     const json spec = {{"model", "cnn"}, {"data", {{"dataset", "fashion-mnist"}, {"limit", 20000}}}, {"epochs", 5},
                        {"batch_size", 64}, {"seed", 4}, {"checkpoint_every", 5}};
