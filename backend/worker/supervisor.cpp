@@ -606,7 +606,7 @@ void Supervisor::start_job(Job& job) {
     const std::string dir = job_dir(job.id);
     ::unlink((dir + "/exit_status.json").c_str());
     ::unlink((dir + "/pid").c_str());
-    const bool resume = job.restarts > 0 || fs::exists(dir + "/checkpoints") && !fs::is_empty(dir + "/checkpoints");
+    const bool resume = job.restarts > 0 || (fs::exists(dir + "/checkpoints") && !fs::is_empty(dir + "/checkpoints"));
     LaunchPlan plan;
     if (!job.request.builtin.is_null()) {
         plan.argv = {config_.train_binary, dir + "/spec.json", "--checkpoint-dir", dir + "/checkpoints", "--resume",
@@ -713,8 +713,26 @@ void Supervisor::ingest(Job& job) {
                 std::string_view record = stream == 0 ? line : line.substr(prefix.size());
                 if (record.empty()) {
                     // blank line on the metrics fd: nothing to record
-                } else if (is_json_object(record)) {
-                    add_event(job, "record", record);
+                } else if (const JsonScan scan = scan_json_object(record); scan.object) {
+                    if (scan.fixes.empty()) {
+                        add_event(job, "record", record);
+                    } else {
+                        // Repaired, stored, and said: the record keeps everything that could be kept.
+                        add_event(job, "record", scan.repaired(record));
+                        ++job.warnings;
+                        std::string what;
+                        if (scan.bad_text)
+                            what = std::to_string(scan.bad_text) + " invalid UTF-8 sequence(s) replaced by U+FFFD";
+                        if (scan.bad_numbers)
+                            what += (what.empty() ? "" : "; ") + std::to_string(scan.bad_numbers) +
+                                    " number(s) out of range dropped (stored as null)";
+                        add_event(job, "warning",
+                                  json{{"message", "metrics line repaired: " + what},
+                                       {"stream", kStreams[stream]},
+                                       {"line", std::string(record.substr(0, kMaxLogText))},
+                                       {"count", job.warnings}}
+                                      .dump(-1, ' ', false, json::error_handler_t::replace));
+                    }
                 } else {
                     ++job.warnings;
                     add_event(job, "warning",

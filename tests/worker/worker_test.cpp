@@ -279,6 +279,33 @@ TEST(Worker, BadInputGetsClearErrorsAndTheWorkerStaysUp) {
     EXPECT_EQ(client.get("/v1/health").status, 200);
 }
 
+TEST(Worker, MetricLinesWithBadTextOrNumbersAreRepairedAndCounted) {
+    WorkerProcess worker;
+    // Between good lines: a string with a lone Latin-1 byte (0xE9), a lone surrogate escape, a number no double holds.
+    const int64_t id = worker.submit(
+        {{"argv", {"/bin/sh", "-c",
+                   "printf '{\"type\":\"metric\",\"step\":1,\"loss\":1}\\n' >&3; "
+                   "printf '{\"type\":\"metric\",\"step\":2,\"loss\":0.5,\"note\":\"caf\\351 \\\\ud800\"}\\n' >&3; "
+                   "printf '{\"type\":\"metric\",\"step\":3,\"loss\":1e999,\"accuracy\":0.75}\\n' >&3; "
+                   "printf '{\"type\":\"metric\",\"step\":4,\"loss\":0.25}\\n' >&3"}}});
+    ASSERT_GT(id, 0) << worker.last_error;
+    const auto events = worker.drain(id);
+    expect_gapless(events);
+    EXPECT_EQ(worker.job(id)["state"], "succeeded");
+    const auto metrics = of_type(events, "record", "metric");
+    ASSERT_EQ(metrics.size(), 4u) << "a repaired line is kept, not dropped";
+    EXPECT_EQ(metrics[1]["data"]["loss"], 0.5);
+    EXPECT_EQ(metrics[1]["data"]["note"], "caf\xEF\xBF\xBD \xEF\xBF\xBD");
+    EXPECT_TRUE(metrics[2]["data"]["loss"].is_null()) << "the out-of-range value is dropped";
+    EXPECT_EQ(metrics[2]["data"]["accuracy"], 0.75) << "the rest of the line survives";
+    EXPECT_EQ(metrics[3]["data"]["loss"], 0.25);
+    const auto warnings = of_type(events, "warning");
+    ASSERT_EQ(warnings.size(), 2u);
+    EXPECT_EQ(warnings[0]["data"]["message"], "metrics line repaired: 2 invalid UTF-8 sequence(s) replaced by U+FFFD");
+    EXPECT_EQ(warnings[1]["data"]["message"], "metrics line repaired: 1 number(s) out of range dropped (stored as null)");
+    EXPECT_EQ(worker.job(id)["warnings"], 2);
+}
+
 TEST(Worker, JobsGetTheirEnvironmentAndRunWithoutAShell) {
     // The worker's own environment holds secrets a job must never see; only the allow-list reaches it.
     ::setenv("SLURM_JWT", "secret-jwt", 1);
