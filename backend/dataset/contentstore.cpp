@@ -148,10 +148,14 @@ std::vector<std::string> ContentStore::versions() const {
 }
 
 int ContentStore::materialize(const Manifest& manifest, std::vector<std::string>& missing, std::string& error) {
-    const std::string version = manifest.version();
     std::lock_guard lock(build_mutex_);
-    if (!dataset_path(version).empty())
+    if (!dataset_path(manifest.version()).empty())
         return 200;
+    return build(manifest, missing, error);
+}
+
+int ContentStore::build(const Manifest& manifest, std::vector<std::string>& missing, std::string& error) {
+    const std::string version = manifest.version();
     std::vector<std::string> all;
     for (const ManifestFile& file : manifest.files)
         all.insert(all.end(), file.chunks.begin(), file.chunks.end());
@@ -163,21 +167,12 @@ int ContentStore::materialize(const Manifest& manifest, std::vector<std::string>
     const fs::path build = dir_ + "/tmp/build-" + version.substr(0, 16) + "." + unique_suffix();
     std::error_code ec;
     fs::create_directories(build, ec);
-    // Files of one chunk are hard links to it (no copy); longer files are their chunks concatenated.
+    // Every file is its chunks copied in order (not hard links: a job writing to a shared inode would damage
+    // the chunk, and with it every later build of any version that holds those bytes).
     std::vector<char> buffer(kChunkBytes);
     for (const ManifestFile& file : manifest.files) {
         const fs::path target = build / file.path;
         fs::create_directories(target.parent_path(), ec);
-        if (file.chunks.size() == 1) {
-            if (::link(chunk_path(file.chunks.front()).c_str(), target.c_str()) == 0)
-                continue;
-            if (errno != EXDEV && errno != EMLINK) {
-                const int saved = errno;
-                remove_tree(build);
-                error = "cannot place " + file.path + " (" + std::strerror(saved) + ")";
-                return space_status(saved);
-            }
-        }
         const int out = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
         int saved = out < 0 ? errno : 0;
         bool ok = out >= 0;
@@ -239,6 +234,10 @@ int ContentStore::materialize(const Manifest& manifest, std::vector<std::string>
         }
     }
     make_read_only(build);
+    if (!write_seal(version, build.string(), error)) {
+        remove_tree(build);
+        return 500;
+    }
     // The version's bytes are on disk before its name says it is complete.
     if (const int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
         ::syncfs(fd);
@@ -251,6 +250,148 @@ int ContentStore::materialize(const Manifest& manifest, std::vector<std::string>
         return space_status(saved);
     }
     return 201;
+}
+
+namespace {
+
+// Each regular file under root as "path inode size mtime_ns ctime_ns", sorted; false if the tree cannot be read
+// or holds something other than folders and regular files.
+bool seal_lines(const fs::path& root, std::vector<std::string>& lines, std::string& problem) {
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(root, ec), end; it != end; it.increment(ec)) {
+        struct stat info {};
+        if (::lstat(it->path().c_str(), &info) != 0) {
+            problem = "cannot read " + it->path().string();
+            return false;
+        }
+        if (S_ISDIR(info.st_mode))
+            continue;
+        const std::string relative = it->path().lexically_relative(root).string();
+        if (!S_ISREG(info.st_mode)) {
+            problem = relative + " is not a regular file";
+            return false;
+        }
+        lines.push_back(relative + " " + std::to_string(info.st_ino) + " " + std::to_string(info.st_size) + " " +
+                        std::to_string(info.st_mtim.tv_sec * 1000000000LL + info.st_mtim.tv_nsec) + " " +
+                        std::to_string(info.st_ctim.tv_sec * 1000000000LL + info.st_ctim.tv_nsec));
+    }
+    if (ec) {
+        problem = "cannot list " + root.string() + ": " + ec.message();
+        return false;
+    }
+    std::sort(lines.begin(), lines.end());
+    return true;
+}
+
+bool read_text(const std::string& path, std::string& text) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    text.clear();
+    char buffer[65536];
+    for (ssize_t got; (got = ::read(fd, buffer, sizeof(buffer))) > 0;)
+        text.append(buffer, static_cast<size_t>(got));
+    ::close(fd);
+    return true;
+}
+
+} // namespace
+
+bool ContentStore::write_seal(const std::string& version, const std::string& folder, std::string& error) {
+    std::vector<std::string> lines;
+    if (!seal_lines(folder, lines, error))
+        return false;
+    std::string text;
+    for (const auto& line : lines)
+        text += line + "\n";
+    const std::string path = dir_ + "/manifests/" + version + ".seal";
+    const std::string temp = path + "." + unique_suffix();
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int saved = fd < 0 ? errno : 0;
+    const bool ok = fd >= 0 && write_all(fd, text.data(), text.size(), saved) && ::fsync(fd) == 0;
+    if (fd >= 0)
+        ::close(fd);
+    if (!ok || ::rename(temp.c_str(), path.c_str()) != 0) {
+        ::unlink(temp.c_str());
+        error = "cannot write the version's seal (" + std::string(std::strerror(saved ? saved : errno)) + ")";
+        return false;
+    }
+    return true;
+}
+
+std::string ContentStore::check(const std::string& version) {
+    const std::string folder = dataset_path(version);
+    if (folder.empty())
+        return "version " + version.substr(0, 12) + "… is not in the store";
+    std::string sealed;
+    if (!read_text(dir_ + "/manifests/" + version + ".seal", sealed)) {
+        // Published before seals existed: verify every byte once, then seal what was verified.
+        std::string text, error;
+        Manifest manifest;
+        if (!read_text(dir_ + "/manifests/" + version + ".json", text) ||
+            !Manifest::from_json(nlohmann::json::parse(text, nullptr, false), manifest, error))
+            return "its manifest is missing or unreadable";
+        for (const ManifestFile& file : manifest.files)
+            if (sha256_file(folder + "/" + file.path) != file.sha256)
+                return file.path + " does not hash to the manifest";
+        std::lock_guard lock(build_mutex_);
+        return write_seal(version, folder, error) ? std::string() : error;
+    }
+    std::vector<std::string> now;
+    std::string problem;
+    if (!seal_lines(folder, now, problem))
+        return problem;
+    std::vector<std::string> then;
+    for (size_t start = 0, end; start < sealed.size(); start = end + 1) {
+        end = sealed.find('\n', start);
+        if (end == std::string::npos)
+            end = sealed.size();
+        if (end > start)
+            then.push_back(sealed.substr(start, end - start));
+    }
+    const auto path_of = [](const std::string& line) { // the path before the four numbers (it may hold spaces)
+        size_t cut = line.size();
+        for (int field = 0; field < 4 && cut > 0 && cut != std::string::npos; ++field)
+            cut = line.rfind(' ', cut - 1);
+        return line.substr(0, cut);
+    };
+    for (size_t i = 0, j = 0; i < then.size() || j < now.size();) {
+        if (i < then.size() && j < now.size() && then[i] == now[j]) {
+            ++i, ++j;
+            continue;
+        }
+        const std::string was = i < then.size() ? path_of(then[i]) : std::string();
+        const std::string is = j < now.size() ? path_of(now[j]) : std::string();
+        if (was == is)
+            return was + " was changed";
+        if (j >= now.size() || (i < then.size() && was < is))
+            return was + " was removed";
+        return is + " was added";
+    }
+    return {};
+}
+
+int ContentStore::rebuild(const std::string& version, std::string& error) {
+    std::string text;
+    Manifest manifest;
+    if (!is_sha256_hex(version) || !read_text(dir_ + "/manifests/" + version + ".json", text) ||
+        !Manifest::from_json(nlohmann::json::parse(text, nullptr, false), manifest, error) || manifest.version() != version) {
+        error = "the manifest of version " + version.substr(0, 12) + "… is missing or damaged; upload the version again";
+        return 422;
+    }
+    std::lock_guard lock(build_mutex_);
+    const std::string folder = dir_ + "/datasets/" + version;
+    const std::string aside = dir_ + "/tmp/changed-" + version.substr(0, 16) + "." + unique_suffix();
+    if (::rename(folder.c_str(), aside.c_str()) != 0 && errno != ENOENT) {
+        error = "cannot move the changed version aside (" + std::string(std::strerror(errno)) + ")";
+        return 500;
+    }
+    remove_tree(aside);
+    std::vector<std::string> missing;
+    const int status = build(manifest, missing, error);
+    if (status == 409)
+        error = "its chunks are gone from the store; upload the version again";
+    return status;
 }
 
 } // namespace traindeck::dataset

@@ -4,8 +4,11 @@
 //   <dir>/datasets/<version>/...   a dataset version's files, built from its chunks and verified file by file,
 //                                  then made read-only; jobs get this folder as TRAINDECK_DATASET_DIR
 //   <dir>/manifests/<version>.json the manifest it was built from
+//   <dir>/manifests/<version>.seal what each file's inode, size and times were when the version was published
 // A version folder appears under its name only once complete (built in a temporary folder, then renamed), so
-// an interrupted upload leaves chunks to reuse and nothing half-visible.
+// an interrupted upload leaves chunks to reuse and nothing half-visible. Version files are copies, never hard
+// links to chunks: a job that writes into its dataset folder (it may run as the worker's user, even as root)
+// cannot damage a chunk, and the seal shows what it changed so the version is rebuilt before the next job.
 #include "manifest.h"
 
 #include <mutex>
@@ -33,8 +36,17 @@ public:
     std::string dataset_path(const std::string& version) const;
     std::vector<std::string> versions() const;
 
+    // "" when the version's folder is exactly as published (by its seal: every file's inode, size, mtime and
+    // ctime, and no file added or removed); else what changed, naming the file.
+    std::string check(const std::string& version);
+    // Replaces a changed version's folder with one rebuilt from its chunks and verified against its manifest.
+    // Statuses as materialize(); 422 when a chunk itself was damaged (then the version must be uploaded again).
+    int rebuild(const std::string& version, std::string& error);
+
 private:
     std::string chunk_path(const std::string& hash) const;
+    int build(const Manifest& manifest, std::vector<std::string>& missing, std::string& error); // build_mutex_ held
+    bool write_seal(const std::string& version, const std::string& folder, std::string& error);
 
     std::string dir_;
     std::mutex build_mutex_; // one build at a time; chunk writes need no lock (each is its own temp + rename)

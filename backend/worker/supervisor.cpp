@@ -602,8 +602,32 @@ void Supervisor::signal_job(Job& job, const std::string& kind, int signal) {
     add_state_event(job);
 }
 
+// A job may write into its dataset folder (it runs as the worker's user): what it changed is found from the
+// version's seal when its run ends, and before any job starts on a version, and the version is rebuilt from its
+// verified chunks, so a later job always reads the bytes that were uploaded. "" or why the version is unusable.
+std::string Supervisor::keep_dataset_intact(Job& job, bool after_run) {
+    if (job.request.dataset.empty())
+        return {};
+    const std::string changed = store_.check(job.request.dataset);
+    if (changed.empty())
+        return {};
+    std::string error;
+    const int status = store_.rebuild(job.request.dataset, error);
+    const std::string what = "dataset version " + job.request.dataset.substr(0, 12) + "…: " + changed;
+    add_event(job, "warning",
+              json{{"message", (after_run ? "this job changed its read-only dataset (" + what + "); "
+                                          : "found changed before this job started (" + what + "); ") +
+                                   (status < 300 ? "rebuilt from its verified chunks" : "cannot rebuild it: " + error)},
+                   {"alert", "dataset_changed"}}.dump());
+    return status < 300 ? std::string() : what + "; " + error;
+}
+
 void Supervisor::start_job(Job& job) {
     const std::string dir = job_dir(job.id);
+    if (std::string unusable = keep_dataset_intact(job, false); !unusable.empty()) {
+        finish_run(job, "failed", unusable);
+        return;
+    }
     ::unlink((dir + "/exit_status.json").c_str());
     ::unlink((dir + "/pid").c_str());
     const bool resume = job.restarts > 0 || (fs::exists(dir + "/checkpoints") && !fs::is_empty(dir + "/checkpoints"));
@@ -809,6 +833,8 @@ void Supervisor::check_exit(Job& job) {
 
 void Supervisor::finish_run(Job& job, const std::string& state, const std::string& reason) {
     meter(job, wall_now());
+    if (job.state != "queued")
+        keep_dataset_intact(job, true);
     for (int gpu : job.gpus)
         if (gpu >= 0 && gpu < static_cast<int>(gpu_busy_.size()))
             gpu_busy_[gpu] = false;

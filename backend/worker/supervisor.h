@@ -73,6 +73,7 @@ private:
     void recover();
     Job* job_from_row(const Statement& select);
     void start_job(Job& job);
+    std::string keep_dataset_intact(Job& job, bool after_run);
     void ingest(Job& job);
     void check_exit(Job& job);
     void finish_run(Job& job, const std::string& state, const std::string& reason);

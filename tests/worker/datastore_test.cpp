@@ -240,3 +240,52 @@ TEST(DataStore, JobTrainsOnItsDatasetVersionReadOnly) {
     ::waitpid(child, &status, 0);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the dataset folder was writable";
 }
+
+TEST(DataStore, AJobThatWritesIntoItsDatasetCannotChangeItForLaterJobs) {
+    WorkerProcess worker;
+    Folder data;
+    write_random(data.file("train.bin"), 300000, 5);                        // one chunk
+    write_random(data.file("deep/big.bin"), dataset::kChunkBytes + 4242, 6); // two chunks
+    const dataset::Manifest manifest = scan(data.path);
+    upload(worker, manifest, data.path);
+    const std::string original = file_hash(data.file("train.bin")), original_big = file_hash(data.file("deep/big.bin"));
+
+    // The job runs as the worker's user (root here): it can make the files writable and change them in place,
+    // truncate one, and add a file. Nothing stops the writes; the next job must still see the uploaded bytes.
+    const std::string vandal = "chmod -R u+w \"$TRAINDECK_DATASET_DIR\" && printf 'XXXX' | dd of=\"$TRAINDECK_DATASET_DIR/train.bin\" "
+                               "bs=1 seek=100 conv=notrunc 2>/dev/null && : > \"$TRAINDECK_DATASET_DIR/deep/big.bin\" && "
+                               "echo extra > \"$TRAINDECK_DATASET_DIR/added.txt\"";
+    const int64_t bad = worker.submit({{"argv", {vandal}}, {"shell", true}, {"dataset", manifest.version()}});
+    ASSERT_GT(bad, 0) << worker.last_error;
+    const auto bad_events = worker.drain(bad);
+    ASSERT_FALSE(bad_events.empty());
+    EXPECT_EQ(worker.job(bad)["state"], "succeeded");
+    std::string warned;
+    for (const auto& e : bad_events)
+        if (e["type"] == "warning" && e["data"].value("alert", "") == "dataset_changed")
+            warned = e["data"]["message"];
+    EXPECT_NE(warned.find("this job changed its read-only dataset"), std::string::npos) << warned;
+    EXPECT_NE(warned.find("rebuilt from its verified chunks"), std::string::npos) << warned;
+
+    // The next job on the version reads exactly what was uploaded, and the extra file is gone.
+    const std::string copy = worker.state_dir() + "/store/datasets/" + manifest.version();
+    const std::string report = worker.state_dir() + "/report";
+    const std::string reader = "sha256sum \"$TRAINDECK_DATASET_DIR/train.bin\" \"$TRAINDECK_DATASET_DIR/deep/big.bin\" > " +
+                               report + "; ls \"$TRAINDECK_DATASET_DIR\" >> " + report;
+    const int64_t good = worker.submit({{"argv", {reader}}, {"shell", true}, {"dataset", manifest.version()}});
+    ASSERT_GT(good, 0) << worker.last_error;
+    EXPECT_EQ(worker.wait_for_state(good, {"succeeded", "failed"})["state"], "succeeded");
+    EXPECT_EQ(file_hash(copy + "/train.bin"), original);
+    EXPECT_EQ(file_hash(copy + "/deep/big.bin"), original_big);
+    const std::string listed = read_file(report);
+    EXPECT_NE(listed.find(manifest.files[0].sha256), std::string::npos) << listed;
+    EXPECT_NE(listed.find(manifest.files[1].sha256), std::string::npos) << listed;
+    EXPECT_EQ(listed.find("added.txt"), std::string::npos) << listed;
+    // The chunks were never touched (no file of a version shares an inode with a chunk).
+    for (const auto& file : manifest.files)
+        for (const auto& chunk : file.chunks) {
+            const std::string path = worker.state_dir() + "/store/chunks/" + chunk.substr(0, 2) + "/" + chunk;
+            const std::string bytes = read_file(path);
+            EXPECT_EQ(dataset::sha256_hex(bytes.data(), bytes.size()), chunk);
+        }
+}
