@@ -254,8 +254,12 @@ void Supervisor::recover() {
                              : job->reason.rfind("budget", 0) == 0 ? "budget" : "idle";
         recovered.push_back(job);
     }
-    db_.exec("BEGIN IMMEDIATE");
-    in_transaction_ = true;
+    std::string error;
+    if (!commit([&] { recover_jobs(recovered); }, &error))
+        throw std::runtime_error("cannot record the recovered jobs: " + error);
+}
+
+void Supervisor::recover_jobs(const std::vector<Job*>& recovered) {
     for (Job* job : recovered) {
         jobs_[job->id] = job;
         if (job->state == "queued")
@@ -278,11 +282,6 @@ void Supervisor::recover() {
         job->reason = "lost with the previous worker process; resuming from the last checkpoint";
         finish_run(*job, "queued", job->reason);
     }
-    db_.exec("COMMIT");
-    in_transaction_ = false;
-    for (auto& [id, announcement] : pending_announcements_)
-        board_.publish(id, announcement.first, announcement.second);
-    pending_announcements_.clear();
 }
 
 void Supervisor::loop() {
@@ -309,8 +308,10 @@ void Supervisor::loop() {
                 in_transaction_ = false;
             }
             pending_announcements_.clear();
+            for (auto& [id, job] : jobs_)
+                job->dirty = true;
             for (auto& reply : after_commit_)
-                reply(false);
+                reply(false, e.what());
             after_commit_.clear();
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
         }
@@ -328,11 +329,13 @@ void Supervisor::tick(bool meter_now) {
         for (auto& [id, job] : jobs_)
             if (job->shim == reaped)
                 job->shim_reaped = true;
-    db_.exec("BEGIN IMMEDIATE");
-    in_transaction_ = true;
+    // Each command is its own transaction, so that a failed commit undoes exactly that command and says so.
     for (auto& command : commands)
-        command();
+        commit(command);
     const double now = wall_now();
+    // While commits fail (a full disk), what is not yet written stays in the jobs' files: read no more of them
+    // than a bounded backlog; their offsets resume the reading once the database takes writes again.
+    const bool backlog = pending_events_.size() > 200000 || pending_text_.size() > (256u << 20);
     if (slurm_ && meter_now)
         poll_slurm();
     std::vector<Job*> active;
@@ -341,7 +344,8 @@ void Supervisor::tick(bool meter_now) {
     for (Job* job : active) {
         if (job->state == "queued")
             continue;
-        ingest(*job);
+        if (!backlog)
+            ingest(*job);
         if (meter_now)
             meter(*job, now);
         // Exits are noticed when we reap our shim; a re-adopted job's shim is not our child, so its liveness is
@@ -364,14 +368,82 @@ void Supervisor::tick(bool meter_now) {
         }
     }
     schedule();
+    commit(nullptr);
+    if (meter_now) {
+        json snapshot = resources();
+        std::lock_guard lock(resources_mutex_);
+        resources_snapshot_ = snapshot;
+    }
+}
+
+void Supervisor::add_event(Job& job, const char* type, std::string_view data) {
+    pending_events_.push_back({job.id, job.next_seq, wall_now(), type, pending_text_.size(), data.size()});
+    pending_text_.append(data);
+    ++job.next_seq;
+    job.dirty = true;
+}
+
+void Supervisor::write_pending() {
+    if (!insert_event_.prepared())
+        insert_event_ = db_.prepare("INSERT INTO events(job, seq, time, type, data) VALUES(?, ?, ?, ?, ?)");
+    Statement& insert = insert_event_;
+    for (const PendingEvent& event : pending_events_) {
+        insert.reset();
+        // Static binds: the arena stays valid until step() has copied the bytes into the page.
+        insert.bind(1, event.job).bind(2, event.seq).bind(3, event.time).bind_static(4, event.type);
+        insert.bind_static(5, std::string_view(pending_text_).substr(event.offset, event.length));
+        insert.step();
+    }
     for (auto& [id, job] : jobs_)
         if (job->dirty)
             save_job(*job);
-    db_.exec("COMMIT");
-    in_transaction_ = false;
-    for (auto& reply : after_commit_)
-        reply(true);
+}
+
+bool Supervisor::commit(const std::function<void()>& work, std::string* error_out) {
+    std::string error;
+    try {
+        db_.exec("BEGIN IMMEDIATE");
+        in_transaction_ = true;
+        if (work)
+            work();
+        write_pending();
+        db_.exec("COMMIT");
+        in_transaction_ = false;
+    } catch (const std::exception& e) {
+        error = e.what();
+        if (in_transaction_) {
+            try {
+                db_.exec("ROLLBACK");
+            } catch (...) {
+            }
+            in_transaction_ = false;
+        }
+    }
+    const bool committed = error.empty();
+    if (!committed) {
+        // Nothing of this transaction is stored: every job row is written again with the next commit, the
+        // buffered events stay buffered (numbered as they are), and no reader is told of seqs it cannot read.
+        for (auto& [id, job] : jobs_)
+            job->dirty = true;
+        pending_announcements_.clear();
+        if (error != last_commit_error_)
+            std::fprintf(stderr, "traindeck-worker: cannot write the database (%s); keeping %zu event(s) in memory and "
+                                 "retrying\n", error.c_str(), pending_events_.size());
+    } else if (!last_commit_error_.empty()) {
+        std::fprintf(stderr, "traindeck-worker: the database takes writes again; nothing was lost\n");
+    }
+    last_commit_error_ = error;
+    auto replies = std::move(after_commit_);
     after_commit_.clear();
+    for (auto& reply : replies)
+        reply(committed, error);
+    if (!committed) {
+        if (error_out)
+            *error_out = error;
+        return false;
+    }
+    pending_events_.clear();
+    pending_text_.clear();
     for (auto& [id, announcement] : pending_announcements_)
         board_.publish(id, announcement.first, announcement.second);
     pending_announcements_.clear();
@@ -383,23 +455,7 @@ void Supervisor::tick(bool meter_now) {
             ++it;
         }
     }
-    if (meter_now) {
-        json snapshot = resources();
-        std::lock_guard lock(resources_mutex_);
-        resources_snapshot_ = snapshot;
-    }
-}
-
-void Supervisor::add_event(Job& job, const char* type, std::string_view data) {
-    if (!insert_event_.prepared())
-        insert_event_ = db_.prepare("INSERT INTO events(job, seq, time, type, data) VALUES(?, ?, ?, ?, ?)");
-    Statement& insert = insert_event_;
-    insert.reset();
-    // Static binds: data stays valid until step() has copied it into the page.
-    insert.bind(1, job.id).bind(2, job.next_seq).bind(3, wall_now()).bind_static(4, type).bind_static(5, data);
-    insert.step();
-    ++job.next_seq;
-    job.dirty = true;
+    return true;
 }
 
 void Supervisor::add_state_event(Job& job) {
@@ -457,6 +513,25 @@ Supervisor::Result Supervisor::submit(const JobRequest& request) {
             auto* job = new Job;
             job->request = request;
             job->submitted = wall_now();
+            // If the commit fails (a full disk), the job never existed: not in memory, not on disk, and the
+            // client is told to submit again. Registered first, so that even a failed INSERT is answered.
+            const size_t events_mark = pending_events_.size(), text_mark = pending_text_.size();
+            after_commit_.push_back([this, promise, job, events_mark, text_mark](bool committed, const std::string& error) {
+                if (committed) {
+                    promise->set_value({201, {{"id", job->id}, {"state", "queued"}}});
+                    return;
+                }
+                pending_events_.resize(events_mark);
+                pending_text_.resize(text_mark);
+                if (job->id > 0) {
+                    jobs_.erase(job->id);
+                    std::error_code ec;
+                    fs::remove_all(job_dir(job->id), ec);
+                }
+                delete job;
+                promise->set_value({error.find("full") != std::string::npos ? 507 : 500,
+                                    {{"error", "the job could not be stored (" + error + "); nothing was kept, submit it again"}}});
+            });
             Statement insert = db_.prepare("INSERT INTO jobs(name, request, state, priority, submitted) VALUES(?, ?, 'queued', ?, ?)");
             insert.bind(1, request.name).bind(2, request.to_json().dump()).bind(3, int64_t(request.priority)).bind(4, job->submitted);
             insert.step();
@@ -475,10 +550,6 @@ Supervisor::Result Supervisor::submit(const JobRequest& request) {
             jobs_[job->id] = job;
             job->reason = "waiting for resources";
             add_state_event(*job);
-            after_commit_.push_back([promise, id = job->id](bool committed) {
-                promise->set_value(committed ? Result{201, {{"id", id}, {"state", "queued"}}}
-                                             : Result{500, {{"error", "the job could not be stored; see the worker's log"}}});
-            });
         });
     }
     commands_changed_.notify_all();
@@ -513,9 +584,10 @@ Supervisor::Result Supervisor::cancel(int64_t id) {
             } else {
                 signal_job(job, "cancel", SIGTERM);
             }
-            after_commit_.push_back([promise, id, state = job.state](bool committed) {
-                promise->set_value(committed ? Result{202, {{"id", id}, {"state", state}}}
-                                             : Result{500, {{"error", "the cancel could not be stored; try again"}}});
+            // The stop is under way whether or not this commit succeeds (the signal is sent; memory keeps its
+            // events until the database takes them), so the answer is the same.
+            after_commit_.push_back([promise, id, state = job.state](bool, const std::string&) {
+                promise->set_value(Result{202, {{"id", id}, {"state", state}}});
             });
         });
     }
@@ -564,16 +636,26 @@ Supervisor::Result Supervisor::resume(int64_t id, double new_budget) {
             job->exit_code = -1;
             job->state = "queued";
             job->reason = "resumed by the user; continues from its last checkpoint";
+            // A failed commit leaves the job as it was in the database: out of the active table again.
+            const size_t events_mark = pending_events_.size(), text_mark = pending_text_.size();
+            after_commit_.push_back([this, promise, id, job, events_mark, text_mark](bool committed, const std::string& error) {
+                if (committed) {
+                    promise->set_value({202, {{"id", id}, {"state", "queued"}}});
+                    return;
+                }
+                pending_events_.resize(events_mark);
+                pending_text_.resize(text_mark);
+                jobs_.erase(id);
+                delete job;
+                promise->set_value({error.find("full") != std::string::npos ? 507 : 500,
+                                    {{"error", "the resume could not be stored (" + error + "); try again"}}});
+            });
             jobs_[id] = job;
             Statement update = db_.prepare("UPDATE jobs SET request=? WHERE id=?");
             update.bind(1, job->request.to_json().dump()).bind(2, id);
             update.step();
             add_state_event(*job);
             job->dirty = true;
-            after_commit_.push_back([promise, id](bool committed) {
-                promise->set_value(committed ? Result{202, {{"id", id}, {"state", "queued"}}}
-                                             : Result{500, {{"error", "the resume could not be stored; try again"}}});
-            });
         });
     }
     commands_changed_.notify_all();

@@ -71,6 +71,7 @@ private:
     void loop();
     void tick(bool meter);
     void recover();
+    void recover_jobs(const std::vector<Job*>& recovered);
     Job* job_from_row(const Statement& select);
     void start_job(Job& job);
     std::string keep_dataset_intact(Job& job, bool after_run);
@@ -81,6 +82,10 @@ private:
     void meter(Job& job, double now);
     void signal_job(Job& job, const std::string& kind, int signal);
     void add_event(Job& job, const char* type, std::string_view data);
+    // One transaction: `work` (a command's own statements), then every buffered event and changed job. On failure
+    // the database holds none of it and memory still holds all of it, for the next commit to write.
+    bool commit(const std::function<void()>& work, std::string* error = nullptr);
+    void write_pending();
     void add_state_event(Job& job);
     void save_job(Job& job);
     bool submit_to_slurm(Job& job, const std::string& dir, std::string& error);
@@ -115,8 +120,19 @@ private:
     std::vector<std::pair<int64_t, std::pair<int64_t, bool>>> pending_announcements_;
     bool in_transaction_ = false;
     std::string read_buffer_;
-    // Replies to submit/cancel wait for the commit, so that a client reading right after its reply finds the job.
-    std::vector<std::function<void(bool committed)>> after_commit_;
+    // Events numbered but not yet committed: their bytes in one arena (no allocation per line on the ingest path).
+    struct PendingEvent {
+        int64_t job, seq;
+        double time;
+        const char* type; // a string literal
+        size_t offset, length;
+    };
+    std::vector<PendingEvent> pending_events_;
+    std::string pending_text_;
+    std::string last_commit_error_; // said once on stderr, not once per tick
+    // Replies to submit/cancel wait for the commit, so that a client reading right after its reply finds the job;
+    // a command whose commit failed undoes itself there. error: why the commit failed.
+    std::vector<std::function<void(bool committed, const std::string& error)>> after_commit_;
 };
 
 } // namespace traindeck::worker

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -491,4 +492,99 @@ TEST(Worker, CancelledJobResumesFromItsCheckpointExactly) {
     expect_resumed_from(events, 42, 0);
     expect_weights_of_uninterrupted_run(worker, id, spec);
     EXPECT_EQ(worker.client().post("/v1/jobs/" + std::to_string(id) + "/resume", std::string("{}")).status, 409);
+}
+
+namespace {
+
+// A tmpfs of `size` mounted at `path` for the life of the object (the disk a test fills up).
+struct SmallDisk {
+    SmallDisk(const std::string& path, const std::string& size) : path(path) {
+        fs::create_directories(path);
+        mounted = std::system(("mount -t tmpfs -o size=" + size + " tmpfs '" + path + "' 2>/dev/null").c_str()) == 0;
+    }
+    ~SmallDisk() {
+        if (mounted)
+            std::system(("umount -l '" + path + "'").c_str());
+    }
+    std::string path;
+    bool mounted = false;
+};
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+} // namespace
+
+TEST(Worker, AFullDiskUnderTheDatabaseLosesNothingAndTheWorkerRecoversWithoutARestart) {
+    std::string pattern = (fs::temp_directory_path() / "traindeck-full-XXXXXX").string();
+    const std::string root = ::mkdtemp(pattern.data());
+    const std::string state = root + "/state";
+    fs::create_directories(state);
+    struct Cleanup {
+        std::string root;
+        ~Cleanup() { fs::remove_all(root); }
+    } cleanup{root};
+    // The worker's database lives on a 3 MB disk of its own (through a symlink: SQLite keeps its WAL beside the
+    // real file); the job's own files stay on the big disk, so only the worker's writes fail.
+    SmallDisk disk(root + "/db", "3m");
+    if (!disk.mounted) {
+        TRAINDECK_SKIP("cannot mount a small tmpfs here to fill up (needs root)");
+    }
+    ASSERT_EQ(::symlink((disk.path + "/worker.db").c_str(), (state + "/worker.db").c_str()), 0);
+    std::optional<WorkerProcess> worker_storage;
+    worker_storage.emplace(std::vector<std::string>{}, state);
+    WorkerProcess& worker = *worker_storage;
+    ASSERT_TRUE(worker.running());
+    ASSERT_TRUE(fs::exists(disk.path + "/worker.db-wal")) << "the WAL is not on the small disk";
+
+    // 300 metric lines in three paced blocks: 1..100, then (once go1 exists) 101..200, then (go2) 201..300.
+    const std::string block = "i=$1; while [ $i -le $2 ]; do printf '{\"type\":\"metric\",\"step\":%d,\"loss\":0.5}\\n' $i >&3; "
+                              "i=$((i+1)); done";
+    const std::string script = "b() { " + block + "; }; b 1 100; while [ ! -e " + root + "/go1 ]; do sleep 0.01; done; b 101 200; "
+                               "while [ ! -e " + root + "/go2 ]; do sleep 0.01; done; b 201 300";
+    const int64_t id = worker.submit({{"argv", {"/bin/sh", "-c", script}}});
+    ASSERT_GT(id, 0) << worker.last_error;
+    ASSERT_FALSE(wait_for_event(worker, id, [](const json& e) {
+                     return e["type"] == "record" && e["data"].value("step", 0) == 100;
+                 }).is_null());
+
+    // Fill the disk, let the job write its second block: the worker cannot commit it.
+    std::system(("dd if=/dev/zero of='" + disk.path + "/filler' bs=64k >/dev/null 2>&1").c_str());
+    touch(root + "/go1");
+    bool failing = false;
+    for (int i = 0; i < 12000 && !failing; ++i) {
+        failing = read_text(worker.output()).find("disk is full") != std::string::npos; // SQLite's SQLITE_FULL
+        if (!failing)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(failing) << "the worker never hit the full disk:\n" << read_text(worker.output());
+    // A submission meanwhile is refused with a reason, and leaves no job behind.
+    const auto refused = worker.client().post("/v1/jobs", json{{"argv", {"true"}}, {"name", "during"}});
+    EXPECT_EQ(refused.status, 507) << refused.body;
+    EXPECT_NE(refused.message().find("submit it again"), std::string::npos) << refused.body;
+    EXPECT_EQ(worker.client().get("/v1/health").status, 200);
+
+    // Free the disk and let the job finish: every line once, numbered without a gap, by the same worker process.
+    const int pid = worker.pid();
+    fs::remove(disk.path + "/filler");
+    touch(root + "/go2");
+    const auto events = worker.drain(id);
+    expect_gapless(events);
+    EXPECT_EQ(worker.job(id)["state"], "succeeded");
+    const auto metrics = of_type(events, "record", "metric");
+    ASSERT_EQ(metrics.size(), 300u);
+    for (size_t i = 0; i < metrics.size(); ++i)
+        ASSERT_EQ(metrics[i]["data"]["step"], static_cast<long>(i + 1)) << "lost or repeated line";
+    EXPECT_EQ(worker.pid(), pid);
+    EXPECT_NE(read_text(worker.output()).find("takes writes again"), std::string::npos);
+    // No phantom: the refused job is nowhere, and the next submission works.
+    const json listed = worker.client().get("/v1/jobs").json();
+    ASSERT_TRUE(listed.is_object()) << listed.dump();
+    ASSERT_EQ(listed["jobs"].size(), 1u) << listed.dump();
+    const int64_t after = worker.submit({{"argv", {"true"}}, {"name", "after"}});
+    ASSERT_EQ(after, id + 1) << "the refused submission used up an id or left a row";
+    EXPECT_FALSE(worker.wait_for_state(after, {"succeeded"}).is_null());
+    worker_storage.reset(); // the worker lets go of the small disk before it is unmounted
 }
