@@ -112,6 +112,20 @@ int64_t EventBoard::wait(int64_t job, int64_t after, int timeout_ms) {
     return it == jobs_.end() ? 0 : it->second.first;
 }
 
+std::vector<int64_t> EventBoard::wait_any(const std::map<int64_t, int64_t>& after, int timeout_ms) {
+    std::vector<int64_t> ready;
+    const auto collect = [&] {
+        ready.clear();
+        for (const auto& [job, seq] : after)
+            if (const auto it = jobs_.find(job); it != jobs_.end() && (it->second.first > seq || it->second.second))
+                ready.push_back(job);
+        return !ready.empty();
+    };
+    std::unique_lock lock(mutex_);
+    changed_.wait_until(lock, std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms), collect);
+    return ready;
+}
+
 Supervisor::Supervisor(WorkerConfig config, EventBoard& board) : config_(std::move(config)), board_(board) {
     if (config_.cpu_slots <= 0)
         config_.cpu_slots = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));

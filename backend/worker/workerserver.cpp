@@ -1,5 +1,6 @@
 #include "workerserver.h"
 
+#include "elasticthreadpool.h"
 #include "jobshim.h"
 #include "sqlitedb.h"
 
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 namespace traindeck::worker {
@@ -76,6 +78,15 @@ bool parse_int(const std::string& text, int64_t& out) {
     }
 }
 
+// The job id in a /v1/jobs/<id>/... URL. (\d+) matched it, but more digits than an int64 holds made std::stoll throw
+// (a 500 saying "stoll"); no job has such an id.
+bool job_id(const httplib::Request& req, httplib::Response& res, int64_t& id) {
+    if (parse_int(req.matches[1], id))
+        return true;
+    error_reply(res, 404, "no job " + std::string(req.matches[1]));
+    return false;
+}
+
 } // namespace
 
 std::string load_or_create_token(const std::string& state_dir, bool& created, std::string& error) {
@@ -105,8 +116,103 @@ std::string load_or_create_token(const std::string& state_dir, bool& created, st
     return token;
 }
 
+// The endpoints as routes() and dataset_routes() declare them. Matched as httplib 0.11 matches (Server::routing):
+// the handlers of the request's method (HEAD as GET) in the order they were added, the first whose pattern matches
+// the whole path.
+struct WorkerServer::Routes {
+    struct Route {
+        std::string method, pattern;
+        std::regex regex;
+        httplib::Server::Handler handler;
+    };
+    std::vector<Route> list;
+
+    void Get(const std::string& pattern, httplib::Server::Handler handler) { add("GET", pattern, std::move(handler)); }
+    void Post(const std::string& pattern, httplib::Server::Handler handler) { add("POST", pattern, std::move(handler)); }
+    void Put(const std::string& pattern, httplib::Server::Handler handler) { add("PUT", pattern, std::move(handler)); }
+
+private:
+    void add(const char* method, const std::string& pattern, httplib::Server::Handler handler) {
+        list.push_back({method, pattern, std::regex(pattern), std::move(handler)});
+    }
+};
+
+namespace {
+
+// Before any endpoint (httplib's pre-routing handler): true when it answered, the request going no further.
+bool refused_without_token(const std::string& token, const httplib::Request& req, httplib::Response& res) {
+    const std::string header = req.get_header_value("Authorization");
+    const std::string expected = "Bearer " + token;
+    if (header.size() != expected.size() || CRYPTO_memcmp(header.data(), expected.data(), expected.size()) != 0) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        error_reply(res, 401, header.empty() ? "missing \"Authorization: Bearer <token>\" (the token is in the worker's state folder)"
+                                             : "wrong token");
+        return true;
+    }
+    return false;
+}
+
+// An exception out of an endpoint (httplib's exception handler).
+void exception_reply(httplib::Response& res, std::exception_ptr error) {
+    std::string message = "internal error";
+    try {
+        std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+        message = e.what();
+    } catch (...) {
+    }
+    error_reply(res, 500, message);
+}
+
+// Any status from 400 on (httplib's error handler): a JSON body where the endpoint or httplib left none.
+void error_page(httplib::Response& res) {
+    if (res.body.empty()) {
+        if (res.status == 413)
+            error_reply(res, 413, "request body too large");
+        else if (res.status == 404)
+            error_reply(res, 404, "no such endpoint (see /v1/...)");
+        else
+            error_reply(res, res.status, "request failed");
+    }
+}
+
+// Appends "\"events\":[...]" with the job's events after `after` (at most limit) to body; returns the last seq.
+int64_t append_events(Database& db, int64_t job, int64_t after, int64_t limit, std::string& body) {
+    Statement select = db.prepare("SELECT seq, time, type, data FROM events WHERE job=? AND seq>? ORDER BY seq LIMIT ?");
+    select.bind(1, job).bind(2, after).bind(3, limit);
+    // Stored data is JSON already: splice it in rather than parse and print it again.
+    body += "\"events\":[";
+    int64_t last = after;
+    bool first = true;
+    while (select.step()) {
+        last = select.integer(0);
+        // to_chars: printf's %f costs more than the whole rest of an event on this path.
+        char number[64];
+        body += first ? "{\"seq\":" : ",{\"seq\":";
+        body.append(number, std::to_chars(number, number + sizeof(number), last).ptr);
+        body += ",\"time\":";
+        body.append(number, std::to_chars(number, number + sizeof(number), select.real(1), std::chars_format::fixed, 6).ptr);
+        body += ",\"type\":\"";
+        body += select.text_view(2);
+        body += "\",\"data\":";
+        body += select.text_view(3);
+        body += '}';
+        first = false;
+    }
+    body += ']';
+    return last;
+}
+
+bool finished_state(std::string_view state) {
+    return state == "succeeded" || state == "failed" || state == "cancelled" || state == "stopped";
+}
+
+} // namespace
+
 WorkerServer::WorkerServer(Supervisor& supervisor, EventBoard& board, std::string token)
-    : supervisor_(supervisor), board_(board), token_(std::move(token)) {}
+    : supervisor_(supervisor), board_(board), token_(std::move(token)), routes_(std::make_unique<Routes>()) {
+    routes();
+}
 
 WorkerServer::~WorkerServer() = default;
 
@@ -121,18 +227,48 @@ std::string WorkerServer::bind(const std::string& host, int port, const std::str
     } else {
         server_ = std::make_unique<httplib::Server>();
     }
-    // Long-polling readers each hold a thread while they wait: give the pool room for many.
-    server_->new_task_queue = [] { return new httplib::ThreadPool(96); };
+    // httplib gives each connection a thread for its whole life: a pool that grows whenever every thread is busy,
+    // so that idle, slow or hostile connections never make /v1/health or a submit wait (tests/bench/worker_connections).
+    server_->new_task_queue = [] { return new ElasticThreadPool(8, 4096); };
     // Chunks and manifests are larger than any JSON request: the transport allows the largest, each endpoint
     // checks its own limit (jobs: max_body_bytes).
     server_->set_payload_max_length(static_cast<size_t>(std::max<int64_t>(supervisor_.config().max_body_bytes, kManifestMaxBytes)));
     server_->set_keep_alive_max_count(100000);
-    server_->set_read_timeout(30, 0);
+    // Idle connections go after 5 s; a request must keep arriving (5 s at most between reads) and be read quickly.
+    server_->set_keep_alive_timeout(5);
+    // Headers and body are separate writes: without TCP_NODELAY, Nagle's algorithm and the client's delayed ACK
+    // add 40 ms to every answer on a kept-alive connection (measured: /v1/health p50 43 ms → see the bench).
+    server_->set_tcp_nodelay(true);
+    server_->set_read_timeout(5, 0);
     server_->set_write_timeout(30, 0);
-    routes();
+    httplib::Server& s = *server_;
+    s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        return refused_without_token(token_, req, res) ? httplib::Server::HandlerResponse::Handled
+                                                       : httplib::Server::HandlerResponse::Unhandled;
+    });
+    s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr error) { exception_reply(res, error); });
+    s.set_error_handler([](const httplib::Request&, httplib::Response& res) { error_page(res); });
+    for (const Routes::Route& route : routes_->list) {
+        if (route.method == "GET")
+            s.Get(route.pattern, route.handler);
+        else if (route.method == "POST")
+            s.Post(route.pattern, route.handler);
+        else
+            s.Put(route.pattern, route.handler);
+    }
+    // httplib listens with a backlog of 5: under a burst of connections the kernel drops SYNs and every new client
+    // (the console's next request too) waits a 1 s retransmit. The socket is ours to widen once it listens.
+    int listening = -1;
+    server_->set_socket_options([&listening](int fd) {
+        const int yes = 1;
+        ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes)); // what httplib's default options do
+        listening = fd;
+    });
     port_ = port == 0 ? server_->bind_to_any_port(host.c_str()) : (server_->bind_to_port(host.c_str(), port) ? port : -1);
     if (port_ <= 0)
         return "cannot listen on " + host + ":" + std::to_string(port) + " (in use, or not an address of this machine)";
+    if (listening >= 0)
+        ::listen(listening, SOMAXCONN);
     return {};
 }
 
@@ -143,40 +279,46 @@ void WorkerServer::stop() {
         server_->stop();
 }
 
-void WorkerServer::routes() {
-    httplib::Server& s = *server_;
-    s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        const std::string header = req.get_header_value("Authorization");
-        const std::string expected = "Bearer " + token_;
-        if (header.size() != expected.size() || CRYPTO_memcmp(header.data(), expected.data(), expected.size()) != 0) {
-            res.set_header("WWW-Authenticate", "Bearer");
-            error_reply(res, 401, header.empty() ? "missing \"Authorization: Bearer <token>\" (the token is in the worker's state folder)"
-                                                 : "wrong token");
-            return httplib::Server::HandlerResponse::Handled;
+WorkerServer::Reply WorkerServer::handle(const std::string& method, const std::string& path, const Fields& params,
+                                         const Fields& headers, std::string body) const {
+    httplib::Request req;
+    req.method = method;
+    req.path = path;
+    req.params = httplib::Params(params.begin(), params.end());
+    req.headers = httplib::Headers(headers.begin(), headers.end());
+    req.body = std::move(body);
+    httplib::Response res; // status -1 until answered, as httplib has it
+    // What httplib's Server::process_request does around Server::routing, step for step.
+    bool routed = false;
+    try {
+        if (refused_without_token(token_, req, res)) {
+            routed = true;
+        } else {
+            const std::string wanted = req.method == "HEAD" ? "GET" : req.method;
+            for (const Routes::Route& route : routes_->list) {
+                if (route.method == wanted && std::regex_match(req.path, req.matches, route.regex)) {
+                    route.handler(req, res);
+                    routed = true;
+                    break;
+                }
+            }
+            if (!routed && wanted != "GET" && wanted != "POST" && wanted != "PUT" && wanted != "DELETE" && wanted != "OPTIONS" &&
+                wanted != "PATCH")
+                res.status = 400;
         }
-        return httplib::Server::HandlerResponse::Unhandled;
-    });
-    s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
-        std::string message = "internal error";
-        try {
-            std::rethrow_exception(error);
-        } catch (const std::exception& e) {
-            message = e.what();
-        } catch (...) {
-        }
-        error_reply(res, 500, message);
-    });
-    s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-        if (res.body.empty()) {
-            if (res.status == 413)
-                error_reply(res, 413, "request body too large");
-            else if (res.status == 404)
-                error_reply(res, 404, "no such endpoint (see /v1/...)");
-            else
-                error_reply(res, res.status, "request failed");
-        }
-    });
+    } catch (...) {
+        exception_reply(res, std::current_exception());
+        routed = true;
+    }
+    if (res.status == -1)
+        res.status = routed ? 200 : 404;
+    if (res.status >= 400)
+        error_page(res);
+    return {res.status, res.body, res.get_header_value("Content-Type")};
+}
 
+void WorkerServer::routes() {
+    Routes& s = *routes_;
     s.Get("/v1/health", [this](const httplib::Request&, httplib::Response& res) {
         reply(res, 200, {{"ok", true}, {"service", "traindeck-worker"}, {"api", 1}, {"pid", ::getpid()}});
     });
@@ -208,15 +350,21 @@ void WorkerServer::routes() {
         reply(res, 200, {{"jobs", jobs}});
     });
     s.Get(R"(/v1/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+        int64_t id = 0;
+        if (!job_id(req, res, id))
+            return;
         Database& db = reader(supervisor_.database_path());
         Statement select = db.prepare(std::string(kJobColumns) + " WHERE id=?");
-        select.bind(1, static_cast<int64_t>(std::stoll(req.matches[1])));
+        select.bind(1, id);
         if (!select.step())
             return error_reply(res, 404, "no job " + std::string(req.matches[1]));
         reply(res, 200, job_json(select));
     });
     s.Post(R"(/v1/jobs/(\d+)/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
-        const Supervisor::Result result = supervisor_.cancel(std::stoll(req.matches[1]));
+        int64_t id = 0;
+        if (!job_id(req, res, id))
+            return;
+        const Supervisor::Result result = supervisor_.cancel(id);
         reply(res, result.status, result.body);
     });
     s.Get(R"(/v1/jobs/(\d+)/checkpoints)", [this](const httplib::Request& req, httplib::Response& res) {
@@ -253,7 +401,10 @@ void WorkerServer::routes() {
         for (const auto& [key, value] : body.items())
             if (key != "budget")
                 return error_reply(res, 400, "unknown field \"" + key + "\" (known: budget)");
-        const Supervisor::Result result = supervisor_.resume(std::stoll(req.matches[1]), body.value("budget", 0.0));
+        int64_t id = 0;
+        if (!job_id(req, res, id))
+            return;
+        const Supervisor::Result result = supervisor_.resume(id, body.value("budget", 0.0));
         reply(res, result.status, result.body);
     });
     dataset_routes();
@@ -261,7 +412,9 @@ void WorkerServer::routes() {
     // Events after a sequence number, oldest first. With wait_ms the call waits (long poll) until there is at
     // least one, or the job has ended. The reply says the last seq it carries ("next" asks after it).
     s.Get(R"(/v1/jobs/(\d+)/events)", [this](const httplib::Request& req, httplib::Response& res) {
-        const int64_t job = std::stoll(req.matches[1]);
+        int64_t job = 0;
+        if (!job_id(req, res, job))
+            return;
         int64_t after = 0, limit = 5000, wait_ms = 0;
         if ((req.has_param("after") && !parse_int(req.get_param_value("after"), after)) ||
             (req.has_param("limit") && !parse_int(req.get_param_value("limit"), limit)) ||
@@ -280,31 +433,70 @@ void WorkerServer::routes() {
         if (wait_ms > 0 && !finished && state.integer(1) - 1 <= after)
             board_.wait(job, after, static_cast<int>(wait_ms));
         state.reset();
-        Statement select = db.prepare("SELECT seq, time, type, data FROM events WHERE job=? AND seq>? ORDER BY seq LIMIT ?");
-        select.bind(1, job).bind(2, after).bind(3, limit);
-        // Stored data is JSON already: splice it in rather than parse and print it again.
-        std::string body = "{\"events\":[";
-        int64_t last = after;
-        bool first = true;
-        while (select.step()) {
-            last = select.integer(0);
-            // to_chars: printf's %f costs more than the whole rest of an event on this path.
-            char number[64];
-            body += first ? "{\"seq\":" : ",{\"seq\":";
-            body.append(number, std::to_chars(number, number + sizeof(number), last).ptr);
-            body += ",\"time\":";
-            body.append(number, std::to_chars(number, number + sizeof(number), select.real(1), std::chars_format::fixed, 6).ptr);
-            body += ",\"type\":\"";
-            body += select.text_view(2);
-            body += "\",\"data\":";
-            body += select.text_view(3);
-            body += '}';
-            first = false;
-        }
+        std::string body = "{";
+        const int64_t last = append_events(db, job, after, limit, body);
         state.bind(1, job);
         state.step();
         const std::string job_state = state.text(0);
-        body += "],\"next\":" + std::to_string(last) + ",\"state\":\"" + job_state + "\"}";
+        body += ",\"next\":" + std::to_string(last) + ",\"state\":\"" + job_state + "\"}";
+        res.status = 200;
+        res.set_content(body, "application/json");
+    });
+
+    // Many jobs' events in one long poll: {"after": {"ID": SEQ, ...}, "wait_ms": MS, "limit": N}. Waits until any
+    // job has an event after its SEQ or has ended; answers {"jobs": {"ID": {"events": [...], "next": SEQ, "state":
+    // S}}, "missing": [IDs this worker does not have]} with only the jobs that have news. A console watching a
+    // thousand jobs holds one request, not a thousand.
+    s.Post(R"(/v1/events/watch)", [this](const httplib::Request& req, httplib::Response& res) {
+        const json request = json::parse(req.body, nullptr, false);
+        if (!request.is_object() || !request.contains("after") || !request["after"].is_object())
+            return error_reply(res, 400, "the body must be {\"after\": {\"JOB_ID\": SEQ, ...}, \"wait_ms\": MS, \"limit\": N}");
+        for (const auto& [key, value] : request.items())
+            if (key != "after" && key != "wait_ms" && key != "limit")
+                return error_reply(res, 400, "unknown field \"" + key + "\" (known: after, wait_ms, limit)");
+        if ((request.contains("wait_ms") && !request["wait_ms"].is_number_unsigned()) ||
+            (request.contains("limit") && (!request["limit"].is_number_unsigned() || request["limit"].get<int64_t>() == 0)))
+            return error_reply(res, 400, "wait_ms and limit must be non-negative integers (limit above 0)");
+        if (request["after"].size() > 10000)
+            return error_reply(res, 413, "watch at most 10000 jobs in one request");
+        std::map<int64_t, int64_t> after;
+        for (const auto& [key, value] : request["after"].items()) {
+            int64_t id = 0;
+            if (!parse_int(key, id) || id <= 0 || !value.is_number_unsigned())
+                return error_reply(res, 400, "\"after\" maps job ids to the last seq seen (non-negative integers)");
+            after[id] = value.get<int64_t>();
+        }
+        const int64_t limit = std::min<int64_t>(request.value("limit", int64_t(1000)), 50000);
+        const int wait_ms = static_cast<int>(std::min<int64_t>(request.value("wait_ms", int64_t(0)), 60000));
+        Database& db = reader(supervisor_.database_path());
+        Statement state = db.prepare("SELECT state, next_seq FROM jobs WHERE id=?");
+        const auto news = [&](std::vector<int64_t>& ready, std::vector<int64_t>& missing) {
+            ready.clear();
+            missing.clear();
+            for (const auto& [id, seq] : after) {
+                state.reset();
+                state.bind(1, id);
+                if (!state.step())
+                    missing.push_back(id);
+                else if (state.integer(1) - 1 > seq || finished_state(state.text_view(0)))
+                    ready.push_back(id);
+            }
+        };
+        std::vector<int64_t> ready, missing;
+        news(ready, missing);
+        if (ready.empty() && wait_ms > 0 && !board_.wait_any(after, wait_ms).empty())
+            news(ready, missing);
+        std::string body = "{\"jobs\":{";
+        for (size_t i = 0; i < ready.size(); ++i) {
+            const int64_t id = ready[i];
+            body += (i ? ",\"" : "\"") + std::to_string(id) + "\":{";
+            const int64_t last = append_events(db, id, after[id], limit, body);
+            state.reset();
+            state.bind(1, id);
+            state.step();
+            body += ",\"next\":" + std::to_string(last) + ",\"state\":\"" + state.text(0) + "\"}";
+        }
+        body += "},\"missing\":" + json(missing).dump() + "}";
         res.status = 200;
         res.set_content(body, "application/json");
     });
@@ -313,7 +505,7 @@ void WorkerServer::routes() {
 // The content-addressed dataset store: ask which chunks are missing, send those, then put the manifest, which
 // builds and verifies the version. Every step can be repeated, so an interrupted upload resumes by asking again.
 void WorkerServer::dataset_routes() {
-    httplib::Server& s = *server_;
+    Routes& s = *routes_;
     dataset::ContentStore& store = supervisor_.store();
     s.Post("/v1/chunks/missing", [&store](const httplib::Request& req, httplib::Response& res) {
         if (too_large(req, res, kManifestMaxBytes))

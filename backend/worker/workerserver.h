@@ -3,6 +3,7 @@
 // certificate and key. Every request needs "Authorization: Bearer <token>".
 #include "supervisor.h"
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -23,13 +24,25 @@ public:
     void stop();
     int port() const { return port_; }
 
+    // One request through the same token check, routes and error replies as the HTTP server, without a socket
+    // (the fuzz target's way in). path is decoded and without its query, which comes as params, as httplib gives it.
+    struct Reply {
+        int status = 0;
+        std::string body, content_type;
+    };
+    using Fields = std::multimap<std::string, std::string>;
+    Reply handle(const std::string& method, const std::string& path, const Fields& params, const Fields& headers,
+                 std::string body) const;
+
 private:
+    struct Routes; // every endpoint, in the order they are matched: bind() hands them to httplib, handle() matches them
     void routes();
     void dataset_routes();
 
     Supervisor& supervisor_;
     EventBoard& board_;
     std::string token_;
+    std::unique_ptr<Routes> routes_;
     std::unique_ptr<httplib::Server> server_;
     int port_ = 0;
 };

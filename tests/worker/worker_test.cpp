@@ -588,3 +588,41 @@ TEST(Worker, AFullDiskUnderTheDatabaseLosesNothingAndTheWorkerRecoversWithoutARe
     EXPECT_FALSE(worker.wait_for_state(after, {"succeeded"}).is_null());
     worker_storage.reset(); // the worker lets go of the small disk before it is unmounted
 }
+
+TEST(Worker, OneLongPollWatchesManyJobs) {
+    WorkerProcess worker;
+    const int64_t a = worker.submit({{"argv", {"/bin/echo", "from a"}}});
+    const int64_t b = worker.submit({{"argv", {"/bin/echo", "from b"}}});
+    ASSERT_GT(a, 0);
+    ASSERT_GT(b, 0);
+    std::map<int64_t, std::vector<json>> seen;
+    json after = {{std::to_string(a), 0}, {std::to_string(b), 0}, {"999", 0}};
+    std::set<int64_t> finished;
+    for (int i = 0; i < 200 && finished.size() < 2; ++i) {
+        const auto reply = worker.client().post("/v1/events/watch", json{{"after", after}, {"wait_ms", 2000}});
+        ASSERT_EQ(reply.status, 200) << reply.body;
+        const json body = reply.json();
+        EXPECT_EQ(body["missing"], json::array({999}));
+        for (const auto& [id, answer] : body["jobs"].items()) {
+            for (const auto& e : answer["events"])
+                seen[std::stoll(id)].push_back(e);
+            after[id] = answer["next"];
+            if (answer["state"] == "succeeded" && answer["events"].empty())
+                finished.insert(std::stoll(id));
+        }
+        for (int64_t id : finished)
+            after.erase(std::to_string(id));
+    }
+    ASSERT_EQ(finished, (std::set<int64_t>{a, b}));
+    for (int64_t id : {a, b}) {
+        expect_gapless(seen[id]);
+        EXPECT_EQ(seen[id].size(), worker.drain(id).size()) << "the watch and the per-job stream differ for job " << id;
+        bool logged = false;
+        for (const auto& e : of_type(seen[id], "log"))
+            logged |= e["data"]["line"] == (id == a ? "from a" : "from b");
+        EXPECT_TRUE(logged);
+    }
+    EXPECT_EQ(worker.client().post("/v1/events/watch", json{{"after", {{"x", 1}}}}).status, 400);
+    EXPECT_EQ(worker.client().post("/v1/events/watch", json{{"after", json::object()}, {"wait", 5}}).status, 400);
+    EXPECT_EQ(worker.client().post("/v1/events/watch", std::string("[]")).status, 400);
+}
