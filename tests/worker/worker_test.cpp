@@ -443,6 +443,24 @@ TEST(Worker, TokenFileIsPrivateAndRemoteListeningNeedsTls) {
     EXPECT_EQ(WEXITSTATUS(std::system(command.c_str())), 2);
 }
 
+TEST(Worker, TheSlurmExecutorNeverRunsJobsAsRootByDefault) {
+    if (::geteuid() != 0) {
+        TRAINDECK_SKIP("needs root: the default is only refused for a worker running as root");
+    }
+    WorkerProcess scratch;
+    const std::string command = worker_binary() + " --executor slurm --listen 127.0.0.1:0 --state-dir " + scratch.state_dir() +
+                                "/slurm 2>&1";
+    FILE* pipe = ::popen(command.c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    std::string output;
+    char buffer[512];
+    while (std::fgets(buffer, sizeof(buffer), pipe))
+        output += buffer;
+    const int status = ::pclose(pipe);
+    EXPECT_EQ(WEXITSTATUS(status), 2) << output;
+    EXPECT_NE(output.find("would run every job as root; give --slurm-user USER"), std::string::npos) << output;
+}
+
 TEST(Worker, ServesHttpsWithTheTokenWhenGivenACertificate) {
     WorkerProcess scratch;
     const std::string dir = scratch.state_dir();
