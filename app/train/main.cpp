@@ -8,18 +8,29 @@
 #include "trainer.h"
 
 #include <atomic>
+#include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+extern char** environ;
+
 namespace {
+
+using traindeck::engine::kExitDone;
+using traindeck::engine::kExitGpuFailed;
+using traindeck::engine::kExitPreempted;
+using traindeck::engine::TrainResult;
 
 std::atomic<bool> g_stop{false};
 
@@ -40,6 +51,8 @@ void print_usage() {
         "  --precision fp32|bf16 GPU gemm inputs (bf16 autocast keeps fp32 accumulation and master weights)\n"
         "  data parallel: with WORLD_SIZE=N (the worker sets it for a job with N GPUs) this process is rank 0 and\n"
         "  starts ranks 1..N-1 itself, one per GPU, sharing an NCCL id (TRAINDECK_NCCL_ID); gradients are summed\n"
+        "  with NCCL. A rank that exits or stops answering ends the others: rank 0 watches the ranks it started,\n"
+        "  and every wait for the other ranks gives up after TRAINDECK_NCCL_TIMEOUT_S seconds (default 300)\n"
         "  --set KEY=VALUE       override a spec field; KEY may be dotted (optimizer.lr=0.01); VALUE is JSON or text\n"
         "  --hold-at STEP:FILE   after step STEP, report a \"held\" event and wait until FILE exists (pacing for\n"
         "                        tests; also TRAINDECK_HOLD_AT=STEP:FILE[,STEP:FILE...]); SIGTERM still stops it\n"
@@ -56,7 +69,8 @@ void print_usage() {
         "  --threads N           compute threads\n"
         "\n"
         "exit codes: 0 done, 2 bad arguments or spec, 3 bad data, 4 loss became NaN/inf,\n"
-        "            5 checkpoint could not be written, 75 stopped by SIGTERM/SIGINT after a checkpoint\n");
+        "            5 checkpoint could not be written, 6 the GPU path failed (a CUDA/cuBLAS/cuDNN/NCCL call, a\n"
+        "            data-parallel rank that died or timed out), 75 stopped by SIGTERM/SIGINT after a checkpoint\n");
 }
 
 bool apply_override(nlohmann::json& root, const std::string& assignment, std::string& error) {
@@ -157,6 +171,133 @@ int run_export(int argc, char** argv) {
     }
     std::printf("%s\n", report->to_json().dump().c_str());
     return kExitDone;
+}
+
+// --- data parallel: the rank processes rank 0 starts, and how their ends are noticed ---------------------------
+
+struct RankProcess {
+    int rank = 0;
+    pid_t pid = -1;
+    bool exited = false; // reaped; status is its wait status
+    int status = 0;
+};
+
+std::string describe_exit(int status) {
+    if (WIFSIGNALED(status))
+        return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+               strsignal(WTERMSIG(status)) + ")";
+    return "exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+bool exited_cleanly(int status) {
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// Reaps a rank that has ended, without waiting; true when it has.
+bool reap(RankProcess& process) {
+    if (!process.exited && ::waitpid(process.pid, &process.status, WNOHANG) == process.pid)
+        process.exited = true;
+    return process.exited;
+}
+
+// Starts ranks 1..world-1 as copies of this process (the same arguments), each told its rank, the NCCL id (already
+// in this environment) and rank 0's pid; their metrics go nowhere (rank 0 reports for all), their stderr stays the
+// job's. Everything a child needs is built before fork(): between fork and exec only async-signal-safe calls may
+// run, since CUDA's and NCCL's threads may hold the allocator's lock at the moment of the fork.
+bool start_ranks(int world, char** argv, std::vector<RankProcess>& ranks, std::string& error) {
+    const int quiet = ::open("/dev/null", O_WRONLY);
+    if (quiet < 0) {
+        error = std::string("cannot open /dev/null for the other ranks' metrics: ") + std::strerror(errno);
+        return false;
+    }
+    const std::string parent = std::to_string(::getpid());
+    static const char exec_failed[] = "traindeck-train: a data-parallel rank could not start (execve of /proc/self/exe "
+                                      "failed); rank 0 stops the others\n";
+    bool started = true;
+    for (int rank = 1; rank < world && started; ++rank) {
+        std::vector<std::string> env;
+        for (char** entry = environ; *entry; ++entry) {
+            const std::string_view text(*entry);
+            if (!text.starts_with("LOCAL_RANK=") && !text.starts_with("RANK=") &&
+                !text.starts_with("TRAINDECK_METRICS_FD=") && !text.starts_with("TRAINDECK_RANK0_PID="))
+                env.emplace_back(text);
+        }
+        env.push_back("LOCAL_RANK=" + std::to_string(rank));
+        env.push_back("RANK=" + std::to_string(rank));
+        env.push_back("TRAINDECK_METRICS_FD=" + std::to_string(quiet));
+        env.push_back("TRAINDECK_RANK0_PID=" + parent);
+        std::vector<char*> envp;
+        for (auto& entry : env)
+            envp.push_back(entry.data());
+        envp.push_back(nullptr);
+        const pid_t child = ::fork();
+        if (child == 0) {
+            ::execve("/proc/self/exe", argv, envp.data());
+            const ssize_t ignored = ::write(STDERR_FILENO, exec_failed, sizeof(exec_failed) - 1);
+            (void)ignored;
+            ::_exit(kExitGpuFailed);
+        }
+        if (child < 0) {
+            error = "cannot start data-parallel rank " + std::to_string(rank) + " (fork: " + std::strerror(errno) + ")";
+            started = false;
+        } else {
+            ranks.push_back({rank, child});
+        }
+    }
+    ::close(quiet);
+    return started;
+}
+
+// After train(): every rank rank 0 started is reaped. When rank 0 failed, the others would only wait for it in
+// their next all-reduce until their timeout: after a short grace (to let them say why, if they failed first) they
+// are killed. When rank 0 finished, they finish too; one that does not within the timeout is killed. A rank that
+// failed while rank 0 finished makes the run fail.
+TrainResult finish_ranks(std::vector<RankProcess>& ranks, TrainResult result, double timeout_seconds) {
+    using Clock = std::chrono::steady_clock;
+    const bool rank0_failed = result.exit_code != kExitDone && result.exit_code != kExitPreempted;
+    const auto deadline = Clock::now() + std::chrono::duration<double>(rank0_failed ? 5.0 : timeout_seconds + 30.0);
+    for (RankProcess& process : ranks) {
+        while (!reap(process) && Clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        bool killed = false;
+        if (!process.exited) {
+            ::kill(process.pid, SIGKILL);
+            ::waitpid(process.pid, &process.status, 0);
+            process.exited = killed = true;
+        }
+        if (result.exit_code != kExitDone || exited_cleanly(process.status))
+            continue;
+        const std::string rank =
+            "data-parallel rank " + std::to_string(process.rank) + " (pid " + std::to_string(process.pid) + ")";
+        if (killed)
+            result = {kExitGpuFailed, rank + " had not finished " +
+                                          std::to_string(static_cast<long>(timeout_seconds) + 30) +
+                                          " s after rank 0 did and was killed; its output above may say why"};
+        else
+            result = {WIFEXITED(process.status) ? WEXITSTATUS(process.status) : kExitGpuFailed,
+                      rank + " " + describe_exit(process.status) +
+                          " although rank 0 finished; its own message is above"};
+    }
+    return result;
+}
+
+// "…; training on CPU" is the probe's ending for a run that can fall back; a data-parallel run cannot.
+std::string without_fallback(std::string message) {
+    const std::string suffix = "; training on CPU";
+    if (message.size() >= suffix.size() && message.compare(message.size() - suffix.size(), suffix.size(), suffix) == 0)
+        message.resize(message.size() - suffix.size());
+    return message;
+}
+
+// A whole positive number from the environment; `fallback` when unset; false when set to anything else.
+bool positive_from_environment(const char* name, double fallback, double& value) {
+    const char* text = std::getenv(name);
+    value = fallback;
+    if (!text || !*text)
+        return true;
+    char* end = nullptr;
+    value = std::strtod(text, &end);
+    return *end == '\0' && value > 0 && std::isfinite(value);
 }
 
 } // namespace
@@ -266,47 +407,127 @@ int main(int argc, char** argv) {
     }
 
     MetricsWriter metrics;
+    // Data parallel: ranks from WORLD_SIZE/LOCAL_RANK (the worker sets WORLD_SIZE=N for a job with N GPUs).
+    double world_value = 1, nccl_timeout = 300;
+    if (!positive_from_environment("WORLD_SIZE", 1, world_value) || world_value != std::floor(world_value)) {
+        std::fprintf(stderr, "traindeck-train: WORLD_SIZE must be a whole number of ranks (1 or more), not \"%s\"\n",
+                     std::getenv("WORLD_SIZE"));
+        return kExitUsage;
+    }
+    if (!positive_from_environment("TRAINDECK_NCCL_TIMEOUT_S", 300, nccl_timeout)) {
+        std::fprintf(stderr,
+                     "traindeck-train: TRAINDECK_NCCL_TIMEOUT_S must be a number of seconds above 0, not \"%s\"\n",
+                     std::getenv("TRAINDECK_NCCL_TIMEOUT_S"));
+        return kExitUsage;
+    }
+    const int world = static_cast<int>(std::min(world_value, 4096.0));
+    int rank = 0;
+    if (const char* local_rank = std::getenv("LOCAL_RANK"); world > 1 && local_rank && *local_rank) {
+        char* end = nullptr;
+        const long value = std::strtol(local_rank, &end, 10);
+        if (*end != '\0' || value < 0 || value >= world) {
+            std::fprintf(stderr, "traindeck-train: LOCAL_RANK must be a rank from 0 to WORLD_SIZE-1 (%d), not \"%s\"\n",
+                         world - 1, local_rank);
+            return kExitUsage;
+        }
+        rank = static_cast<int>(value);
+    }
+    // With several ranks every line says whose it is; the others' stderr is the job's too.
+    const std::string who = world > 1 && device != "cpu"
+                                ? "traindeck-train (rank " + std::to_string(rank) + " of " + std::to_string(world) + ")"
+                                : "traindeck-train";
+    // A failure before training: one stderr line, an `error` record, the exit code.
+    auto fail_early = [&](int code, const std::string& message) {
+        metrics.write({{"type", "error"}, {"exit_code", code}, {"message", message}});
+        std::fprintf(stderr, "%s: %s\n", who.c_str(), message.c_str());
+        return code;
+    };
+
     options.device = "cpu";
+    CudaProbe probe;
     if (device != "cpu") {
-        const CudaProbe probe = probe_cuda();
+        probe = probe_cuda();
         if (probe.available)
             options.device = device;
-        if (device == "cuda" || probe.available)
+        // Said whenever it matters: a GPU was asked for, one is here, or the machine has one that CUDA cannot use.
+        if (device == "cuda" || probe.available || probe.device_node || world > 1) {
             metrics.write({{"type", "event"}, {"event", "device"}, {"message", probe.message}});
-        if (device == "cuda" || probe.available)
-            std::fprintf(stderr, "traindeck-train: %s\n", probe.message.c_str());
+            std::fprintf(stderr, "%s: %s\n", who.c_str(), probe.message.c_str());
+        }
     }
     set_compute_threads(threads);
 
-    // Data parallel: ranks from WORLD_SIZE/LOCAL_RANK. Rank 0 (no TRAINDECK_NCCL_ID yet) makes the NCCL id and
-    // starts the other ranks as copies of itself; their metrics go nowhere (rank 0 reports for all).
-    std::vector<pid_t> ranks;
-    const int world = std::max(1, std::atoi(std::getenv("WORLD_SIZE") ? std::getenv("WORLD_SIZE") : "1"));
-    if (world > 1 && options.device != "cpu") {
-        const char* local_rank = std::getenv("LOCAL_RANK");
-        const char* nccl_id = std::getenv("TRAINDECK_NCCL_ID");
-        options.world_size = world;
-        options.rank = local_rank ? std::atoi(local_rank) : 0;
-        if (nccl_id && *nccl_id) {
-            options.nccl_id = nccl_id;
-        } else if (options.rank == 0) {
-            options.nccl_id = gpu_nccl_unique_id();
-            if (options.nccl_id.empty()) {
-                std::fprintf(stderr, "traindeck-train: WORLD_SIZE=%d needs NCCL on a GPU, which this machine or build lacks\n", world);
-                return kExitUsage;
-            }
-            ::setenv("TRAINDECK_NCCL_ID", options.nccl_id.c_str(), 1);
-            for (int rank = 1; rank < world; ++rank) {
-                const pid_t child = ::fork();
-                if (child == 0) {
-                    ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-                    ::setenv("RANK", std::to_string(rank).c_str(), 1);
-                    const int quiet = ::open("/dev/null", O_WRONLY);
-                    ::setenv("TRAINDECK_METRICS_FD", std::to_string(quiet).c_str(), 1);
-                    ::execv("/proc/self/exe", argv);
-                    ::_exit(kExitUsage);
+    std::vector<RankProcess> ranks;
+    if (world > 1) {
+        const std::string asked = "WORLD_SIZE=" + std::to_string(world) + " asks for data-parallel training on " +
+                                  std::to_string(world) + " GPUs";
+        if (device == "cpu") {
+            // Asked for explicitly: one CPU process, said plainly (data parallel runs on GPUs only).
+            const std::string message = asked + ", but --device cpu was given: this is one CPU process, WORLD_SIZE is "
+                                                "ignored (unset it, or drop --device cpu to use the GPUs)";
+            metrics.write({{"type", "event"}, {"event", "device"}, {"message", message}});
+            std::fprintf(stderr, "%s: %s\n", who.c_str(), message.c_str());
+        } else if (!probe.available) {
+            return fail_early(kExitGpuFailed,
+                              asked + ", but CUDA cannot be used here: " + without_fallback(probe.message) +
+                                  "; fix the GPUs (nvidia-smi must list them) or run with WORLD_SIZE=1 to "
+                                  "train on the CPU");
+        } else if (probe.devices < world) {
+            return fail_early(kExitUsage,
+                              asked + ", but only " + std::to_string(probe.devices) +
+                                  " CUDA device(s) are visible (CUDA_VISIBLE_DEVICES) and NCCL needs one per "
+                                  "rank; ask for " +
+                                  std::to_string(probe.devices) + " GPUs or make more visible");
+        } else if (spec->batch_size < world) {
+            return fail_early(kExitUsage, "batch_size " + std::to_string(spec->batch_size) +
+                                              " is smaller than WORLD_SIZE " + std::to_string(world) +
+                                              ": every rank needs at least one sample of each "
+                                              "batch; raise batch_size to at least " +
+                                              std::to_string(world) + " or use fewer GPUs");
+        } else {
+            options.world_size = world;
+            options.rank = rank;
+            const char* nccl_id = std::getenv("TRAINDECK_NCCL_ID");
+            if (nccl_id && *nccl_id) {
+                options.nccl_id = nccl_id;
+            } else if (rank != 0) {
+                return fail_early(kExitUsage,
+                                  "LOCAL_RANK=" + std::to_string(rank) +
+                                      " without TRAINDECK_NCCL_ID: the "
+                                      "other ranks get the NCCL id from rank 0, which starts them; start only "
+                                      "rank 0 (LOCAL_RANK=0)");
+            } else {
+                // Rank 0 makes the NCCL id and starts the other ranks as copies of itself.
+                std::string error;
+                if (!gpu_nccl_unique_id(options.nccl_id, error))
+                    return fail_early(kExitGpuFailed, asked + ", but NCCL cannot make its id: " + error);
+                ::setenv("TRAINDECK_NCCL_ID", options.nccl_id.c_str(), 1);
+                if (!start_ranks(world, argv, ranks, error)) {
+                    for (RankProcess& process : ranks)
+                        ::kill(process.pid, SIGKILL);
+                    finish_ranks(ranks, {kExitGpuFailed, error}, nccl_timeout);
+                    return fail_early(kExitGpuFailed, error);
                 }
-                ranks.push_back(child);
+            }
+            // Rank 0 notices a rank it started that ended badly; a rank rank 0 started notices that rank 0 is gone
+            // (it is then someone else's child). Either ends the wait at once instead of after the timeout.
+            if (!ranks.empty()) {
+                set_data_parallel_watch(nccl_timeout, [&ranks]() -> std::string {
+                    for (RankProcess& process : ranks)
+                        if (reap(process) && !exited_cleanly(process.status))
+                            return "data-parallel rank " + std::to_string(process.rank) + " (pid " +
+                                   std::to_string(process.pid) + ") " + describe_exit(process.status);
+                    return {};
+                });
+            } else if (const char* rank0 = std::getenv("TRAINDECK_RANK0_PID"); rank0 && *rank0) {
+                const pid_t rank0_pid = static_cast<pid_t>(std::atol(rank0));
+                set_data_parallel_watch(nccl_timeout, [rank0_pid]() -> std::string {
+                    if (::getppid() == rank0_pid)
+                        return {};
+                    return "rank 0 (pid " + std::to_string(rank0_pid) + "), which started this rank, has exited";
+                });
+            } else {
+                set_data_parallel_watch(nccl_timeout, {});
             }
         }
     }
@@ -318,14 +539,22 @@ int main(int argc, char** argv) {
     sigaction(SIGINT, &action, nullptr);
     options.stop_requested = &g_stop;
 
-    TrainResult result = train(*spec, options, metrics);
-    for (pid_t rank : ranks) {
-        int status = 0;
-        ::waitpid(rank, &status, 0);
-        if (result.exit_code == kExitDone && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
-            result = {WIFEXITED(status) ? WEXITSTATUS(status) : kExitIoError, "a data-parallel rank failed; see its output"};
+    // The GPU path throws GpuError for a failed CUDA/cuBLAS/cuDNN/NCCL call (on this thread, the only one that
+    // drives it); the CPU path and every other failure come back as TrainResult values.
+    TrainResult result;
+    try {
+        result = train(*spec, options, metrics);
+    } catch (const GpuError& error) {
+        result = {kExitGpuFailed, std::string("GPU: ") + error.what()};
+        metrics.write({{"type", "error"}, {"exit_code", kExitGpuFailed}, {"message", result.message}});
+    }
+    if (!ranks.empty()) {
+        const int before = result.exit_code;
+        result = finish_ranks(ranks, result, nccl_timeout);
+        if (result.exit_code != before)
+            metrics.write({{"type", "error"}, {"exit_code", result.exit_code}, {"message", result.message}});
     }
     if (result.exit_code != kExitDone)
-        std::fprintf(stderr, "traindeck-train: %s\n", result.message.c_str());
+        std::fprintf(stderr, "%s: %s\n", who.c_str(), result.message.c_str());
     return result.exit_code;
 }

@@ -3,11 +3,18 @@
 
 namespace traindeck::engine {
 
-std::unique_ptr<GpuModel> GpuModel::create(const Network&, const OptimizerSpec&, int, const GpuOptions&, std::string& reason) {
+std::unique_ptr<GpuModel> GpuModel::create(const Network&, const OptimizerSpec&, int, const GpuOptions&,
+                                           std::string& reason) {
     reason = "this traindeck-train was built without CUDA (configure with -DTRAINDECK_CUDA=ON where the toolkit is)";
     return nullptr;
 }
 
-std::string gpu_nccl_unique_id() { return {}; }
+bool gpu_nccl_unique_id(std::string&, std::string& error) {
+    error = "this traindeck-train was built without CUDA, so it has no NCCL (configure with -DTRAINDECK_CUDA=ON where "
+            "the toolkit is)";
+    return false;
+}
+
+void set_data_parallel_watch(double, std::function<std::string()>) {}
 
 } // namespace traindeck::engine

@@ -1,39 +1,67 @@
 // traindeck-cuda-check: runs every CUDA kernel of the engine and its CPU twin on the same random data and
-// prints the largest relative error of each; then times cuBLAS sgemm and an NCCL all-reduce on one rank.
-// Exit 0: all within tolerance; 1: a mismatch; 77: no CUDA device here (ctest reports a skip).
+// prints the largest relative error of each (SGD and AdamW included); times cuBLAS sgemm; runs an NCCL all-reduce
+// on one rank; trains small models on the GPU path and on the CPU engine and compares weights and losses; and,
+// where two GPUs are visible, trains on two ranks against the CPU and checks that a rank that dies ends the other
+// rank's wait (it fails, it does not hang).
+// Exit 0: all within tolerance; 1: a mismatch or a failed CUDA/cuBLAS/cuDNN/NCCL call (every part still runs, so
+// one run gives all figures); 77: no NVIDIA device node here (/dev/nvidiactl, /dev/nvidiaN), which ctest reports as
+// a skip. Device nodes without a usable device (a broken driver) are a failure, not a skip.
+//
+// Internally it also runs as one rank of the two-rank checks: traindeck-cuda-check --rank R --nccl-id HEX --out FILE
+// [--die-after STEPS] (started by itself through posix_spawn, since a process that has used CUDA cannot fork).
 #include "cudakernels.h"
+#include "cudastatus.h"
 #include "devicecheck.h"
-#include "layers.h"
 #include "gemm.h"
 #include "gpumodel.h"
+#include "layers.h"
 #include "network.h"
 #include "optimizer.h"
 #include "rng.h"
 
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
+#include <string>
+#include <thread>
 #include <vector>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
 
 using namespace traindeck::engine;
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 struct DeviceBuffer {
     float* data = nullptr;
     size_t n = 0;
-    explicit DeviceBuffer(size_t count) : n(count) { cudaMalloc(&data, count * sizeof(float)); }
+    explicit DeviceBuffer(size_t count) : n(count) { TRAINDECK_CHECK(cudaMalloc(&data, count * sizeof(float))); }
     DeviceBuffer(const std::vector<float>& host) : DeviceBuffer(host.size()) { upload(host); }
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
     ~DeviceBuffer() { cudaFree(data); }
-    void upload(const std::vector<float>& host) { cudaMemcpy(data, host.data(), n * sizeof(float), cudaMemcpyHostToDevice); }
+    void upload(const std::vector<float>& host) {
+        TRAINDECK_CHECK(cudaMemcpy(data, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    }
     std::vector<float> download() const {
         std::vector<float> host(n);
-        cudaMemcpy(host.data(), data, n * sizeof(float), cudaMemcpyDeviceToHost);
+        // A synchronous copy: it also reports a fault of the kernel that wrote the buffer.
+        TRAINDECK_CHECK(cudaMemcpy(host.data(), data, n * sizeof(float), cudaMemcpyDeviceToHost));
         return host;
     }
 };
@@ -46,9 +74,26 @@ std::vector<float> random_vector(size_t n, Rng& rng, float scale = 2.0f) {
 }
 
 double max_relative_error(const std::vector<float>& gpu, const std::vector<float>& cpu) {
+    if (gpu.size() != cpu.size())
+        return INFINITY;
     double worst = 0.0;
-    for (size_t i = 0; i < cpu.size(); ++i)
-        worst = std::max(worst, std::abs(double(gpu[i]) - cpu[i]) / std::max(1.0, std::abs(double(cpu[i]))));
+    for (size_t i = 0; i < cpu.size(); ++i) {
+        const double error = std::abs(double(gpu[i]) - cpu[i]) / std::max(1.0, std::abs(double(cpu[i])));
+        if (!(error <= worst)) // NaN counts as the worst
+            worst = std::isnan(error) ? INFINITY : error;
+    }
+    return worst;
+}
+
+double max_relative_error(const std::vector<double>& gpu, const std::vector<double>& cpu) {
+    if (gpu.size() != cpu.size())
+        return INFINITY;
+    double worst = 0.0;
+    for (size_t i = 0; i < cpu.size(); ++i) {
+        const double error = std::abs(gpu[i] - cpu[i]) / std::max(1.0, std::abs(cpu[i]));
+        if (!(error <= worst))
+            worst = std::isnan(error) ? INFINITY : error;
+    }
     return worst;
 }
 
@@ -57,218 +102,569 @@ int failures = 0;
 void report(const char* what, double error, double tolerance) {
     const bool ok = error <= tolerance;
     failures += !ok;
-    std::printf("%-32s max relative error %.3g (tolerance %.1g)  %s\n", what, error, tolerance, ok ? "ok" : "MISMATCH");
+    std::printf("%-36s max relative error %.3g (tolerance %.1g)  %s\n", what, error, tolerance, ok ? "ok" : "MISMATCH");
 }
 
-// Trains the same MLP for `steps` SGD steps on the CPU (the engine's Network + Optimizer) and on the GPU path
-// (GpuModel): returns the largest relative difference of the final weights and of the per-step losses.
-struct TrainingComparison {
-    double weights = 0, loss = 0;
-    double cpu_samples_per_s = 0, gpu_samples_per_s = 0;
+void report_failure(const char* what, const std::string& why) {
+    ++failures;
+    std::printf("%-36s FAILED: %s\n", what, why.c_str());
+}
+
+// One part of the check: a failed CUDA call ends that part only, so one run still prints every other figure.
+void part(const char* name, const std::function<void()>& body) {
+    try {
+        body();
+    } catch (const GpuError& error) {
+        report_failure(name, error.what());
+    }
+    std::fflush(stdout);
+}
+
+// A small training problem, the same on every rank and in every process (seeded): random samples and labels, a
+// network initialised from its own seed.
+struct Problem {
+    std::vector<LayerSpec> layers;
+    SampleShape shape;
+    int classes = 10, batch = 128, steps = 100;
+    OptimizerSpec optimizer{.type = "sgd", .lr = 0.05f, .momentum = 0.9f};
+    std::vector<float> x;
+    std::vector<int32_t> y;
 };
 
-TrainingComparison compare_training(const std::vector<LayerSpec>& layers, SampleShape shape, int classes, int batch, int steps,
-                                    bool bf16) {
-    const int features = static_cast<int>(shape.size());
-    TrainingComparison result;
+Problem make_problem(std::vector<LayerSpec> layers, SampleShape shape, int classes, int batch, int steps,
+                     OptimizerSpec optimizer) {
+    Problem p{std::move(layers), shape, classes, batch, steps, optimizer, {}, {}};
     Rng rng(7);
-    const int samples = batch * steps;
-    std::vector<float> x(size_t(samples) * features);
-    std::vector<int32_t> y(samples);
-    for (auto& v : x)
+    const size_t samples = size_t(batch) * steps;
+    p.x.resize(samples * shape.size());
+    p.y.resize(samples);
+    for (auto& v : p.x)
         v = rng.uniform(-1.0f, 1.0f);
-    for (auto& label : y)
+    for (auto& label : p.y)
         label = static_cast<int32_t>(rng.below(classes));
-    auto built = Network::build(layers, shape, classes, batch);
-    Network& net = *built;
+    return p;
+}
+
+Network build_network(const Problem& p) {
+    auto built = Network::build(p.layers, p.shape, p.classes, p.batch);
+    if (!built) {
+        std::printf("check model does not build: %s\n", built.error().c_str());
+        std::exit(1);
+    }
     Rng init(3);
-    net.initialize(init);
-    const std::vector<float> start = net.params();
-    OptimizerSpec sgd{.type = "sgd", .lr = 0.05f, .momentum = 0.9f};
+    built->initialize(init);
+    return std::move(*built);
+}
 
-    // CPU
-    Optimizer optimizer(sgd, net.params().size());
-    std::vector<float> probs(size_t(batch) * classes), dlogits(probs.size());
-    std::vector<double> cpu_losses;
+struct Run {
+    std::vector<float> weights;
+    std::vector<double> losses; // per step, summed over the batch (and over the ranks)
+    double samples_per_s = 0;
+    bool votes_ok = true; // data parallel: any_rank() agreed on every rank
+};
+
+Run train_cpu(const Problem& p) {
+    Network net = build_network(p);
+    Optimizer optimizer(p.optimizer, net.params().size());
+    const size_t features = p.shape.size();
+    std::vector<float> probs(size_t(p.batch) * p.classes), dlogits(probs.size());
     Rng unused;
-    auto t0 = std::chrono::steady_clock::now();
-    for (int s = 0; s < steps; ++s) {
+    Run run;
+    const auto start = Clock::now();
+    for (int s = 0; s < p.steps; ++s) {
         std::fill(net.grads().begin(), net.grads().end(), 0.0f);
-        const float* bx = x.data() + size_t(s) * batch * features;
-        const int32_t* by = y.data() + size_t(s) * batch;
-        const float* logits = net.forward(bx, batch, true, unused);
-        cpu_losses.push_back(softmax_cross_entropy_forward(probs.data(), logits, by, batch, classes));
-        softmax_cross_entropy_backward(dlogits.data(), probs.data(), by, batch, classes, 1.0f / batch);
-        net.backward(bx, dlogits.data(), batch);
-        optimizer.step(net.params(), net.grads(), net.tensors(), 0.05f, s + 1);
+        const float* bx = p.x.data() + size_t(s) * p.batch * features;
+        const int32_t* by = p.y.data() + size_t(s) * p.batch;
+        const float* logits = net.forward(bx, p.batch, true, unused);
+        run.losses.push_back(softmax_cross_entropy_forward(probs.data(), logits, by, p.batch, p.classes));
+        softmax_cross_entropy_backward(dlogits.data(), probs.data(), by, p.batch, p.classes, 1.0f / p.batch);
+        net.backward(bx, dlogits.data(), p.batch);
+        optimizer.step(net.params(), net.grads(), net.tensors(), p.optimizer.lr, s + 1);
     }
-    result.cpu_samples_per_s = samples / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const std::vector<float> cpu_final = net.params();
+    run.samples_per_s = double(p.batch) * p.steps / seconds_since(start);
+    run.weights = net.params();
+    return run;
+}
 
-    // GPU
+// The GPU path as the trainer drives it. die_after >= 0: this process ends abruptly after that many steps, as a
+// crashed rank would (no destructor, no NCCL teardown).
+Run train_gpu(const Problem& p, const GpuOptions& options, int die_after = -1) {
+    Network net = build_network(p);
     std::string reason;
-    auto gpu = GpuModel::create(net, sgd, batch, GpuOptions{bf16, 1, 0, {}}, reason);
-    if (!gpu) {
-        std::printf("GPU model: %s\n", reason.c_str());
-        result.weights = result.loss = 1.0;
-        return result;
-    }
-    std::vector<std::vector<float>> state = {std::vector<float>(start.size(), 0.0f)};
-    gpu->upload(start, state);
-    std::vector<double> gpu_losses;
+    auto gpu = GpuModel::create(net, p.optimizer, p.batch, options, reason);
+    if (!gpu)
+        throw GpuError("the GPU path did not take the check model: " + reason);
+    std::vector<std::vector<float>> state(p.optimizer.type == "adamw" ? 2 : 1,
+                                          std::vector<float>(net.params().size(), 0.0f));
+    gpu->upload(net.params(), state);
+    const size_t features = p.shape.size();
+    Run run;
     std::string error;
-    cudaDeviceSynchronize();
-    t0 = std::chrono::steady_clock::now();
-    for (int s = 0; s < steps; ++s) {
+    TRAINDECK_CHECK(cudaDeviceSynchronize());
+    const auto start = Clock::now();
+    for (int s = 0; s < p.steps; ++s) {
+        if (s == die_after)
+            std::_Exit(3);
+        if (options.world_size > 1)
+            run.votes_ok &= !gpu->any_rank(false);
         gpu->zero_grads();
-        gpu->forward_backward(x.data() + size_t(s) * batch * features, y.data() + size_t(s) * batch, batch, 1.0f / batch);
+        gpu->forward_backward(p.x.data() + size_t(s) * p.batch * features, p.y.data() + size_t(s) * p.batch, p.batch,
+                              1.0f / p.batch);
         double loss = 0;
         long correct = 0;
-        if (!gpu->step(0.05f, s + 1, loss, correct, error))
-            std::printf("GPU step: %s\n", error.c_str());
-        gpu_losses.push_back(loss);
+        gpu->step(p.optimizer.lr, s + 1, loss, correct, error);
+        run.losses.push_back(loss);
     }
-    result.gpu_samples_per_s = samples / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::vector<float> gpu_final(start.size());
-    gpu->download(gpu_final, state);
-    result.weights = max_relative_error(gpu_final, cpu_final);
-    for (int s = 0; s < steps; ++s)
-        result.loss = std::max(result.loss, std::abs(gpu_losses[s] - cpu_losses[s]) / std::max(1.0, std::abs(cpu_losses[s])));
+    run.samples_per_s = double(p.batch) * p.steps / seconds_since(start);
+    // The last rank votes to stop: every rank must hear it.
+    if (options.world_size > 1)
+        run.votes_ok &= gpu->any_rank(options.rank == options.world_size - 1);
+    run.weights.resize(net.params().size());
+    gpu->download(run.weights, state);
+    return run;
+}
+
+void compare(const char* what, const Run& gpu, const Run& cpu, double weight_tolerance, double loss_tolerance) {
+    char name[96];
+    std::snprintf(name, sizeof(name), "%s: weights", what);
+    report(name, max_relative_error(gpu.weights, cpu.weights), weight_tolerance);
+    if (loss_tolerance > 0) {
+        std::snprintf(name, sizeof(name), "%s: losses", what);
+        report(name, max_relative_error(gpu.losses, cpu.losses), loss_tolerance);
+    }
+}
+
+const std::vector<LayerSpec> kMlp = {
+    {.type = "linear", .out = 256}, {.type = "relu"}, {.type = "linear", .out = 128}, {.type = "relu"}};
+const SampleShape kFlat{1, 784, 1};
+
+// --- the two-rank checks -------------------------------------------------------------------------------------
+
+Problem two_rank_problem() {
+    return make_problem(kMlp, kFlat, 10, 128, 100, {.type = "sgd", .lr = 0.05f, .momentum = 0.9f});
+}
+
+bool write_run(const std::string& path, const Run& run) {
+    std::FILE* file = std::fopen(path.c_str(), "wb");
+    if (!file)
+        return false;
+    const uint64_t weights = run.weights.size(), losses = run.losses.size();
+    const uint8_t votes = run.votes_ok;
+    bool ok = std::fwrite(&weights, sizeof(weights), 1, file) == 1 &&
+              std::fwrite(run.weights.data(), sizeof(float), weights, file) == weights &&
+              std::fwrite(&losses, sizeof(losses), 1, file) == 1 &&
+              std::fwrite(run.losses.data(), sizeof(double), losses, file) == losses &&
+              std::fwrite(&votes, 1, 1, file) == 1;
+    ok &= std::fclose(file) == 0;
+    return ok;
+}
+
+bool read_run(const std::string& path, Run& run) {
+    std::FILE* file = std::fopen(path.c_str(), "rb");
+    if (!file)
+        return false;
+    uint64_t weights = 0, losses = 0;
+    uint8_t votes = 0;
+    bool ok = std::fread(&weights, sizeof(weights), 1, file) == 1 && weights < (uint64_t(1) << 32);
+    if (ok) {
+        run.weights.resize(weights);
+        ok = std::fread(run.weights.data(), sizeof(float), weights, file) == weights &&
+             std::fread(&losses, sizeof(losses), 1, file) == 1 && losses < (uint64_t(1) << 32);
+    }
+    if (ok) {
+        run.losses.resize(losses);
+        ok = std::fread(run.losses.data(), sizeof(double), losses, file) == losses &&
+             std::fread(&votes, 1, 1, file) == 1;
+    }
+    run.votes_ok = votes != 0;
+    std::fclose(file);
+    return ok;
+}
+
+// One rank of a two-rank check (the process started by spawn_rank). Exit 0, or kExitGpuFailed with the error on
+// stderr, as traindeck-train would.
+int run_rank(int rank, const std::string& nccl_id, const std::string& out, int die_after) {
+    double timeout = 60.0;
+    if (const char* text = std::getenv("TRAINDECK_NCCL_TIMEOUT_S"); text && *text)
+        timeout = std::atof(text);
+    set_data_parallel_watch(timeout, {});
+    try {
+        const Run run = train_gpu(two_rank_problem(), GpuOptions{false, 2, rank, nccl_id}, die_after);
+        if (rank == 0 && !write_run(out, run)) {
+            std::fprintf(stderr, "rank 0: cannot write %s\n", out.c_str());
+            return 1;
+        }
+        return 0;
+    } catch (const GpuError& error) {
+        std::fprintf(stderr, "rank %d: %s\n", rank, error.what());
+        return kExitGpuFailed;
+    }
+}
+
+pid_t spawn_rank(int rank, const std::string& nccl_id, const std::string& out, int die_after, double timeout_seconds) {
+    std::vector<std::string> args = {
+        "traindeck-cuda-check",   "--rank", std::to_string(rank), "--nccl-id", nccl_id, "--out", out, "--die-after",
+        std::to_string(die_after)};
+    std::vector<char*> argv;
+    for (auto& a : args)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e)
+        if (std::strncmp(*e, "TRAINDECK_NCCL_TIMEOUT_S=", 25) != 0)
+            env.emplace_back(*e);
+    env.push_back("TRAINDECK_NCCL_TIMEOUT_S=" + std::to_string(timeout_seconds));
+    std::vector<char*> envp;
+    for (auto& e : env)
+        envp.push_back(e.data());
+    envp.push_back(nullptr);
+    pid_t pid = -1;
+    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data()) != 0)
+        return -1;
+    return pid;
+}
+
+struct Finished {
+    bool exited = false; // false: still running at the deadline, then killed
+    int status = 0;
+    double seconds = 0;
+};
+
+Finished wait_until(pid_t pid, Clock::time_point start, double limit_seconds) {
+    Finished result;
+    for (;;) {
+        if (::waitpid(pid, &result.status, WNOHANG) == pid) {
+            result.exited = true;
+            break;
+        }
+        if (seconds_since(start) > limit_seconds) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, &result.status, 0);
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    result.seconds = seconds_since(start);
     return result;
+}
+
+std::string describe_exit(const Finished& f) {
+    if (!f.exited)
+        return "still running after " + std::to_string(static_cast<int>(f.seconds)) + " s (killed)";
+    if (WIFSIGNALED(f.status))
+        return "killed by signal " + std::to_string(WTERMSIG(f.status));
+    return "exit code " + std::to_string(WEXITSTATUS(f.status));
+}
+
+bool exited_with(const Finished& f, int code) {
+    return f.exited && WIFEXITED(f.status) && WEXITSTATUS(f.status) == code;
+}
+
+void two_rank_checks(const Run& cpu) {
+    const std::string out = "/tmp/traindeck-cuda-check-" + std::to_string(::getpid()) + ".rank0";
+    part("2 ranks: training", [&] {
+        const std::string id = cuda::nccl_unique_id_hex();
+        const auto start = Clock::now();
+        const pid_t rank0 = spawn_rank(0, id, out, -1, 60), rank1 = spawn_rank(1, id, out, -1, 60);
+        if (rank0 < 0 || rank1 < 0)
+            throw GpuError("cannot start the rank processes (posix_spawn of /proc/self/exe)");
+        const Finished first = wait_until(rank0, start, 180), second = wait_until(rank1, start, 180);
+        if (!exited_with(first, 0) || !exited_with(second, 0)) {
+            report_failure("2 ranks: training", "rank 0 " + describe_exit(first) + ", rank 1 " + describe_exit(second) +
+                                                    " (their messages are above)");
+            return;
+        }
+        Run run;
+        if (!read_run(out, run)) {
+            report_failure("2 ranks: training", "rank 0 wrote no readable result to " + out);
+            return;
+        }
+        compare("2 ranks MLP fp32 vs CPU", run, cpu, 1e-3, 1e-4);
+        report("2 ranks: stop votes agree", run.votes_ok ? 0.0 : 1.0, 0.0);
+        std::printf("2 ranks MLP 784-256-128-10, batch 128 split over 2 GPUs: %.0f samples/s\n", run.samples_per_s);
+    });
+    std::remove(out.c_str());
+    // Rank 1 ends without a word after 5 steps; rank 0, waiting in the next all-reduce, must fail (exit 6) within its
+    // 20 s timeout, not wait forever.
+    part("2 ranks: a dead rank ends the wait", [&] {
+        const std::string id = cuda::nccl_unique_id_hex();
+        const auto start = Clock::now();
+        const pid_t rank0 = spawn_rank(0, id, out, -1, 20), rank1 = spawn_rank(1, id, out, 5, 20);
+        if (rank0 < 0 || rank1 < 0)
+            throw GpuError("cannot start the rank processes (posix_spawn of /proc/self/exe)");
+        const Finished dead = wait_until(rank1, start, 120), survivor = wait_until(rank0, start, 120);
+        const bool ok = exited_with(survivor, kExitGpuFailed);
+        failures += !ok;
+        std::printf("%-36s rank 1 %s; rank 0 %s after %.1f s (expected exit code %d within the 20 s timeout)  %s\n",
+                    "2 ranks: a dead rank ends the wait", describe_exit(dead).c_str(), describe_exit(survivor).c_str(),
+                    survivor.seconds, kExitGpuFailed, ok ? "ok" : "MISMATCH");
+    });
+    std::remove(out.c_str());
+}
+
+int rank_main(int argc, char** argv) {
+    int rank = -1, die_after = -1;
+    std::string id, out;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string arg = argv[i], value = argv[i + 1];
+        if (arg == "--rank")
+            rank = std::atoi(value.c_str());
+        else if (arg == "--nccl-id")
+            id = value;
+        else if (arg == "--out")
+            out = value;
+        else if (arg == "--die-after")
+            die_after = std::atoi(value.c_str());
+    }
+    if (rank < 0 || id.empty() || out.empty()) {
+        std::fprintf(stderr, "traindeck-cuda-check: --rank, --nccl-id and --out are for its own rank processes; run it "
+                             "without arguments\n");
+        return 2;
+    }
+    return run_rank(rank, id, out, die_after);
 }
 
 } // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    if (argc > 1)
+        return rank_main(argc, argv);
     const CudaProbe probe = probe_cuda();
     std::printf("%s\n", probe.message.c_str());
-    if (!probe.available)
-        return 77;
+    if (!probe.available) {
+        if (!probe.device_node) {
+            std::printf("no NVIDIA device node (/dev/nvidiactl, /dev/nvidiaN) on this machine: skipped\n");
+            return 77;
+        }
+        std::printf("FAILED: this machine has NVIDIA device nodes, so a GPU should be usable, but CUDA cannot use it "
+                    "(above); fix the driver (nvidia-smi must list the GPU) or give the container GPU access\n");
+        return 1;
+    }
     Rng rng(1);
     const size_t n = 1 << 20;
-    const auto x = random_vector(n, rng), dy = random_vector(n, rng);
-    DeviceBuffer dx_in(x), ddy(dy), dout(n), dgrad(n);
-    std::vector<float> cpu(n), cpu_grad(n);
 
-    cuda::relu_forward(dout.data, dx_in.data, n, nullptr);
-    relu_forward(cpu.data(), x.data(), n);
-    report("relu forward", max_relative_error(dout.download(), cpu), 0.0);
-    cuda::relu_backward(dgrad.data, ddy.data, dout.data, n, nullptr);
-    relu_backward(cpu_grad.data(), dy.data(), cpu.data(), n);
-    report("relu backward", max_relative_error(dgrad.download(), cpu_grad), 0.0);
-    cuda::gelu_forward(dout.data, dx_in.data, n, nullptr);
-    gelu_forward(cpu.data(), x.data(), n);
-    report("gelu forward", max_relative_error(dout.download(), cpu), 1e-5);
-    cuda::gelu_backward(dgrad.data, ddy.data, dx_in.data, n, nullptr);
-    gelu_backward(cpu_grad.data(), dy.data(), x.data(), n);
-    report("gelu backward", max_relative_error(dgrad.download(), cpu_grad), 1e-5);
+    part("element-wise kernels", [&] {
+        const auto x = random_vector(n, rng), dy = random_vector(n, rng);
+        DeviceBuffer dx_in(x), ddy(dy), dout(n), dgrad(n);
+        std::vector<float> cpu(n), cpu_grad(n);
+        cuda::relu_forward(dout.data, dx_in.data, n, nullptr);
+        relu_forward(cpu.data(), x.data(), n);
+        report("relu forward", max_relative_error(dout.download(), cpu), 0.0);
+        cuda::relu_backward(dgrad.data, ddy.data, dout.data, n, nullptr);
+        relu_backward(cpu_grad.data(), dy.data(), cpu.data(), n);
+        report("relu backward", max_relative_error(dgrad.download(), cpu_grad), 0.0);
+        cuda::gelu_forward(dout.data, dx_in.data, n, nullptr);
+        gelu_forward(cpu.data(), x.data(), n);
+        report("gelu forward", max_relative_error(dout.download(), cpu), 1e-5);
+        cuda::gelu_backward(dgrad.data, ddy.data, dx_in.data, n, nullptr);
+        gelu_backward(cpu_grad.data(), dy.data(), x.data(), n);
+        report("gelu backward", max_relative_error(dgrad.download(), cpu_grad), 1e-5);
+    });
 
-    const int batch = 512, classes = 10;
-    const auto logits = random_vector(size_t(batch) * classes, rng, 6.0f);
-    std::vector<int32_t> labels(batch);
-    for (auto& label : labels)
-        label = static_cast<int32_t>(rng.below(classes));
-    DeviceBuffer dlogits(logits), dprobs(logits.size()), dloss(batch), dgrad_logits(logits.size());
-    int32_t* dlabels = nullptr;
-    cudaMalloc(&dlabels, batch * sizeof(int32_t));
-    cudaMemcpy(dlabels, labels.data(), batch * sizeof(int32_t), cudaMemcpyHostToDevice);
-    cuda::softmax_cross_entropy_forward(dprobs.data, dloss.data, dlogits.data, dlabels, batch, classes, nullptr);
-    std::vector<float> probs(logits.size()), grad_logits(logits.size());
-    const double cpu_loss = softmax_cross_entropy_forward(probs.data(), logits.data(), labels.data(), batch, classes);
-    double gpu_loss = 0.0;
-    for (float v : dloss.download())
-        gpu_loss += v;
-    report("softmax-xent probs", max_relative_error(dprobs.download(), probs), 1e-6);
-    report("softmax-xent loss", std::abs(gpu_loss - cpu_loss) / std::max(1.0, cpu_loss), 1e-5);
-    cuda::softmax_cross_entropy_backward(dgrad_logits.data, dprobs.data, dlabels, batch, classes, 1.0f / batch, nullptr);
-    softmax_cross_entropy_backward(grad_logits.data(), probs.data(), labels.data(), batch, classes, 1.0f / batch);
-    report("softmax-xent backward", max_relative_error(dgrad_logits.download(), grad_logits), 1e-6);
-    cudaFree(dlabels);
+    part("softmax cross-entropy", [&] {
+        const int batch = 512, classes = 10;
+        const auto logits = random_vector(size_t(batch) * classes, rng, 6.0f);
+        std::vector<int32_t> labels(batch);
+        for (auto& label : labels)
+            label = static_cast<int32_t>(rng.below(classes));
+        DeviceBuffer dlogits(logits), dprobs(logits.size()), dloss(batch), dgrad_logits(logits.size());
+        int32_t* dlabels = nullptr;
+        TRAINDECK_CHECK(cudaMalloc(&dlabels, batch * sizeof(int32_t)));
+        TRAINDECK_CHECK(cudaMemcpy(dlabels, labels.data(), batch * sizeof(int32_t), cudaMemcpyHostToDevice));
+        cuda::softmax_cross_entropy_forward(dprobs.data, dloss.data, dlogits.data, dlabels, batch, classes, nullptr);
+        std::vector<float> probs(logits.size()), grad_logits(logits.size());
+        const double cpu_loss =
+            softmax_cross_entropy_forward(probs.data(), logits.data(), labels.data(), batch, classes);
+        double gpu_loss = 0.0;
+        for (float v : dloss.download())
+            gpu_loss += v;
+        report("softmax-xent probs", max_relative_error(dprobs.download(), probs), 1e-6);
+        report("softmax-xent loss", std::abs(gpu_loss - cpu_loss) / std::max(1.0, cpu_loss), 1e-5);
+        cuda::softmax_cross_entropy_backward(dgrad_logits.data, dprobs.data, dlabels, batch, classes, 1.0f / batch,
+                                             nullptr);
+        softmax_cross_entropy_backward(grad_logits.data(), probs.data(), labels.data(), batch, classes, 1.0f / batch);
+        report("softmax-xent backward", max_relative_error(dgrad_logits.download(), grad_logits), 1e-6);
+        TRAINDECK_CHECK(cudaFree(dlabels));
+    });
 
-    auto params = random_vector(n, rng), grads = random_vector(n, rng), momentum = random_vector(n, rng);
-    DeviceBuffer dparams(params), dgrads(grads), dmomentum(momentum);
-    cuda::sgd_step(dparams.data, dgrads.data, dmomentum.data, n, 0.05f, 0.9f, 1e-4f, nullptr);
-    OptimizerSpec sgd{.type = "sgd", .lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-4f};
-    Optimizer optimizer(sgd, n);
-    optimizer.state()[0] = momentum;
-    optimizer.step(params, grads, {{"all", 0, n, true}}, 0.05f, 1);
-    report("sgd step", max_relative_error(dparams.download(), params), 1e-6);
+    part("sgd step", [&] {
+        auto params = random_vector(n, rng), grads = random_vector(n, rng), momentum = random_vector(n, rng);
+        DeviceBuffer dparams(params), dgrads(grads), dmomentum(momentum);
+        cuda::sgd_step(dparams.data, dgrads.data, dmomentum.data, n, 0.05f, 0.9f, 1e-4f, nullptr);
+        OptimizerSpec sgd{.type = "sgd", .lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-4f};
+        Optimizer optimizer(sgd, n);
+        optimizer.state()[0] = momentum;
+        optimizer.step(params, grads, {{"all", 0, n, true}}, 0.05f, 1);
+        report("sgd step", max_relative_error(dparams.download(), params), 1e-6);
+    });
 
-    cublasHandle_t handle;
-    cublasCreate(&handle);
-    for (const auto& [ta, tb] : {std::pair{false, true}, std::pair{true, false}, std::pair{false, false}}) {
-        const int m = 300, nn = 200, k = 150;
-        const auto a = random_vector(size_t(m) * k, rng), b = random_vector(size_t(k) * nn, rng);
-        const int lda = ta ? m : k, ldb = tb ? k : nn;
-        std::vector<float> c(size_t(m) * nn, 0.0f);
-        DeviceBuffer da(a), db(b), dc(c);
-        cuda::gemm(handle, ta, tb, m, nn, k, 1.0f, da.data, lda, db.data, ldb, 0.0f, dc.data, nn);
-        set_compute_threads(1);
-        traindeck::engine::gemm(ta, tb, m, nn, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), nn);
-        char name[64];
-        std::snprintf(name, sizeof(name), "cublas gemm (%c%c)", ta ? 'T' : 'N', tb ? 'T' : 'N');
-        // TF32 may be on by default on Ampere+; allow its 10-bit mantissa.
-        report(name, max_relative_error(dc.download(), c), 5e-3);
-    }
-    {
-        const int size = 4096;
-        DeviceBuffer a(size_t(size) * size), b(size_t(size) * size), c(size_t(size) * size);
-        cuda::gemm(handle, false, false, size, size, size, 1.0f, a.data, size, b.data, size, 0.0f, c.data, size);
-        cudaDeviceSynchronize();
-        const auto start = std::chrono::steady_clock::now();
-        for (int i = 0; i < 10; ++i)
-            cuda::gemm(handle, false, false, size, size, size, 1.0f, a.data, size, b.data, size, 0.0f, c.data, size);
-        cudaDeviceSynchronize();
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 10;
-        std::printf("cublas sgemm 4096^3: %.1f TFLOP/s\n", 2.0 * size * size * size / seconds / 1e12);
-    }
-    cublasDestroy(handle);
+    // AdamW over three steps (the bias corrections change with the step), with decay on the first half of the
+    // parameters only (biases have none), against Optimizer::step. A large lr makes every update count.
+    part("adamw step", [&] {
+        auto params = random_vector(n, rng);
+        const auto m = random_vector(n, rng, 0.5f);
+        std::vector<float> v = random_vector(n, rng, 1.0f);
+        for (auto& value : v)
+            value = std::abs(value);
+        const OptimizerSpec adamw{.type = "adamw", .lr = 0.1f, .weight_decay = 0.05f};
+        Optimizer optimizer(adamw, n);
+        optimizer.state()[0] = m;
+        optimizer.state()[1] = v;
+        const std::vector<ParameterTensor> tensors = {{"weights", 0, n / 2, true}, {"biases", n / 2, n - n / 2, false}};
+        DeviceBuffer dparams(params), dm(m), dv(v), dgrads(n);
+        for (long step = 1; step <= 3; ++step) {
+            const auto grads = random_vector(n, rng);
+            dgrads.upload(grads);
+            for (const ParameterTensor& t : tensors)
+                cuda::adamw_step(dparams.data + t.offset, dgrads.data + t.offset, dm.data + t.offset,
+                                 dv.data + t.offset, t.count, adamw.lr, adamw.beta1, adamw.beta2, adamw.eps,
+                                 t.decay ? adamw.weight_decay : 0.0f, step, nullptr);
+            optimizer.step(params, grads, tensors, adamw.lr, step);
+        }
+        report("adamw step (3 steps): params", max_relative_error(dparams.download(), params), 1e-5);
+        report("adamw step (3 steps): m", max_relative_error(dm.download(), optimizer.state()[0]), 1e-6);
+        report("adamw step (3 steps): v", max_relative_error(dv.download(), optimizer.state()[1]), 1e-6);
+    });
 
-    std::string error;
-    const std::string id = cuda::nccl_unique_id_hex();
-    cuda::NcclComm* comm = cuda::nccl_init(id, 1, 0, error);
-    if (!comm) {
-        std::printf("nccl: %s\n", error.c_str());
-        ++failures;
-    } else {
-        std::vector<float> ones(n, 1.0f);
-        DeviceBuffer buffer(ones);
-        const bool ok = cuda::nccl_all_reduce_sum(comm, buffer.data, n, nullptr, error);
-        cudaDeviceSynchronize();
-        report("nccl all-reduce (1 rank)", ok ? max_relative_error(buffer.download(), ones) : 1.0, 0.0);
+    part("cublas gemm", [&] {
+        cublasHandle_t handle = nullptr;
+        TRAINDECK_CHECK(cublasCreate(&handle));
+        // Plain fp32, as the fp32 training path sets it (TF32 would not meet these tolerances).
+        TRAINDECK_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+        try {
+            for (const auto& [ta, tb] : {std::pair{false, true}, std::pair{true, false}, std::pair{false, false}}) {
+                const int m = 300, nn = 200, k = 150;
+                const auto a = random_vector(size_t(m) * k, rng), b = random_vector(size_t(k) * nn, rng);
+                const int lda = ta ? m : k, ldb = tb ? k : nn;
+                std::vector<float> c(size_t(m) * nn, 0.0f);
+                DeviceBuffer da(a), db(b), dc(c);
+                cuda::gemm(handle, ta, tb, m, nn, k, 1.0f, da.data, lda, db.data, ldb, 0.0f, dc.data, nn);
+                set_compute_threads(1);
+                traindeck::engine::gemm(ta, tb, m, nn, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), nn);
+                char name[64];
+                std::snprintf(name, sizeof(name), "cublas gemm fp32 (%c%c)", ta ? 'T' : 'N', tb ? 'T' : 'N');
+                report(name, max_relative_error(dc.download(), c), 1e-4);
+            }
+            const int size = 4096;
+            DeviceBuffer a(size_t(size) * size), b(size_t(size) * size), c(size_t(size) * size);
+            TRAINDECK_CHECK(cudaMemset(a.data, 0, a.n * sizeof(float)));
+            TRAINDECK_CHECK(cudaMemset(b.data, 0, b.n * sizeof(float)));
+            for (const auto& [mode, label] :
+                 {std::pair{CUBLAS_DEFAULT_MATH, "fp32"}, std::pair{CUBLAS_TF32_TENSOR_OP_MATH, "tf32"}}) {
+                TRAINDECK_CHECK(cublasSetMathMode(handle, mode));
+                cuda::gemm(handle, false, false, size, size, size, 1.0f, a.data, size, b.data, size, 0.0f, c.data,
+                           size);
+                TRAINDECK_CHECK(cudaDeviceSynchronize());
+                const auto start = Clock::now();
+                for (int i = 0; i < 10; ++i)
+                    cuda::gemm(handle, false, false, size, size, size, 1.0f, a.data, size, b.data, size, 0.0f, c.data,
+                               size);
+                TRAINDECK_CHECK(cudaDeviceSynchronize());
+                const double seconds = seconds_since(start) / 10;
+                std::printf("cublas sgemm 4096^3 (%s): %.1f TFLOP/s\n", label,
+                            2.0 * size * size * size / seconds / 1e12);
+            }
+        } catch (...) {
+            cublasDestroy(handle);
+            throw;
+        }
+        cublasDestroy(handle);
+    });
+
+    part("nccl all-reduce (1 rank)", [&] {
+        cudaStream_t stream = nullptr;
+        TRAINDECK_CHECK(cudaStreamCreate(&stream));
+        cuda::NcclComm* comm = nullptr;
+        try {
+            comm = cuda::nccl_init(cuda::nccl_unique_id_hex(), 1, 0, 60.0, {});
+            std::vector<float> ones(n, 1.0f);
+            DeviceBuffer buffer(ones);
+            cuda::nccl_all_reduce_sum(comm, buffer.data, n, stream, {});
+            cuda::nccl_wait(comm, stream, "the check's all-reduce", {});
+            report("nccl all-reduce (1 rank)", max_relative_error(buffer.download(), ones), 0.0);
+        } catch (...) {
+            cuda::nccl_destroy(comm);
+            cudaStreamDestroy(stream);
+            throw;
+        }
         cuda::nccl_destroy(comm);
-    }
+        TRAINDECK_CHECK(cudaStreamDestroy(stream));
+    });
+
     // The GPU training path against the CPU engine: the Fashion-MNIST MLP's shape (784-256-128-10, batch 128, SGD),
-    // then with GELU, then bf16 autocast (looser: bf16 keeps 8 bits of mantissa).
+    // then with GELU, with AdamW (weight decay on weights, not biases), then bf16 autocast (looser: bf16 keeps 8 bits
+    // of mantissa), then convolutions.
     set_compute_threads(0);
-    const std::vector<LayerSpec> mlp = {{.type = "linear", .out = 256}, {.type = "relu"}, {.type = "linear", .out = 128}, {.type = "relu"}};
-    const std::vector<LayerSpec> gelu_mlp = {{.type = "linear", .out = 256}, {.type = "gelu"}, {.type = "linear", .out = 128}, {.type = "gelu"}};
-    const SampleShape flat{1, 784, 1};
-    const TrainingComparison fp32 = compare_training(mlp, flat, 10, 128, 200, false);
-    report("MLP training fp32: weights", fp32.weights, 1e-3);
-    report("MLP training fp32: losses", fp32.loss, 1e-4);
-    const TrainingComparison gelu = compare_training(gelu_mlp, flat, 10, 128, 50, false);
-    report("MLP training fp32 GELU: weights", gelu.weights, 1e-3);
-    const TrainingComparison bf16 = compare_training(mlp, flat, 10, 128, 200, true);
-    report("MLP training bf16: losses", bf16.loss, 5e-2);
-    // cuDNN convolutions (padding, stride, several channels) and max-pool against the engine's im2col path.
-    const std::vector<LayerSpec> cnn = {{.type = "conv2d", .out = 8, .kernel = 3, .padding = 1}, {.type = "relu"},
-                                        {.type = "maxpool", .stride = 2, .size = 2}, {.type = "conv2d", .out = 16, .kernel = 3, .stride = 2},
-                                        {.type = "gelu"}, {.type = "flatten"}, {.type = "linear", .out = 32}, {.type = "relu"}};
-    const TrainingComparison conv = compare_training(cnn, SampleShape{12, 12, 3}, 10, 64, 50, false);
-    report("CNN training fp32: weights", conv.weights, 1e-3);
-    report("CNN training fp32: losses", conv.loss, 1e-4);
-    const TrainingComparison fashion_cnn = compare_training(
-        {{.type = "conv2d", .out = 32, .kernel = 3}, {.type = "relu"}, {.type = "maxpool", .stride = 2, .size = 2},
-         {.type = "conv2d", .out = 64, .kernel = 3}, {.type = "relu"}, {.type = "maxpool", .stride = 2, .size = 2},
-         {.type = "flatten"}, {.type = "linear", .out = 128}, {.type = "relu"}},
-        SampleShape{28, 28, 1}, 10, 128, 40, false);
-    std::printf("CNN conv32-conv64-fc128, batch 128: CPU engine %.0f samples/s, GPU fp32 %.0f (%.1fx)\n",
-                fashion_cnn.cpu_samples_per_s, fashion_cnn.gpu_samples_per_s,
-                fashion_cnn.gpu_samples_per_s / fashion_cnn.cpu_samples_per_s);
-    std::printf("MLP 784-256-128-10, batch 128: CPU engine %.0f samples/s, GPU fp32 %.0f (%.1fx), GPU bf16 %.0f (%.1fx)\n",
-                fp32.cpu_samples_per_s, fp32.gpu_samples_per_s, fp32.gpu_samples_per_s / fp32.cpu_samples_per_s,
-                bf16.gpu_samples_per_s, bf16.gpu_samples_per_s / bf16.cpu_samples_per_s);
+    const OptimizerSpec sgd{.type = "sgd", .lr = 0.05f, .momentum = 0.9f};
+    const Problem mlp = make_problem(kMlp, kFlat, 10, 128, 200, sgd);
+    const Run mlp_cpu = train_cpu(mlp);
+    Run mlp_fp32, mlp_bf16, fashion_cnn_cpu, fashion_cnn_gpu;
+    part("MLP training fp32", [&] {
+        mlp_fp32 = train_gpu(mlp, GpuOptions{false, 1, 0, {}});
+        compare("MLP training fp32", mlp_fp32, mlp_cpu, 1e-3, 1e-4);
+    });
+    part("MLP training fp32 GELU", [&] {
+        const std::vector<LayerSpec> gelu_mlp = {
+            {.type = "linear", .out = 256}, {.type = "gelu"}, {.type = "linear", .out = 128}, {.type = "gelu"}};
+        const Problem p = make_problem(gelu_mlp, kFlat, 10, 128, 50, sgd);
+        compare("MLP training fp32 GELU", train_gpu(p, GpuOptions{false, 1, 0, {}}), train_cpu(p), 1e-3, 0);
+    });
+    part("MLP training fp32 AdamW", [&] {
+        const Problem p =
+            make_problem(kMlp, kFlat, 10, 128, 100, {.type = "adamw", .lr = 1e-3f, .weight_decay = 0.01f});
+        compare("MLP training fp32 AdamW", train_gpu(p, GpuOptions{false, 1, 0, {}}), train_cpu(p), 1e-3, 1e-4);
+    });
+    part("MLP training bf16", [&] {
+        mlp_bf16 = train_gpu(mlp, GpuOptions{true, 1, 0, {}});
+        report("MLP training bf16: losses", max_relative_error(mlp_bf16.losses, mlp_cpu.losses), 5e-2);
+    });
+    // cuDNN convolutions (padding, stride, several channels) and max-pool against the engine's im2col path; then the
+    // same under autocast, where the convolutions run TF32 (looser).
+    const std::vector<LayerSpec> cnn = {{.type = "conv2d", .out = 8, .kernel = 3, .padding = 1},
+                                        {.type = "relu"},
+                                        {.type = "maxpool", .stride = 2, .size = 2},
+                                        {.type = "conv2d", .out = 16, .kernel = 3, .stride = 2},
+                                        {.type = "gelu"},
+                                        {.type = "flatten"},
+                                        {.type = "linear", .out = 32},
+                                        {.type = "relu"}};
+    const Problem cnn_problem = make_problem(cnn, SampleShape{12, 12, 3}, 10, 64, 50, sgd);
+    const Run cnn_cpu = train_cpu(cnn_problem);
+    part("CNN training fp32", [&] {
+        compare("CNN training fp32", train_gpu(cnn_problem, GpuOptions{false, 1, 0, {}}), cnn_cpu, 1e-3, 1e-4);
+    });
+    part("CNN training bf16", [&] {
+        const Run run = train_gpu(cnn_problem, GpuOptions{true, 1, 0, {}});
+        report("CNN training bf16 (TF32 conv): losses", max_relative_error(run.losses, cnn_cpu.losses), 5e-2);
+    });
+    part("CNN conv32-conv64-fc128 speed", [&] {
+        const Problem p = make_problem({{.type = "conv2d", .out = 32, .kernel = 3},
+                                        {.type = "relu"},
+                                        {.type = "maxpool", .stride = 2, .size = 2},
+                                        {.type = "conv2d", .out = 64, .kernel = 3},
+                                        {.type = "relu"},
+                                        {.type = "maxpool", .stride = 2, .size = 2},
+                                        {.type = "flatten"},
+                                        {.type = "linear", .out = 128},
+                                        {.type = "relu"}},
+                                       SampleShape{28, 28, 1}, 10, 128, 40, sgd);
+        fashion_cnn_cpu = train_cpu(p);
+        fashion_cnn_gpu = train_gpu(p, GpuOptions{false, 1, 0, {}});
+        std::printf("CNN conv32-conv64-fc128, batch 128: CPU engine %.0f samples/s, GPU fp32 %.0f (%.1fx)\n",
+                    fashion_cnn_cpu.samples_per_s, fashion_cnn_gpu.samples_per_s,
+                    fashion_cnn_gpu.samples_per_s / fashion_cnn_cpu.samples_per_s);
+    });
+    std::printf(
+        "MLP 784-256-128-10, batch 128: CPU engine %.0f samples/s, GPU fp32 %.0f (%.1fx), GPU bf16 %.0f (%.1fx)\n",
+        mlp_cpu.samples_per_s, mlp_fp32.samples_per_s, mlp_fp32.samples_per_s / mlp_cpu.samples_per_s,
+        mlp_bf16.samples_per_s, mlp_bf16.samples_per_s / mlp_cpu.samples_per_s);
+
+    if (probe.devices >= 2) {
+        set_compute_threads(0);
+        two_rank_checks(train_cpu(two_rank_problem()));
+    } else {
+        std::printf("%-36s skipped: %d CUDA device visible, NCCL needs one per rank\n", "2 ranks", probe.devices);
+    }
     std::printf("%s\n", failures ? "FAILED" : "all CUDA kernels and the GPU training path match their CPU twins");
     return failures ? 1 : 0;
 }

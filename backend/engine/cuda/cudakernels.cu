@@ -1,10 +1,15 @@
+// The CUDA twins of layers.cpp's element-wise layers and optimizer.cpp's SGD and AdamW, the cuBLAS gemm seam,
+// and NCCL behind non-blocking communicators whose every wait is bounded (see cudakernels.h).
 #include "cudakernels.h"
 
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <nccl.h>
+#include "cudastatus.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <memory>
+#include <thread>
 
 namespace traindeck::engine::cuda {
 namespace {
@@ -12,7 +17,9 @@ namespace {
 constexpr int kThreads = 256;
 constexpr float kGeluScale = 0.7978845608028654f;
 
-unsigned blocks_for(size_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+unsigned blocks_for(size_t n) {
+    return static_cast<unsigned>((n + kThreads - 1) / kThreads);
+}
 
 __global__ void relu_forward_kernel(float* y, const float* x, size_t n) {
     const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
@@ -39,7 +46,8 @@ __global__ void gelu_backward_kernel(float* dx, const float* dy, const float* x,
     if (i < n) {
         const float v = x[i];
         const float t = tanhf(kGeluScale * (v + 0.044715f * v * v * v));
-        const float local = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kGeluScale * (1.0f + 3.0f * 0.044715f * v * v);
+        const float local =
+            0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kGeluScale * (1.0f + 3.0f * 0.044715f * v * v);
         dx[i] = dy[i] * local;
     }
 }
@@ -85,49 +93,166 @@ __global__ void sgd_kernel(float* params, const float* grads, float* momentum, s
     }
 }
 
-} // namespace
+__global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, size_t n, float b1, float b2,
+                             float step_size, float inv_sqrt_c2, float eps, float decay) {
+    const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+    if (i < n) {
+        const float g = grads[i];
+        m[i] = b1 * m[i] + (1.0f - b1) * g;
+        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+        params[i] = params[i] * decay - step_size * m[i] / (sqrtf(v[i]) * inv_sqrt_c2 + eps);
+    }
+}
 
+} // namespace
 void relu_forward(float* y, const float* x, size_t n, cudaStream_t stream) {
-    relu_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, x, n);
+    TRAINDECK_LAUNCH(relu_forward_kernel, blocks_for(n), kThreads, stream, y, x, n);
 }
 void relu_backward(float* dx, const float* dy, const float* y, size_t n, cudaStream_t stream) {
-    relu_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dx, dy, y, n);
+    TRAINDECK_LAUNCH(relu_backward_kernel, blocks_for(n), kThreads, stream, dx, dy, y, n);
 }
 void gelu_forward(float* y, const float* x, size_t n, cudaStream_t stream) {
-    gelu_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, x, n);
+    TRAINDECK_LAUNCH(gelu_forward_kernel, blocks_for(n), kThreads, stream, y, x, n);
 }
 void gelu_backward(float* dx, const float* dy, const float* x, size_t n, cudaStream_t stream) {
-    gelu_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dx, dy, x, n);
+    TRAINDECK_LAUNCH(gelu_backward_kernel, blocks_for(n), kThreads, stream, dx, dy, x, n);
 }
 void softmax_cross_entropy_forward(float* probs, float* loss_per_row, const float* logits, const int32_t* labels,
                                    int batch, int classes, cudaStream_t stream) {
-    softmax_xent_forward_kernel<<<batch, 32, 0, stream>>>(probs, loss_per_row, logits, labels, classes);
+    TRAINDECK_LAUNCH(softmax_xent_forward_kernel, static_cast<unsigned>(std::max(batch, 0)), 32, stream, probs,
+                     loss_per_row, logits, labels, classes);
 }
 void softmax_cross_entropy_backward(float* dlogits, const float* probs, const int32_t* labels, int batch, int classes,
                                     float scale, cudaStream_t stream) {
-    softmax_xent_backward_kernel<<<blocks_for(size_t(batch) * classes), kThreads, 0, stream>>>(dlogits, probs, labels,
-                                                                                               batch, classes, scale);
+    TRAINDECK_LAUNCH(softmax_xent_backward_kernel, blocks_for(size_t(std::max(batch, 0)) * classes), kThreads, stream,
+                     dlogits, probs, labels, batch, classes, scale);
 }
 void sgd_step(float* params, const float* grads, float* momentum, size_t n, float lr, float momentum_factor,
               float weight_decay, cudaStream_t stream) {
-    sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(params, grads, momentum, n, lr, momentum_factor, weight_decay);
+    TRAINDECK_LAUNCH(sgd_kernel, blocks_for(n), kThreads, stream, params, grads, momentum, n, lr, momentum_factor,
+                     weight_decay);
+}
+void adamw_step(float* params, const float* grads, float* m, float* v, size_t n, float lr, float beta1, float beta2,
+                float eps, float weight_decay, long step, cudaStream_t stream) {
+    // The same float arithmetic as Optimizer::step, on the host, so both sides divide by the same corrections.
+    const float correction1 = 1.0f - std::pow(beta1, static_cast<float>(step));
+    const float correction2 = 1.0f - std::pow(beta2, static_cast<float>(step));
+    TRAINDECK_LAUNCH(adamw_kernel, blocks_for(n), kThreads, stream, params, grads, m, v, n, beta1, beta2,
+                     lr / correction1, 1.0f / std::sqrt(correction2), eps, 1.0f - lr * weight_decay);
 }
 
-bool gemm(cublasHandle_t handle, bool transpose_a, bool transpose_b, int m, int n, int k, float alpha, const float* a,
+void gemm(cublasHandle_t handle, bool transpose_a, bool transpose_b, int m, int n, int k, float alpha, const float* a,
           int lda, const float* b, int ldb, float beta, float* c, int ldc) {
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands, keep the flags.
-    return cublasSgemm(handle, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
-                       &alpha, b, ldb, a, lda, &beta, c, ldc) == CUBLAS_STATUS_SUCCESS;
+    TRAINDECK_CHECK(cublasSgemm(handle, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta, c,
+                                ldc));
 }
 
 struct NcclComm {
-    ncclComm_t comm = nullptr;
+    ncclComm_t comm = nullptr; // null once aborted (ncclCommAbort frees it)
+    int rank = 0, world_size = 1;
+    double timeout_seconds = 300.0;
 };
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string nccl_words(const NcclComm* comm, ncclResult_t result) {
+    std::string words = ncclGetErrorString(result);
+    const char* last = ncclGetLastError(comm ? comm->comm : nullptr);
+    if (last && *last)
+        words += std::string(" (") + last + ")";
+    return words;
+}
+
+std::string rank_of(const NcclComm* comm) {
+    return "rank " + std::to_string(comm->rank) + " of " + std::to_string(comm->world_size);
+}
+
+[[noreturn]] void abort_and_throw(NcclComm* comm, const std::string& message) {
+    nccl_abort(comm);
+    throw GpuError(message);
+}
+
+// Polls `done` until it answers true; meanwhile, about every 10 ms, the communicator's asynchronous error, the peer
+// watch and the timeout, any of which aborts the communicator and throws. Spins briefly first (an all-reduce of a
+// step usually ends within microseconds of the last rank's arrival), then sleeps in short naps.
+template <typename Done> void poll_until(NcclComm* comm, const char* what, const PeerWatch& peer_gone, Done done) {
+    const auto start = Clock::now();
+    auto next_check = start;
+    for (long spins = 0; !done(); ++spins) {
+        const auto now = Clock::now();
+        if (now >= next_check) {
+            next_check = now + std::chrono::milliseconds(10);
+            ncclResult_t state = ncclSuccess;
+            if (const ncclResult_t queried = ncclCommGetAsyncError(comm->comm, &state); queried != ncclSuccess)
+                state = queried;
+            if (state != ncclSuccess && state != ncclInProgress) {
+                const std::string gone = peer_gone ? peer_gone() : std::string();
+                abort_and_throw(comm, "NCCL failed in " + std::string(what) + " on " + rank_of(comm) + ": " +
+                                          nccl_words(comm, state) + (gone.empty() ? "" : "; " + gone) +
+                                          "; the communicator is aborted. NCCL_DEBUG=WARN tells more");
+            }
+            if (peer_gone) {
+                if (const std::string gone = peer_gone(); !gone.empty())
+                    abort_and_throw(
+                        comm, gone + ", while " + rank_of(comm) + " waited in " + what +
+                                  "; the communicator is aborted (that rank's own message, if it left one, says why)");
+            }
+            const double waited = std::chrono::duration<double>(now - start).count();
+            if (waited > comm->timeout_seconds)
+                abort_and_throw(comm, rank_of(comm) + " waited " + std::to_string(static_cast<long>(waited)) +
+                                          " s in " + what +
+                                          " for the other ranks (one is stuck or gone); the communicator is "
+                                          "aborted. If a rank may rightly take longer, raise TRAINDECK_NCCL_TIMEOUT_S");
+        }
+        if (spins < 2000)
+            std::this_thread::yield();
+        else
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+}
+
+// A non-blocking NCCL call may answer ncclInProgress: no other NCCL call and no kernel on its stream may follow
+// until the communicator's state leaves it. `file`/`line` are the call's, for the message.
+void settle(NcclComm* comm, ncclResult_t result, const char* call, const char* what, const PeerWatch& peer_gone,
+            const char* file, int line) {
+    auto failed = [&](ncclResult_t state) {
+        abort_and_throw(comm, std::string("NCCL call ") + call + " failed at " + call_site(file, line) + " on " +
+                                  rank_of(comm) + " in " + what + ": " + nccl_words(comm, state) +
+                                  "; NCCL_DEBUG=WARN tells more");
+    };
+    if (result != ncclSuccess && result != ncclInProgress)
+        failed(result);
+    if (result == ncclSuccess)
+        return;
+    ncclResult_t state = ncclInProgress;
+    poll_until(comm, what, peer_gone, [&] {
+        if (const ncclResult_t queried = ncclCommGetAsyncError(comm->comm, &state); queried != ncclSuccess)
+            state = queried;
+        return state != ncclInProgress;
+    });
+    if (state != ncclSuccess)
+        failed(state);
+}
+
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+} // namespace
 
 std::string nccl_unique_id_hex() {
     ncclUniqueId id;
-    if (ncclGetUniqueId(&id) != ncclSuccess)
-        return {};
+    TRAINDECK_CHECK(ncclGetUniqueId(&id));
     std::string hex;
     char byte[3];
     for (unsigned char c : id.internal) {
@@ -137,43 +262,92 @@ std::string nccl_unique_id_hex() {
     return hex;
 }
 
-NcclComm* nccl_init(const std::string& unique_id_hex, int world_size, int rank, std::string& error) {
+NcclComm* nccl_init(const std::string& unique_id_hex, int world_size, int rank, double timeout_seconds,
+                    const PeerWatch& peer_gone) {
     ncclUniqueId id;
-    if (unique_id_hex.size() != 2 * sizeof(id.internal)) {
-        error = "NCCL unique id must be " + std::to_string(2 * sizeof(id.internal)) + " hex digits";
-        return nullptr;
+    bool hex = unique_id_hex.size() == 2 * sizeof(id.internal);
+    for (size_t i = 0; hex && i < sizeof(id.internal); ++i) {
+        const int high = hex_digit(unique_id_hex[2 * i]), low = hex_digit(unique_id_hex[2 * i + 1]);
+        hex = high >= 0 && low >= 0;
+        id.internal[i] = static_cast<char>(high * 16 + low);
     }
-    for (size_t i = 0; i < sizeof(id.internal); ++i)
-        id.internal[i] = static_cast<char>(std::stoi(unique_id_hex.substr(2 * i, 2), nullptr, 16));
-    auto* comm = new NcclComm;
-    const ncclResult_t result = ncclCommInitRank(&comm->comm, world_size, id, rank);
-    if (result != ncclSuccess) {
-        error = std::string("ncclCommInitRank: ") + ncclGetErrorString(result);
-        delete comm;
-        return nullptr;
-    }
-    return comm;
+    if (!hex)
+        throw GpuError("the NCCL unique id (TRAINDECK_NCCL_ID) must be " + std::to_string(2 * sizeof(id.internal)) +
+                       " hex digits, got " + std::to_string(unique_id_hex.size()) +
+                       " characters; leave it unset and rank 0 makes one for the ranks it starts");
+    auto comm = std::make_unique<NcclComm>();
+    comm->rank = rank;
+    comm->world_size = world_size;
+    comm->timeout_seconds = timeout_seconds;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0; // every call returns; the waits below poll, so a missing rank cannot hang this one
+    const ncclResult_t result = ncclCommInitRankConfig(&comm->comm, world_size, id, rank, &config);
+    if (result != ncclSuccess && result != ncclInProgress && !comm->comm)
+        throw GpuError("NCCL call ncclCommInitRankConfig failed at " + call_site(__FILE__, __LINE__) + " on " +
+                       rank_of(comm.get()) + ": " + nccl_words(nullptr, result) + "; NCCL_DEBUG=WARN tells more");
+    settle(comm.get(), result, "ncclCommInitRankConfig", "setting up the communicator (all ranks must join)", peer_gone,
+           __FILE__, __LINE__);
+    return comm.release();
 }
 
-bool nccl_all_reduce_sum(NcclComm* comm, float* buffer, size_t n, cudaStream_t stream, std::string& error) {
-    const ncclResult_t result = ncclAllReduce(buffer, buffer, n, ncclFloat, ncclSum, comm->comm, stream);
-    if (result != ncclSuccess)
-        error = std::string("ncclAllReduce: ") + ncclGetErrorString(result);
-    return result == ncclSuccess;
+void nccl_all_reduce_sum(NcclComm* comm, float* buffer, size_t n, cudaStream_t stream, const PeerWatch& peer_gone) {
+    settle(comm, ncclAllReduce(buffer, buffer, n, ncclFloat, ncclSum, comm->comm, stream), "ncclAllReduce",
+           "enqueueing an all-reduce", peer_gone, __FILE__, __LINE__);
 }
 
-bool nccl_all_reduce_sum_double(NcclComm* comm, double* buffer, size_t n, cudaStream_t stream, std::string& error) {
-    const ncclResult_t result = ncclAllReduce(buffer, buffer, n, ncclDouble, ncclSum, comm->comm, stream);
-    if (result != ncclSuccess)
-        error = std::string("ncclAllReduce: ") + ncclGetErrorString(result);
-    return result == ncclSuccess;
+void nccl_all_reduce_sum_double(NcclComm* comm, double* buffer, size_t n, cudaStream_t stream,
+                                const PeerWatch& peer_gone) {
+    settle(comm, ncclAllReduce(buffer, buffer, n, ncclDouble, ncclSum, comm->comm, stream), "ncclAllReduce",
+           "enqueueing an all-reduce", peer_gone, __FILE__, __LINE__);
+}
+
+void nccl_wait(NcclComm* comm, cudaStream_t stream, const char* what, const PeerWatch& peer_gone) {
+    cudaError_t status = cudaErrorNotReady;
+    poll_until(comm, what, peer_gone, [&] {
+        status = cudaStreamQuery(stream);
+        return status != cudaErrorNotReady;
+    });
+    if (status != cudaSuccess) {
+        nccl_abort(comm);
+        check_status(status, "cudaStreamQuery(stream)", __FILE__, __LINE__);
+    }
+    // A collective that NCCL gave up on (a peer's connection failed) also ends its kernel: the stream is done, but
+    // the buffer holds no sum. Only the communicator's state tells.
+    ncclResult_t state = ncclSuccess;
+    if (const ncclResult_t queried = ncclCommGetAsyncError(comm->comm, &state); queried != ncclSuccess)
+        state = queried;
+    if (state != ncclSuccess && state != ncclInProgress)
+        abort_and_throw(comm, "NCCL failed in " + std::string(what) + " on " + rank_of(comm) + ": " +
+                                  nccl_words(comm, state) +
+                                  "; the communicator is aborted. NCCL_DEBUG=WARN tells more");
+}
+
+void nccl_abort(NcclComm* comm) {
+    if (comm && comm->comm) {
+        ncclCommAbort(comm->comm); // frees the communicator; a failure here leaves nothing more to do
+        comm->comm = nullptr;
+    }
 }
 
 void nccl_destroy(NcclComm* comm) {
-    if (comm) {
-        ncclCommDestroy(comm->comm);
-        delete comm;
+    if (!comm)
+        return;
+    if (comm->comm) {
+        // Finalize flushes outstanding work without blocking; bounded like every other wait, then freed. One that
+        // does not finish in time is aborted: the run's results are already out, so this only warns.
+        try {
+            settle(comm, ncclCommFinalize(comm->comm), "ncclCommFinalize", "closing the communicator", {}, __FILE__,
+                   __LINE__);
+            // A failed destroy has already released what it could; aborting it as well would free it twice.
+            if (const ncclResult_t destroyed = ncclCommDestroy(comm->comm); destroyed != ncclSuccess)
+                std::fprintf(stderr, "traindeck-train: warning: ncclCommDestroy failed on %s: %s\n",
+                             rank_of(comm).c_str(), ncclGetErrorString(destroyed));
+            comm->comm = nullptr;
+        } catch (const GpuError& error) {
+            std::fprintf(stderr, "traindeck-train: warning: %s\n", error.what());
+        }
     }
+    delete comm;
 }
 
 } // namespace traindeck::engine::cuda

@@ -1,9 +1,11 @@
 #pragma once
-// The CUDA twins of the engine's element-wise layers, its gemm seam and the NCCL all-reduce.
+// The CUDA twins of the engine's element-wise layers and optimisers, its gemm seam and the NCCL all-reduce.
 // Pointers are device pointers; every call is asynchronous on the given stream. Each kernel computes
 // exactly what its CPU twin in layers.cpp / optimizer.cpp computes (checked by traindeck-cuda-check).
+// Every call checks its launch or library status and throws GpuError (gpumodel.h) on a failure.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 typedef struct CUstream_st* cudaStream_t;
@@ -22,18 +24,37 @@ void softmax_cross_entropy_backward(float* dlogits, const float* probs, const in
                                     float scale, cudaStream_t stream);
 void sgd_step(float* params, const float* grads, float* momentum, size_t n, float lr, float momentum_factor,
               float weight_decay, cudaStream_t stream);
+// One AdamW step over n parameters of one tensor, as Optimizer::step does for AdamW: `step` counts from 1 (bias
+// correction); weight_decay is 0 for tensors without decay (biases).
+void adamw_step(float* params, const float* grads, float* m, float* v, size_t n, float lr, float beta1, float beta2,
+                float eps, float weight_decay, long step, cudaStream_t stream);
 
 // Row-major C[M,N] = alpha op(A) op(B) + beta C through cuBLAS (which is column-major: we compute C^T = B^T A^T).
-bool gemm(cublasHandle_t handle, bool transpose_a, bool transpose_b, int m, int n, int k, float alpha, const float* a,
+// fp32 inputs; whether TF32 tensor cores may be used is the handle's math mode (cublasSetMathMode).
+void gemm(cublasHandle_t handle, bool transpose_a, bool transpose_b, int m, int n, int k, float alpha, const float* a,
           int lda, const float* b, int ldb, float beta, float* c, int ldc);
 
 // Data-parallel gradient sum across ranks. The unique id is 128 bytes that rank 0 creates and the worker
 // hands to every rank (TRAINDECK_NCCL_ID, hex); ranks come from WORLD_SIZE and LOCAL_RANK.
+//
+// The communicator is non-blocking: no NCCL call and no wait on a stream with NCCL work in it can block for
+// good. Each wait polls the communicator's asynchronous error, `peer_gone` (a non-empty answer is a peer that
+// has gone) and the timeout; any of them aborts the communicator and throws GpuError with the reason. After a
+// throw the communicator is aborted and only nccl_destroy may be called on it.
 struct NcclComm;
-std::string nccl_unique_id_hex();
-NcclComm* nccl_init(const std::string& unique_id_hex, int world_size, int rank, std::string& error);
-bool nccl_all_reduce_sum(NcclComm* comm, float* buffer, size_t n, cudaStream_t stream, std::string& error);
-bool nccl_all_reduce_sum_double(NcclComm* comm, double* buffer, size_t n, cudaStream_t stream, std::string& error);
+using PeerWatch = std::function<std::string()>;
+std::string nccl_unique_id_hex(); // throws GpuError when NCCL cannot make one
+NcclComm* nccl_init(const std::string& unique_id_hex, int world_size, int rank, double timeout_seconds,
+                    const PeerWatch& peer_gone);
+// Enqueue an in-place sum on `stream`; call nccl_wait before reading the result on the host.
+void nccl_all_reduce_sum(NcclComm* comm, float* buffer, size_t n, cudaStream_t stream, const PeerWatch& peer_gone);
+void nccl_all_reduce_sum_double(NcclComm* comm, double* buffer, size_t n, cudaStream_t stream,
+                                const PeerWatch& peer_gone);
+// Waits until everything enqueued on `stream` is done; `what` names the wait in messages ("the gradient all-reduce").
+void nccl_wait(NcclComm* comm, cudaStream_t stream, const char* what, const PeerWatch& peer_gone);
+// Aborts the communicator's outstanding work at once (the peers' next wait fails instead of hanging).
+void nccl_abort(NcclComm* comm);
+// Finalises and frees a healthy communicator (bounded by its timeout), aborts one that failed; never throws.
 void nccl_destroy(NcclComm* comm);
 
 } // namespace traindeck::engine::cuda

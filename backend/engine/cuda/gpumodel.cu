@@ -1,16 +1,23 @@
+// The CUDA implementation of GpuModel (gpumodel.h): the trainer's network as cuBLAS gemms, cuDNN convolutions and
+// pooling, and the kernels of cudakernels.cu, one stream per model, NCCL across ranks. Every CUDA, cuBLAS and
+// cuDNN status goes through TRAINDECK_CHECK / TRAINDECK_LAUNCH (cudastatus.h); a public method that throws
+// first marks the model failed and aborts its communicator, so the other ranks' waits end too.
 #include "gpumodel.h"
 
 #include "cudakernels.h"
+#include "cudastatus.h"
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
-#include <nccl.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <set>
 #include <utility>
 
 namespace traindeck::engine {
@@ -18,10 +25,13 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr float kGeluScale = 0.7978845608028654f;
-unsigned blocks_for(size_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+unsigned blocks_for(size_t n) {
+    return static_cast<unsigned>((n + kThreads - 1) / kThreads);
+}
 
 // activation: 0 none, 1 relu, 2 gelu. pre = z + bias (kept for gelu's backward), post = act(pre).
-__global__ void bias_activation_kernel(float* pre, float* post, const float* bias, size_t rows, int columns, int activation) {
+__global__ void bias_activation_kernel(float* pre, float* post, const float* bias, size_t rows, int columns,
+                                       int activation) {
     const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
     if (i >= rows * columns)
         return;
@@ -66,42 +76,56 @@ __global__ void score_kernel(double* totals, const float* loss_per_row, const fl
         atomicAdd(&totals[1], 1.0);
 }
 
-__global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, size_t n, float b1, float b2,
-                             float step_size, float inv_sqrt_c2, float eps, float decay) {
-    const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
-    if (i < n) {
-        const float g = grads[i];
-        m[i] = b1 * m[i] + (1.0f - b1) * g;
-        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
-        params[i] = params[i] * decay - step_size * m[i] / (sqrtf(v[i]) * inv_sqrt_c2 + eps);
-    }
+// set_data_parallel_watch(): read by each model when it is created (traindeck-train sets it once, before train()).
+struct DataParallelWatch {
+    double timeout_seconds = 300.0;
+    std::function<std::string()> peer_gone;
+};
+DataParallelWatch& data_parallel_watch() {
+    static DataParallelWatch watch;
+    return watch;
 }
 
-template <typename T>
-struct Device {
+template <typename T> struct Device {
     T* data = nullptr;
     size_t n = 0;
     Device() = default;
-    Device(Device&& other) noexcept : data(std::exchange(other.data, nullptr)), n(other.n) {}
+    Device(Device&& other) noexcept : data(std::exchange(other.data, nullptr)), n(std::exchange(other.n, 0)) {}
     Device(const Device&) = delete;
     Device& operator=(const Device&) = delete;
     void allocate(size_t count) {
+        if (count == 0)
+            return;
+        const std::string call = "cudaMalloc of " + std::to_string((count * sizeof(T) + (1 << 20) - 1) >> 20) + " MiB";
+        cuda::check_status(cudaMalloc(&data, count * sizeof(T)), call.c_str(), __FILE__, __LINE__);
         n = count;
-        if (count)
-            cudaMalloc(&data, count * sizeof(T));
     }
-    ~Device() { cudaFree(data); }
+    void release() {
+        if (data)
+            cudaFree(data); // a failed free leaves nothing to compute with; the next checked call reports the device
+        data = nullptr;
+        n = 0;
+    }
+    ~Device() { release(); }
 };
 
 struct GpuLayer {
     const Layer* layer;
-    int activation = 0;       // a linear layer's fused activation (the next layer, then skipped)
-    bool fused_away = false;  // an activation folded into the linear before it
+    int activation = 0;      // a linear layer's fused activation (the next layer, then skipped)
+    bool fused_away = false; // an activation folded into the linear before it
 };
 
 class CudaModel final : public GpuModel {
 public:
-    bool init(const Network& net, const OptimizerSpec& optimizer, int max_batch, const GpuOptions& options, std::string& reason) {
+    // false + reason: this model or setup does not run on the GPU path. A CUDA failure throws GpuError.
+    bool init(const Network& net, const OptimizerSpec& optimizer, int max_batch, const GpuOptions& options,
+              std::string& reason) {
+        return guarded([&] { return init_resources(net, optimizer, max_batch, options, reason); });
+    }
+
+private:
+    bool init_resources(const Network& net, const OptimizerSpec& optimizer, int max_batch, const GpuOptions& options,
+                        std::string& reason) {
         net_ = &net;
         optimizer_ = optimizer;
         options_ = options;
@@ -111,8 +135,9 @@ public:
         for (size_t i = 0; i < layers.size(); ++i) {
             const std::string& type = layers[i].spec.type;
             if (type == "dropout" && layers[i].spec.p > 0.0f) {
-                reason = "dropout with p > 0 is not on the GPU path yet (its masks must match the CPU's random stream); "
-                         "this model stays on the CPU";
+                reason =
+                    "dropout with p > 0 is not on the GPU path yet (its masks must match the CPU's random stream); "
+                    "this model stays on the CPU";
                 return false;
             }
             GpuLayer g{&layers[i]};
@@ -124,32 +149,44 @@ public:
             }
             plan_.push_back(g);
         }
+        if (options.world_size > 1 && max_batch < options.world_size) {
+            // A rank with an empty slice of every batch would only wait in the all-reduce.
+            const std::string world = std::to_string(options.world_size);
+            reason = "batch_size " + std::to_string(max_batch) + " is smaller than WORLD_SIZE " + world +
+                     ": every rank needs at least one sample of each batch; raise batch_size to at least " + world +
+                     " or use fewer GPUs";
+            return false;
+        }
         int devices = 0;
-        if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+        TRAINDECK_CHECK(cudaGetDeviceCount(&devices));
+        if (devices == 0) {
             reason = "no CUDA device";
             return false;
         }
-        if (cudaSetDevice(options.rank % devices) != cudaSuccess) {
-            reason = "cannot select GPU " + std::to_string(options.rank % devices);
+        if (options.world_size > devices) {
+            // NCCL does not take two ranks on one device.
+            reason = "WORLD_SIZE " + std::to_string(options.world_size) + " needs one GPU per rank, but only " +
+                     std::to_string(devices) + " CUDA device(s) are visible (CUDA_VISIBLE_DEVICES); ask for " +
+                     std::to_string(devices) + " GPUs or make more visible";
             return false;
         }
-        cudaStreamCreate(&stream_);
-        if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS) {
-            reason = "cuBLAS could not be initialised";
-            return false;
-        }
-        cublasSetStream(cublas_, stream_);
-        if (cudnnCreate(&cudnn_) != CUDNN_STATUS_SUCCESS) {
-            reason = "cuDNN could not be initialised";
-            return false;
-        }
-        cudnnSetStream(cudnn_, stream_);
-        cudnnCreateTensorDescriptor(&x_desc_);
-        cudnnCreateTensorDescriptor(&y_desc_);
-        cudnnCreateTensorDescriptor(&bias_desc_);
-        cudnnCreateFilterDescriptor(&filter_desc_);
-        cudnnCreateConvolutionDescriptor(&conv_desc_);
-        cudnnCreatePoolingDescriptor(&pool_desc_);
+        const int device = options.rank % devices;
+        TRAINDECK_CHECK(cudaSetDevice(device));
+        TRAINDECK_CHECK(cudaStreamCreate(&stream_));
+        TRAINDECK_CHECK(cublasCreate(&cublas_));
+        TRAINDECK_CHECK(cublasSetStream(cublas_, stream_));
+        // fp32 gemms are plain fp32 (comparable with the CPU); under autocast an fp32 gemm may use TF32 tensor cores,
+        // as the convolutions do. The bf16 gemms (cublasGemmEx) use tensor cores either way.
+        TRAINDECK_CHECK(cublasSetMathMode(cublas_, options.bf16 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+        TRAINDECK_CHECK(cudnnCreate(&cudnn_));
+        TRAINDECK_CHECK(cudnnSetStream(cudnn_, stream_));
+        TRAINDECK_CHECK(cudnnCreateTensorDescriptor(&x_desc_));
+        TRAINDECK_CHECK(cudnnCreateTensorDescriptor(&y_desc_));
+        TRAINDECK_CHECK(cudnnCreateTensorDescriptor(&bias_desc_));
+        TRAINDECK_CHECK(cudnnCreateFilterDescriptor(&filter_desc_));
+        TRAINDECK_CHECK(cudnnCreateConvolutionDescriptor(&conv_desc_));
+        TRAINDECK_CHECK(cudnnCreatePoolingDescriptor(&pool_desc_));
+        TRAINDECK_CHECK(cudaMallocHost(&host_totals_, 3 * sizeof(double)));
         const size_t count = net.params().size();
         params_.allocate(count);
         grads_.allocate(count);
@@ -182,138 +219,207 @@ public:
         totals_.allocate(3); // loss, correct, and a stop vote
         host_logits_.resize(static_cast<size_t>(max_batch) * classes_);
         if (options.world_size > 1) {
-            std::string error;
-            comm_ = cuda::nccl_init(options.nccl_id, options.world_size, options.rank, error);
-            if (!comm_) {
-                reason = error;
-                return false;
-            }
+            const DataParallelWatch& watch = data_parallel_watch();
+            peer_gone_ = watch.peer_gone;
+            comm_ =
+                cuda::nccl_init(options.nccl_id, options.world_size, options.rank, watch.timeout_seconds, peer_gone_);
         }
         cudaDeviceProp properties{};
-        cudaGetDeviceProperties(&properties, options.rank % devices);
+        TRAINDECK_CHECK(cudaGetDeviceProperties(&properties, device));
         description_ = std::string(properties.name) + (options.bf16 ? ", bf16 autocast" : ", fp32") +
-                       (options.world_size > 1 ? ", rank " + std::to_string(options.rank) + " of " + std::to_string(options.world_size) : "");
-        return cudaGetLastError() == cudaSuccess;
+                       (options.world_size > 1
+                            ? ", rank " + std::to_string(options.rank) + " of " + std::to_string(options.world_size)
+                            : "");
+        TRAINDECK_CHECK(cudaStreamSynchronize(stream_));
+        return true;
     }
 
+public:
     ~CudaModel() override {
+        if (failed_)
+            cuda::nccl_abort(comm_);
         cuda::nccl_destroy(comm_);
-        if (cudnn_) {
+        // Teardown after a failure may see more failures; there is nothing left to protect, so they are not checked.
+        if (x_desc_)
             cudnnDestroyTensorDescriptor(x_desc_);
+        if (y_desc_)
             cudnnDestroyTensorDescriptor(y_desc_);
+        if (bias_desc_)
             cudnnDestroyTensorDescriptor(bias_desc_);
+        if (filter_desc_)
             cudnnDestroyFilterDescriptor(filter_desc_);
+        if (conv_desc_)
             cudnnDestroyConvolutionDescriptor(conv_desc_);
+        if (pool_desc_)
             cudnnDestroyPoolingDescriptor(pool_desc_);
+        if (cudnn_)
             cudnnDestroy(cudnn_);
-        }
         if (cublas_)
             cublasDestroy(cublas_);
+        if (host_totals_)
+            cudaFreeHost(host_totals_);
         if (stream_)
             cudaStreamDestroy(stream_);
     }
 
     void upload(const std::vector<float>& params, const std::vector<std::vector<float>>& state) override {
-        cudaMemcpyAsync(params_.data, params.data(), params.size() * sizeof(float), cudaMemcpyHostToDevice, stream_);
-        for (size_t s = 0; s < state.size() && s < 2; ++s)
-            if (state_[s].data)
-                cudaMemcpyAsync(state_[s].data, state[s].data(), state[s].size() * sizeof(float), cudaMemcpyHostToDevice, stream_);
-        cudaStreamSynchronize(stream_);
+        guarded([&] {
+            expect_size("parameters", params.size(), params_.n);
+            TRAINDECK_CHECK(cudaMemcpyAsync(params_.data, params.data(), params.size() * sizeof(float),
+                                            cudaMemcpyHostToDevice, stream_));
+            for (size_t s = 0; s < state.size() && s < 2; ++s)
+                if (state_[s].data) {
+                    expect_size("optimiser state", state[s].size(), state_[s].n);
+                    TRAINDECK_CHECK(cudaMemcpyAsync(state_[s].data, state[s].data(), state[s].size() * sizeof(float),
+                                                    cudaMemcpyHostToDevice, stream_));
+                }
+            TRAINDECK_CHECK(cudaStreamSynchronize(stream_));
+        });
     }
 
     void download(std::vector<float>& params, std::vector<std::vector<float>>& state) override {
-        cudaMemcpyAsync(params.data(), params_.data, params.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_);
-        for (size_t s = 0; s < state.size() && s < 2; ++s)
-            if (state_[s].data)
-                cudaMemcpyAsync(state[s].data(), state_[s].data, state[s].size() * sizeof(float), cudaMemcpyDeviceToHost, stream_);
-        cudaStreamSynchronize(stream_);
+        guarded([&] {
+            expect_size("parameters", params.size(), params_.n);
+            TRAINDECK_CHECK(cudaMemcpyAsync(params.data(), params_.data, params.size() * sizeof(float),
+                                            cudaMemcpyDeviceToHost, stream_));
+            for (size_t s = 0; s < state.size() && s < 2; ++s)
+                if (state_[s].data) {
+                    expect_size("optimiser state", state[s].size(), state_[s].n);
+                    TRAINDECK_CHECK(cudaMemcpyAsync(state[s].data(), state_[s].data, state[s].size() * sizeof(float),
+                                                    cudaMemcpyDeviceToHost, stream_));
+                }
+            TRAINDECK_CHECK(cudaStreamSynchronize(stream_));
+        });
     }
 
     void zero_grads() override {
-        cudaMemsetAsync(grads_.data, 0, grads_.n * sizeof(float), stream_);
-        cudaMemsetAsync(totals_.data, 0, 2 * sizeof(double), stream_);
+        guarded([&] {
+            TRAINDECK_CHECK(cudaMemsetAsync(grads_.data, 0, grads_.n * sizeof(float), stream_));
+            TRAINDECK_CHECK(cudaMemsetAsync(totals_.data, 0, 2 * sizeof(double), stream_));
+        });
     }
 
     void forward_backward(const float* x, const int32_t* y, int batch, float scale) override {
-        const auto [first, count] = slice(batch);
-        if (count == 0)
-            return;
-        const size_t features = net_->layers().front().in.size();
-        cudaMemcpyAsync(input_.data, x + static_cast<size_t>(first) * features, count * features * sizeof(float),
-                        cudaMemcpyHostToDevice, stream_);
-        cudaMemcpyAsync(labels_.data, y + first, count * sizeof(int32_t), cudaMemcpyHostToDevice, stream_);
-        const float* out = forward(count);
-        cuda::softmax_cross_entropy_forward(probs_.data, loss_rows_.data, out, labels_.data, count, classes_, stream_);
-        score_kernel<<<blocks_for(count), kThreads, 0, stream_>>>(totals_.data, loss_rows_.data, probs_.data, labels_.data, count, classes_);
-        cuda::softmax_cross_entropy_backward(dlogits_.data, probs_.data, labels_.data, count, classes_, scale, stream_);
-        backward(count);
+        guarded([&] {
+            expect_batch(batch);
+            const auto [first, count] = slice(batch);
+            if (count == 0)
+                return; // an epoch's short last batch: this rank adds nothing, the all-reduce still counts it
+            const size_t features = net_->layers().front().in.size();
+            TRAINDECK_CHECK(cudaMemcpyAsync(input_.data, x + static_cast<size_t>(first) * features,
+                                            count * features * sizeof(float), cudaMemcpyHostToDevice, stream_));
+            TRAINDECK_CHECK(
+                cudaMemcpyAsync(labels_.data, y + first, count * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+            const float* out = forward(count);
+            cuda::softmax_cross_entropy_forward(probs_.data, loss_rows_.data, out, labels_.data, count, classes_,
+                                                stream_);
+            TRAINDECK_LAUNCH(score_kernel, blocks_for(count), kThreads, stream_, totals_.data, loss_rows_.data,
+                             probs_.data, labels_.data, count, classes_);
+            cuda::softmax_cross_entropy_backward(dlogits_.data, probs_.data, labels_.data, count, classes_, scale,
+                                                 stream_);
+            backward(count);
+        });
     }
 
-    bool step(float lr, long step, double& loss_sum, long& correct, std::string& error) override {
-        if (comm_) {
-            if (!cuda::nccl_all_reduce_sum(comm_, grads_.data, grads_.n, stream_, error))
-                return false;
-            if (!cuda::nccl_all_reduce_sum_double(comm_, totals_.data, 2, stream_, error))
-                return false;
-        }
-        for (const ParameterTensor& t : net_->tensors()) {
-            float* p = params_.data + t.offset;
-            const float* g = grads_.data + t.offset;
-            if (optimizer_.type == "sgd") {
-                cuda::sgd_step(p, g, state_[0].data + t.offset, t.count, lr, optimizer_.momentum,
-                               t.decay ? optimizer_.weight_decay : 0.0f, stream_);
-            } else {
-                const float correction1 = 1.0f - std::pow(optimizer_.beta1, static_cast<float>(step));
-                const float correction2 = 1.0f - std::pow(optimizer_.beta2, static_cast<float>(step));
-                adamw_kernel<<<blocks_for(t.count), kThreads, 0, stream_>>>(
-                    p, g, state_[0].data + t.offset, state_[1].data + t.offset, t.count, optimizer_.beta1, optimizer_.beta2,
-                    lr / correction1, 1.0f / std::sqrt(correction2), optimizer_.eps,
-                    t.decay ? 1.0f - lr * optimizer_.weight_decay : 1.0f);
+    bool step(float lr, long step, double& loss_sum, long& correct, std::string&) override {
+        return guarded([&] {
+            if (comm_) {
+                cuda::nccl_all_reduce_sum(comm_, grads_.data, grads_.n, stream_, peer_gone_);
+                cuda::nccl_all_reduce_sum_double(comm_, totals_.data, 2, stream_, peer_gone_);
             }
-        }
-        double totals[2] = {0, 0};
-        cudaMemcpyAsync(totals, totals_.data, sizeof(totals), cudaMemcpyDeviceToHost, stream_);
-        const cudaError_t status = cudaStreamSynchronize(stream_);
-        if (status != cudaSuccess) {
-            error = std::string("CUDA: ") + cudaGetErrorString(status);
-            return false;
-        }
-        loss_sum = totals[0];
-        correct = static_cast<long>(totals[1]);
-        return true;
+            for (const ParameterTensor& t : net_->tensors()) {
+                float* p = params_.data + t.offset;
+                const float* g = grads_.data + t.offset;
+                const float decay = t.decay ? optimizer_.weight_decay : 0.0f;
+                if (optimizer_.type == "sgd")
+                    cuda::sgd_step(p, g, state_[0].data + t.offset, t.count, lr, optimizer_.momentum, decay, stream_);
+                else
+                    cuda::adamw_step(p, g, state_[0].data + t.offset, state_[1].data + t.offset, t.count, lr,
+                                     optimizer_.beta1, optimizer_.beta2, optimizer_.eps, decay, step, stream_);
+            }
+            // Pinned host memory: a copy to pageable memory would block right here, behind the all-reduce, where
+            // no timeout could end the wait.
+            TRAINDECK_CHECK(
+                cudaMemcpyAsync(host_totals_, totals_.data, 2 * sizeof(double), cudaMemcpyDeviceToHost, stream_));
+            wait("the step's gradient all-reduce");
+            loss_sum = host_totals_[0];
+            correct = static_cast<long>(host_totals_[1]);
+            return true;
+        });
     }
 
     bool any_rank(bool flag) override {
         if (!comm_)
             return flag;
-        double value = flag ? 1.0 : 0.0;
-        std::string error;
-        cudaMemcpyAsync(totals_.data + 2, &value, sizeof(double), cudaMemcpyHostToDevice, stream_);
-        cuda::nccl_all_reduce_sum_double(comm_, totals_.data + 2, 1, stream_, error);
-        cudaMemcpyAsync(&value, totals_.data + 2, sizeof(double), cudaMemcpyDeviceToHost, stream_);
-        cudaStreamSynchronize(stream_);
-        return value > 0.0;
+        return guarded([&] {
+            host_totals_[2] = flag ? 1.0 : 0.0;
+            TRAINDECK_CHECK(
+                cudaMemcpyAsync(totals_.data + 2, host_totals_ + 2, sizeof(double), cudaMemcpyHostToDevice, stream_));
+            cuda::nccl_all_reduce_sum_double(comm_, totals_.data + 2, 1, stream_, peer_gone_);
+            TRAINDECK_CHECK(
+                cudaMemcpyAsync(host_totals_ + 2, totals_.data + 2, sizeof(double), cudaMemcpyDeviceToHost, stream_));
+            wait("the stop vote's all-reduce");
+            return host_totals_[2] > 0.0;
+        });
     }
 
     const float* logits(const float* x, int batch) override {
-        // Inference runs every sample on this rank (evaluation is cheap next to training).
-        const size_t features = net_->layers().front().in.size();
-        const int local = slice(max_batch_).second;
-        for (int start = 0; start < batch; start += local) {
-            const int n = std::min(local, batch - start);
-            cudaMemcpyAsync(input_.data, x + static_cast<size_t>(start) * features, n * features * sizeof(float),
-                            cudaMemcpyHostToDevice, stream_);
-            const float* out = forward(n);
-            cudaMemcpyAsync(host_logits_.data() + static_cast<size_t>(start) * classes_, out, n * classes_ * sizeof(float),
-                            cudaMemcpyDeviceToHost, stream_);
-        }
-        cudaStreamSynchronize(stream_);
-        return host_logits_.data();
+        return guarded([&] {
+            // Inference runs every sample on this rank (evaluation is cheap next to training).
+            expect_batch(batch);
+            const size_t features = net_->layers().front().in.size();
+            const int local = slice(max_batch_).second;
+            for (int start = 0; start < batch; start += local) {
+                const int n = std::min(local, batch - start);
+                TRAINDECK_CHECK(cudaMemcpyAsync(input_.data, x + static_cast<size_t>(start) * features,
+                                                n * features * sizeof(float), cudaMemcpyHostToDevice, stream_));
+                const float* out = forward(n);
+                TRAINDECK_CHECK(cudaMemcpyAsync(host_logits_.data() + static_cast<size_t>(start) * classes_, out,
+                                                n * classes_ * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+            }
+            TRAINDECK_CHECK(cudaStreamSynchronize(stream_));
+            return static_cast<const float*>(host_logits_.data());
+        });
     }
 
     std::string describe() const override { return description_; }
 
 private:
+    // Runs a public method's body; a GpuError marks the model failed and aborts the communicator before it goes
+    // on to the trainer's caller, so that no rank is left in an all-reduce this one will never join.
+    template <typename Body> auto guarded(Body&& body) -> decltype(body()) {
+        try {
+            return body();
+        } catch (const GpuError&) {
+            failed_ = true;
+            cuda::nccl_abort(comm_);
+            throw;
+        }
+    }
+
+    // Waits for everything on the stream: NCCL work is waited on by polling (bounded, see cudakernels.h).
+    void wait(const char* what) {
+        if (comm_)
+            cuda::nccl_wait(comm_, stream_, what, peer_gone_);
+        else
+            TRAINDECK_CHECK(cudaStreamSynchronize(stream_));
+    }
+
+    // The trainer and the GPU path disagreeing on sizes is a bug here, not a user's error; said before memory is
+    // overrun.
+    static void expect_size(const char* what, size_t got, size_t expected) {
+        if (got != expected)
+            throw GpuError(std::string("GPU model: ") + what + " of " + std::to_string(got) +
+                           " values where the model has " + std::to_string(expected) +
+                           " (a bug in the GPU path; train with --device cpu meanwhile)");
+    }
+    void expect_batch(int batch) const {
+        if (batch < 0 || batch > max_batch_ || (batch > 0 && slice(max_batch_).second == 0))
+            throw GpuError("GPU model: a batch of " + std::to_string(batch) +
+                           " samples where it was made for at most " + std::to_string(max_batch_) +
+                           " (a bug in the GPU path; train with --device cpu meanwhile)");
+    }
+
     // This rank's part of a micro-batch: [first, first + count).
     std::pair<int, int> slice(int batch) const {
         const int w = options_.world_size, r = options_.rank;
@@ -330,67 +436,120 @@ private:
             cuda::gemm(cublas_, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
             return;
         }
-        to_bf16_kernel<<<blocks_for(a_count), kThreads, 0, stream_>>>(bf16_a_.data, a, a_count);
-        to_bf16_kernel<<<blocks_for(b_count), kThreads, 0, stream_>>>(bf16_b_.data, b, b_count);
-        cublasGemmEx(cublas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, bf16_b_.data,
-                     CUDA_R_16BF, ldb, bf16_a_.data, CUDA_R_16BF, lda, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
-                     CUBLAS_GEMM_DEFAULT);
+        if (a_count > bf16_a_.n || b_count > bf16_b_.n)
+            throw GpuError("GPU model: a gemm operand is larger than its bf16 staging buffer (a bug in the GPU path; "
+                           "train with --precision fp32 meanwhile)");
+        TRAINDECK_LAUNCH(to_bf16_kernel, blocks_for(a_count), kThreads, stream_, bf16_a_.data, a, a_count);
+        TRAINDECK_LAUNCH(to_bf16_kernel, blocks_for(b_count), kThreads, stream_, bf16_b_.data, b, b_count);
+        TRAINDECK_CHECK(cublasGemmEx(cublas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+                                     &alpha, bf16_b_.data, CUDA_R_16BF, ldb, bf16_a_.data, CUDA_R_16BF, lda, &beta, c,
+                                     CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
 
     // Descriptors for one layer at one batch size (host-side calls, cheap); x_desc_/y_desc_ are its input/output.
     void describe_conv(const Layer& l, int batch) {
-        cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, batch, l.in.channels, l.in.height, l.in.width);
-        cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, batch, l.spec.out, l.out.height, l.out.width);
-        cudnnSetTensor4dDescriptor(bias_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 1, l.spec.out, 1, 1);
-        cudnnSetFilter4dDescriptor(filter_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, l.spec.out, l.in.channels, l.spec.kernel,
-                                   l.spec.kernel);
-        cudnnSetConvolution2dDescriptor(conv_desc_, l.spec.padding, l.spec.padding, l.spec.stride, l.spec.stride, 1, 1,
-                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
-        // fp32 runs plain FMA (comparable with the CPU); autocast lets cuDNN use TF32 tensor cores for convolutions.
-        cudnnSetConvolutionMathType(conv_desc_, options_.bf16 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : CUDNN_FMA_MATH);
+        TRAINDECK_CHECK(cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, batch, l.in.channels,
+                                                   l.in.height, l.in.width));
+        TRAINDECK_CHECK(cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, batch, l.spec.out,
+                                                   l.out.height, l.out.width));
+        TRAINDECK_CHECK(
+            cudnnSetTensor4dDescriptor(bias_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 1, l.spec.out, 1, 1));
+        TRAINDECK_CHECK(cudnnSetFilter4dDescriptor(filter_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, l.spec.out,
+                                                   l.in.channels, l.spec.kernel, l.spec.kernel));
+        TRAINDECK_CHECK(cudnnSetConvolution2dDescriptor(conv_desc_, l.spec.padding, l.spec.padding, l.spec.stride,
+                                                        l.spec.stride, 1, 1, CUDNN_CROSS_CORRELATION,
+                                                        CUDNN_DATA_FLOAT));
+    }
+    // What cuDNN's heuristics may propose, asked before each query (the previous direction's choice is still on the
+    // descriptor): fp32 runs plain FMA (comparable with the CPU); autocast lets cuDNN use TF32 tensor cores
+    // (CUDNN_TENSOR_OP_MATH on float data). choose() then sets the math type of the proposal it takes.
+    void request_math() {
+        TRAINDECK_CHECK(cudnnSetConvolutionMathType(conv_desc_, options_.bf16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
     }
     void describe_pool(const Layer& l, int batch) {
-        cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, batch, l.in.channels, l.in.height, l.in.width);
-        cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, batch, l.out.channels, l.out.height, l.out.width);
-        cudnnSetPooling2dDescriptor(pool_desc_, CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_NOT_PROPAGATE_NAN, l.spec.size, l.spec.size,
-                                    0, 0, l.spec.stride, l.spec.stride);
+        TRAINDECK_CHECK(cudnnSetTensor4dDescriptor(x_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, batch, l.in.channels,
+                                                   l.in.height, l.in.width));
+        TRAINDECK_CHECK(cudnnSetTensor4dDescriptor(y_desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, batch, l.out.channels,
+                                                   l.out.height, l.out.width));
+        TRAINDECK_CHECK(cudnnSetPooling2dDescriptor(pool_desc_, CUDNN_POOLING_MAX_DETERMINISTIC,
+                                                    CUDNN_NOT_PROPAGATE_NAN, l.spec.size, l.spec.size, 0, 0,
+                                                    l.spec.stride, l.spec.stride));
     }
     void reserve_workspace(size_t bytes) {
         if (bytes <= workspace_.n)
             return;
-        cudaStreamSynchronize(stream_);
-        cudaFree(workspace_.data);
-        workspace_.data = nullptr;
+        TRAINDECK_CHECK(cudaStreamSynchronize(stream_)); // the old workspace may still be in use by queued work
+        workspace_.release();
         workspace_.allocate(bytes);
     }
-    // The fastest of cuDNN's ranked proposals (perf, found) whose workspace fits in 256 MB, for the described layer;
-    // the three convolution directions differ only in their perf types and the query that fills them.
-    template <typename Perf, typename Algo>
-    Algo first_fitting(const Perf* perf, int found, Algo fallback) {
-        for (int a = 0; a < found; ++a)
-            if (perf[a].status == CUDNN_STATUS_SUCCESS && perf[a].memory <= kWorkspaceLimit) {
+    // The fastest of cuDNN's ranked proposals (perf, found) for the described layer whose workspace fits in 256 MB
+    // and whose math keeps the documented precision: FMA only for fp32; under autocast whatever the proposal says,
+    // TF32 tensor cores included, but never CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION (that is fp16 down-conversion).
+    // The proposal's math type goes on the convolution descriptor, as cuDNN asks, and the workspace grows to its
+    // size, both before the convolution is called. Without a fitting proposal: `fallback` in FMA math, with the
+    // workspace `fallback_bytes(fallback)` says. The three directions differ only in their types and queries.
+    template <typename Perf, typename Algo, typename WorkspaceQuery>
+    Algo choose(const char* direction, const Perf* perf, int found, Algo fallback, WorkspaceQuery fallback_bytes) {
+        for (int a = 0; a < found; ++a) {
+            const bool math_ok = options_.bf16 ? perf[a].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+                                               : perf[a].mathType == CUDNN_FMA_MATH;
+            if (perf[a].status == CUDNN_STATUS_SUCCESS && perf[a].memory <= kWorkspaceLimit && math_ok) {
+                TRAINDECK_CHECK(cudnnSetConvolutionMathType(conv_desc_, perf[a].mathType));
                 reserve_workspace(perf[a].memory);
                 return perf[a].algo;
             }
+        }
+        // Correct but maybe slow: said once per direction, so that a GPU run's figures can be read for what they are.
+        if (noted_fallbacks_.insert(direction).second)
+            std::fprintf(stderr,
+                         "traindeck-train: note: cuDNN proposed no %s convolution algorithm within 256 MB of "
+                         "workspace %s; using its algorithm 0 in FMA math, which may be slow\n",
+                         direction, options_.bf16 ? "without fp16 down-conversion" : "in FMA math");
+        TRAINDECK_CHECK(cudnnSetConvolutionMathType(conv_desc_, CUDNN_FMA_MATH));
+        reserve_workspace(fallback_bytes(fallback));
         return fallback;
     }
     cudnnConvolutionFwdAlgo_t forward_algorithm() {
         cudnnConvolutionFwdAlgoPerf_t perf[8];
         int found = 0;
-        cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x_desc_, filter_desc_, conv_desc_, y_desc_, 8, &found, perf);
-        return first_fitting(perf, found, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+        request_math();
+        TRAINDECK_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, x_desc_, filter_desc_, conv_desc_, y_desc_, 8,
+                                                               &found, perf));
+        return choose("forward", perf, found, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                      [&](cudnnConvolutionFwdAlgo_t algo) {
+                          size_t bytes = 0;
+                          TRAINDECK_CHECK(cudnnGetConvolutionForwardWorkspaceSize(cudnn_, x_desc_, filter_desc_,
+                                                                                  conv_desc_, y_desc_, algo, &bytes));
+                          return bytes;
+                      });
     }
     cudnnConvolutionBwdFilterAlgo_t filter_algorithm() {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
         int found = 0;
-        cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, x_desc_, y_desc_, conv_desc_, filter_desc_, 8, &found, perf);
-        return first_fitting(perf, found, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0);
+        request_math();
+        TRAINDECK_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, x_desc_, y_desc_, conv_desc_,
+                                                                      filter_desc_, 8, &found, perf));
+        return choose("filter-gradient", perf, found, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0,
+                      [&](cudnnConvolutionBwdFilterAlgo_t algo) {
+                          size_t bytes = 0;
+                          TRAINDECK_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                              cudnn_, x_desc_, y_desc_, conv_desc_, filter_desc_, algo, &bytes));
+                          return bytes;
+                      });
     }
     cudnnConvolutionBwdDataAlgo_t data_algorithm() {
         cudnnConvolutionBwdDataAlgoPerf_t perf[8];
         int found = 0;
-        cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, filter_desc_, y_desc_, conv_desc_, x_desc_, 8, &found, perf);
-        return first_fitting(perf, found, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0);
+        request_math();
+        TRAINDECK_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, filter_desc_, y_desc_, conv_desc_, x_desc_,
+                                                                    8, &found, perf));
+        return choose("input-gradient", perf, found, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0,
+                      [&](cudnnConvolutionBwdDataAlgo_t algo) {
+                          size_t bytes = 0;
+                          TRAINDECK_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+                              cudnn_, filter_desc_, y_desc_, conv_desc_, x_desc_, algo, &bytes));
+                          return bytes;
+                      });
     }
 
     // Flatten, dropout (p = 0) and activations fused into their linear layer own no buffer: a layer reads the
@@ -412,48 +571,63 @@ private:
         return nullptr;
     }
 
+    // A failure inside a layer says which layer it was: the call alone (a cuDNN convolution) may be in several.
+    [[noreturn]] void rethrow_in_layer(size_t i, const char* pass, const GpuError& error) const {
+        throw GpuError(std::string(pass) + " of layer " + std::to_string(i) + " (" + plan_[i].layer->spec.type +
+                       "): " + error.what());
+    }
+
     const float* forward(int batch) {
         const float* last = input_.data;
         for (size_t i = 0; i < plan_.size(); ++i) {
-            const GpuLayer& g = plan_[i];
-            const Layer& l = *g.layer;
-            const std::string& type = l.spec.type;
             if (is_alias(i))
                 continue;
-            const float* in = input_of(i);
-            float* out = outputs_[i].data;
-            const size_t n = static_cast<size_t>(batch) * l.out.size();
-            if (type == "linear") {
-                const int I = static_cast<int>(l.in.size()), O = l.spec.out;
-                float* target = g.activation ? pre_[i].data : out;
-                matmul(false, true, batch, O, I, in, I, static_cast<size_t>(batch) * I, params_.data + l.weight, I,
-                       static_cast<size_t>(O) * I, 0.0f, target, O);
-                bias_activation_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(target, out, params_.data + l.bias, batch, O,
-                                                                                g.activation);
-            } else if (type == "conv2d") {
-                // cuDNN in NHWC; our weights [O, K, K, C] are its KRSC filter layout. Bias and a following
-                // activation run fused over the output's [positions, channels] rows.
-                describe_conv(l, batch);
-                float* target = g.activation ? pre_[i].data : out;
-                const float one = 1.0f, zero = 0.0f;
-                cudnnConvolutionFwdAlgo_t algo = forward_algorithm();
-                cudnnConvolutionForward(cudnn_, &one, x_desc_, in, filter_desc_, params_.data + l.weight, conv_desc_, algo,
-                                        workspace_.data, workspace_.n, &zero, y_desc_, target);
-                const size_t positions = static_cast<size_t>(batch) * l.out.height * l.out.width;
-                bias_activation_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(target, out, params_.data + l.bias, positions,
-                                                                                l.spec.out, g.activation);
-            } else if (type == "maxpool") {
-                describe_pool(l, batch);
-                const float one = 1.0f, zero = 0.0f;
-                cudnnPoolingForward(cudnn_, pool_desc_, &one, x_desc_, in, &zero, y_desc_, out);
-            } else if (type == "relu") {
-                cuda::relu_forward(out, in, n, stream_);
-            } else if (type == "gelu") {
-                cuda::gelu_forward(out, in, n, stream_);
+            try {
+                last = forward_layer(i, batch);
+            } catch (const GpuError& error) {
+                rethrow_in_layer(i, "forward", error);
             }
-            last = out;
         }
         return last;
+    }
+
+    const float* forward_layer(size_t i, int batch) {
+        const GpuLayer& g = plan_[i];
+        const Layer& l = *g.layer;
+        const std::string& type = l.spec.type;
+        const float* in = input_of(i);
+        float* out = outputs_[i].data;
+        const size_t n = static_cast<size_t>(batch) * l.out.size();
+        if (type == "linear") {
+            const int I = static_cast<int>(l.in.size()), O = l.spec.out;
+            float* target = g.activation ? pre_[i].data : out;
+            matmul(false, true, batch, O, I, in, I, static_cast<size_t>(batch) * I, params_.data + l.weight, I,
+                   static_cast<size_t>(O) * I, 0.0f, target, O);
+            TRAINDECK_LAUNCH(bias_activation_kernel, blocks_for(n), kThreads, stream_, target, out,
+                             params_.data + l.bias, static_cast<size_t>(batch), O, g.activation);
+        } else if (type == "conv2d") {
+            // cuDNN in NHWC; our weights [O, K, K, C] are its KRSC filter layout. Bias and a following
+            // activation run fused over the output's [positions, channels] rows.
+            describe_conv(l, batch);
+            float* target = g.activation ? pre_[i].data : out;
+            const float one = 1.0f, zero = 0.0f;
+            const cudnnConvolutionFwdAlgo_t algo = forward_algorithm(); // sets the math type, grows the workspace
+            TRAINDECK_CHECK(cudnnConvolutionForward(cudnn_, &one, x_desc_, in, filter_desc_, params_.data + l.weight,
+                                                    conv_desc_, algo, workspace_.data, workspace_.n, &zero, y_desc_,
+                                                    target));
+            const size_t positions = static_cast<size_t>(batch) * l.out.height * l.out.width;
+            TRAINDECK_LAUNCH(bias_activation_kernel, blocks_for(n), kThreads, stream_, target, out,
+                             params_.data + l.bias, positions, l.spec.out, g.activation);
+        } else if (type == "maxpool") {
+            describe_pool(l, batch);
+            const float one = 1.0f, zero = 0.0f;
+            TRAINDECK_CHECK(cudnnPoolingForward(cudnn_, pool_desc_, &one, x_desc_, in, &zero, y_desc_, out));
+        } else if (type == "relu") {
+            cuda::relu_forward(out, in, n, stream_);
+        } else if (type == "gelu") {
+            cuda::gelu_forward(out, in, n, stream_);
+        }
+        return out;
     }
 
     // A linear or convolution layer's gradient through the activation fused after it: dz = dy · act'(pre), in place
@@ -473,49 +647,68 @@ private:
     void backward(int batch) {
         const float* dy = dlogits_.data;
         for (size_t i = plan_.size(); i-- > 0;) {
-            const GpuLayer& g = plan_[i];
-            const Layer& l = *g.layer;
-            const std::string& type = l.spec.type;
             if (is_alias(i))
                 continue;
             float* dx = dinput_of(i);
-            const float* in = input_of(i);
-            const size_t n = static_cast<size_t>(batch) * l.out.size();
-            if (type == "linear") {
-                const int I = static_cast<int>(l.in.size()), O = l.spec.out;
-                const float* dz = through_activation(i, dy, n);
-                // dW[O,I] += dz^T · x ; db += Σ dz ; dx = dz · W
-                matmul(true, false, O, I, batch, dz, O, n, in, I, static_cast<size_t>(batch) * I, 1.0f, grads_.data + l.weight, I);
-                bias_grad_kernel<<<blocks_for(O), kThreads, 0, stream_>>>(grads_.data + l.bias, dz, batch, O);
-                if (dx)
-                    matmul(false, false, batch, I, O, dz, O, n, params_.data + l.weight, I, static_cast<size_t>(O) * I, 0.0f, dx, I);
-            } else if (type == "conv2d") {
-                const float* dz = through_activation(i, dy, n);
-                describe_conv(l, batch);
-                const float one = 1.0f, zero = 0.0f;
-                cudnnConvolutionBackwardBias(cudnn_, &one, y_desc_, dz, &one, bias_desc_, grads_.data + l.bias);
-                cudnnConvolutionBackwardFilter(cudnn_, &one, x_desc_, in, y_desc_, dz, conv_desc_, filter_algorithm(),
-                                               workspace_.data, workspace_.n, &one, filter_desc_, grads_.data + l.weight);
-                if (dx)
-                    cudnnConvolutionBackwardData(cudnn_, &one, filter_desc_, params_.data + l.weight, y_desc_, dz, conv_desc_,
-                                                 data_algorithm(), workspace_.data, workspace_.n, &zero, x_desc_, dx);
-            } else if (type == "maxpool") {
-                if (dx) {
-                    describe_pool(l, batch);
-                    const float one = 1.0f, zero = 0.0f;
-                    cudnnPoolingBackward(cudnn_, pool_desc_, &one, y_desc_, outputs_[i].data, y_desc_, dy, x_desc_, in, &zero,
-                                         x_desc_, dx);
-                }
-            } else if (type == "relu") {
-                if (dx)
-                    cuda::relu_backward(dx, dy, outputs_[i].data, n, stream_);
-            } else if (type == "gelu") {
-                if (dx)
-                    cuda::gelu_backward(dx, dy, in, n, stream_);
+            try {
+                backward_layer(i, batch, dy, dx);
+            } catch (const GpuError& error) {
+                rethrow_in_layer(i, "backward", error);
             }
             if (!dx)
                 break;
             dy = dx;
+        }
+    }
+
+    // dy: the gradient at this layer's output; dx: where the gradient at its input goes (null for the first layer).
+    void backward_layer(size_t i, int batch, const float* dy, float* dx) {
+        const GpuLayer& g = plan_[i];
+        const Layer& l = *g.layer;
+        const std::string& type = l.spec.type;
+        const float* in = input_of(i);
+        const size_t n = static_cast<size_t>(batch) * l.out.size();
+        if (type == "linear") {
+            const int I = static_cast<int>(l.in.size()), O = l.spec.out;
+            const float* dz = through_activation(i, dy, n);
+            // dW[O,I] += dz^T · x ; db += Σ dz ; dx = dz · W
+            matmul(true, false, O, I, batch, dz, O, n, in, I, static_cast<size_t>(batch) * I, 1.0f,
+                   grads_.data + l.weight, I);
+            TRAINDECK_LAUNCH(bias_grad_kernel, blocks_for(O), kThreads, stream_, grads_.data + l.bias, dz, batch, O);
+            if (dx)
+                matmul(false, false, batch, I, O, dz, O, n, params_.data + l.weight, I, static_cast<size_t>(O) * I,
+                       0.0f, dx, I);
+        } else if (type == "conv2d") {
+            const float* dz = through_activation(i, dy, n);
+            describe_conv(l, batch);
+            const float one = 1.0f, zero = 0.0f;
+            TRAINDECK_CHECK(
+                cudnnConvolutionBackwardBias(cudnn_, &one, y_desc_, dz, &one, bias_desc_, grads_.data + l.bias));
+            // The algorithm is chosen (and the workspace grown) before the call that uses workspace_: as arguments of
+            // one call, their order of evaluation would be unspecified.
+            const cudnnConvolutionBwdFilterAlgo_t filter_algo = filter_algorithm();
+            TRAINDECK_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &one, x_desc_, in, y_desc_, dz, conv_desc_,
+                                                           filter_algo, workspace_.data, workspace_.n, &one,
+                                                           filter_desc_, grads_.data + l.weight));
+            if (dx) {
+                const cudnnConvolutionBwdDataAlgo_t data_algo = data_algorithm();
+                TRAINDECK_CHECK(cudnnConvolutionBackwardData(cudnn_, &one, filter_desc_, params_.data + l.weight,
+                                                             y_desc_, dz, conv_desc_, data_algo, workspace_.data,
+                                                             workspace_.n, &zero, x_desc_, dx));
+            }
+        } else if (type == "maxpool") {
+            if (dx) {
+                describe_pool(l, batch);
+                const float one = 1.0f, zero = 0.0f;
+                TRAINDECK_CHECK(cudnnPoolingBackward(cudnn_, pool_desc_, &one, y_desc_, outputs_[i].data, y_desc_, dy,
+                                                     x_desc_, in, &zero, x_desc_, dx));
+            }
+        } else if (type == "relu") {
+            if (dx)
+                cuda::relu_backward(dx, dy, outputs_[i].data, n, stream_);
+        } else if (type == "gelu") {
+            if (dx)
+                cuda::gelu_backward(dx, dy, in, n, stream_);
         }
     }
 
@@ -534,6 +727,10 @@ private:
     cudnnPoolingDescriptor_t pool_desc_ = nullptr;
     Device<char> workspace_;
     cuda::NcclComm* comm_ = nullptr;
+    cuda::PeerWatch peer_gone_;
+    bool failed_ = false;
+    std::set<std::string> noted_fallbacks_;
+    double* host_totals_ = nullptr; // pinned: loss, correct, stop vote
     Device<float> params_, grads_, state_[2], input_, probs_, dlogits_, loss_rows_;
     std::vector<Device<float>> outputs_, douts_, pre_;
     Device<__nv_bfloat16> bf16_a_, bf16_b_;
@@ -553,6 +750,18 @@ std::unique_ptr<GpuModel> GpuModel::create(const Network& net, const OptimizerSp
     return model;
 }
 
-std::string gpu_nccl_unique_id() { return cuda::nccl_unique_id_hex(); }
+bool gpu_nccl_unique_id(std::string& id_hex, std::string& error) {
+    try {
+        id_hex = cuda::nccl_unique_id_hex();
+        return true;
+    } catch (const GpuError& failure) {
+        error = failure.what();
+        return false;
+    }
+}
+
+void set_data_parallel_watch(double timeout_seconds, std::function<std::string()> peer_gone) {
+    data_parallel_watch() = {timeout_seconds, std::move(peer_gone)};
+}
 
 } // namespace traindeck::engine
