@@ -316,7 +316,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                 std::string error;
                 const float next_lr = learning_rate(spec.optimizer, spec.schedule, state.step + 1, total_steps);
                 if (!gpu->step(next_lr, state.step + 1, window_loss, window_correct, error))
-                    return fail(kExitIoError, "GPU: " + error);
+                    return fail(kExitGpuFailed, "GPU: " + error);
             }
             const double loss = window_loss / static_cast<double>(window_samples);
             if (!std::isfinite(loss)) {
