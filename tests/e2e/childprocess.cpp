@@ -1,0 +1,153 @@
+// ChildProcess (childprocess.h): posix_spawn with the log file as stdout and stderr, and waitpid for every end.
+#include "childprocess.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace traindeck::test {
+
+namespace {
+
+std::string describe_status(int status) {
+    if (WIFSIGNALED(status))
+        return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+               strsignal(WTERMSIG(status)) + ")";
+    return "exit code " + std::to_string(WEXITSTATUS(status));
+}
+
+} // namespace
+
+ChildProcess::ChildProcess(std::vector<std::string> argv, std::vector<std::string> environment, std::string log_path)
+    : argv_(std::move(argv)), environment_(std::move(environment)), log_path_(std::move(log_path)) {}
+
+ChildProcess::~ChildProcess() {
+    if (pid_ > 0)
+        kill_hard();
+}
+
+bool ChildProcess::start() {
+    if (running()) {
+        error_ = "already running as pid " + std::to_string(pid_);
+        return false;
+    }
+    // The given entries replace this process's variables of the same name.
+    std::map<std::string, std::string> merged;
+    for (char** e = environ; *e; ++e) {
+        const std::string entry = *e;
+        merged[entry.substr(0, entry.find('='))] = entry;
+    }
+    for (const std::string& entry : environment_)
+        merged[entry.substr(0, entry.find('='))] = entry;
+    std::vector<std::string> env_words;
+    for (auto& [name, entry] : merged)
+        env_words.push_back(entry);
+    std::vector<char*> env, args;
+    for (auto& word : env_words)
+        env.push_back(word.data());
+    env.push_back(nullptr);
+    for (auto& word : argv_)
+        args.push_back(word.data());
+    args.push_back(nullptr);
+
+    {
+        std::ofstream log(log_path_, std::ios::app);
+        log << "---- start " << (starts_ + 1) << ":";
+        for (const auto& word : argv_)
+            log << " " << word;
+        log << "\n";
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), env.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+        error_ = "cannot start " + argv_[0] + ": " + std::strerror(rc);
+        return false;
+    }
+    pid_ = pid;
+    exit_.clear();
+    ++starts_;
+    return true;
+}
+
+bool ChildProcess::running() {
+    if (pid_ <= 0)
+        return false;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exit_ = describe_status(status);
+        pid_ = -1;
+        return false;
+    }
+    return true;
+}
+
+void ChildProcess::kill_hard() {
+    if (pid_ <= 0)
+        return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+}
+
+bool ChildProcess::stop(double grace_seconds) {
+    if (!running())
+        return false;
+    ::kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_seconds);
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (!running())
+            return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    kill_hard();
+    return false;
+}
+
+std::string ChildProcess::log_tail(size_t bytes) const {
+    std::ifstream in(log_path_);
+    std::stringstream all;
+    all << in.rdbuf();
+    const std::string text = all.str();
+    return text.size() > bytes ? "…" + text.substr(text.size() - bytes) : text;
+}
+
+bool process_matches(pid_t pid, const std::string& needle) {
+    if (pid <= 0)
+        return false;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line))
+        return false;
+    // "pid (comm) S ...": the state follows the last ')' (comm may itself hold parentheses).
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos || close + 2 >= line.size() || line[close + 2] == 'Z')
+        return false;
+    std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
+    std::stringstream words;
+    words << cmdline.rdbuf();
+    std::string text = words.str();
+    for (char& c : text)
+        if (c == '\0')
+            c = ' ';
+    return text.find(needle) != std::string::npos;
+}
+
+} // namespace traindeck::test
