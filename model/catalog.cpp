@@ -247,6 +247,19 @@ bool number_at(const json& object, const char* key, double& out) {
     return true;
 }
 
+// A seq, step or time that becomes an integer: only a finite number within ±2^53 (what a double holds exactly);
+// anything else from a worker (1e300, a value a buggy writer made) is skipped, never cast (that would be undefined).
+bool integer_at(const json& object, const char* key, int64_t& out, double scale = 1.0) {
+    double value = 0;
+    if (!number_at(object, key, value))
+        return false;
+    value *= scale;
+    if (!std::isfinite(value) || std::fabs(value) > 9007199254740992.0)
+        return false;
+    out = static_cast<int64_t>(value);
+    return true;
+}
+
 bool is(const std::string* text, std::string_view expected) { return text && *text == expected; }
 
 } // namespace
@@ -281,10 +294,10 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     double loss = NAN, accuracy = NAN, progress = NAN, spend = NAN;
     Statement log = db_.prepare("INSERT OR IGNORE INTO job_logs(job, seq, time, stream, line) VALUES(?, ?, ?, ?, ?)");
     for (const json& event : events) {
-        double seq_value = 0;
-        if (!number_at(event, "seq", seq_value))
+        int64_t seq_number = 0;
+        if (!integer_at(event, "seq", seq_number))
             continue;
-        const int64_t seq = static_cast<int64_t>(seq_value) + offset;
+        const int64_t seq = seq_number + offset;
         if (seq <= last)
             continue; // already ingested: re-delivery
         last = seq;
@@ -299,14 +312,15 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
             const std::string* record = string_at(data, "type");
             if (is(record, "event") && is(string_at(data, "event"), "nan_loss"))
                 raise("nan_loss", "the loss became NaN or infinite; the job stopped without a checkpoint", event_time);
-            double step_value = 0;
-            if (!number_at(data, "step", step_value))
+            int64_t step = 0;
+            if (!integer_at(data, "step", step))
                 continue;
-            const int64_t step = static_cast<int64_t>(step_value);
             if (is(record, "metric")) {
                 for (auto it = data.begin(); it != data.end(); ++it) {
                     const std::string& key = it.key();
-                    if (it->is_number() && key != "step" && key != "time" && key != "v" && key != "epoch")
+                    // A null (a value the worker dropped as out of range) or a string is no point on a curve.
+                    if (it->is_number() && key != "step" && key != "time" && key != "v" && key != "epoch" &&
+                        std::isfinite(it->get<double>()))
                         add_point(key, step, it->get<double>());
                 }
                 number_at(data, "loss", loss);
@@ -322,18 +336,19 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
                     number_at(data, "accuracy", accuracy);
             }
         } else if (*type == "telemetry") {
-            double time = 0;
-            number_at(event, "time", time);
-            const int64_t t = static_cast<int64_t>(time * 1000.0); // telemetry is keyed by milliseconds
+            int64_t t = 0; // telemetry is keyed by milliseconds
+            if (!integer_at(event, "time", t, 1000.0))
+                continue;
             double value = 0;
             for (const char* key : {"cpu_percent", "rss_mb", "spend"})
                 if (number_at(data, key, value))
                     add_point(std::string("telemetry/") + key, t, value);
             if (const auto gpus = data.find("gpus"); gpus != data.end() && gpus->is_array())
                 for (const auto& gpu : *gpus) {
-                    double index = 0;
-                    number_at(gpu, "index", index);
-                    const std::string prefix = "telemetry/gpu" + std::to_string(static_cast<int>(index)) + "/";
+                    int64_t index = 0;
+                    if (!gpu.is_object() || !integer_at(gpu, "index", index) || index < 0 || index > 1024)
+                        continue;
+                    const std::string prefix = "telemetry/gpu" + std::to_string(index) + "/";
                     for (const char* key : {"utilization", "memory_used_mb", "power_w", "temperature_c"})
                         if (number_at(gpu, key, value))
                             add_point(prefix + key, t, value);

@@ -1,3 +1,5 @@
+// JobTableModel and CatalogReader (jobtablemodel.h): read-only queries, each guarded, on the GUI thread's own
+// connection (WAL: a reader never waits for the writer).
 #include "jobtablemodel.h"
 
 #include <QColor>
@@ -28,8 +30,12 @@ bool terminal(const QString& state) {
 JobTableModel::JobTableModel(const QString& catalog_path, QObject* parent) : QAbstractTableModel(parent) {
     error_ = QString::fromStdString(catalog_.open(catalog_path.toStdString(), true));
     if (error_.isEmpty()) {
-        Statement count = catalog_.db().prepare("SELECT COUNT(*) FROM jobs");
-        total_ = count.step() ? count.integer(0) : 0;
+        try {
+            Statement count = catalog_.db().prepare("SELECT COUNT(*) FROM jobs");
+            total_ = count.step() ? count.integer(0) : 0;
+        } catch (const std::exception& e) {
+            read_error_ = QString::fromUtf8(e.what());
+        }
     }
 }
 
@@ -37,26 +43,31 @@ QVector<JobTableModel::Row> JobTableModel::load(qint64 below_id, int limit, qint
     QVector<Row> rows;
     if (!error_.isEmpty())
         return rows;
-    Statement select = catalog_.db().prepare(
-        "SELECT id, name, state, reason, backend, remote_id, progress, loss, accuracy, spend, created, started, finished "
-        "FROM jobs WHERE id < ? AND id >= ? ORDER BY id DESC LIMIT ?");
-    select.bind(1, static_cast<int64_t>(below_id)).bind(2, static_cast<int64_t>(from_id)).bind(3, static_cast<int64_t>(limit));
-    while (select.step()) {
-        Row r;
-        r.id = select.integer(0);
-        r.name = QString::fromStdString(select.text(1));
-        r.state = QString::fromStdString(select.text(2));
-        r.reason = QString::fromStdString(select.text(3));
-        r.backend = QString::fromStdString(select.text(4));
-        r.remote_id = QString::fromStdString(select.text(5));
-        r.progress = select.real(6);
-        r.loss = select.is_null(7) ? qQNaN() : select.real(7);
-        r.accuracy = select.is_null(8) ? qQNaN() : select.real(8);
-        r.spend = select.real(9);
-        r.created = select.real(10);
-        r.started = select.real(11);
-        r.finished = select.real(12);
-        rows.push_back(r);
+    try {
+        Statement select = catalog_.db().prepare(
+            "SELECT id, name, state, reason, backend, remote_id, progress, loss, accuracy, spend, created, started, finished "
+            "FROM jobs WHERE id < ? AND id >= ? ORDER BY id DESC LIMIT ?");
+        select.bind(1, static_cast<int64_t>(below_id)).bind(2, static_cast<int64_t>(from_id)).bind(3, static_cast<int64_t>(limit));
+        while (select.step()) {
+            Row r;
+            r.id = select.integer(0);
+            r.name = QString::fromStdString(select.text(1));
+            r.state = QString::fromStdString(select.text(2));
+            r.reason = QString::fromStdString(select.text(3));
+            r.backend = QString::fromStdString(select.text(4));
+            r.remote_id = QString::fromStdString(select.text(5));
+            r.progress = select.real(6);
+            r.loss = select.is_null(7) ? qQNaN() : select.real(7);
+            r.accuracy = select.is_null(8) ? qQNaN() : select.real(8);
+            r.spend = select.real(9);
+            r.created = select.real(10);
+            r.started = select.real(11);
+            r.finished = select.real(12);
+            rows.push_back(r);
+        }
+    } catch (const std::exception& e) {
+        read_error_ = QString::fromUtf8(e.what());
+        return {};
     }
     return rows;
 }
@@ -81,11 +92,18 @@ void JobTableModel::fetchMore(const QModelIndex& parent) {
 void JobTableModel::refresh() {
     if (!error_.isEmpty())
         return;
-    Statement count = catalog_.db().prepare("SELECT COUNT(*), MAX(id) FROM jobs");
-    if (!count.step())
+    qint64 newest = 0;
+    try {
+        Statement count = catalog_.db().prepare("SELECT COUNT(*), MAX(id) FROM jobs");
+        if (!count.step())
+            return;
+        total_ = count.integer(0);
+        newest = count.integer(1);
+        read_error_.clear();
+    } catch (const std::exception& e) {
+        read_error_ = QString::fromUtf8(e.what());
         return;
-    total_ = count.integer(0);
-    const qint64 newest = count.integer(1);
+    }
     if (rows_.isEmpty()) {
         // Nothing loaded yet: the first page only; the view fetches more as it scrolls.
         if (canFetchMore({}))
@@ -161,37 +179,55 @@ QVariant JobTableModel::headerData(int section, Qt::Orientation orientation, int
     return section < ColumnCount ? tr(names[section]) : QVariant();
 }
 
-CatalogReader::CatalogReader(const QString& catalog_path) { catalog_.open(catalog_path.toStdString(), true); }
+CatalogReader::CatalogReader(const QString& catalog_path) {
+    error_ = QString::fromStdString(catalog_.open(catalog_path.toStdString(), true));
+}
+
+template <class F, class T>
+T CatalogReader::guarded(F&& query, T fallback) {
+    try {
+        return query();
+    } catch (const std::exception& e) {
+        error_ = QString::fromUtf8(e.what());
+        return fallback;
+    }
+}
 
 CatalogReader::Curve CatalogReader::curve(qint64 job, const QString& series, int buckets) {
-    Curve curve;
-    const int64_t id = catalog_.series(static_cast<int64_t>(job), series.toStdString(), false);
-    if (!id)
+    return guarded([&] {
+        Curve curve;
+        const int64_t id = catalog_.series(static_cast<int64_t>(job), series.toStdString(), false);
+        if (!id)
+            return curve;
+        for (const Bucket& b : SeriesStore::query(catalog_.db(), id, std::numeric_limits<int64_t>::min() / 4,
+                                                  std::numeric_limits<int64_t>::max() / 4, buckets)) {
+            curve.last.push_back(QPointF(b.last_step, b.last));
+            curve.min.push_back(QPointF(b.last_step, b.min));
+            curve.max.push_back(QPointF(b.last_step, b.max));
+            curve.points += b.count;
+        }
         return curve;
-    for (const Bucket& b : SeriesStore::query(catalog_.db(), id, std::numeric_limits<int64_t>::min() / 4,
-                                              std::numeric_limits<int64_t>::max() / 4, buckets)) {
-        curve.last.push_back(QPointF(b.last_step, b.last));
-        curve.min.push_back(QPointF(b.last_step, b.min));
-        curve.max.push_back(QPointF(b.last_step, b.max));
-        curve.points += b.count;
-    }
-    return curve;
+    }, Curve());
 }
 
 QStringList CatalogReader::seriesNames(qint64 job) {
-    QStringList names;
-    for (const auto& name : catalog_.series_names(static_cast<int64_t>(job)))
-        names << QString::fromStdString(name);
-    return names;
+    return guarded([&] {
+        QStringList names;
+        for (const auto& name : catalog_.series_names(static_cast<int64_t>(job)))
+            names << QString::fromStdString(name);
+        return names;
+    }, QStringList());
 }
 
 QStringList CatalogReader::logTail(qint64 job, int lines) {
-    QStringList out;
-    Statement select = catalog_.db().prepare("SELECT stream, line FROM job_logs WHERE job=? ORDER BY seq DESC LIMIT ?");
-    select.bind(1, static_cast<int64_t>(job)).bind(2, static_cast<int64_t>(lines));
-    while (select.step())
-        out.prepend(QString::fromStdString(select.text(1)));
-    return out;
+    return guarded([&] {
+        QStringList out;
+        Statement select = catalog_.db().prepare("SELECT stream, line FROM job_logs WHERE job=? ORDER BY seq DESC LIMIT ?");
+        select.bind(1, static_cast<int64_t>(job)).bind(2, static_cast<int64_t>(lines));
+        while (select.step())
+            out.prepend(QString::fromStdString(select.text(1)));
+        return out;
+    }, QStringList());
 }
 
 } // namespace traindeck
@@ -199,15 +235,19 @@ QStringList CatalogReader::logTail(qint64 job, int lines) {
 namespace traindeck {
 
 double CatalogReader::jobBudget(qint64 job) {
-    Statement select = catalog_.db().prepare("SELECT budget FROM jobs WHERE id=?");
-    select.bind(1, static_cast<int64_t>(job));
-    return select.step() ? select.real(0) : 0.0;
+    return guarded([&] {
+        Statement select = catalog_.db().prepare("SELECT budget FROM jobs WHERE id=?");
+        select.bind(1, static_cast<int64_t>(job));
+        return select.step() ? select.real(0) : 0.0;
+    }, 0.0);
 }
 
 QByteArray CatalogReader::jobRequest(qint64 job) {
-    Statement select = catalog_.db().prepare("SELECT spec FROM jobs WHERE id=?");
-    select.bind(1, static_cast<int64_t>(job));
-    return select.step() ? QByteArray::fromStdString(select.text(0)) : QByteArray();
+    return guarded([&] {
+        Statement select = catalog_.db().prepare("SELECT spec FROM jobs WHERE id=?");
+        select.bind(1, static_cast<int64_t>(job));
+        return select.step() ? QByteArray::fromStdString(select.text(0)) : QByteArray();
+    }, QByteArray());
 }
 
 } // namespace traindeck

@@ -1,6 +1,8 @@
 #pragma once
 // The jobs table: one row per catalog job, newest first, fetched lazily in pages so that a catalog with
-// 100 k jobs opens at once. refresh() re-reads the loaded rows (cheap: one indexed query).
+// 100 k jobs opens at once. refresh() re-reads the loaded rows (cheap: one indexed query). A query that fails (a
+// damaged catalog, a table gone) leaves the rows as they were and sets error(); no exception leaves this class, so
+// none reaches a slot or the event loop.
 #include "catalog.h"
 
 #include <QAbstractTableModel>
@@ -28,7 +30,8 @@ public:
     void fetchMore(const QModelIndex& parent) override;
 
     qint64 totalJobs() const { return total_; }
-    QString error() const { return error_; }
+    // Why the catalog could not be opened or last read; "" when the last read worked.
+    QString error() const { return error_.isEmpty() ? read_error_ : error_; }
 
 public slots:
     void refresh();
@@ -44,11 +47,12 @@ private:
     Catalog catalog_;
     QVector<Row> rows_;
     qint64 total_ = 0;
-    QString error_;
+    QString error_, read_error_;
 };
 
 // Read-only access for views: chart data for a job's series (~2 buckets per pixel column, exact min/max/last
-// per bucket), its log tail and the request it was submitted with.
+// per bucket), its log tail and the request it was submitted with. A failed query gives an empty answer and
+// error(), never an exception.
 class CatalogReader {
 public:
     explicit CatalogReader(const QString& catalog_path);
@@ -61,10 +65,16 @@ public:
     QStringList logTail(qint64 job, int lines);
     QByteArray jobRequest(qint64 job); // the JSON the job was submitted with
     double jobBudget(qint64 job);      // 0 when the job has no cap
-
+    QString error() const { return error_; } // why a query failed since clearError(); "" when none did
+    void clearError() { error_.clear(); }
 
 private:
+    // Runs a query; on an exception returns fallback and keeps its message in error_.
+    template <class F, class T>
+    T guarded(F&& query, T fallback);
+
     Catalog catalog_;
+    QString error_;
 };
 
 } // namespace traindeck

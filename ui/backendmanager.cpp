@@ -1,7 +1,10 @@
+// BackendManager (backendmanager.h): the token leaves the console only towards a key the user accepted.
 #include "backendmanager.h"
 
+#include "backendref.h"
 #include "jobsync.h"
 #include "mainwindow.h"
+#include "networkpool.h"
 #include "tokenstore.h"
 
 #include <QDialog>
@@ -16,13 +19,15 @@ namespace traindeck {
 
 BackendManager::BackendManager(Catalog& catalog, CatalogWriter& writer, BackendFactory* worker_factory, MainWindow& window)
     : QObject(&window), catalog_(catalog), writer_(writer), factory_(worker_factory), window_(window) {
-    connect(&window_, &MainWindow::addRemoteWorkerRequested, this, &BackendManager::addRemote);
+    connect(&window_, &MainWindow::addRemoteWorkerRequested, this, qOverload<>(&BackendManager::addRemote));
 }
 
 BackendManager::~BackendManager() {
     syncs_.clear();
-    for (Backend* backend : backends_)
+    for (Backend* backend : backends_) {
+        BackendRef::retire(backend); // its requests end; no task calls it after this
         delete backend;
+    }
 }
 
 void BackendManager::restore() {
@@ -43,7 +48,7 @@ void BackendManager::restore() {
                 }
                 self->connectBackend(name, {{"url", QString::fromStdString(row.url)}, {"token", token},
                                             {"pinned_public_key", QString::fromStdString(row.pinned_public_key)}},
-                                     false);
+                                     Step::Restore);
             }
         }, Qt::QueuedConnection);
     });
@@ -73,22 +78,34 @@ void BackendManager::addRemote() {
     connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
     if (dialog.exec() != QDialog::Accepted)
         return;
-    if (name->text().trimmed().isEmpty() || window_.backendNames().contains(name->text().trimmed())) {
+    addRemote(name->text().trimmed(), url->text().trimmed(), token->text().trimmed());
+}
+
+void BackendManager::addRemote(const QString& name, const QString& url, const QString& token) {
+    if (!factory_) {
+        window_.addAlert(tr("The remote-worker plugin is not installed"));
+        return;
+    }
+    if (name.isEmpty() || window_.backendNames().contains(name)) {
         window_.addAlert(tr("Give the worker a name not used yet"));
         return;
     }
-    connectBackend(name->text().trimmed(), {{"url", url->text().trimmed()}, {"token", token->text().trimmed()}}, true);
+    connectBackend(name, {{"url", url}, {"token", token}}, Step::FirstUse);
 }
 
-void BackendManager::connectBackend(const QString& name, const QVariantMap& settings, bool first_time) {
+void BackendManager::connectBackend(const QString& name, const QVariantMap& settings, Step step) {
     Backend* backend = factory_->create(nullptr);
     QPointer<BackendManager> self(this);
-    (void)QtConcurrent::run([self, backend, settings, name, first_time] {
+    (void)QtConcurrent::run(networkPool(), [self, backend, settings, name, step] {
         QString error;
         const bool ok = backend->open(settings, &error);
-        QMetaObject::invokeMethod(self, [self, backend, settings, name, first_time, ok, error] {
+        QMetaObject::invokeMethod(self, [self, backend, settings, name, step, ok, error] {
             if (!self) {
                 delete backend;
+                return;
+            }
+            if (!ok && step == Step::FirstUse && backend->property("key_needs_trust").toBool()) {
+                self->askTrust(name, settings, backend);
                 return;
             }
             if (!ok) {
@@ -96,29 +113,46 @@ void BackendManager::connectBackend(const QString& name, const QVariantMap& sett
                 delete backend;
                 return;
             }
-            if (first_time) {
-                const QString pin = backend->property("pinned_public_key").toString();
-                const auto answer = QMessageBox::question(
-                    &self->window_, tr("Trust this worker?"),
-                    tr("The worker at %1 presents this key:\n\n%2\n\nCompare it with the fingerprint printed on that "
-                       "machine. Trust it from now on?").arg(settings.value("url").toString(), pin));
-                if (answer != QMessageBox::Yes) {
-                    delete backend;
-                    return;
-                }
-                QString keyring_error;
-                if (!TokenStore::save(name, settings.value("token").toString(), &keyring_error)) {
-                    self->window_.addAlert(tr("Worker “%1” not added: %2").arg(name, keyring_error));
-                    delete backend;
-                    return;
+            if (step != Step::Restore) {
+                // Trusted now (or through its CA file): remember it, its pin in the catalog, its token in the keyring.
+                if (step == Step::FirstUse) {
+                    QString keyring_error;
+                    if (!TokenStore::save(name, settings.value("token").toString(), &keyring_error)) {
+                        self->window_.addAlert(tr("Worker “%1” not added: %2").arg(name, keyring_error));
+                        delete backend;
+                        return;
+                    }
                 }
                 Catalog::BackendRow row{name.toStdString(), "worker", settings.value("url").toString().toStdString(),
-                                        pin.toStdString()};
+                                        backend->property("pinned_public_key").toString().toStdString()};
                 self->writer_.post([row](Catalog& catalog) { catalog.add_backend(row); });
             }
             self->attach(name, backend);
         }, Qt::QueuedConnection);
     });
+}
+
+void BackendManager::askTrust(const QString& name, const QVariantMap& settings, Backend* probe) {
+    const QString pin = probe->property("pinned_public_key").toString();
+    delete probe; // it learned the key and sent nothing else
+    const auto answer = QMessageBox::question(
+        &window_, tr("Trust this worker?"),
+        tr("The worker at %1 presents this key:\n\n%2\n\nCompare it with the fingerprint printed on that machine. Trust "
+           "it from now on? Its token is sent only if you do.").arg(settings.value("url").toString(), pin));
+    if (answer != QMessageBox::Yes) {
+        window_.addAlert(tr("Worker “%1” not added: its key was not trusted, and its token was not sent").arg(name));
+        return;
+    }
+    // The token is kept before it is first sent: a worker is never left connected with a token the console
+    // cannot find again at its next start.
+    QString keyring_error;
+    if (!TokenStore::save(name, settings.value("token").toString(), &keyring_error)) {
+        window_.addAlert(tr("Worker “%1” not added: %2").arg(name, keyring_error));
+        return;
+    }
+    QVariantMap pinned = settings;
+    pinned["pinned_public_key"] = pin; // from now on only this key: a different server is refused before the token goes
+    connectBackend(name, pinned, Step::Trusted);
 }
 
 void BackendManager::attach(const QString& name, Backend* backend) {

@@ -1,5 +1,7 @@
+// DatasetsView (datasetsview.h).
 #include "datasetsview.h"
 
+#include "datasetreader.h"
 #include "inspect.h"
 #include "manifest.h"
 
@@ -56,15 +58,62 @@ QImage idx_grid(const dataset::IdxSet& set, bool fashion) {
     return grid;
 }
 
+// Everything the view shows of one version, made on a pool thread (QImage, not QPixmap: pixmaps are GUI-only).
 struct Loaded {
     dataset::Preview preview;
-    QString error;
+    QString error, diff;
+    QImage image; // the IDX grid or the class-folder thumbnails
 };
+
+// What changed against the previous version of the same dataset, as the diff pane shows it.
+QString diff_text(DatasetReader& reader, const QString& name, const QString& version) {
+    const QString previous = reader.previousVersion(name, version);
+    if (previous.isEmpty())
+        return reader.error().isEmpty() ? QObject::tr("%1: first version (%2).").arg(name, version.left(12))
+                                        : QObject::tr("Cannot compare: %1").arg(reader.error());
+    dataset::Manifest before, after;
+    std::string error;
+    if (!dataset::Manifest::from_json(nlohmann::json::parse(reader.manifest(previous).toStdString(), nullptr, false), before, error) ||
+        !dataset::Manifest::from_json(nlohmann::json::parse(reader.manifest(version).toStdString(), nullptr, false), after, error))
+        return QObject::tr("Cannot compare with %1: its manifest in the catalog is damaged (%2)").arg(previous.left(12), QString::fromStdString(error));
+    const dataset::ManifestDiff diff = diff_manifests(before, after);
+    QStringList lines;
+    lines << QObject::tr("%1: %2 → %3").arg(name, previous.left(12), version.left(12));
+    lines << QObject::tr("%1 added, %2 removed, %3 changed, %4 unchanged")
+                 .arg(diff.added.size()).arg(diff.removed.size()).arg(diff.changed.size()).arg(diff.unchanged);
+    for (const auto& c : diff.added)
+        lines << QString("+ %1  (%2)").arg(QString::fromStdString(c.path), formatBytes(c.new_size));
+    for (const auto& c : diff.removed)
+        lines << QString("- %1  (%2)").arg(QString::fromStdString(c.path), formatBytes(c.old_size));
+    for (const auto& c : diff.changed)
+        lines << QString("~ %1  (%2 → %3)").arg(QString::fromStdString(c.path), formatBytes(c.old_size), formatBytes(c.new_size));
+    return lines.join('\n');
+}
+
+// A few thumbnails per class of an image folder, each decoded and scaled here.
+QImage thumbnails(const dataset::Preview& p, const QString& root) {
+    const int thumb = 72;
+    QImage grid(4 * (thumb + 8), std::max(1, static_cast<int>(p.classes.size())) * (thumb + 24), QImage::Format_RGB32);
+    grid.fill(Qt::white);
+    QPainter painter(&grid);
+    for (size_t c = 0; c < p.classes.size(); ++c) {
+        const int y = static_cast<int>(c) * (thumb + 24);
+        painter.drawText(QRect(4, y, grid.width(), 18), Qt::AlignLeft,
+                         QString("%1 (%2 images)").arg(QString::fromStdString(p.classes[c].name)).arg(p.classes[c].count));
+        for (size_t i = 0; i < p.classes[c].samples.size(); ++i) {
+            QImage image(root + "/" + QString::fromStdString(p.classes[c].samples[i]));
+            if (!image.isNull())
+                painter.drawImage(QRect(4 + static_cast<int>(i) * (thumb + 8), y + 20, thumb, thumb),
+                                  image.scaled(thumb, thumb, Qt::KeepAspectRatio, Qt::SmoothTransformation));
+        }
+    }
+    return grid;
+}
 
 } // namespace
 
 DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, BackendList backends, QWidget* parent)
-    : QWidget(parent), sync_(sync), backends_(std::move(backends)) {
+    : QWidget(parent), catalog_path_(catalog_path), sync_(sync), backends_(std::move(backends)) {
     setAcceptDrops(true);
     model_ = new DatasetTableModel(catalog_path, this);
     table_ = new QTableView;
@@ -185,8 +234,10 @@ DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, Backe
         progress_->setValue(1000);
         setStatus(is_new ? tr("Registered %1, version %2").arg(name, version.left(12))
                          : tr("%1 is unchanged: these bytes are version %2 already").arg(name, version.left(12)));
+        const QString shown = shown_version_;
         selectVersion(version);
-        showDiff(name, version);
+        if (shown_version_ == shown)
+            showVersion(version); // it was selected already: show it again (its diff may be new)
     });
     connect(&sync_, &DatasetSync::uploaded, this,
             [this](const QString& version, const QString& backend, qint64 sent, qint64, double seconds) {
@@ -240,8 +291,7 @@ void DatasetsView::uploadSelected(const QString& backend_name) {
         return;
     }
     const QString version = model_->data(current, DatasetTableModel::VersionRole).toString();
-    if (!sync_.upload(version, model_->data(current, DatasetTableModel::RootRole).toString(), model_->manifest(version),
-                      *backend, backend_name))
+    if (!sync_.upload(version, model_->data(current, DatasetTableModel::RootRole).toString(), *backend, backend_name))
         setStatus(tr("Busy with another dataset; try again when it is done"), true);
 }
 
@@ -262,30 +312,6 @@ void DatasetsView::dropEvent(QDropEvent* event) {
         registerPath(urls.first().toLocalFile());
 }
 
-void DatasetsView::showDiff(const QString& name, const QString& version) {
-    const QString previous = model_->previousVersion(name, version);
-    if (previous.isEmpty()) {
-        diff_->setPlainText(tr("%1: first version (%2).").arg(name, version.left(12)));
-        return;
-    }
-    dataset::Manifest before, after;
-    std::string error;
-    dataset::Manifest::from_json(nlohmann::json::parse(model_->manifest(previous).toStdString(), nullptr, false), before, error);
-    dataset::Manifest::from_json(nlohmann::json::parse(model_->manifest(version).toStdString(), nullptr, false), after, error);
-    const dataset::ManifestDiff diff = diff_manifests(before, after);
-    QStringList lines;
-    lines << tr("%1: %2 → %3").arg(name, previous.left(12), version.left(12));
-    lines << tr("%1 added, %2 removed, %3 changed, %4 unchanged")
-                 .arg(diff.added.size()).arg(diff.removed.size()).arg(diff.changed.size()).arg(diff.unchanged);
-    for (const auto& c : diff.added)
-        lines << QString("+ %1  (%2)").arg(QString::fromStdString(c.path), formatBytes(c.new_size));
-    for (const auto& c : diff.removed)
-        lines << QString("- %1  (%2)").arg(QString::fromStdString(c.path), formatBytes(c.old_size));
-    for (const auto& c : diff.changed)
-        lines << QString("~ %1  (%2 → %3)").arg(QString::fromStdString(c.path), formatBytes(c.old_size), formatBytes(c.new_size));
-    diff_->setPlainText(lines.join('\n'));
-}
-
 void DatasetsView::showVersion(const QString& version) {
     shown_version_ = version;
     const int row = model_->rowOfVersion(version);
@@ -293,23 +319,35 @@ void DatasetsView::showVersion(const QString& version) {
         return;
     const QString root = model_->data(model_->index(row, 0), DatasetTableModel::RootRole).toString();
     const QString name = model_->data(model_->index(row, 0), DatasetTableModel::NameRole).toString();
-    const QByteArray manifest_json = model_->manifest(version);
-    showDiff(name, version);
     preview_text_->setText(tr("Reading %1…").arg(root));
     preview_->setCurrentWidget(preview_text_);
     QPointer<DatasetsView> self(this);
-    // Reading a preview decompresses and checks files: off the GUI thread.
-    QtConcurrent::run([root, manifest_json] {
+    const QString catalog_path = catalog_path_;
+    // Reading the manifests, diffing them, decompressing and checking files, decoding thumbnails: off the GUI thread.
+    QtConcurrent::run([catalog_path, root, name, version] {
         Loaded loaded;
+        DatasetReader reader(catalog_path);
+        loaded.diff = diff_text(reader, name, version);
         dataset::Manifest manifest;
         std::string error;
-        if (!dataset::Manifest::from_json(nlohmann::json::parse(manifest_json.toStdString(), nullptr, false), manifest, error) ||
-            !dataset::inspect_dataset(root.toStdString(), manifest, loaded.preview, error, 32))
+        if (!dataset::Manifest::from_json(nlohmann::json::parse(reader.manifest(version).toStdString(), nullptr, false), manifest, error) ||
+            !dataset::inspect_dataset(root.toStdString(), manifest, loaded.preview, error, 32)) {
             loaded.error = QString::fromStdString(error);
+            return loaded;
+        }
+        const dataset::Preview& p = loaded.preview;
+        if (p.format == "idx" && !p.idx.empty()) {
+            // The training set when there is one (the larger set).
+            const auto& set = *std::max_element(p.idx.begin(), p.idx.end(), [](const auto& a, const auto& b) { return a.count < b.count; });
+            loaded.image = idx_grid(set, name.contains("fashion", Qt::CaseInsensitive));
+        } else if (p.format == "image-folder") {
+            loaded.image = thumbnails(p, root);
+        }
         return loaded;
-    }).then(this, [this, self, version, name](const Loaded& loaded) {
+    }).then(this, [this, self, version](const Loaded& loaded) {
         if (!self || version != shown_version_)
             return;
+        diff_->setPlainText(loaded.diff);
         if (!loaded.error.isEmpty()) {
             preview_summary_ = tr("The files changed or went away since this version was registered: %1").arg(loaded.error);
             preview_text_->setText(preview_summary_);
@@ -318,10 +356,8 @@ void DatasetsView::showVersion(const QString& version) {
         }
         const dataset::Preview& p = loaded.preview;
         preview_summary_ = QString::fromStdString(p.summary);
-        if (p.format == "idx" && !p.idx.empty()) {
-            // The training set when there is one (the larger set).
-            const auto& set = *std::max_element(p.idx.begin(), p.idx.end(), [](const auto& a, const auto& b) { return a.count < b.count; });
-            images_->setPixmap(QPixmap::fromImage(idx_grid(set, name.contains("fashion", Qt::CaseInsensitive))));
+        if (!loaded.image.isNull()) {
+            images_->setPixmap(QPixmap::fromImage(loaded.image));
             images_->setToolTip(preview_summary_);
             preview_->setCurrentWidget(images_);
         } else if (p.format == "csv" && !p.tables.empty()) {
@@ -338,26 +374,6 @@ void DatasetsView::showVersion(const QString& version) {
                     rows_->setItem(static_cast<int>(r), static_cast<int>(c), new QTableWidgetItem(QString::fromStdString(table.rows[r][c])));
             rows_->setToolTip(preview_summary_);
             preview_->setCurrentWidget(rows_);
-        } else if (p.format == "image-folder") {
-            const int row = model_->rowOfVersion(version);
-            const QString root = model_->data(model_->index(row, 0), DatasetTableModel::RootRole).toString();
-            const int thumb = 72;
-            QImage grid(4 * (thumb + 8), static_cast<int>(p.classes.size()) * (thumb + 24), QImage::Format_RGB32);
-            grid.fill(Qt::white);
-            QPainter painter(&grid);
-            for (size_t c = 0; c < p.classes.size(); ++c) {
-                const int y = static_cast<int>(c) * (thumb + 24);
-                painter.drawText(QRect(4, y, grid.width(), 18), Qt::AlignLeft,
-                                 QString("%1 (%2 images)").arg(QString::fromStdString(p.classes[c].name)).arg(p.classes[c].count));
-                for (size_t i = 0; i < p.classes[c].samples.size(); ++i) {
-                    QImage image(root + "/" + QString::fromStdString(p.classes[c].samples[i]));
-                    if (!image.isNull())
-                        painter.drawImage(QRect(4 + static_cast<int>(i) * (thumb + 8), y + 20, thumb, thumb),
-                                          image.scaled(thumb, thumb, Qt::KeepAspectRatio, Qt::SmoothTransformation));
-                }
-            }
-            images_->setPixmap(QPixmap::fromImage(grid));
-            preview_->setCurrentWidget(images_);
         } else {
             preview_text_->setText(preview_summary_);
             preview_->setCurrentWidget(preview_text_);

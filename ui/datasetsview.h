@@ -2,6 +2,7 @@
 // The Datasets tab: registered versions (drop a folder or file on it, or use the buttons), the selected version's
 // preview (IDX images with their labels, CSV rows with column types, class-folder thumbnails), what changed
 // against the previous version of the same dataset, and upload to a backend with progress and throughput.
+// Manifests, diffs, previews and thumbnails are read and decoded off the GUI thread; the view only shows results.
 #include "datasetsync.h"
 #include "datasettablemodel.h"
 
@@ -43,9 +44,9 @@ protected:
 
 private:
     void showVersion(const QString& version);
-    void showDiff(const QString& name, const QString& version);
     void setStatus(const QString& text, bool error = false);
 
+    QString catalog_path_;
     DatasetSync& sync_;
     BackendList backends_;
     DatasetTableModel* model_;

@@ -1,37 +1,46 @@
+// DatasetSync (datasetsync.h): hashing on Qt's global pool, uploads on the network pool, rows through the writer.
+// The operations capture shared state, not `this`, so the window can close while one runs.
 #include "datasetsync.h"
 
+#include "backendref.h"
+#include "datasetreader.h"
 #include "inspect.h"
 #include "manifest.h"
+#include "networkpool.h"
 
 #include <QFileInfo>
 #include <QPointer>
-#include <QThread>
 #include <QtConcurrent>
 
 #include <chrono>
 
 namespace traindeck {
 
-DatasetSync::DatasetSync(CatalogWriter& writer, QObject* parent)
-    : QObject(parent), writer_(writer), alive_(std::make_shared<std::atomic<bool>>(true)) {}
+DatasetSync::DatasetSync(CatalogWriter& writer, const QString& catalog_path, QObject* parent)
+    : QObject(parent), writer_(writer), catalog_path_(catalog_path), cancel_(std::make_shared<std::atomic<bool>>(false)) {}
 
-DatasetSync::~DatasetSync() {
-    cancel_ = true;
-    *alive_ = false;
-    QThreadPool::globalInstance()->waitForDone();
+DatasetSync::~DatasetSync() { cancel(); }
+
+void DatasetSync::cancel() {
+    cancel_->store(true);
+    // The Backend interface has no cancel yet: a WorkerBackend offers the slot cancelUploads(), called by name; on
+    // any other backend the upload runs to its end and only what this class does after it is skipped.
+    if (uploading_ && !QMetaObject::invokeMethod(uploading_, "cancelUploads", Qt::DirectConnection))
+        emit failed(tr("This backend cannot stop an upload under way; it ends when the upload does"));
 }
 
 bool DatasetSync::registerPath(const QString& name, const QString& root) {
     if (busy_)
         return false;
     busy_ = true;
-    cancel_ = false;
+    cancel_ = std::make_shared<std::atomic<bool>>(false);
     QPointer<DatasetSync> self(this);
     const QString absolute = QFileInfo(root).absoluteFilePath();
-    (void)QtConcurrent::run([this, self, name, absolute] {
+    CatalogWriter& writer = writer_;
+    (void)QtConcurrent::run([self, name, absolute, cancel = cancel_, &writer] {
         const auto start = std::chrono::steady_clock::now();
         dataset::ScanOptions options;
-        options.cancel = &cancel_;
+        options.cancel = cancel.get();
         options.progress_every = 16 << 20;
         options.progress = [&](const dataset::ScanProgress& p) {
             const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -58,9 +67,19 @@ bool DatasetSync::registerPath(const QString& name, const QString& root) {
                                        preview.format, preview.summary, manifest.bytes(), static_cast<int64_t>(manifest.files.size())};
         // The catalog's writer thread records it; one transaction, so no half-registered version.
         auto created = std::make_shared<bool>(false);
-        writer_.post([row, created](Catalog& catalog) { catalog.add_dataset_version(row, created.get()); });
-        writer_.flush();
-        const std::string write_error = writer_.last_error();
+        if (cancel->load()) {
+            // Cancelled (or the window closed, and the writer may be gone): nothing is written.
+            QMetaObject::invokeMethod(self, [self] {
+                if (!self)
+                    return;
+                self->busy_ = false;
+                emit self->failed(tr("Not registered: cancelled"));
+            });
+            return;
+        }
+        writer.post([row, created](Catalog& catalog) { catalog.add_dataset_version(row, created.get()); });
+        writer.flush(); // on this thread, never the GUI's
+        const std::string write_error = writer.last_error();
         QMetaObject::invokeMethod(self, [self, name, row, created, write_error] {
             if (!self)
                 return;
@@ -76,19 +95,28 @@ bool DatasetSync::registerPath(const QString& name, const QString& root) {
     return true;
 }
 
-bool DatasetSync::upload(const QString& version, const QString& root, const QByteArray& manifest, Backend& backend,
-                         const QString& backend_name, std::function<void(bool, const QString&)> done) {
+bool DatasetSync::upload(const QString& version, const QString& root, Backend& backend, const QString& backend_name,
+                         std::function<void(bool, const QString&)> done) {
     if (busy_)
         return false;
     busy_ = true;
-    cancel_ = false;
+    cancel_ = std::make_shared<std::atomic<bool>>(false);
+    uploading_ = &backend;
     QPointer<DatasetSync> self(this);
-    QPointer<Backend> target(&backend);
-    (void)QtConcurrent::run([this, self, target, version, root, manifest, backend_name, done] {
+    const BackendRef ref = BackendRef::of(&backend);
+    CatalogWriter& writer = writer_;
+    const QString catalog_path = catalog_path_;
+    (void)QtConcurrent::run(networkPool(), [self, ref, version, root, backend_name, done, catalog_path, cancel = cancel_, &writer] {
         qint64 sent = 0, to_send = 0;
         double seconds = 0;
         QString error;
-        const bool ok = target && target->uploadDataset(root, manifest, [&](qint64 s, qint64 total, double t) {
+        // The manifest (one JSON line per file and chunk: megabytes for a large set) is read here, not on the GUI thread.
+        DatasetReader reader(catalog_path);
+        const QByteArray manifest = reader.manifest(version);
+        if (manifest.isEmpty())
+            error = reader.error();
+        const BackendRef::Use target = ref.use();
+        const bool ok = error.isEmpty() && !cancel->load() && target && target->uploadDataset(root, manifest, [&](qint64 s, qint64 total, double t) {
             sent = s;
             to_send = total;
             seconds = t;
@@ -97,16 +125,19 @@ bool DatasetSync::upload(const QString& version, const QString& root, const QByt
                     emit self->progress(tr("Uploading"), s, total, t);
             });
         }, &error);
-        if (ok) {
-            writer_.post([v = version.toStdString(), b = backend_name.toStdString()](Catalog& catalog) {
+        if (!ok && error.isEmpty())
+            error = tr("the upload was cancelled");
+        if (ok && !cancel->load()) {
+            writer.post([v = version.toStdString(), b = backend_name.toStdString()](Catalog& catalog) {
                 catalog.mark_dataset_uploaded(v, b);
             });
-            writer_.flush();
+            writer.flush(); // on this thread: the table shows the upload when the signal below refreshes it
         }
         QMetaObject::invokeMethod(self, [self, ok, error, version, backend_name, sent, to_send, seconds, done] {
             if (!self)
                 return;
             self->busy_ = false;
+            self->uploading_ = nullptr;
             if (ok) {
                 emit self->catalogChanged();
                 emit self->uploaded(version, backend_name, sent, to_send, seconds);

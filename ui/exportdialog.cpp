@@ -1,6 +1,9 @@
+// ExportDialog (exportdialog.h): the checkpoint fetched on the network pool, the exporter a separate process.
 #include "exportdialog.h"
 
+#include "backendref.h"
 #include "datasettablemodel.h"
+#include "networkpool.h"
 
 #include <QCheckBox>
 #include <QCoreApplication>
@@ -128,11 +131,12 @@ void ExportDialog::startExport() {
     setStatus(tr("Fetching the newest checkpoint from the backend…"));
     const QString dir = out_dir_->text();
     QPointer<ExportDialog> self(this);
-    Backend* backend = &backend_;
+    const BackendRef ref = BackendRef::of(&backend_);
     const QString remote_id = job_.remote_id;
-    QtConcurrent::run([backend, remote_id, dir] {
-        QString error;
-        const QString path = backend->fetchCheckpoint(remote_id, dir + "/checkpoint", &error);
+    QtConcurrent::run(networkPool(), [ref, remote_id, dir] {
+        QString error = tr("the console is closing");
+        const BackendRef::Use backend = ref.use();
+        const QString path = backend ? backend->fetchCheckpoint(remote_id, dir + "/checkpoint", &error) : QString();
         return qMakePair(path, error);
     }).then(this, [this, self](const QPair<QString, QString>& fetched) {
         if (!self)

@@ -253,6 +253,7 @@ void JobDetailView::showJob(qint64 job, const QString& title) {
 void JobDetailView::refresh() {
     if (job_ == 0)
         return;
+    reader_.clearError();
     // About two buckets per pixel column of the plot area.
     const int buckets = std::max(200, 2 * static_cast<int>(loss_chart_->plotArea().width()));
     const CatalogReader::Curve loss = reader_.curve(job_, "loss", buckets);

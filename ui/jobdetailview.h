@@ -32,6 +32,8 @@ public:
     // Names of the curves on the system chart (CPU %, spend, and per GPU utilisation and memory when present).
     QStringList systemCurveNames() const;
     int budgetPoints() const;
+    // Why the catalog could not be read at the last refresh ("" when it could).
+    QString error() const { return reader_.error(); }
 
 public slots:
     void refresh();

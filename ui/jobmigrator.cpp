@@ -1,7 +1,11 @@
+// JobMigrator (jobmigrator.h): heartbeats and moves on the network pool; the catalog read and written on its writer
+// thread, never flushed from the GUI thread.
 #include "jobmigrator.h"
 
+#include "backendref.h"
 #include "jobsync.h"
 #include "manifest.h"
+#include "networkpool.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -14,7 +18,7 @@ namespace traindeck {
 
 JobMigrator::JobMigrator(const QString& catalog_path, CatalogWriter& writer, Targets targets, QObject* parent)
     : QObject(parent), writer_(writer), targets_(std::move(targets)) {
-    reader_.open(catalog_path.toStdString(), true);
+    Q_UNUSED(catalog_path); // the writer reads what it needs, on its thread
     timer_ = new QTimer(this);
     connect(timer_, &QTimer::timeout, this, &JobMigrator::poll);
     timer_->start(5000);
@@ -33,11 +37,12 @@ void JobMigrator::poll() {
             last_heard_[t.name] = QDateTime::currentMSecsSinceEpoch();
         polling_.insert(t.name);
         QPointer<JobMigrator> self(this);
-        Backend* backend = t.backend;
+        const BackendRef ref = BackendRef::of(t.backend);
         const QString name = t.name;
-        QtConcurrent::run([backend] {
+        QtConcurrent::run(networkPool(), [ref] {
             QString error;
-            return !backend->resources(&error).isEmpty();
+            const BackendRef::Use backend = ref.use();
+            return backend && !backend->resources(&error).isEmpty();
         }).then(this, [self, name](bool ok) {
             if (self)
                 self->heard(name, ok);
@@ -56,10 +61,11 @@ void JobMigrator::heard(const QString& name, bool ok) {
             for (const Target& t : targets_())
                 if (t.name == name)
                     for (const QString& remote : moved_away_.take(name)) {
-                        Backend* backend = t.backend;
-                        (void)QtConcurrent::run([backend, remote] {
+                        const BackendRef ref = BackendRef::of(t.backend);
+                        (void)QtConcurrent::run(networkPool(), [ref, remote] {
                             QString error;
-                            backend->cancel(remote, &error);
+                            if (const BackendRef::Use backend = ref.use())
+                                backend->cancel(remote, &error);
                         });
                     }
         }
@@ -74,29 +80,30 @@ void JobMigrator::heard(const QString& name, bool ok) {
 }
 
 void JobMigrator::migrateJobsOf(const QString& backend) {
-    struct Row {
-        qint64 id;
-        QString remote;
-        QJsonObject request;
-        bool migrate;
-    };
-    QList<Row> rows;
-    try {
-        Statement select = reader_.db().prepare(
+    // On the writer thread: read the lost worker's unfinished jobs and mark them lost in one transaction, then
+    // hand the list back here. The GUI thread waits for neither the read nor the commit.
+    QPointer<JobMigrator> self(this);
+    const std::string name = backend.toStdString();
+    writer_.post([self, name, backend](Catalog& catalog) {
+        QList<Row> rows;
+        Statement select = catalog.db().prepare(
             "SELECT id, remote_id, spec, migrate FROM jobs WHERE backend=? AND "
             "state NOT IN ('succeeded','failed','cancelled','stopped','lost')");
-        select.bind(1, backend.toStdString());
+        select.bind(1, name);
         while (select.step())
             rows.push_back({select.integer(0), QString::fromStdString(select.text(1)),
                             QJsonDocument::fromJson(QByteArray::fromStdString(select.text(2))).object(), select.integer(3) != 0});
-    } catch (const std::exception& e) {
-        emit problem(tr("Could not read the jobs of lost worker %1: %2").arg(backend, e.what()));
-        return;
-    }
-    const std::string reason = "worker " + backend.toStdString() + " lost";
-    for (const Row& row : rows)
-        writer_.post([id = row.id, reason](Catalog& catalog) { catalog.mark_lost(id, reason); });
-    writer_.flush();
+        const std::string reason = "worker " + name + " lost";
+        for (const Row& row : rows)
+            catalog.mark_lost(row.id, reason);
+        QMetaObject::invokeMethod(self, [self, backend, rows] {
+            if (self)
+                self->moveJobs(backend, rows);
+        }, Qt::QueuedConnection);
+    });
+}
+
+void JobMigrator::moveJobs(const QString& backend, const QList<Row>& rows) {
     const Target* to = nullptr;
     const QList<Target> targets = targets_();
     for (const Target& t : targets)
@@ -119,15 +126,20 @@ void JobMigrator::move(qint64 job, const QString& from, const QString& remote_id
                        const Target& to) {
     QPointer<JobMigrator> self(this);
     const QString dir = JobSync::checkpointDir(job);
-    Backend* backend = to.backend;
+    const BackendRef ref = BackendRef::of(to.backend);
     QJsonObject sent = request;
     sent.remove("console");
     struct Outcome {
         QString remote, error, checkpoint;
     };
     // Off the GUI thread: send the checkpoint (as a one-file version in the target's store), then submit.
-    QtConcurrent::run([backend, dir, sent]() mutable {
+    QtConcurrent::run(networkPool(), [ref, dir, sent]() mutable {
         Outcome outcome;
+        const BackendRef::Use backend = ref.use();
+        if (!backend) {
+            outcome.error = tr("the console is closing");
+            return outcome;
+        }
         const QStringList files = QDir(dir).entryList({"ckpt-*.tdck"}, QDir::Files, QDir::Name);
         if (!files.isEmpty()) {
             outcome.checkpoint = dir + "/" + files.last();
@@ -156,10 +168,11 @@ void JobMigrator::move(qint64 job, const QString& from, const QString& remote_id
         const std::string reason = "moved from lost worker " + from.toStdString() +
                                    (outcome.checkpoint.isEmpty() ? ", from the start (no checkpoint yet)"
                                                                  : ", from " + QFileInfo(outcome.checkpoint).fileName().toStdString());
+        // The writer runs what it is given in order: the job is reassigned before any event of its new copy,
+        // which arrives only once watched, is ingested. No flush, so the GUI thread does not wait for the commit.
         writer_.post([job, name = to.name.toStdString(), remote = outcome.remote.toStdString(), reason](Catalog& catalog) {
             catalog.reassign_job(job, name, remote, reason);
         });
-        writer_.flush();
         moved_away_[from] << remote_id;
         to.backend->watch(outcome.remote, 0);
         emit jobMoved(job, from, to.name);

@@ -41,10 +41,16 @@ signals:
 private:
     void poll();
     void heard(const QString& name, bool ok);
+    struct Row {
+        qint64 id;
+        QString remote;
+        QJsonObject request;
+        bool migrate;
+    };
     void migrateJobsOf(const QString& backend);
+    void moveJobs(const QString& backend, const QList<Row>& rows);
     void move(qint64 job, const QString& from, const QString& remote_id, const QJsonObject& request, const Target& to);
 
-    Catalog reader_;
     CatalogWriter& writer_;
     Targets targets_;
     QTimer* timer_;

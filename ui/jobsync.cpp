@@ -1,4 +1,9 @@
+// JobSync (jobsync.h): every backend call on the network pool, every catalog write on the writer thread; the GUI
+// thread only posts and receives.
 #include "jobsync.h"
+
+#include "backendref.h"
+#include "networkpool.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -41,12 +46,13 @@ void JobSync::resumeWatching() {
 
 void JobSync::submit(const QString& name, const QJsonObject& request) {
     QPointer<JobSync> self(this);
-    Backend* backend = &backend_;
+    const BackendRef ref = BackendRef::of(&backend_);
     QJsonObject sent = request;
     sent.remove("console"); // the console's own settings (migration): the catalog keeps them, the worker never sees them
-    (void)QtConcurrent::run([self, backend, name, request, sent, this] {
-        QString error;
-        const QString remote = backend->submit(sent, &error);
+    (void)QtConcurrent::run(networkPool(), [self, ref, name, request, sent, this] {
+        QString error = tr("the console is closing");
+        const BackendRef::Use backend = ref.use();
+        const QString remote = backend ? backend->submit(sent, &error) : QString();
         QMetaObject::invokeMethod(self, [self, remote, error, name, request, this] {
             if (!self)
                 return;
@@ -55,7 +61,7 @@ void JobSync::submit(const QString& name, const QJsonObject& request) {
                 return;
             }
             const std::string backend_name = backend_name_.toStdString();
-            const nlohmann::json spec = nlohmann::json::parse(QJsonDocument(request).toJson().toStdString());
+            const nlohmann::json spec = nlohmann::json::parse(QJsonDocument(request).toJson().toStdString(), nullptr, false);
             writer_.post([self, remote, name, backend_name, spec](Catalog& catalog) {
                 const int64_t id = catalog.add_job(name.toStdString(), backend_name, remote.toStdString(), spec);
                 QMetaObject::invokeMethod(self, [self, id, remote] {
@@ -73,10 +79,11 @@ void JobSync::submit(const QString& name, const QJsonObject& request) {
 void JobSync::cancel(qint64 job, const QString& remote_id) {
     Q_UNUSED(job);
     QPointer<JobSync> self(this);
-    Backend* backend = &backend_;
-    (void)QtConcurrent::run([self, backend, remote_id] {
-        QString error;
-        if (!backend->cancel(remote_id, &error))
+    const BackendRef ref = BackendRef::of(&backend_);
+    (void)QtConcurrent::run(networkPool(), [self, ref, remote_id] {
+        QString error = tr("the console is closing");
+        const BackendRef::Use backend = ref.use();
+        if (!backend || !backend->cancel(remote_id, &error))
             QMetaObject::invokeMethod(self, [self, error] {
                 if (self)
                     emit self->failed(tr("Cancel failed: %1").arg(error));
@@ -86,11 +93,11 @@ void JobSync::cancel(qint64 job, const QString& remote_id) {
 
 void JobSync::resume(qint64 job, const QString& remote_id) {
     QPointer<JobSync> self(this);
-    Backend* backend = &backend_;
-    const std::string backend_name = backend_name_.toStdString();
-    (void)QtConcurrent::run([self, backend, remote_id, job, backend_name, this] {
-        QString error;
-        const bool ok = backend->resume(remote_id, 0, &error);
+    const BackendRef ref = BackendRef::of(&backend_);
+    (void)QtConcurrent::run(networkPool(), [self, ref, remote_id, job, this] {
+        QString error = tr("the console is closing");
+        const BackendRef::Use backend = ref.use();
+        const bool ok = backend && backend->resume(remote_id, 0, &error);
         QMetaObject::invokeMethod(self, [self, ok, error, remote_id, job, this] {
             if (!self)
                 return;
@@ -166,32 +173,46 @@ void JobSync::syncCheckpoint(qint64 job, const QString& remote_id) {
     }
     checkpoint_fetches_.insert(job);
     QPointer<JobSync> self(this);
-    Backend* backend = &backend_;
+    const BackendRef ref = BackendRef::of(&backend_);
     const QString dir = checkpointDir(job);
-    QtConcurrent::run([backend, remote_id, dir] {
-        QString error;
-        const QString path = backend->fetchCheckpoint(remote_id, dir + "/incoming", &error);
+    struct Copy {
+        QString kept, error;
+    };
+    QtConcurrent::run(networkPool(), [ref, remote_id, dir] {
+        Copy copy;
+        const BackendRef::Use backend = ref.use();
+        if (!backend) {
+            copy.error = tr("the console is closing");
+            return copy;
+        }
+        const QString path = backend->fetchCheckpoint(remote_id, dir + "/incoming", &copy.error);
         if (path.isEmpty())
-            return QString();
+            return copy;
         // The newest one replaces the older copies (rename within the folder: never half a file under a name).
         const QString kept = dir + "/" + QFileInfo(path).fileName();
         QFile::remove(kept);
-        if (!QFile::rename(path, kept))
-            return QString();
+        if (!QFile::rename(path, kept)) {
+            copy.error = tr("cannot move %1 to %2; check the folder's permissions and free space").arg(path, kept);
+            return copy;
+        }
         for (const QString& old : QDir(dir).entryList({"ckpt-*.tdck"}, QDir::Files))
             if (dir + "/" + old != kept)
                 QFile::remove(dir + "/" + old);
-        return kept;
-    }).then(this, [this, self, job, remote_id](const QString& kept) {
+        copy.kept = kept;
+        return copy;
+    }).then(this, [this, self, job, remote_id](const Copy& copy) {
         if (!self)
             return;
         checkpoint_fetches_.remove(job);
-        if (!kept.isEmpty()) {
-            const int64_t bytes = QFileInfo(kept).size();
-            writer_.post([job, path = kept.toStdString(), bytes](Catalog& catalog) {
+        if (!copy.kept.isEmpty()) {
+            const int64_t bytes = QFileInfo(copy.kept).size();
+            writer_.post([job, path = copy.kept.toStdString(), bytes](Catalog& catalog) {
                 catalog.add_artifact(job, "checkpoint", path, bytes, nlohmann::json::object());
             });
-            emit checkpointSynced(job, kept);
+            emit checkpointSynced(job, copy.kept);
+        } else {
+            // The job can still move only from an older copy (or from the start): the user must know.
+            emit failed(tr("Checkpoint of job %1 not copied from %2: %3").arg(job).arg(backend_name_, copy.error));
         }
         if (checkpoint_again_.remove(job))
             syncCheckpoint(job, remote_id);

@@ -1,6 +1,9 @@
+// MainWindow (mainwindow.h): wiring and small slots; every backend call goes to the network pool.
 #include "mainwindow.h"
 
+#include "backendref.h"
 #include "exportdialog.h"
+#include "networkpool.h"
 #include "newjobdialog.h"
 
 #include <QAction>
@@ -83,7 +86,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     splitter->addWidget(left);
     splitter->addWidget(detail_);
     splitter->setSizes({620, 780});
-    dataset_sync_ = new DatasetSync(sync.writer(), this);
+    dataset_sync_ = new DatasetSync(sync.writer(), catalog_path, this);
     datasets_ = new DatasetsView(catalog_path, *dataset_sync_, [this] {
         QList<QPair<QString, Backend*>> list;
         for (const Entry& e : backends_)
@@ -199,6 +202,16 @@ void MainWindow::addBackend(const QString& name, JobSync& sync, Backend& backend
     datasets_->refreshBackends();
     connectSync(sync);
     updateResources();
+    // What the backend had to do to connect that the user must hear of (a port another program holds, ...).
+    if (const QString notice = backend.property("attach_notice").toString(); !notice.isEmpty())
+        addAlert(tr("%1: %2").arg(name, notice));
+}
+
+QStringList MainWindow::alerts() const {
+    QStringList list;
+    for (int row = 0; row < alerts_->count(); ++row)
+        list << alerts_->item(row)->text();
+    return list;
 }
 
 QStringList MainWindow::backendNames() const {
@@ -219,6 +232,12 @@ void MainWindow::refresh() {
     refresh_pending_ = false;
     jobs_->refresh();
     detail_->refresh();
+    // A catalog that cannot be read (damaged, or changed under us) is said once per new message, not per refresh.
+    for (const QString& error : {jobs_->error(), detail_->error()})
+        if (!error.isEmpty() && error != last_catalog_error_) {
+            last_catalog_error_ = error;
+            addAlert(tr("The catalog could not be read: %1. Close the console and check the file (or restore a backup)").arg(error));
+        }
 }
 
 void MainWindow::addAlert(const QString& message) {
@@ -274,7 +293,7 @@ void MainWindow::submitDialog(const NewJobDialog& dialog) {
     JobSync* sync = e->sync;
     const QString name = dialog.jobName();
     const bool started = dataset_sync_->upload(version, model.data(model.index(row, 0), DatasetTableModel::RootRole).toString(),
-                                               model.manifest(version), *e->backend, e->name,
+                                               *e->backend, e->name,
                                                [this, sync, name, request](bool ok, const QString& error) {
                                                    if (ok)
                                                        sync->submit(name, request);
@@ -369,9 +388,12 @@ void MainWindow::updateResources() {
     // Each backend's /v1/resources, fetched off the GUI thread, lands in the backends model.
     QPointer<MainWindow> self(this);
     for (const Entry& e : backends_) {
-        Backend* backend = e.backend;
+        const BackendRef ref = BackendRef::of(e.backend);
         const QString name = e.name;
-        (void)QtConcurrent::run([self, backend, name] {
+        (void)QtConcurrent::run(networkPool(), [self, ref, name] {
+            const BackendRef::Use backend = ref.use();
+            if (!backend)
+                return; // let go of (the console is closing)
             QString error;
             const QJsonObject r = backend->resources(&error);
             const QString address = backend->describe();

@@ -43,6 +43,8 @@ public:
     QTabWidget& tabs() { return *tabs_; }
     JobMigrator& migrator() { return *migrator_; }
     void selectRow(int row);
+    // The alerts panel's rows, newest first (each as shown: time, then the message).
+    QStringList alerts() const;
     // Export model… for the current job: the dialog, opened non-modal (returned for tests).
     class ExportDialog* exportSelected();
     // First start: Debian's Fashion-MNIST as a ready dataset version.
@@ -87,6 +89,7 @@ private:
     JobMigrator* migrator_;
     QSystemTrayIcon* tray_ = nullptr;
     bool refresh_pending_ = false;
+    QString last_catalog_error_;
 };
 
 } // namespace traindeck

@@ -80,8 +80,9 @@ bool upload_dataset(const WorkerClient& client, const dataset::Manifest& manifes
             return false;
         }
         std::vector<ChunkSource> work;
+        // Only hashes of our own manifest are sent (a name the worker made up selects nothing).
         for (const auto& hash : reply["missing"])
-            if (auto it = sources.find(hash.get<std::string>()); it != sources.end())
+            if (auto it = hash.is_string() ? sources.find(hash.get_ref<const std::string&>()) : sources.end(); it != sources.end())
                 work.push_back(it->second);
         std::mutex mutex;
         result.chunks_to_send += static_cast<int64_t>(work.size());

@@ -1,14 +1,21 @@
+// WorkerBackend (see workerbackend.h for the rules it keeps): start-or-attach for workers on this machine, a pool
+// of connections for calls, one thread per watched job, and the checks on what a worker answers.
 #include "workerbackend.h"
 
 #include "datasetupload.h"
+#include "jsonrepair.h"
+#include "portlistener.h"
+#include "remotename.h"
 
 #include <QCoreApplication>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QThread>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QSaveFile>
+#include <QUrl>
 
 #include <chrono>
 
@@ -59,6 +66,85 @@ bool start_worker(const QString& binary, const QString& state_dir, const QString
     return rc == 0;
 }
 
+// Whether the process listening on 127.0.0.1:port is the worker of state_dir. Only the kernel's socket table is
+// trusted here: whatever holds the port could answer anything, so it is not asked.
+enum class Listener {
+    Ours,    // this folder's worker, run by this user
+    Nobody,  // nothing listens: the worker is simply gone
+    Foreign, // another program (or another user's) holds the port
+    Unknown, // cannot be told (no /proc/net, a holder we may not look into): nothing is sent, nothing started
+};
+
+Listener check_listener(int port, const QString& state_dir, QString* why) {
+    bool readable = false;
+    const std::vector<client::PortListener> listeners = client::port_listeners(port, &readable);
+    if (!readable) {
+        *why = QStringLiteral("this system does not show which process listens on a port (/proc/net/tcp is not readable)");
+        return Listener::Unknown;
+    }
+    if (listeners.empty()) {
+        *why = QStringLiteral("nothing listens on 127.0.0.1:%1").arg(port);
+        return Listener::Nobody;
+    }
+    const QString folder = QFileInfo(state_dir).canonicalFilePath();
+    const QString pid_file = read_first_line(state_dir + "/pid"); // when the worker writes one, it must match
+    for (const client::PortListener& listener : listeners) {
+        if (listener.uid != ::geteuid()) {
+            *why = QStringLiteral("port %1 is held by a process of another user (uid %2)").arg(port).arg(listener.uid);
+            return Listener::Foreign;
+        }
+        if (listener.holders.empty()) {
+            *why = QStringLiteral("cannot tell which process holds port %1").arg(port);
+            return Listener::Unknown;
+        }
+        bool ours = false;
+        for (const client::PortHolder& holder : listener.holders) {
+            if (!pid_file.isEmpty() && pid_file != QString::number(holder.pid))
+                continue;
+            for (size_t i = 0; i + 1 < holder.argv.size(); ++i)
+                if (holder.argv[i] == "--state-dir") {
+                    const QString named = QDir(QString::fromStdString(holder.cwd)).absoluteFilePath(QString::fromStdString(holder.argv[i + 1]));
+                    ours = ours || (!folder.isEmpty() && QFileInfo(named).canonicalFilePath() == folder);
+                }
+        }
+        if (!ours) {
+            const client::PortHolder& holder = listener.holders.front();
+            const QString program = holder.argv.empty() ? QStringLiteral("?") : QFileInfo(QString::fromStdString(holder.argv[0])).fileName();
+            *why = QStringLiteral("port %1 is held by process %2 (%3), not by the worker of %4").arg(port).arg(holder.pid).arg(program, state_dir);
+            return Listener::Foreign;
+        }
+    }
+    return Listener::Ours;
+}
+
+// A name from a worker as the user may read it in a message: control characters shown as “?”, at most 120 characters.
+QString printable(const std::string& name) {
+    QString text = QString::fromUtf8(name.data(), static_cast<qsizetype>(std::min<size_t>(name.size(), 480))).left(120);
+    for (QChar& c : text)
+        if (c.category() == QChar::Other_Control)
+            c = QLatin1Char('?');
+    return text;
+}
+
+// A reply's JSON, repaired when it does not parse as it came (invalid UTF-8, 1e999: jsonrepair.h); null when it
+// cannot be read even so, with *why saying what was wrong.
+nlohmann::json parse_reply(const std::string& body, std::string* why) {
+    nlohmann::json parsed = nlohmann::json::parse(body, nullptr, false);
+    if (!parsed.is_discarded())
+        return parsed;
+    client::JsonRepairs repairs;
+    const std::string repaired = client::repair_json(body, repairs);
+    parsed = nlohmann::json::parse(repaired, nullptr, false);
+    if (!parsed.is_discarded())
+        return parsed;
+    try {
+        parsed = nlohmann::json::parse(repaired); // only for the parser's words on what is wrong
+    } catch (const std::exception& e) {
+        *why = e.what();
+    }
+    return nullptr;
+}
+
 } // namespace
 
 bool WorkerBackend::start_or_attach(const QVariantMap& settings, const QString& default_state_dir, const QStringList& extra_args,
@@ -70,37 +156,74 @@ bool WorkerBackend::start_or_attach(const QVariantMap& settings, const QString& 
     if (binary.isEmpty())
         binary = QCoreApplication::applicationDirPath() + "/traindeck-worker";
 
+    QString notice, refusal;
+    bool unknown = false;
     auto attach = [&]() -> bool {
         const QString port = read_first_line(state_dir + "/port");
         const QString token = read_first_line(state_dir + "/token");
         if (port.isEmpty() || token.isEmpty())
             return false;
+        QString why;
+        const Listener listener = check_listener(port.toInt(), state_dir, &why);
+        if (listener != Listener::Ours) {
+            if (listener == Listener::Foreign && notice.isEmpty())
+                notice = tr("The token of the %1 was not sent to 127.0.0.1:%2: %3. The worker that wrote %4/port is gone; "
+                            "a new one was started.").arg(what, port, why, state_dir);
+            unknown = listener == Listener::Unknown;
+            refusal = listener == Listener::Nobody ? QString() : why;
+            return false;
+        }
+        refusal.clear();
         const std::string url = "http://127.0.0.1:" + port.toStdString();
         set_endpoint(url, token.toStdString(), {}, {}, QStringLiteral("%1 on 127.0.0.1:%2").arg(what, port));
         return call("GET", "/v1/health").ok();
     };
     if (attach())
         return true;
-    // A stale port file from a worker that is gone: start a new one and wait for its port file.
+    if (unknown) {
+        // Maybe the worker runs and this system hides who holds its port: starting a second worker on the same folder
+        // would be worse than asking the user.
+        if (error)
+            *error = tr("the token of the %1 was not sent: %2; stop the process on that port, or remove %3/port if no worker "
+                        "runs there").arg(what, refusal, state_dir);
+        return false;
+    }
+    // A stale port file from a worker that is gone (or a port that another program holds now): start a new one
+    // and wait for its port file.
     QFile::remove(state_dir + "/port");
     if (!start_worker(binary, state_dir, extra_args, error))
         return false;
     for (int i = 0; i < 200; ++i) {
-        if (attach())
+        if (attach()) {
+            setProperty("attach_notice", notice);
             return true;
+        }
+        if (unknown)
+            break;
         QThread::msleep(50);
     }
     if (error)
-        *error = QStringLiteral("the %1 did not come up within 10 s; see %2/worker.log").arg(what, state_dir);
+        *error = refusal.isEmpty() ? tr("the %1 did not come up within 10 s; see %2/worker.log").arg(what, state_dir)
+                                   : tr("the %1 was started but its token was not sent: %2; see %3/worker.log").arg(what, refusal, state_dir);
     return false;
 }
 
+void WorkerBackend::shutdown() {
+    closing_->store(true);
+    cancelUploads();
+}
 
 WorkerBackend::~WorkerBackend() {
-    closing_ = true;
-    for (auto& [id, stream] : streams_)
-        if (stream.thread.joinable())
-            stream.thread.join();
+    // Everything under way ends within 50 ms (the connections' abort flag); nothing waits for the worker.
+    shutdown();
+    {
+        std::lock_guard lock(streams_mutex_);
+        for (auto& [id, stream] : streams_)
+            if (stream.thread.joinable())
+                stream.thread.join();
+    }
+    std::unique_lock lock(mutex_);
+    drained_.wait(lock, [&] { return in_flight_ == 0; });
 }
 
 void WorkerBackend::set_endpoint(const std::string& url, const std::string& token, const std::string& pinned_key,
@@ -111,26 +234,71 @@ void WorkerBackend::set_endpoint(const std::string& url, const std::string& toke
     pinned_ = pinned_key;
     ca_file_ = ca_file;
     description_ = description;
-    client_ = std::make_unique<client::WorkerClient>(url_, token_);
-    client_->set_tls(pinned_, ca_file_);
+    template_ = std::make_unique<client::WorkerClient>(url_, token_);
+    template_->set_tls(pinned_, ca_file_);
+    template_->set_abort(closing_);
+    ++endpoint_;
+    idle_.clear();
 }
 
-client::HttpResponse WorkerBackend::call(const std::string& method, const std::string& path, const std::string& body) {
+QString WorkerBackend::describe() const {
     std::lock_guard lock(mutex_);
-    if (!client_)
-        return {0, {}, "not connected"};
-    return method == "GET" ? client_->get(path) : client_->post(path, body);
+    return description_;
+}
+
+WorkerBackend::Pooled WorkerBackend::take_client() {
+    std::lock_guard lock(mutex_);
+    if (!template_ || closing_->load())
+        return {};
+    ++in_flight_;
+    if (!idle_.empty()) {
+        Pooled pooled = std::move(idle_.back());
+        idle_.pop_back();
+        return pooled;
+    }
+    return {endpoint_, template_->fork()};
+}
+
+void WorkerBackend::return_client(Pooled pooled) {
+    {
+        std::lock_guard lock(mutex_);
+        --in_flight_;
+        // A few idle connections are kept alive for the next calls; more only when many calls overlap.
+        if (pooled.endpoint == endpoint_ && idle_.size() < 4)
+            idle_.push_back(std::move(pooled));
+    }
+    drained_.notify_all();
+}
+
+client::HttpResponse WorkerBackend::call(const std::string& method, const std::string& path, const std::string& body,
+                                         long timeout_ms) {
+    Pooled pooled = take_client();
+    if (!pooled.client)
+        return {0, {}, closing_->load() ? "the console is closing" : "not connected"};
+    client::HttpResponse response = method == "GET" ? pooled.client->get(path, timeout_ms) : pooled.client->post(path, body, timeout_ms);
+    return_client(std::move(pooled));
+    return response;
 }
 
 QString WorkerBackend::submit(const QJsonObject& request, QString* error) {
-    const auto response = call("POST", "/v1/jobs", QJsonDocument(request).toJson(QJsonDocument::Compact).toStdString());
+    // A minute, not the usual 10 s: a busy worker may take its time, and giving up on a submission it then accepts
+    // leaves a job the user does not know of (and submits again).
+    const auto response = call("POST", "/v1/jobs", QJsonDocument(request).toJson(QJsonDocument::Compact).toStdString(), 60000);
     if (response.status != 201) {
         if (error)
             *error = QString::fromStdString(response.message());
         return {};
     }
     const auto reply = QJsonDocument::fromJson(QByteArray::fromStdString(response.body)).object();
-    return QString::number(reply.value("id").toInteger());
+    const qint64 id = reply.value("id").toInteger();
+    if (id <= 0) {
+        // The id goes into every later path of this job: only a number is taken.
+        if (error)
+            *error = tr("the worker accepted the job but gave no numeric id (%1); look for it on the worker before "
+                        "submitting again").arg(QString::fromStdString(response.body.substr(0, 200)));
+        return {};
+    }
+    return QString::number(id);
 }
 
 bool WorkerBackend::cancel(const QString& remoteId, QString* error) {
@@ -158,6 +326,12 @@ bool WorkerBackend::resume(const QString& remoteId, double newBudget, QString* e
     return response.ok();
 }
 
+void WorkerBackend::cancelUploads() {
+    std::lock_guard lock(mutex_);
+    for (const auto& flag : uploads_)
+        flag->store(true);
+}
+
 bool WorkerBackend::uploadDataset(const QString& root, const QByteArray& manifest_json,
                                   const std::function<void(qint64, qint64, double)>& progress, QString* error) {
     dataset::Manifest manifest;
@@ -168,25 +342,38 @@ bool WorkerBackend::uploadDataset(const QString& root, const QByteArray& manifes
             *error = "the catalog's manifest is damaged: " + QString::fromStdString(message);
         return false;
     }
-    std::unique_ptr<client::WorkerClient> connection;
+    auto cancelled = std::make_shared<std::atomic<bool>>(false);
+    Pooled pooled = take_client();
+    if (!pooled.client) {
+        if (error)
+            *error = closing_->load() ? tr("the console is closing") : tr("not connected");
+        return false;
+    }
     {
         std::lock_guard lock(mutex_);
-        if (!client_) {
-            if (error)
-                *error = "not connected";
-            return false;
-        }
-        connection = client_->fork();
+        uploads_.push_back(cancelled);
     }
+    // Its own connections, aborted by cancelUploads() (and by the destructor, which cancels too).
+    std::unique_ptr<client::WorkerClient> connection = pooled.client->fork();
+    connection->set_abort(cancelled);
     client::UploadOptions options;
+    options.cancel = cancelled.get();
     options.progress = [&](const client::UploadProgress& p) {
         if (progress)
             progress(p.bytes_sent, p.bytes_to_send, p.seconds);
     };
     client::UploadProgress result;
-    if (!client::upload_dataset(*connection, manifest, root.toStdString(), result, message, options)) {
+    const bool ok = client::upload_dataset(*connection, manifest, root.toStdString(), result, message, options);
+    {
+        std::lock_guard lock(mutex_);
+        std::erase(uploads_, cancelled);
+    }
+    return_client(std::move(pooled));
+    if (!ok) {
         if (error)
-            *error = QString::fromStdString(message);
+            *error = cancelled->load() ? tr("the upload was cancelled; upload again to continue where it stopped (the chunks "
+                                            "already sent stay on the worker)")
+                                       : QString::fromStdString(message);
         return false;
     }
     if (progress)
@@ -203,15 +390,30 @@ QString WorkerBackend::fetchCheckpoint(const QString& remoteId, const QString& d
     const auto listed = call("GET", "/v1/jobs/" + remoteId.toStdString() + "/checkpoints");
     if (!listed.ok())
         return fail(QString::fromStdString(listed.message()));
-    const QJsonArray list = QJsonDocument::fromJson(QByteArray::fromStdString(listed.body)).object().value("checkpoints").toArray();
-    if (list.isEmpty())
+    std::string why;
+    const nlohmann::json reply = parse_reply(listed.body, &why);
+    const nlohmann::json* list = reply.is_object() && reply.contains("checkpoints") && reply["checkpoints"].is_array()
+                                     ? &reply["checkpoints"] : nullptr;
+    if (!list)
+        return fail(tr("the worker's list of checkpoints of job %1 is not {\"checkpoints\": [...]}; is it a traindeck-worker?")
+                        .arg(remoteId));
+    if (list->empty())
         return fail(tr("job %1 has written no checkpoint yet").arg(remoteId));
-    const QString name = list.last().toObject().value("name").toString();
-    const auto bytes = call("GET", "/v1/jobs/" + remoteId.toStdString() + "/checkpoints/" + name.toStdString());
+    const nlohmann::json& newest = list->back();
+    const std::string name = newest.is_object() && newest.contains("name") && newest["name"].is_string()
+                                 ? newest["name"].get<std::string>() : std::string();
+    // The name becomes a file in dir: the worker must not choose any other place (“../../x”, “/etc/x”).
+    if (const std::string problem = client::unsafe_remote_name(name); !problem.empty())
+        return fail(tr("the worker named job %1's checkpoint “%2”, which %3; nothing was written. Is %4 the worker you "
+                       "meant to trust?").arg(remoteId, printable(name),
+                                              QString::fromStdString(problem), describe()));
+    const QByteArray encoded = QUrl::toPercentEncoding(QString::fromStdString(name));
+    const auto bytes = call("GET", "/v1/jobs/" + remoteId.toStdString() + "/checkpoints/" + encoded.toStdString(), {}, 600000);
     if (!bytes.ok())
         return fail(QString::fromStdString(bytes.message()));
-    QDir().mkpath(dir);
-    const QString path = QDir(dir).filePath(name);
+    if (!QDir().mkpath(dir))
+        return fail(tr("cannot create %1; check its permissions and free space").arg(dir));
+    const QString path = QDir(dir).filePath(QString::fromStdString(name));
     QSaveFile file(path); // temp file + rename: a reader never sees half a checkpoint
     if (!file.open(QIODevice::WriteOnly) || file.write(bytes.body.data(), static_cast<qint64>(bytes.body.size())) !=
                                                     static_cast<qint64>(bytes.body.size()) || !file.commit())
@@ -220,12 +422,15 @@ QString WorkerBackend::fetchCheckpoint(const QString& remoteId, const QString& d
 }
 
 void WorkerBackend::watch(const QString& remoteId, qint64 afterSeq) {
-    std::lock_guard lock(mutex_);
+    // Only the streams' own lock: the GUI thread calls this, and it must not wait on a request under way.
+    std::lock_guard lock(streams_mutex_);
+    if (closing_->load())
+        return;
     auto it = streams_.find(remoteId);
     if (it != streams_.end()) {
         if (!it->second.done->load())
             return; // already streaming
-        it->second.thread.join(); // its job had ended; it was resumed, so stream again
+        it->second.thread.join(); // its job had ended (the thread has returned); it was resumed, so stream again
         streams_.erase(it);
     }
     auto done = std::make_shared<std::atomic<bool>>(false);
@@ -237,48 +442,69 @@ void WorkerBackend::watch(const QString& remoteId, qint64 afterSeq) {
 }
 
 void WorkerBackend::stream(QString remoteId, qint64 after) {
-    std::string url, token, pinned, ca;
+    std::unique_ptr<client::WorkerClient> client;
     {
         std::lock_guard lock(mutex_);
-        url = url_;
-        token = token_;
-        pinned = pinned_;
-        ca = ca_file_;
+        if (!template_)
+            return;
+        client = template_->fork();
     }
-    client::WorkerClient client(url, token);
-    client.set_tls(pinned, ca);
+    auto pause = [&](int ms) {
+        for (int waited = 0; waited < ms && !closing_->load(); waited += 50)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    };
     int failures = 0;
     bool connected = true;
-    while (!closing_) {
-        const auto response = client.get("/v1/jobs/" + remoteId.toStdString() + "/events?limit=20000&wait_ms=1000&after=" +
-                                             std::to_string(after),
-                                         15000);
-        if (!response.ok()) {
+    while (!closing_->load()) {
+        const auto started = std::chrono::steady_clock::now();
+        const auto response = client->get("/v1/jobs/" + remoteId.toStdString() + "/events?limit=20000&wait_ms=1000&after=" +
+                                              std::to_string(after),
+                                          15000);
+        std::string problem = response.ok() ? std::string() : response.message();
+        nlohmann::json reply;
+        if (problem.empty()) {
+            std::string why;
+            reply = parse_reply(response.body, &why);
+            if (!reply.is_object() || (reply.contains("events") && !reply["events"].is_array()))
+                problem = "the worker's events of job " + remoteId.toStdString() + " after " + std::to_string(after) +
+                          " are not readable JSON (" + (why.empty() ? "not an object" : why) + "); retrying";
+        }
+        if (!problem.empty()) {
+            if (closing_->load())
+                return;
             // Backoff up to 10 s; the next successful call asks after the last seq we had, so nothing is lost.
             if (connected)
-                emit connectionChanged(false, QString::fromStdString(response.message()));
+                emit connectionChanged(false, QString::fromStdString(problem));
             connected = false;
-            const int delay_ms = std::min(10000, 250 << std::min(failures++, 6));
-            for (int waited = 0; waited < delay_ms && !closing_; waited += 50)
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            pause(std::min(10000, 250 << std::min(failures++, 6)));
             continue;
         }
         if (!connected)
-            emit connectionChanged(true, description_);
+            emit connectionChanged(true, describe());
         connected = true;
         failures = 0;
-        // The reply is {"events":[...],"next":N,"state":"..."}: hand the raw array on, the catalog's writer parses it.
-        const QJsonDocument reply = QJsonDocument::fromJson(QByteArray::fromStdString(response.body));
-        const QJsonObject object = reply.object();
-        const QJsonArray events = object.value("events").toArray();
-        const QString state = object.value("state").toString();
-        const bool finished = events.isEmpty() && (state == "succeeded" || state == "failed" || state == "cancelled" ||
-                                                   state == "stopped");
-        if (!events.isEmpty() || finished)
-            emit eventsArrived(remoteId, QJsonDocument(events).toJson(QJsonDocument::Compact), finished);
-        after = object.value("next").toInteger(after);
+        // The reply is {"events":[...],"next":N,"state":"..."}: hand the array on, the catalog's writer ingests it.
+        static const nlohmann::json no_events = nlohmann::json::array();
+        const nlohmann::json& events = reply.contains("events") ? reply["events"] : no_events;
+        const std::string state = reply.contains("state") && reply["state"].is_string() ? reply["state"].get<std::string>() : "";
+        const bool finished = events.empty() && (state == "succeeded" || state == "failed" || state == "cancelled" ||
+                                                 state == "stopped");
+        if (!events.empty() || finished)
+            emit eventsArrived(remoteId, QByteArray::fromStdString(events.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
+                               finished);
+        qint64 next = after;
+        if (reply.contains("next") && reply["next"].is_number_integer())
+            next = reply["next"].get<qint64>();
+        else
+            for (const auto& event : events) // no "next": past the last seq that came
+                if (event.is_object() && event.contains("seq") && event["seq"].is_number_integer())
+                    next = std::max(next, event["seq"].get<qint64>());
+        after = std::max(after, next);
         if (finished)
             return;
+        // A worker long-polls (wait_ms); one that answers "nothing yet" at once must not be asked in a tight loop.
+        if (events.empty() && std::chrono::steady_clock::now() - started < std::chrono::milliseconds(200))
+            pause(200);
     }
 }
 

@@ -1,8 +1,11 @@
 #pragma once
 // The one client of the worker protocol (libcurl): used by the console's backend plugins, the tests and the
-// benchmarks. One WorkerClient per thread; it keeps its connection alive between calls.
+// benchmarks. One WorkerClient per thread; it keeps its connection alive between calls. A request can be abandoned
+// from another thread through the abort flag (set_abort): it is looked at every 50 ms, so closing the console or
+// cancelling an upload never waits for a slow or silent worker.
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +40,10 @@ public:
     // A new client with the same address, token and TLS settings (one per thread).
     std::unique_ptr<WorkerClient> fork() const;
 
+    // While *flag is true every request (one under way, and the next ones) ends at once with error "interrupted".
+    // Forks share the flag.
+    void set_abort(std::shared_ptr<const std::atomic<bool>> flag) { abort_ = std::move(flag); }
+
     // Extra request headers ("Name: value"); with an empty token no Authorization header is sent (slurmrestd).
     void set_headers(std::vector<std::string> headers) { headers_ = std::move(headers); }
 
@@ -55,7 +62,9 @@ private:
     std::string base_url_, token_, pinned_, ca_file_;
     std::vector<std::string> headers_;
     bool verify_host_ = true;
+    std::shared_ptr<const std::atomic<bool>> abort_;
     void* curl_ = nullptr;
+    void* multi_ = nullptr; // drives curl_ so that a transfer can be left every 50 ms (abort_)
 };
 
 } // namespace traindeck::client

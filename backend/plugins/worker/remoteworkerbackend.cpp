@@ -1,3 +1,4 @@
+// The remote-worker plugin: trust on first use, then HTTPS with the pinned key (remoteworkerbackend.h).
 #include "remoteworkerbackend.h"
 
 #include <QUrl>
@@ -15,8 +16,10 @@ bool RemoteWorkerBackend::open(const QVariantMap& settings, QString* error) {
     const std::string token = settings.value("token").toString().toStdString();
     const std::string ca_file = settings.value("ca_file").toString().toStdString();
     std::string pin = settings.value("pinned_public_key").toString().toStdString();
+    setProperty("key_needs_trust", false);
     if (pin.empty() && ca_file.empty()) {
-        client::WorkerClient probe(base, token);
+        // First use: learn the key without the token (the probe carries no Authorization header).
+        client::WorkerClient probe(base, std::string());
         std::string why;
         pin = probe.fetch_public_key_pin(why);
         if (pin.empty()) {
@@ -24,6 +27,13 @@ bool RemoteWorkerBackend::open(const QVariantMap& settings, QString* error) {
                 *error = QString::fromStdString(why);
             return false;
         }
+        setProperty("pinned_public_key", QString::fromStdString(pin));
+        setProperty("key_needs_trust", true);
+        if (error)
+            *error = tr("the key of the worker at %1 is not trusted yet (%2): compare it with the fingerprint printed on "
+                        "that machine and connect again with it pinned; no token was sent")
+                         .arg(url.authority(), QString::fromStdString(pin));
+        return false;
     }
     setProperty("pinned_public_key", QString::fromStdString(pin));
     set_endpoint(base, token, pin, ca_file, tr("worker %1").arg(url.authority()));
