@@ -32,8 +32,9 @@ packages=(
   # tests: certificates for the TLS tests, pkill to reap the workers a test started
   openssl procps curl
 )
-# With --tests: a real single-node Slurm for the Slurm executor's tests (installer/slurm-single-node.sh starts it).
-test_packages=(slurmctld slurmd slurm-client slurmrestd munge slurm-wlm-jwt-plugin)
+# With --tests: a real single-node Slurm for the Slurm executor's tests (installer/slurm-single-node.sh starts it),
+# and clang with libFuzzer's runtime (packaged apart from clang) for the fuzz tests (tests/fuzz).
+test_packages=(slurmctld slurmd slurm-client slurmrestd munge slurm-wlm-jwt-plugin clang libclang-rt-14-dev)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -31,9 +31,11 @@ std::string lower(std::string text) {
 struct IdxHeader {
     std::vector<uint32_t> dims;
     int64_t elements() const {
+        // Saturates above the most read_idx accepts (2^40): three u32 sizes multiplied can overflow an int64.
+        constexpr int64_t kTooMany = int64_t(1) << 41;
         int64_t n = 1;
         for (uint32_t d : dims)
-            n *= d;
+            n = d != 0 && n > kTooMany / d ? kTooMany : n * d;
         return n;
     }
 };

@@ -254,7 +254,9 @@ json Manifest::to_json() const {
 
 bool Manifest::from_json(const json& root, Manifest& manifest, std::string& error) {
     manifest = {};
-    if (!root.is_object() || root.value("format", 0) != 1 || !root.contains("files") || !root["files"].is_array()) {
+    // "format" compared as JSON, not read as an int: value<int>() throws on {"format": []} and is undefined on 1e99,
+    // and a manifest from the network gets an error message, not an exception.
+    if (!root.is_object() || !root.contains("format") || root["format"] != 1 || !root.contains("files") || !root["files"].is_array()) {
         error = "a manifest is {\"format\": 1, \"files\": [...]}";
         return false;
     }
@@ -284,7 +286,8 @@ bool Manifest::from_json(const json& root, Manifest& manifest, std::string& erro
             }
             file.chunks.push_back(chunk);
         }
-        const int64_t expected_chunks = file.size <= kChunkBytes ? 1 : (file.size + kChunkBytes - 1) / kChunkBytes;
+        // Rounded up without adding first: size + kChunkBytes - 1 overflows for a size near INT64_MAX.
+        const int64_t expected_chunks = file.size <= kChunkBytes ? 1 : file.size / kChunkBytes + (file.size % kChunkBytes != 0);
         if (static_cast<int64_t>(file.chunks.size()) != expected_chunks ||
             (expected_chunks == 1 && file.chunks.front() != file.sha256)) {
             error = "manifest file \"" + file.path + "\": " + std::to_string(file.chunks.size()) +
@@ -297,6 +300,16 @@ bool Manifest::from_json(const json& root, Manifest& manifest, std::string& erro
         if (!(manifest.files[i - 1].path < manifest.files[i].path)) {
             error = "manifest paths must be sorted and unique (\"" + manifest.files[i].path + "\")";
             return false;
+        }
+    }
+    // A file cannot also be a folder ("a" and "a/b"): no folder holds such a pair, the store could never build the
+    // version and answered it with a 500. Each path's parents are looked up among the (now sorted) paths.
+    for (const ManifestFile& file : manifest.files) {
+        for (size_t slash = file.path.find('/'); slash != std::string::npos; slash = file.path.find('/', slash + 1)) {
+            if (manifest.find(file.path.substr(0, slash))) {
+                error = "manifest path \"" + file.path + "\" is inside \"" + file.path.substr(0, slash) + "\", which is a file";
+                return false;
+            }
         }
     }
     return true;

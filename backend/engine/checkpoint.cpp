@@ -60,10 +60,14 @@ private:
 
 json rng_json(const Rng::State& state) { return json::array({state[0], state[1], state[2], state[3]}); }
 
+// An integer of the header. write_checkpoint writes only non-negative integers, which parse as unsigned; get<>()
+// would also take a float and cast it (undefined behaviour for a corrupt 1e23), get_ref throws on any other type.
+uint64_t header_integer(const json& value) { return value.get_ref<const json::number_unsigned_t&>(); }
+
 Rng::State rng_from_json(const json& value) {
     Rng::State state{};
     for (size_t i = 0; i < 4; ++i)
-        state[i] = value.at(i).get<uint64_t>();
+        state[i] = header_integer(value.at(i));
     return state;
 }
 
@@ -180,19 +184,22 @@ Expected<Checkpoint> read_checkpoint(const std::string& path) {
     try {
         const json header = json::parse(bytes.begin() + header_at, bytes.begin() + header_at + header_size);
         TrainingState& s = checkpoint.state;
-        s.spec_hash = header.at("spec_hash").get<uint64_t>();
-        s.step = header.at("step").get<long>();
-        s.epoch = header.at("epoch").get<long>();
-        s.batch_in_epoch = header.at("batch_in_epoch").get<long>();
-        s.samples_seen = header.at("samples_seen").get<long>();
+        s.spec_hash = header_integer(header.at("spec_hash"));
+        s.step = static_cast<long>(header_integer(header.at("step")));
+        s.epoch = static_cast<long>(header_integer(header.at("epoch")));
+        s.batch_in_epoch = static_cast<long>(header_integer(header.at("batch_in_epoch")));
+        s.samples_seen = static_cast<long>(header_integer(header.at("samples_seen")));
         s.train_seconds = header.at("train_seconds").get<double>();
         s.epoch_rng = rng_from_json(header.at("epoch_rng"));
         s.dropout_rng = rng_from_json(header.at("dropout_rng"));
         checkpoint.optimizer = header.at("optimizer").get<std::string>();
-        const size_t parameters = header.at("parameters").get<size_t>();
-        const size_t buffers = header.at("state_buffers").get<size_t>();
-        const size_t payload = sizeof(float) * parameters * (1 + buffers);
-        if (header_at + header_size + payload + sizeof(uint64_t) != bytes.size())
+        const size_t parameters = header_integer(header.at("parameters"));
+        const size_t buffers = header_integer(header.at("state_buffers"));
+        // parameters × (1 + buffers) floats, compared by dividing: the product wraps around for a corrupt header,
+        // then "matches" the file's size and asks for more memory than exists. Every network has parameters.
+        const size_t payload = bytes.size() - sizeof(uint64_t) - header_at - header_size;
+        if (parameters == 0 || parameters > payload / sizeof(float) || payload % (sizeof(float) * parameters) != 0 ||
+            payload / (sizeof(float) * parameters) != 1 + buffers)
             return Error{path + ": checkpoint size does not match its header"};
         const char* p = bytes.data() + header_at + header_size;
         checkpoint.params.resize(parameters);

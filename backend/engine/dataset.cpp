@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -70,8 +71,14 @@ Expected<IdxArray> parse_idx(const std::vector<uint8_t>& bytes, const std::strin
     IdxArray array;
     size_t count = 1;
     for (int d = 0; d < dims; ++d) {
-        array.dims.push_back(big_endian32(bytes.data() + 4 + 4 * d));
-        count *= array.dims.back();
+        const uint32_t dim = big_endian32(bytes.data() + 4 + 4 * d);
+        // Each size becomes an int (Dataset::height, width) and their product a byte count: a corrupt header must
+        // neither turn negative there nor wrap the count around to the size of the file.
+        if (dim > uint32_t(std::numeric_limits<int>::max()) || (dim != 0 && count > std::numeric_limits<size_t>::max() / dim))
+            return Error{path + ": corrupt IDX header (dimension " + std::to_string(d) + " is " + std::to_string(dim) +
+                         "); re-download or reinstall the data"};
+        array.dims.push_back(dim);
+        count *= dim;
     }
     if (bytes.size() - header < count)
         return Error{path + ": truncated IDX file: the header promises " + std::to_string(count) + " bytes of data but " +
@@ -214,7 +221,8 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
     for (const auto& label : raw_labels) {
         int value = 0;
         const auto [end, ec] = std::from_chars(label.data(), label.data() + label.size(), value);
-        if (ec != std::errc() || end != label.data() + label.size() || value < 0) {
+        // Like a negative label, INT_MAX is no class index: the class count (max label + 1) would overflow.
+        if (ec != std::errc() || end != label.data() + label.size() || value < 0 || value == std::numeric_limits<int>::max()) {
             all_integers = false;
             break;
         }

@@ -1,6 +1,10 @@
 #include "jobrequest.h"
 
+#include <limits>
 #include <set>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace traindeck::worker {
 
@@ -43,10 +47,28 @@ bool check_keys(const json& object, const std::set<std::string>& known, const st
     return true;
 }
 
+// Whether a JSON number fits the integer it is read into. nlohmann converts with a plain cast: undefined behaviour
+// for 1e10 into an int, and 4294967297 wraps to 1 (one GPU asked for as four billion).
+template <typename T>
+bool fits(const json& value) {
+    if (value.is_number_unsigned())
+        return value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+    if (value.is_number_integer())
+        return value.get<int64_t>() >= std::numeric_limits<T>::min() && value.get<int64_t>() <= std::numeric_limits<T>::max();
+    const double number = value.get<double>(); // T is signed: [min, -min) is its range, exactly representable
+    return number >= static_cast<double>(std::numeric_limits<T>::min()) && number < -static_cast<double>(std::numeric_limits<T>::min());
+}
+
 template <typename T>
 bool read(const json& object, const char* key, T& out, std::string& error, const std::string& where = "") {
     if (!object.contains(key))
         return true;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        if (object.at(key).is_number() && !fits<T>(object.at(key))) {
+            error = where + "\"" + key + "\" is out of range (" + object.at(key).dump() + ")";
+            return false;
+        }
+    }
     try {
         out = object.at(key).get<T>();
         return true;
@@ -56,11 +78,34 @@ bool read(const json& object, const char* key, T& out, std::string& error, const
     }
 }
 
+// Copying or printing a JSON value recurses once per level: a 400 KB body of nested brackets (200 000 levels, well
+// inside max_body_bytes) overflowed the HTTP thread's stack and killed the worker. Parsing is iterative, so the
+// depth is measured here, iteratively, before anything copies or prints the request; real requests nest a few levels.
+constexpr int kMaxDepth = 64;
+
+bool nests_deeper_than(const json& root, int limit) {
+    std::vector<std::pair<const json*, int>> pending{{&root, 0}};
+    while (!pending.empty()) {
+        const auto [value, depth] = pending.back();
+        pending.pop_back();
+        if (depth > limit)
+            return true;
+        if (value->is_structured())
+            for (const json& child : *value)
+                pending.push_back({&child, depth + 1});
+    }
+    return false;
+}
+
 } // namespace
 
 bool parse_job_request(const json& body, JobRequest& r, std::string& error) {
     if (!body.is_object()) {
         error = "the request body must be a JSON object";
+        return false;
+    }
+    if (nests_deeper_than(body, kMaxDepth)) {
+        error = "the request nests deeper than " + std::to_string(kMaxDepth) + " levels";
         return false;
     }
     if (!check_keys(body, {"name", "builtin", "argv", "shell", "cwd", "env", "resources", "priority", "budget",
@@ -117,6 +162,11 @@ bool parse_job_request(const json& body, JobRequest& r, std::string& error) {
             error = "env: \"" + key + "\" is not a valid variable name";
             return false;
         }
+    }
+    // value<std::string>() would throw on a "name" that is not a string; the request is refused instead.
+    if (!r.builtin.is_null() && r.builtin.contains("name") && !r.builtin["name"].is_string()) {
+        error = "\"builtin\": \"name\" must be a string";
+        return false;
     }
     if (r.name.empty())
         r.name = r.builtin.is_null() ? r.argv.front() : r.builtin.value("name", std::string("built-in job"));
