@@ -65,7 +65,14 @@ pid_t spawn_shim(const std::string& worker_binary, const std::string& job_dir, s
     posix_spawnattr_init(&attributes);
     // A new session: the shim and its job leave the worker's process group and terminal, so a Ctrl-C or a
     // kill of the worker's group does not take the jobs with it.
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID);
+    // Stop signals stay blocked until the shim has its handler and its job: a cancel sent the moment the job
+    // started would otherwise kill the shim (no exit recorded) or reach nobody.
+    sigset_t stops;
+    sigemptyset(&stops);
+    for (int signal : {SIGTERM, SIGINT, SIGHUP})
+        sigaddset(&stops, signal);
+    posix_spawnattr_setsigmask(&attributes, &stops);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
     pid_t pid = -1;
     const int rc = posix_spawn(&pid, binary.c_str(), nullptr, &attributes, argv, environ);
     posix_spawnattr_destroy(&attributes);
@@ -102,7 +109,9 @@ pid_t read_job_pid(const std::string& job_dir) {
 
 namespace {
 
-void ignore_signal(int) {}
+// A stop signal the shim received before its job existed, to pass on once it does.
+volatile sig_atomic_t g_early_signal = 0;
+void remember_signal(int signal) { g_early_signal = signal; }
 
 int open_output(const std::string& path) {
     return ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -148,9 +157,15 @@ int run_job_shim(const std::string& job_dir) {
         return 1;
     }
     // The worker signals the whole process group; the shim must survive to record the exit. A handler (not
-    // SIG_IGN, which exec would pass on) keeps the job's own default dispositions.
+    // SIG_IGN, which exec would pass on) keeps the job's own default dispositions. The stop signals stay blocked
+    // (from the spawn, or here under Slurm) until the job exists: one that came early is then passed on to it.
+    sigset_t stops, previous;
+    sigemptyset(&stops);
+    for (int signal : {SIGTERM, SIGINT, SIGHUP})
+        sigaddset(&stops, signal);
+    ::sigprocmask(SIG_BLOCK, &stops, &previous);
     struct sigaction action {};
-    action.sa_handler = ignore_signal;
+    action.sa_handler = remember_signal;
     sigemptyset(&action.sa_mask);
     sigaction(SIGTERM, &action, nullptr);
     sigaction(SIGINT, &action, nullptr);
@@ -158,6 +173,16 @@ int run_job_shim(const std::string& job_dir) {
 
     const pid_t child = ::fork();
     if (child == 0) {
+        // The job gets the default dispositions before it may receive anything; a stop sent to the group from
+        // here on ends it, even before exec.
+        struct sigaction default_action {};
+        default_action.sa_handler = SIG_DFL;
+        for (int signal : {SIGTERM, SIGINT, SIGHUP})
+            sigaction(signal, &default_action, nullptr);
+        sigdelset(&previous, SIGTERM);
+        sigdelset(&previous, SIGINT);
+        sigdelset(&previous, SIGHUP);
+        ::sigprocmask(SIG_SETMASK, &previous, nullptr);
         ::dup2(out, 1);
         ::dup2(err, 2);
         ::dup2(metrics, 3);
@@ -185,6 +210,12 @@ int run_job_shim(const std::string& job_dir) {
         ::_exit(127);
     }
     ::close(exec_pipe[1]);
+    if (child > 0) {
+        g_early_signal = 0;
+        ::sigprocmask(SIG_UNBLOCK, &stops, nullptr); // what was pending while no job existed is delivered here
+        if (g_early_signal)
+            ::kill(child, g_early_signal);
+    }
     {
         std::ofstream pid_file(job_dir + "/pid.tmp");
         pid_file << child << "\n";

@@ -891,7 +891,14 @@ void Supervisor::check_exit(Job& job) {
                                               : "Slurm job " + job.slurm_id + " ended (" + slurm_states_[job.slurm_id].state +
                                                     ") without recording an exit";
             job.exit_code = -1;
-            if (job.restarts < job.request.max_restarts) {
+            if (job.stop_kind == "cancel") {
+                finish_run(job, "cancelled", "cancelled by the user (" + job.reason + ")");
+            } else if (job.stop_kind == "preempt") {
+                finish_run(job, "queued", "preempted by job " + std::to_string(job.preempted_by) + " (" + job.reason +
+                                              "); resumes from its checkpoint");
+            } else if (!job.stop_kind.empty()) {
+                finish_run(job, "stopped", "stopped (" + job.stop_kind + ", " + job.reason + "); checkpoint kept");
+            } else if (job.restarts < job.request.max_restarts) {
                 ++job.restarts;
                 finish_run(job, "queued", job.reason + "; retrying from the last checkpoint");
             } else {
