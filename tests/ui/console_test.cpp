@@ -43,10 +43,14 @@
 #include <QUrlQuery>
 #include <QtConcurrent>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <csignal>
+#include <cstdlib>
+#include <thread>
 
 #include <unistd.h>
-#include <cstdlib>
 
 using namespace traindeck;
 
@@ -246,13 +250,32 @@ struct GpuBox {
 };
 
 // The GUI thread's responsiveness, measured the same way in every scenario that claims it: a 10 ms timer, and the
-// gaps between its ticks while the scenario runs.
+// gaps between its ticks while the scenario runs. Beside it, a plain thread of this process that only sleeps 10 ms
+// at a time: the gaps it sees are the machine's (a loaded CPU, the scheduler), not ours, so limits are stated
+// beyond them (noise()) and a loaded machine does not fail a window that never blocked.
 struct GapMeter {
     QElapsedTimer clock;
     QTimer tick;
     qint64 last = 0, worst = 0;
     std::vector<qint64> gaps;
+    std::thread control;
+    std::atomic<bool> measuring{false};
+    std::atomic<qint64> control_worst{0};
+    ~GapMeter() { stop(); }
+    qint64 noise() const { return control_worst.load(); }
     void start() {
+        measuring = true;
+        control = std::thread([this] {
+            QElapsedTimer own;
+            own.start();
+            qint64 previous = 0;
+            while (measuring) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                const qint64 now = own.elapsed();
+                control_worst = std::max(control_worst.load(), now - previous - 10);
+                previous = now;
+            }
+        });
         clock.start();
         QObject::connect(&tick, &QTimer::timeout, [this] {
             const qint64 now = clock.elapsed();
@@ -262,7 +285,12 @@ struct GapMeter {
         });
         tick.start(10);
     }
-    void stop() { tick.stop(); }
+    void stop() {
+        tick.stop();
+        measuring = false;
+        if (control.joinable())
+            control.join();
+    }
     qint64 median() {
         if (gaps.empty())
             return 0;
@@ -441,8 +469,9 @@ void ConsoleTest::windowStaysResponsiveWhileTwentyJobsStream() {
     QTest::qWait(8000); // the measurement's length, not a wait for something to happen
     meter.stop();
     const qint64 median = meter.median(), worst = meter.worst;
-    qInfo("event-loop gaps while 20 jobs stream: median %lld ms, worst %lld ms over %zu ticks", median, worst, meter.gaps.size());
-    QVERIFY2(worst < 250, qPrintable(QString("the window froze for %1 ms").arg(worst)));
+    qInfo("event-loop gaps while 20 jobs stream: median %lld ms, worst %lld ms over %zu ticks; a sleeping thread's worst "
+          "oversleep (the machine's noise) %lld ms", median, worst, meter.gaps.size(), meter.noise());
+    QVERIFY2(worst < 250 + meter.noise(), qPrintable(QString("the window froze for %1 ms (noise %2 ms)").arg(worst).arg(meter.noise())));
     QVERIFY(median <= 20);
     // And the data did arrive.
     CatalogReader reader(temp.filePath("catalog.db"));
@@ -1116,11 +1145,14 @@ void ConsoleTest::windowStaysResponsiveAgainstASlowWorker() {
     const qint64 gone_ms = timer.elapsed();
     qInfo("event-loop gaps against a worker that answers after 10 s: median %lld ms, worst %lld ms over %zu ticks; "
           "watch() returned in %lld ms, an upload cancelled in %lld ms, the window closed in %lld ms, the backend "
-          "destroyed in %lld ms", meter.median(), meter.worst, meter.gaps.size(), watch_ms, cancel_ms, close_ms, gone_ms);
-    QVERIFY2(watch_ms < 50, qPrintable(QString("watch() waited %1 ms behind a call under way").arg(watch_ms)));
+          "destroyed in %lld ms; a sleeping thread's worst oversleep (the machine's noise) %lld ms", meter.median(), meter.worst,
+          meter.gaps.size(), watch_ms, cancel_ms, close_ms, gone_ms, meter.noise());
+    // Against a worker that answers after 10 s, every one of these would take 10 s if it waited for the network.
+    const qint64 noise = meter.noise();
+    QVERIFY2(watch_ms < 50 + noise, qPrintable(QString("watch() waited %1 ms behind a call under way").arg(watch_ms)));
     QVERIFY2(cancel_ms < 3000, qPrintable(QString("cancelling the upload took %1 ms").arg(cancel_ms)));
-    QVERIFY2(close_ms < 50, qPrintable(QString("closing the window waited %1 ms").arg(close_ms)));
-    QVERIFY2(meter.worst < 50, qPrintable(QString("the window froze for %1 ms").arg(meter.worst)));
+    QVERIFY2(close_ms < 50 + noise, qPrintable(QString("closing the window waited %1 ms").arg(close_ms)));
+    QVERIFY2(meter.worst < 50 + noise, qPrintable(QString("the window froze for %1 ms (noise %2 ms)").arg(meter.worst).arg(noise)));
     QVERIFY2(gone_ms < 2000, qPrintable(QString("destroying the backend waited %1 ms for the worker").arg(gone_ms)));
 }
 
