@@ -276,7 +276,8 @@ QJsonObject NewJobDialog::request() const {
     request.remove("argv");
     request.remove("shell");
     request.remove("cwd");
-    request.remove("env");
+    // A built-in job's env (a loaded request's, which the form does not show) goes with it, as every other field
+    // the form does not show does on clone-and-edit.
     QJsonObject spec = loaded_.value("builtin").toObject();
     QJsonObject data = spec.value("data").toObject();
     if (dataset_->currentData() == "csv") {
