@@ -257,6 +257,14 @@ TEST(Worker, BadInputGetsClearErrorsAndTheWorkerStaysUp) {
     traindeck::client::WorkerClient none(worker.url(), "");
     EXPECT_EQ(none.post("/v1/jobs", json{{"argv", {"true"}}}).status, 401);
     EXPECT_EQ(client.get("/v1/jobs/999").status, 404);
+    // Found by the fuzzers: an id beyond int64 was a 500, nesting deep enough overflowed the worker's stack, and
+    // integers that do not fit their field were cast (undefined behaviour).
+    EXPECT_EQ(client.get("/v1/jobs/99999999999999999999").status, 404);
+    EXPECT_EQ(client.post("/v1/jobs/99999999999999999999/cancel", std::string("{}")).status, 404);
+    const std::string deep = "{\"argv\":[\"true\"],\"env\":{\"x\":" + std::string(200000, '[') + std::string(200000, ']') + "}}";
+    EXPECT_EQ(client.post("/v1/jobs", deep).status, 400);
+    EXPECT_EQ(client.post("/v1/jobs", json{{"argv", {"true"}}, {"priority", 1e10}}).status, 400);
+    EXPECT_EQ(client.post("/v1/jobs", json{{"argv", {"true"}}, {"resources", {{"gpus", 4294967297LL}}}}).status, 400);
     EXPECT_EQ(client.get("/v1/jobs/1/events?after=-3").status, 400);
 
     const int64_t missing = worker.submit({{"argv", {"/no/such/program", "--flag"}}, {"max_restarts", 3}});
