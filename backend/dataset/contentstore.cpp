@@ -37,6 +37,23 @@ bool write_all(int fd, const char* data, size_t size, int& saved_errno) {
     return true;
 }
 
+// Temp file, fsync, rename: the file is whole or absent. 0, or the errno of what failed.
+int write_atomically(const std::string& path, const std::string& text) {
+    const std::string temp = path + "." + unique_suffix();
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int saved = fd < 0 ? errno : 0;
+    bool ok = fd >= 0 && write_all(fd, text.data(), text.size(), saved);
+    if (ok && ::fsync(fd) != 0)
+        ok = false, saved = errno;
+    if (fd >= 0)
+        ::close(fd);
+    if (ok && ::rename(temp.c_str(), path.c_str()) != 0)
+        ok = false, saved = errno;
+    if (!ok)
+        ::unlink(temp.c_str());
+    return ok ? 0 : (saved ? saved : EIO);
+}
+
 int space_status(int error_number) { return error_number == ENOSPC || error_number == EDQUOT ? 507 : 500; }
 
 void make_read_only(const fs::path& root) {
@@ -217,21 +234,10 @@ int ContentStore::build(const Manifest& manifest, std::vector<std::string>& miss
                 "… (damaged on the worker's disk); they were dropped, upload again";
         return 422;
     }
-    const std::string manifest_path = dir_ + "/manifests/" + version + ".json";
-    {
-        const std::string text = manifest.to_json().dump();
-        const std::string temp = manifest_path + "." + unique_suffix();
-        const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        int saved = fd < 0 ? errno : 0;
-        const bool ok = fd >= 0 && write_all(fd, text.data(), text.size(), saved) && ::fsync(fd) == 0;
-        if (fd >= 0)
-            ::close(fd);
-        if (!ok || ::rename(temp.c_str(), manifest_path.c_str()) != 0) {
-            ::unlink(temp.c_str());
-            remove_tree(build);
-            error = "cannot write the manifest (" + std::string(std::strerror(saved ? saved : errno)) + ")";
-            return space_status(saved ? saved : errno);
-        }
+    if (const int saved = write_atomically(dir_ + "/manifests/" + version + ".json", manifest.to_json().dump()); saved != 0) {
+        remove_tree(build);
+        error = "cannot write the manifest (" + std::string(std::strerror(saved)) + ")";
+        return space_status(saved);
     }
     make_read_only(build);
     if (!write_seal(version, build.string(), error)) {
@@ -304,16 +310,8 @@ bool ContentStore::write_seal(const std::string& version, const std::string& fol
     std::string text;
     for (const auto& line : lines)
         text += line + "\n";
-    const std::string path = dir_ + "/manifests/" + version + ".seal";
-    const std::string temp = path + "." + unique_suffix();
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int saved = fd < 0 ? errno : 0;
-    const bool ok = fd >= 0 && write_all(fd, text.data(), text.size(), saved) && ::fsync(fd) == 0;
-    if (fd >= 0)
-        ::close(fd);
-    if (!ok || ::rename(temp.c_str(), path.c_str()) != 0) {
-        ::unlink(temp.c_str());
-        error = "cannot write the version's seal (" + std::string(std::strerror(saved ? saved : errno)) + ")";
+    if (const int saved = write_atomically(dir_ + "/manifests/" + version + ".seal", text); saved != 0) {
+        error = "cannot write the version's seal (" + std::string(std::strerror(saved)) + ")";
         return false;
     }
     return true;
