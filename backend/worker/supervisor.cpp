@@ -312,21 +312,9 @@ void Supervisor::loop() {
         try {
             tick(meter_now);
         } catch (const std::exception& e) {
-            // A failed transaction loses nothing: offsets were not advanced, the files are read again.
+            // Every transaction is commit()'s, which undoes its own failures; what reaches here failed outside the
+            // database, and what was buffered before it stays for the next commit.
             std::fprintf(stderr, "traindeck-worker: %s\n", e.what());
-            if (in_transaction_) {
-                try {
-                    db_.exec("ROLLBACK");
-                } catch (...) {
-                }
-                in_transaction_ = false;
-            }
-            pending_announcements_.clear();
-            for (auto& [id, job] : jobs_)
-                job->dirty = true;
-            for (auto& reply : after_commit_)
-                reply(false, e.what());
-            after_commit_.clear();
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
         }
     }
