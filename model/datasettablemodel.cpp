@@ -83,26 +83,4 @@ QVariant DatasetTableModel::headerData(int section, Qt::Orientation orientation,
     return tr(names[section]);
 }
 
-QByteArray DatasetTableModel::manifest(const QString& version) {
-    try {
-        Statement select = catalog_.db().prepare("SELECT manifest FROM dataset_versions WHERE hash=?");
-        select.bind(1, version.toStdString());
-        return select.step() ? QByteArray::fromStdString(select.text(0)) : QByteArray();
-    } catch (const std::exception&) {
-        return {}; // a damaged catalog: the caller shows "no manifest"; no exception reaches a slot
-    }
-}
-
-QString DatasetTableModel::previousVersion(const QString& name, const QString& version) {
-    try {
-        Statement select = catalog_.db().prepare(
-            "SELECT v.hash FROM dataset_versions v JOIN datasets d ON d.id=v.dataset WHERE d.name=? AND v.id < "
-            "(SELECT id FROM dataset_versions WHERE hash=?) ORDER BY v.id DESC LIMIT 1");
-        select.bind(1, name.toStdString()).bind(2, version.toStdString());
-        return select.step() ? QString::fromStdString(select.text(0)) : QString();
-    } catch (const std::exception&) {
-        return {};
-    }
-}
-
 } // namespace traindeck

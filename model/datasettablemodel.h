@@ -22,10 +22,6 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
     int rowOfVersion(const QString& version) const; // -1 when absent
 
-    // The manifest JSON of a version, and the newest version of a dataset name before `version` ("" if none).
-    QByteArray manifest(const QString& version);
-    QString previousVersion(const QString& name, const QString& version);
-
 public slots:
     void refresh();
 
