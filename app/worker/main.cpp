@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <string>
 
+#include <fcntl.h>
 #include <pwd.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 namespace {
@@ -45,7 +47,9 @@ void print_usage() {
         "  --slurm-user NAME      who the jobs run as (default: the worker's own user; a worker running as root\n"
         "                         must name one, --slurm-user root if that is really meant)\n"
         "  --slurm-partition P    partition (default: the cluster's default)\n"
-        "  --slurm-conf FILE      SLURM_CONF for the Slurm commands\n");
+        "  --slurm-conf FILE      SLURM_CONF for the Slurm commands\n"
+        "\n"
+        "One worker per state folder (STATE/lock); a second one exits with status 3 naming the first's pid.\n");
 }
 
 std::string default_state_dir() {
@@ -56,6 +60,36 @@ std::string default_state_dir() {
 }
 
 bool is_loopback(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "::1"; }
+
+// One worker per state folder: two would run every queued job twice and write the same database. The lock is an
+// flock on STATE/lock held for the life of the process (close-on-exec, so the jobs it starts, which outlive it, do
+// not hold it: a restarted worker takes them back). Returns the fd, or -1 with *error saying who holds it.
+int lock_state_dir(const std::string& state_dir, std::string* error) {
+    const std::string path = state_dir + "/lock";
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        *error = "cannot open " + path + ": " + std::strerror(errno);
+        return -1;
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        const int why = errno;
+        ::close(fd);
+        std::string holder;
+        if (FILE* pid = std::fopen((state_dir + "/pid").c_str(), "r")) {
+            char line[32] = {};
+            if (std::fgets(line, sizeof line, pid) && line[0] != '\n') {
+                line[std::strcspn(line, "\n")] = '\0';
+                holder = std::string(" (pid ") + line + ")";
+            }
+            std::fclose(pid);
+        }
+        *error = why == EWOULDBLOCK ? "another traindeck-worker" + holder + " runs on " + state_dir +
+                                          "; stop it first, or give this one another --state-dir"
+                                    : "cannot lock " + path + ": " + std::strerror(why);
+        return -1;
+    }
+    return fd;
+}
 
 } // namespace
 
@@ -177,6 +211,16 @@ int main(int argc, char** argv) {
     }
 
     std::string error;
+    if (lock_state_dir(config.state_dir, &error) < 0) {
+        std::fprintf(stderr, "traindeck-worker: %s\n", error.c_str());
+        return 3;
+    }
+    // Who runs here: the console sends its token only to the process that listens on STATE/port and whose pid is
+    // this (backend/client/workerbackend.cpp).
+    if (!write_file_atomically(config.state_dir + "/pid", std::to_string(::getpid()) + "\n", error)) {
+        std::fprintf(stderr, "traindeck-worker: %s\n", error.c_str());
+        return 1;
+    }
     bool created = false;
     const std::string token = load_or_create_token(config.state_dir, created, error);
     if (token.empty()) {
@@ -207,5 +251,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     server.run();
     supervisor.stop();
+    // Nobody listens any more: a console asking STATE/port learns it at once instead of from a refused connection.
+    std::filesystem::remove(config.state_dir + "/port", ec);
     return 0;
 }

@@ -17,6 +17,8 @@
 #include <set>
 #include <thread>
 
+#include <sys/wait.h>
+
 using namespace traindeck::test;
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -201,6 +203,35 @@ TEST(Worker, KilledWorkerLosesAndDuplicatesNoEvent) {
     for (const auto& e : of_type(events, "warning"))
         readopted |= e["data"]["message"] == "worker restarted; job re-adopted";
     EXPECT_TRUE(readopted);
+}
+
+TEST(Worker, ASecondWorkerOnTheSameStateFolderRefusesToStart) {
+    WorkerProcess worker;
+    const std::string port_before = [&] {
+        std::ifstream in(worker.state_dir() + "/port");
+        std::string port;
+        in >> port;
+        return port;
+    }();
+    ASSERT_FALSE(port_before.empty());
+    const std::string log = worker.state_dir() + "/second.log";
+    const int status = std::system(("'" + worker_binary() + "' --listen 127.0.0.1:0 --state-dir '" + worker.state_dir() +
+                                    "' >'" + log + "' 2>&1").c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 3);
+    std::ifstream in(log);
+    const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(said.find("another traindeck-worker (pid " + std::to_string(worker.pid()) + ") runs on"), std::string::npos) << said;
+    // The first one is untouched: same port file, still answering.
+    std::ifstream port_in(worker.state_dir() + "/port");
+    std::string port_after;
+    port_in >> port_after;
+    EXPECT_EQ(port_after, port_before);
+    EXPECT_EQ(worker.client().get("/v1/health").status, 200);
+    // A worker that died (kill -9) leaves no lock behind: the next one starts on the folder.
+    worker.kill_hard();
+    ASSERT_TRUE(worker.restart()) << worker.last_error;
+    EXPECT_EQ(worker.client().get("/v1/health").status, 200);
 }
 
 TEST(Worker, HighPriorityJobPreemptsAndTheLowOneResumesExactly) {
