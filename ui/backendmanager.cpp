@@ -104,7 +104,7 @@ void BackendManager::connectBackend(const QString& name, const QVariantMap& sett
                 delete backend;
                 return;
             }
-            if (!ok && step == Step::FirstUse && backend->property("key_needs_trust").toBool()) {
+            if (!ok && step == Step::FirstUse && backend->keyNeedsTrust()) {
                 self->askTrust(name, settings, backend);
                 return;
             }
@@ -124,7 +124,7 @@ void BackendManager::connectBackend(const QString& name, const QVariantMap& sett
                     }
                 }
                 Catalog::BackendRow row{name.toStdString(), "worker", settings.value("url").toString().toStdString(),
-                                        backend->property("pinned_public_key").toString().toStdString()};
+                                        backend->pinnedKey().toStdString()};
                 self->writer_.post([row](Catalog& catalog) { catalog.add_backend(row); });
             }
             self->attach(name, backend);
@@ -133,7 +133,7 @@ void BackendManager::connectBackend(const QString& name, const QVariantMap& sett
 }
 
 void BackendManager::askTrust(const QString& name, const QVariantMap& settings, Backend* probe) {
-    const QString pin = probe->property("pinned_public_key").toString();
+    const QString pin = probe->pinnedKey();
     delete probe; // it learned the key and sent nothing else
     const auto answer = QMessageBox::question(
         &window_, tr("Trust this worker?"),

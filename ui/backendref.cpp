@@ -62,8 +62,8 @@ void BackendRef::retire(Backend* backend) {
             return; // retired already
         state->backend = nullptr; // no new uses
     }
-    // Requests under way end now (a backend without shutdown() lets them run to their own timeouts).
-    QMetaObject::invokeMethod(backend, "shutdown", Qt::DirectConnection);
+    // Requests under way end now (a backend whose shutdown() does nothing lets them run to their own timeouts).
+    backend->shutdown();
     std::unique_lock lock(state->mutex);
     state->released.wait(lock, [&] { return state->users == 0; });
 }

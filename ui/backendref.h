@@ -9,7 +9,7 @@
 //     });
 //
 // BackendRef::retire(backend) — GUI thread, before the backend is deleted (and for every backend when the
-// application quits) — stops new uses, asks the backend to end its requests under way (WorkerBackend's shutdown(),
+// application quits) — stops new uses, asks the backend to end its requests under way (Backend::shutdown(); a WorkerBackend's end
 // within 50 ms), and waits for the uses still held, which therefore end at once. Then deleting it is safe.
 #include "backend.h"
 

@@ -23,10 +23,10 @@ DatasetSync::~DatasetSync() { cancel(); }
 
 void DatasetSync::cancel() {
     cancel_->store(true);
-    // The Backend interface has no cancel yet: a WorkerBackend offers the slot cancelUploads(), called by name; on
-    // any other backend the upload runs to its end and only what this class does after it is skipped.
-    if (uploading_ && !QMetaObject::invokeMethod(uploading_, "cancelUploads", Qt::DirectConnection))
-        emit failed(tr("This backend cannot stop an upload under way; it ends when the upload does"));
+    // A backend whose cancelUploads() does nothing lets the upload run to its end; what this class does after it
+    // is skipped all the same.
+    if (uploading_)
+        uploading_->cancelUploads();
 }
 
 bool DatasetSync::registerPath(const QString& name, const QString& root) {

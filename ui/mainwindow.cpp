@@ -203,7 +203,7 @@ void MainWindow::addBackend(const QString& name, JobSync& sync, Backend& backend
     connectSync(sync);
     updateResources();
     // What the backend had to do to connect that the user must hear of (a port another program holds, ...).
-    if (const QString notice = backend.property("attach_notice").toString(); !notice.isEmpty())
+    if (const QString notice = backend.attachNotice(); !notice.isEmpty())
         addAlert(tr("%1: %2").arg(name, notice));
 }
 

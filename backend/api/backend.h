@@ -44,6 +44,22 @@ public:
     // eventsArrived. Idempotent: watching a watched job does nothing.
     virtual void watch(const QString& remoteId, qint64 afterSeq) = 0;
 
+    // Stops every dataset upload under way: each ends soon with an error saying it was cancelled; what was sent
+    // stays, so uploading again continues. Safe from any thread.
+    virtual void cancelUploads() {}
+    // Ends every request under way and refuses new ones, without waiting; the object stays valid until deleted.
+    // The console calls it before it lets go of a backend, so no task is left waiting on a peer that may never
+    // answer. Safe from any thread.
+    virtual void shutdown() {}
+
+    // What open() learnt, for the console to show or keep: the public-key pin of a worker reached over TLS ("" when
+    // there is none); whether that key still waits for the user's trust (open() then returned false and sent no
+    // token); a notice on how the backend was reached (e.g. a port that another program held), "" when all went
+    // as expected.
+    virtual QString pinnedKey() const { return {}; }
+    virtual bool keyNeedsTrust() const { return false; }
+    virtual QString attachNotice() const { return {}; }
+
 signals:
     // events: a JSON array of {"seq","time","type","data"} in seq order; the receiver upserts by (job, seq).
     void eventsArrived(const QString& remoteId, const QByteArray& events, bool finished);
@@ -59,5 +75,5 @@ public:
 
 } // namespace traindeck
 
-#define TrainDeckBackendFactory_iid "org.traindeck.BackendFactory/2"
+#define TrainDeckBackendFactory_iid "org.traindeck.BackendFactory/3"
 Q_DECLARE_INTERFACE(traindeck::BackendFactory, TrainDeckBackendFactory_iid)

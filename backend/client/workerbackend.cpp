@@ -1,5 +1,6 @@
-// WorkerBackend (see workerbackend.h for the rules it keeps): start-or-attach for workers on this machine, a pool
-// of connections for calls, one thread per watched job, and the checks on what a worker answers.
+// WorkerBackend (see workerbackend.h for the rules it keeps): start-or-attach for workers on this machine (and
+// finding them again), a pool of connections for calls, one long poll for every watched job, and the checks on
+// what a worker answers.
 #include "workerbackend.h"
 
 #include "datasetupload.h"
@@ -17,6 +18,7 @@
 #include <QSaveFile>
 #include <QUrl>
 
+#include <algorithm>
 #include <chrono>
 
 #include <fcntl.h>
@@ -155,6 +157,10 @@ bool WorkerBackend::start_or_attach(const QVariantMap& settings, const QString& 
     QString binary = settings.value("worker_binary").toString();
     if (binary.isEmpty())
         binary = QCoreApplication::applicationDirPath() + "/traindeck-worker";
+    {
+        std::lock_guard lock(mutex_);
+        local_ = std::make_unique<LocalWorker>(LocalWorker{state_dir, binary, what, extra_args, false});
+    }
 
     QString notice, refusal;
     bool unknown = false;
@@ -193,9 +199,14 @@ bool WorkerBackend::start_or_attach(const QVariantMap& settings, const QString& 
     QFile::remove(state_dir + "/port");
     if (!start_worker(binary, state_dir, extra_args, error))
         return false;
+    {
+        std::lock_guard lock(mutex_);
+        local_->started_here = true;
+    }
     for (int i = 0; i < 200; ++i) {
         if (attach()) {
-            setProperty("attach_notice", notice);
+            std::lock_guard lock(mutex_);
+            attach_notice_ = notice;
             return true;
         }
         if (unknown)
@@ -208,8 +219,58 @@ bool WorkerBackend::start_or_attach(const QVariantMap& settings, const QString& 
     return false;
 }
 
+void WorkerBackend::lost_connection(const client::HttpResponse& response) {
+    if (response.status != 0 || closing_->load())
+        return;
+    std::unique_lock look(reattach_mutex_, std::try_to_lock);
+    const auto now = std::chrono::steady_clock::now();
+    if (!look.owns_lock() || now - last_look_ < std::chrono::seconds(1))
+        return; // another thread is looking, or looked a moment ago
+    last_look_ = now;
+    LocalWorker local;
+    std::string url;
+    {
+        std::lock_guard lock(mutex_);
+        if (!local_)
+            return; // a remote worker: only its address was given, and that is where it is asked again
+        local = *local_;
+        url = url_;
+    }
+    const QString port = read_first_line(local.state_dir + "/port");
+    const QString token = read_first_line(local.state_dir + "/token");
+    if (!port.isEmpty() && !token.isEmpty()) {
+        QString why;
+        const Listener listener = check_listener(port.toInt(), local.state_dir, &why);
+        if (listener == Listener::Ours) {
+            const std::string found = "http://127.0.0.1:" + port.toStdString();
+            if (found != url) {
+                // It came back on another port (a restart with --listen 127.0.0.1:0): the same folder, the same token.
+                set_endpoint(found, token.toStdString(), {}, {}, QStringLiteral("%1 on 127.0.0.1:%2").arg(local.what, port));
+                emit connectionChanged(true, describe());
+            }
+            return; // ours and alive: slow, or back where it was
+        }
+        if (listener == Listener::Unknown)
+            return; // the token goes nowhere we cannot tell; start_or_attach said so when it opened
+    }
+    // Nothing of this folder listens. A worker someone else runs (systemd, a test, the user) is theirs to start; one
+    // this backend started it starts again (at most every 10 s: a worker that cannot start says why in its log). Its
+    // lock on the state folder makes two starts at once harmless: the second exits.
+    if (!local.started_here || now - last_start_ < std::chrono::seconds(10))
+        return;
+    last_start_ = now;
+    QString error;
+    if (!start_worker(local.binary, local.state_dir, local.extra_args, &error))
+        emit connectionChanged(false, error);
+}
+
 void WorkerBackend::shutdown() {
     closing_->store(true);
+    watch_wake_->store(true);
+    {
+        std::lock_guard lock(streams_mutex_);
+        watch_added_.notify_all();
+    }
     cancelUploads();
 }
 
@@ -222,6 +283,8 @@ WorkerBackend::~WorkerBackend() {
             if (stream.thread.joinable())
                 stream.thread.join();
     }
+    if (watcher_.joinable())
+        watcher_.join();
     std::unique_lock lock(mutex_);
     drained_.wait(lock, [&] { return in_flight_ == 0; });
 }
@@ -239,6 +302,27 @@ void WorkerBackend::set_endpoint(const std::string& url, const std::string& toke
     template_->set_abort(closing_);
     ++endpoint_;
     idle_.clear();
+}
+
+void WorkerBackend::set_key(const QString& pin, bool needs_trust) {
+    std::lock_guard lock(mutex_);
+    pinned_key_ = pin;
+    key_needs_trust_ = needs_trust;
+}
+
+QString WorkerBackend::pinnedKey() const {
+    std::lock_guard lock(mutex_);
+    return pinned_key_;
+}
+
+bool WorkerBackend::keyNeedsTrust() const {
+    std::lock_guard lock(mutex_);
+    return key_needs_trust_;
+}
+
+QString WorkerBackend::attachNotice() const {
+    std::lock_guard lock(mutex_);
+    return attach_notice_;
 }
 
 QString WorkerBackend::describe() const {
@@ -277,6 +361,7 @@ client::HttpResponse WorkerBackend::call(const std::string& method, const std::s
         return {0, {}, closing_->load() ? "the console is closing" : "not connected"};
     client::HttpResponse response = method == "GET" ? pooled.client->get(path, timeout_ms) : pooled.client->post(path, body, timeout_ms);
     return_client(std::move(pooled));
+    lost_connection(response);
     return response;
 }
 
@@ -426,6 +511,19 @@ void WorkerBackend::watch(const QString& remoteId, qint64 afterSeq) {
     std::lock_guard lock(streams_mutex_);
     if (closing_->load())
         return;
+    if (per_job_)
+        return start_stream(remoteId, afterSeq);
+    if (watched_.contains(remoteId))
+        return; // already watched
+    watched_[remoteId] = afterSeq;
+    // The request under way does not know this job: end it, the next one asks for it too.
+    watch_wake_->store(true);
+    watch_added_.notify_all();
+    if (!watcher_.joinable())
+        watcher_ = std::thread([this] { watch_all(); });
+}
+
+void WorkerBackend::start_stream(const QString& remoteId, qint64 afterSeq) {
     auto it = streams_.find(remoteId);
     if (it != streams_.end()) {
         if (!it->second.done->load())
@@ -441,14 +539,126 @@ void WorkerBackend::watch(const QString& remoteId, qint64 afterSeq) {
                           done};
 }
 
+void WorkerBackend::watch_all() {
+    std::unique_ptr<client::WorkerClient> client;
+    uint64_t client_endpoint = 0;
+    auto pause = [&](int ms) {
+        for (int waited = 0; waited < ms && !closing_->load(); waited += 50)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    };
+    int failures = 0;
+    bool connected = true;
+    bool told_missing = false;
+    while (!closing_->load()) {
+        nlohmann::json after = nlohmann::json::object();
+        size_t jobs = 0;
+        {
+            std::unique_lock lock(streams_mutex_);
+            watch_added_.wait(lock, [&] { return closing_->load() || !watched_.empty(); });
+            if (closing_->load())
+                return;
+            watch_wake_->store(false); // from here on a new job ends the request below
+            for (const auto& [id, seq] : watched_)
+                after[id.toStdString()] = seq;
+            jobs = watched_.size();
+        }
+        {
+            std::lock_guard lock(mutex_);
+            if (!template_)
+                return;
+            if (!client || client_endpoint != endpoint_) { // first time, or the worker was found elsewhere
+                client = template_->fork();
+                client->set_abort(watch_wake_);
+                client_endpoint = endpoint_;
+            }
+        }
+        // At most about 200,000 events in one reply, however many jobs have news; the rest come next time.
+        const int64_t limit = std::clamp<int64_t>(200000 / static_cast<int64_t>(jobs), 200, 20000);
+        const auto started = std::chrono::steady_clock::now();
+        const auto response = client->post("/v1/events/watch", nlohmann::json{{"after", after}, {"wait_ms", 5000}, {"limit", limit}},
+                                           20000);
+        if (closing_->load())
+            return;
+        if (watch_wake_->load() && !response.ok())
+            continue; // a job was added: ask again with it
+        if (response.status == 404) {
+            // A worker from before /v1/events/watch: one long poll per job, as it was then.
+            std::lock_guard lock(streams_mutex_);
+            per_job_ = true;
+            for (const auto& [id, seq] : watched_)
+                start_stream(id, seq);
+            watched_.clear();
+            return;
+        }
+        std::string problem = response.ok() ? std::string() : response.message();
+        nlohmann::json reply;
+        if (problem.empty()) {
+            std::string why;
+            reply = parse_reply(response.body, &why);
+            if (!reply.is_object() || !reply.contains("jobs") || !reply["jobs"].is_object())
+                problem = "the worker's answer to a watch of " + std::to_string(jobs) + " jobs is not {\"jobs\": {...}} (" +
+                          (why.empty() ? "not readable" : why) + "); retrying";
+        }
+        if (!problem.empty()) {
+            lost_connection(response);
+            // Backoff up to 10 s; the next successful call asks after the last seq each job had, so nothing is lost.
+            if (connected)
+                emit connectionChanged(false, QString::fromStdString(problem));
+            connected = false;
+            pause(std::min(10000, 250 << std::min(failures++, 6)));
+            continue;
+        }
+        if (!connected)
+            emit connectionChanged(true, describe());
+        connected = true;
+        failures = 0;
+        if (reply.contains("missing") && reply["missing"].is_array() && !reply["missing"].empty() && !told_missing) {
+            // Jobs the worker does not know (its state folder was replaced?): kept, in case it is the wrong worker for now.
+            told_missing = true;
+            qWarning("%s does not know job(s) %s; still watching them", qPrintable(describe()), reply["missing"].dump().c_str());
+        }
+        bool news = false;
+        for (const auto& [key, job] : reply["jobs"].items()) {
+            const QString id = QString::fromStdString(key);
+            qint64 seq = 0;
+            {
+                std::lock_guard lock(streams_mutex_);
+                const auto it = watched_.find(id);
+                if (it == watched_.end())
+                    continue; // not a job we asked about
+                seq = it->second;
+            }
+            static const nlohmann::json no_events = nlohmann::json::array();
+            const nlohmann::json& events = job.is_object() && job.contains("events") && job["events"].is_array() ? job["events"] : no_events;
+            const std::string state = job.is_object() && job.contains("state") && job["state"].is_string() ? job["state"].get<std::string>() : "";
+            const bool finished = events.empty() && (state == "succeeded" || state == "failed" || state == "cancelled" ||
+                                                     state == "stopped");
+            if (!events.empty() || finished)
+                emit eventsArrived(id, QByteArray::fromStdString(events.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
+                                   finished);
+            qint64 next = seq;
+            if (job.is_object() && job.contains("next") && job["next"].is_number_integer())
+                next = job["next"].get<qint64>();
+            else
+                for (const auto& event : events)
+                    if (event.is_object() && event.contains("seq") && event["seq"].is_number_integer())
+                        next = std::max(next, event["seq"].get<qint64>());
+            news = news || !events.empty();
+            std::lock_guard lock(streams_mutex_);
+            if (finished)
+                watched_.erase(id); // watch() again after a resume
+            else if (const auto it = watched_.find(id); it != watched_.end())
+                it->second = std::max(it->second, next);
+        }
+        // A worker long-polls (wait_ms); one that answers "nothing yet" at once must not be asked in a tight loop.
+        if (!news && std::chrono::steady_clock::now() - started < std::chrono::milliseconds(200))
+            pause(200);
+    }
+}
+
 void WorkerBackend::stream(QString remoteId, qint64 after) {
     std::unique_ptr<client::WorkerClient> client;
-    {
-        std::lock_guard lock(mutex_);
-        if (!template_)
-            return;
-        client = template_->fork();
-    }
+    uint64_t client_endpoint = 0;
     auto pause = [&](int ms) {
         for (int waited = 0; waited < ms && !closing_->load(); waited += 50)
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -456,6 +666,15 @@ void WorkerBackend::stream(QString remoteId, qint64 after) {
     int failures = 0;
     bool connected = true;
     while (!closing_->load()) {
+        {
+            std::lock_guard lock(mutex_);
+            if (!template_)
+                return;
+            if (!client || client_endpoint != endpoint_) { // first time, or the worker was found elsewhere
+                client = template_->fork();
+                client_endpoint = endpoint_;
+            }
+        }
         const auto started = std::chrono::steady_clock::now();
         const auto response = client->get("/v1/jobs/" + remoteId.toStdString() + "/events?limit=20000&wait_ms=1000&after=" +
                                               std::to_string(after),
@@ -472,6 +691,7 @@ void WorkerBackend::stream(QString remoteId, qint64 after) {
         if (!problem.empty()) {
             if (closing_->load())
                 return;
+            lost_connection(response);
             // Backoff up to 10 s; the next successful call asks after the last seq we had, so nothing is lost.
             if (connected)
                 emit connectionChanged(false, QString::fromStdString(problem));

@@ -4,6 +4,10 @@
 //
 // Rules it keeps: no call waits behind another (each takes a connection of its own from a small pool, so a worker
 // that answers one request after 10 s holds up only that request, and watch() never waits on the network at all);
+// every watched job shares one long poll (POST /v1/events/watch: one thread and one connection however many jobs
+// are watched; a worker without that endpoint gets one long poll per job, as before it had one); a worker on this
+// machine that went away is found again where it comes back (its state folder's port file), and one this backend
+// started is started again;
 // names in a worker's replies are checked before they become paths (remotename.h); a reply that does not parse is
 // repaired or reported, never a reason to spin or to stop a stream (jsonrepair.h); destroying the backend ends
 // every request under way within 50 ms instead of waiting for the worker.
@@ -11,6 +15,7 @@
 #include "workerclient.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -37,14 +42,12 @@ public:
                        const std::function<void(qint64, qint64, double)>& progress, QString* error) override;
     QString fetchCheckpoint(const QString& remoteId, const QString& dir, QString* error) override;
 
-    // Stops every dataset upload under way: each ends within 50 ms with an error saying it was cancelled; the
-    // chunks already sent stay on the worker, so uploading again continues. Safe from any thread. The Backend
-    // interface has no cancel of its own yet, so the console invokes this by name.
-    Q_INVOKABLE void cancelUploads();
-    // Ends every request under way and refuses new ones (each ends within 50 ms with an error), without waiting;
-    // the backend stays a valid object until deleted. The console calls it by name before it lets go of a backend
-    // (ui/backendref.h), so that no task is left waiting on a worker that may never answer.
-    Q_INVOKABLE void shutdown();
+    // Each upload, and with shutdown() each request, ends within 50 ms; the chunks already sent stay on the worker.
+    void cancelUploads() override;
+    void shutdown() override;
+    QString pinnedKey() const override;
+    bool keyNeedsTrust() const override;
+    QString attachNotice() const override;
 
 protected:
     // Subclasses call this from open() once they know where the worker is.
@@ -57,9 +60,12 @@ protected:
     // settings["worker_binary"] overrides the traindeck-worker next to the app. The token goes only to the
     // process the kernel says listens on the folder's port, and only when that process is this folder's worker
     // (run by this user with --state-dir naming the folder); a port that another program holds gets nothing, a new
-    // worker is started, and the dynamic property "attach_notice" says what happened (the window shows it).
+    // worker is started, and attachNotice() says what happened (the window shows it).
     bool start_or_attach(const QVariantMap& settings, const QString& default_state_dir, const QStringList& extra_args,
                          const QString& what, QString* error);
+
+    // For open(): what pinnedKey() and keyNeedsTrust() answer.
+    void set_key(const QString& pin, bool needs_trust);
 
 private:
     struct Pooled {
@@ -68,19 +74,43 @@ private:
     };
     Pooled take_client();
     void return_client(Pooled pooled);
-    void stream(QString remoteId, qint64 after);
+    // A request got no answer at all (refused, reset, timed out): for a worker on this machine, look again where
+    // it is — it may have come back on another port — and start it again if this backend started it and nothing
+    // listens. At most once a second; never on the GUI thread (calls and streams run on threads of their own).
+    void lost_connection(const client::HttpResponse& response);
+    void watch_all();                       // the one long poll of every watched job
+    void stream(QString remoteId, qint64 after); // one job's long poll, for a worker without /v1/events/watch
+    void start_stream(const QString& remoteId, qint64 after); // under streams_mutex_
 
     mutable std::mutex mutex_; // guards everything below up to streams_mutex_
     std::string url_, token_, pinned_, ca_file_;
     QString description_;
+    QString pinned_key_, attach_notice_;
+    bool key_needs_trust_ = false;
     std::unique_ptr<client::WorkerClient> template_; // forked for each connection; never used itself
     uint64_t endpoint_ = 0;
     std::vector<Pooled> idle_;
     int in_flight_ = 0; // calls, uploads and fetches under way; the destructor waits for them (they end at once)
     std::condition_variable drained_;
     std::vector<std::shared_ptr<std::atomic<bool>>> uploads_; // the abort flags of the uploads under way
+    // A worker on this machine (start_or_attach): where to look for it again.
+    struct LocalWorker {
+        QString state_dir, binary, what;
+        QStringList extra_args;
+        bool started_here = false; // this backend started it, so it starts it again
+    };
+    std::unique_ptr<LocalWorker> local_;
 
-    std::mutex streams_mutex_; // never held across a request
+    std::mutex reattach_mutex_; // one look at a time
+    std::chrono::steady_clock::time_point last_look_, last_start_;
+
+    std::mutex streams_mutex_; // never held across a request; guards everything below
+    std::map<QString, qint64> watched_; // job → the last seq it has had; a job leaves when it ended
+    std::thread watcher_;
+    std::condition_variable watch_added_;
+    // Ends the watcher's request under way: set when a job is added (the next request includes it) and on close.
+    std::shared_ptr<std::atomic<bool>> watch_wake_ = std::make_shared<std::atomic<bool>>(false);
+    bool per_job_ = false; // the worker has no /v1/events/watch: one stream per job
     struct Stream {
         std::thread thread;
         std::shared_ptr<std::atomic<bool>> done;

@@ -145,9 +145,9 @@ QString open_remote(Backend& backend, const QString& url, const QString& token) 
     QString error;
     if (backend.open({{"url", url}, {"token", token}}, &error))
         return "the first open of a worker connected without the user accepting its key";
-    if (!backend.property("key_needs_trust").toBool())
+    if (!backend.keyNeedsTrust())
         return "learning the worker's key failed: " + error;
-    const QString pin = backend.property("pinned_public_key").toString();
+    const QString pin = backend.pinnedKey();
     if (!backend.open({{"url", url}, {"token", token}, {"pinned_public_key", pin}}, &error))
         return error;
     return {};
@@ -364,6 +364,9 @@ private slots:
     void catalogErrorsNeverEscapeASlot();
     void brokenMetricLinesNeverStopTheStream();
     void unrepairedEventsAreRepairedByTheConsole();
+    void watchingManyJobsHoldsOneRequest();
+    void localWorkerIsFoundAgainOnANewPort();
+    void localWorkerTheConsoleStartedIsStartedAgain();
 };
 
 void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
@@ -546,8 +549,8 @@ void ConsoleTest::remoteWorkerPinsItsKeyOnFirstUse() {
     std::unique_ptr<Backend> first(factory->create(nullptr));
     QVERIFY(!first->open({{"url", url}, {"token", token}}, &error));
     QVERIFY2(error.contains("not trusted yet") && error.contains("no token was sent"), qPrintable(error));
-    QVERIFY(first->property("key_needs_trust").toBool());
-    const QString pin = first->property("pinned_public_key").toString();
+    QVERIFY(first->keyNeedsTrust());
+    const QString pin = first->pinnedKey();
     QVERIFY(pin.startsWith("sha256//"));
     QVERIFY(error.contains(pin));
 
@@ -926,8 +929,8 @@ void ConsoleTest::remoteTokenWaitsForTheAcceptedKey() {
     std::unique_ptr<Backend> probe(factory->create(nullptr));
     QString error;
     QVERIFY(!probe->open({{"url", box.url()}, {"token", QString(token)}}, &error));
-    QVERIFY2(probe->property("key_needs_trust").toBool(), qPrintable(error));
-    const QString pin = probe->property("pinned_public_key").toString();
+    QVERIFY2(probe->keyNeedsTrust(), qPrintable(error));
+    const QString pin = probe->pinnedKey();
     QVERIFY2(!box.sawHeader("authorization") && !box.sawHeaderValue(token), "the token went to a server whose key nobody accepted");
 
     // Through the console's "Add remote worker…": the user is shown the key, and declines.
@@ -997,7 +1000,7 @@ void ConsoleTest::localTokenNeverGoesToAForeignPort() {
              "the local worker's token went to another program on its old port");
     // ... the console started a worker of its own for the folder, and says why.
     QVERIFY2(!console.backend->describe().endsWith(":" + port), qPrintable(console.backend->describe()));
-    const QString notice = console.backend->property("attach_notice").toString();
+    const QString notice = console.backend->attachNotice();
     QVERIFY2(notice.contains("was not sent") && notice.contains(port) && notice.contains("not by the worker of"), qPrintable(notice));
     QVERIFY2(any_contains(console.window->alerts(), "was not sent to 127.0.0.1:" + port), qPrintable(console.window->alerts().join('\n')));
     QString error;
@@ -1006,7 +1009,7 @@ void ConsoleTest::localTokenNeverGoesToAForeignPort() {
     Console again;
     QVERIFY(again.open(temp.filePath("catalog2.db"), worker_dir));
     QCOMPARE(again.backend->describe(), console.backend->describe());
-    QCOMPARE(again.backend->property("attach_notice").toString(), QString());
+    QCOMPARE(again.backend->attachNotice(), QString());
     QVERIFY(!foreign.sawHeader("authorization"));
 }
 
@@ -1313,12 +1316,213 @@ void ConsoleTest::unrepairedEventsAreRepairedByTheConsole() {
     QCOMPARE(points[2].value, 0.6);
     const QStringList log = CatalogReader(temp.filePath("catalog.db")).logTail(1, 10);
     QVERIFY2(any_contains(log, QString::fromUtf8("caf\xEF\xBF\xBD \xEF\xBF\xBD done")), qPrintable(log.join('\n')));
+    // It has no /v1/events/watch (404): asked once, then one long poll per job, as workers had before it.
+    QCOMPARE(old.count("/v1/events/watch"), 1);
     // The stream ended with the job: asked a handful of times, not in a loop.
     QTRY_VERIFY_WITH_TIMEOUT(old.count("/v1/jobs/1/events") >= 2, 10000);
     const int asked = old.count("/v1/jobs/1/events");
     QTest::qWait(1000);
     QCOMPARE(old.count("/v1/jobs/1/events"), asked);
     QVERIFY(asked <= 3);
+}
+
+namespace {
+
+int thread_count() { return QDir("/proc/self/task").entryList(QDir::Dirs | QDir::NoDotAndDotDot).size(); }
+
+QString first_line(const QString& path) {
+    QFile file(path);
+    return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readLine()).trimmed() : QString();
+}
+
+// Whether the job's own metrics file (in the worker's folder) says it is held after `step`.
+bool job_held_at(const QString& worker_dir, const QString& remote, int step) {
+    QFile file(worker_dir + "/jobs/" + remote + "/metrics.jsonl");
+    if (!file.open(QIODevice::ReadOnly))
+        return false;
+    const QByteArray needle = "\"step\":" + QByteArray::number(step);
+    for (const QByteArray& line : file.readAll().split('\n'))
+        if (line.contains("\"held\"") && line.contains(needle))
+            return true;
+    return false;
+}
+
+// Every loss step of the job in the catalog, in order (read from the file, not from the window).
+QList<int64_t> loss_steps(const QString& catalog_path, qint64 job) {
+    Catalog reader;
+    if (!reader.open(catalog_path.toStdString(), true).empty())
+        return {};
+    QList<int64_t> steps;
+    for (const auto& point : SeriesStore::points(reader.db(), reader.series(job, "loss", false), 0, 1 << 30))
+        steps << point.step;
+    return steps;
+}
+
+bool is_one_to(const QList<int64_t>& steps, int64_t last) {
+    if (steps.size() != last)
+        return false;
+    for (int i = 0; i < steps.size(); ++i)
+        if (steps[i] != i + 1)
+            return false;
+    return true;
+}
+
+} // namespace
+
+void ConsoleTest::watchingManyJobsHoldsOneRequest() {
+    TRAINDECK_REQUIRE(have_openssl(), kNeedOpenssl);
+    QTemporaryDir temp;
+    const QString certificate = make_certificate(temp.path());
+    QVERIFY2(certificate.isEmpty(), qPrintable(certificate));
+    // A worker with 300 jobs, each with two metric steps and its end; it answers the multi-job watch only.
+    constexpr int kJobs = 300;
+    FakeWorker box;
+    const QString started = box.start(temp.filePath("cert.pem"), temp.filePath("key.pem"));
+    QVERIFY2(started.isEmpty(), qPrintable(started));
+    box.answer("GET", "/v1/health", {200, kHealth});
+    box.answer("GET", "/v1/resources", {200, R"({"cpus":1})"});
+    std::atomic<int> largest{0};
+    box.route("POST", "/v1/events/watch", [&largest](const FakeWorker::Request& request) -> FakeWorker::Reply {
+        const QJsonObject after = QJsonDocument::fromJson(request.body).object().value("after").toObject();
+        largest = std::max(largest.load(), static_cast<int>(after.size()));
+        QJsonObject jobs;
+        for (auto it = after.begin(); it != after.end(); ++it) {
+            const qint64 seen = it.value().toInteger();
+            QJsonArray events;
+            for (qint64 seq = seen + 1; seq <= 3; ++seq)
+                events.append(seq < 3 ? QJsonObject{{"seq", seq}, {"time", double(seq)}, {"type", "record"},
+                                                    {"data", QJsonObject{{"type", "metric"}, {"step", seq}, {"loss", 1.0 / double(seq)}}}}
+                                      : QJsonObject{{"seq", seq}, {"time", 3.0}, {"type", "state"},
+                                                    {"data", QJsonObject{{"state", "succeeded"}, {"reason", ""}}}});
+            jobs[it.key()] = QJsonObject{{"events", events}, {"next", std::max<qint64>(seen, 3)}, {"state", "succeeded"}};
+        }
+        return {200, QJsonDocument(QJsonObject{{"jobs", jobs}, {"missing", QJsonArray()}}).toJson(QJsonDocument::Compact)};
+    });
+    QList<qint64> ids;
+    {
+        Catalog seed;
+        QCOMPARE(QString::fromStdString(seed.open(temp.filePath("catalog.db").toStdString())), QString());
+        for (int j = 1; j <= kJobs; ++j)
+            ids << seed.add_job("job " + std::to_string(j), "local", std::to_string(j), nlohmann::json::object());
+    }
+    BackendFactory* factory = remote_factory();
+    QVERIFY(factory);
+    Backend* backend = factory->create(nullptr);
+    const QString opened = open_remote(*backend, box.url(), "token");
+    QVERIFY2(opened.isEmpty(), qPrintable(opened));
+    const int threads_before = thread_count();
+    Console console;
+    QVERIFY(console.openWith(temp.filePath("catalog.db"), backend));
+    MainWindow& window = *console.window;
+    const auto all_finished = [&] {
+        while (window.jobs().canFetchMore({})) // the table loads 256 rows at a time, as a user scrolls
+            window.jobs().fetchMore({});
+        for (int row = 0; row < window.jobs().rowCount(); ++row)
+            if (state_of(window, row) != "succeeded")
+                return false;
+        return window.jobs().rowCount() == kJobs;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(all_finished(), 60000);
+    // One request carried every job, and no job was asked about on its own.
+    QCOMPARE(largest.load(), kJobs);
+    QCOMPARE(box.count("/v1/jobs/"), 0);
+    // Not a thread per job: a handful beside the window's own (the watcher, the connection pool, the writer).
+    const int threads = thread_count() - threads_before;
+    QVERIFY2(threads < 30, qPrintable(QString("watching %1 jobs added %2 threads").arg(kJobs).arg(threads)));
+    // Once every job ended, nothing more is asked: not a loop.
+    const int asked = box.count("/v1/events/watch");
+    QVERIFY2(asked <= 10, qPrintable(QString("%1 watch requests for one round of news").arg(asked)));
+    QTest::qWait(1000);
+    QCOMPARE(box.count("/v1/events/watch"), asked);
+    console.writer->flush();
+    for (const qint64 id : {ids.front(), ids[kJobs / 2], ids.back()})
+        QCOMPARE(loss_steps(temp.filePath("catalog.db"), id), (QList<int64_t>{1, 2}));
+}
+
+void ConsoleTest::localWorkerIsFoundAgainOnANewPort() {
+    TRAINDECK_REQUIRE(QFile::exists(kFashionMnist), kNeedFashion);
+    QTemporaryDir temp;
+    const QString catalog_path = temp.filePath("catalog.db"), worker_dir = temp.filePath("worker");
+    WorkerReaper reaper{worker_dir};
+    // A worker someone else runs (as systemd would), on a port of its own choosing each time it starts.
+    QProcess worker;
+    worker.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+    const auto start_worker = [&]() -> QString {
+        QFile::remove(worker_dir + "/port");
+        worker.start(TRAINDECK_WORKER_BINARY, {"--listen", "127.0.0.1:0", "--state-dir", worker_dir});
+        if (!worker.waitForStarted())
+            return "traindeck-worker did not start: " + worker.errorString();
+        for (int i = 0; i < 400 && first_line(worker_dir + "/port").isEmpty() && worker.state() == QProcess::Running; ++i)
+            QTest::qWait(50);
+        return first_line(worker_dir + "/port").isEmpty() ? "the worker wrote no port file within 20 s" : QString();
+    };
+    QString problem = start_worker();
+    QVERIFY2(problem.isEmpty(), qPrintable(problem));
+    const QString first_port = first_line(worker_dir + "/port");
+    Console console;
+    QVERIFY(console.open(catalog_path, worker_dir));
+    MainWindow& window = *console.window;
+    const QString release = temp.filePath("release");
+    console.sync->submit("moving", held(small_job("moving", 3000, 2), 20, release));
+    QTRY_VERIFY_WITH_TIMEOUT(window.jobs().rowCount() == 1, 15000);
+    const QString remote = window.jobs().data(window.jobs().index(0, 0), JobTableModel::RemoteIdRole).toString();
+    const qint64 job = window.jobs().data(window.jobs().index(0, 0), JobTableModel::JobIdRole).toLongLong();
+    QTRY_VERIFY_WITH_TIMEOUT(job_held_at(worker_dir, remote, 20), 60000);
+    QTRY_COMPARE_WITH_TIMEOUT(loss_steps(catalog_path, job).size(), qsizetype(20), 30000);
+    // The worker dies and comes back on another port; the job trains on meanwhile.
+    worker.kill();
+    worker.waitForFinished();
+    QString second_port;
+    for (int attempt = 0; attempt < 5 && (second_port.isEmpty() || second_port == first_port); ++attempt) {
+        if (worker.state() == QProcess::Running) {
+            worker.kill(); // it picked the old port again: once more, for a new one
+            worker.waitForFinished();
+        }
+        problem = start_worker();
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        second_port = first_line(worker_dir + "/port");
+    }
+    QVERIFY2(second_port != first_port, "the restarted worker kept listening on the old port five times");
+    write_file(release, "go\n");
+    // The console found it there: the job's curve goes on to its end, every step once.
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, 0), QString("succeeded"), 180000);
+    console.writer->flush();
+    QVERIFY(is_one_to(loss_steps(catalog_path, job), 2 * ((2700 + 63) / 64)));
+    QVERIFY2(console.backend->describe().contains(second_port), qPrintable(console.backend->describe()));
+    // It did not start a worker of its own (it logs to the folder's worker.log): this one is not its to start.
+    QVERIFY(!QFile::exists(worker_dir + "/worker.log"));
+    worker.terminate();
+    worker.waitForFinished(10000);
+}
+
+void ConsoleTest::localWorkerTheConsoleStartedIsStartedAgain() {
+    TRAINDECK_REQUIRE(QFile::exists(kFashionMnist), kNeedFashion);
+    QTemporaryDir temp;
+    const QString catalog_path = temp.filePath("catalog.db"), worker_dir = temp.filePath("worker");
+    WorkerReaper reaper{worker_dir};
+    Console console;
+    QVERIFY(console.open(catalog_path, worker_dir)); // nothing runs there: the console starts the worker
+    MainWindow& window = *console.window;
+    const QString first_pid = first_line(worker_dir + "/pid");
+    QVERIFY(!first_pid.isEmpty());
+    const QString release = temp.filePath("release");
+    console.sync->submit("survivor", held(small_job("survivor", 3000, 2), 20, release));
+    QTRY_VERIFY_WITH_TIMEOUT(window.jobs().rowCount() == 1, 15000);
+    const QString remote = window.jobs().data(window.jobs().index(0, 0), JobTableModel::RemoteIdRole).toString();
+    const qint64 job = window.jobs().data(window.jobs().index(0, 0), JobTableModel::JobIdRole).toLongLong();
+    QTRY_VERIFY_WITH_TIMEOUT(job_held_at(worker_dir, remote, 20), 60000);
+    QTRY_COMPARE_WITH_TIMEOUT(loss_steps(catalog_path, job).size(), qsizetype(20), 30000);
+    // The worker crashes.
+    QCOMPARE(::kill(first_pid.toInt(), SIGKILL), 0);
+    write_file(release, "go\n");
+    // The console starts it again (a new process on the same folder), which takes the job back; the curve goes on.
+    QTRY_VERIFY_WITH_TIMEOUT(!first_line(worker_dir + "/pid").isEmpty() && first_line(worker_dir + "/pid") != first_pid, 60000);
+    const QString second_pid = first_line(worker_dir + "/pid");
+    QCOMPARE(::kill(second_pid.toInt(), 0), 0);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, 0), QString("succeeded"), 180000);
+    console.writer->flush();
+    QVERIFY(is_one_to(loss_steps(catalog_path, job), 2 * ((2700 + 63) / 64)));
+    QCOMPARE(first_line(worker_dir + "/pid"), second_pid); // one restart, not a string of them
 }
 
 QTEST_MAIN(ConsoleTest)

@@ -16,7 +16,7 @@ bool RemoteWorkerBackend::open(const QVariantMap& settings, QString* error) {
     const std::string token = settings.value("token").toString().toStdString();
     const std::string ca_file = settings.value("ca_file").toString().toStdString();
     std::string pin = settings.value("pinned_public_key").toString().toStdString();
-    setProperty("key_needs_trust", false);
+    set_key({}, false);
     if (pin.empty() && ca_file.empty()) {
         // First use: learn the key without the token (the probe carries no Authorization header).
         client::WorkerClient probe(base, std::string());
@@ -27,15 +27,14 @@ bool RemoteWorkerBackend::open(const QVariantMap& settings, QString* error) {
                 *error = QString::fromStdString(why);
             return false;
         }
-        setProperty("pinned_public_key", QString::fromStdString(pin));
-        setProperty("key_needs_trust", true);
+        set_key(QString::fromStdString(pin), true);
         if (error)
             *error = tr("the key of the worker at %1 is not trusted yet (%2): compare it with the fingerprint printed on "
                         "that machine and connect again with it pinned; no token was sent")
                          .arg(url.authority(), QString::fromStdString(pin));
         return false;
     }
-    setProperty("pinned_public_key", QString::fromStdString(pin));
+    set_key(QString::fromStdString(pin), false);
     set_endpoint(base, token, pin, ca_file, tr("worker %1").arg(url.authority()));
     const auto health = call("GET", "/v1/health");
     if (!health.ok()) {

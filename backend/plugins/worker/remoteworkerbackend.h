@@ -1,8 +1,8 @@
 #pragma once
 // A remote traindeck-worker over HTTPS with a bearer token. Its certificate is usually self-signed, so its public
 // key is pinned on first use: open() without "pinned_public_key" (and without "ca_file") only learns the key — it
-// sends no token and returns false — and exposes it as the dynamic property "pinned_public_key" (with
-// "key_needs_trust" true) for the console to show; once the user accepted it, open() with that pin connects, and
+// sends no token and returns false — and exposes it as pinnedKey() (with keyNeedsTrust() true) for the console to
+// show; once the user accepted it, open() with that pin connects, and
 // only that key is accepted from then on. The token never reaches a server the user has not accepted.
 // The token comes from the console, which keeps it in the system keyring, never in the catalog.
 #include "workerbackend.h"
