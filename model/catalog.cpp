@@ -432,10 +432,16 @@ void CatalogWriter::post(std::function<void(Catalog&)> fn) {
     changed_.notify_all();
 }
 
-void CatalogWriter::flush() {
+std::string CatalogWriter::flush() {
     std::unique_lock lock(mutex_);
-    const uint64_t target = posted_;
-    drained_.wait(lock, [&] { return committed_ >= target; });
+    const uint64_t from = committed_, target = posted_, failures = failed_attempts_;
+    drained_.wait(lock, [&] { return committed_ >= target || failed_attempts_ > failures; });
+    if (committed_ < target)
+        return "not written yet: " + error_;
+    for (const auto& [seq, error] : refused_)
+        if (seq > from && seq <= target)
+            return error;
+    return {};
 }
 
 std::string CatalogWriter::last_error() {
@@ -443,35 +449,121 @@ std::string CatalogWriter::last_error() {
     return error_;
 }
 
-void CatalogWriter::run() {
-    for (;;) {
-        std::deque<std::function<void(Catalog&)>> batch;
-        {
-            std::unique_lock lock(mutex_);
-            changed_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-            if (queue_.empty() && stop_)
-                return;
-            batch.swap(queue_);
-        }
-        try {
-            catalog_.db().exec("BEGIN IMMEDIATE");
-            for (auto& fn : batch)
-                fn(catalog_);
-            catalog_.db().exec("COMMIT");
-        } catch (const std::exception& e) {
+void CatalogWriter::on_error(std::function<void(const std::string&)> handler) {
+    std::lock_guard lock(mutex_);
+    handler_ = std::move(handler);
+}
+
+void CatalogWriter::set_retry_limit(std::chrono::milliseconds limit) {
+    std::lock_guard lock(mutex_);
+    retry_limit_ = limit;
+}
+
+void CatalogWriter::report(const std::string& error) {
+    std::function<void(const std::string&)> handler;
+    {
+        std::lock_guard lock(mutex_);
+        handler = handler_;
+    }
+    if (handler)
+        handler(error);
+}
+
+bool CatalogWriter::attempt(std::deque<std::function<void(Catalog&)>>& batch) {
+    std::vector<std::pair<size_t, std::string>> refused;
+    try {
+        catalog_.db().exec("BEGIN IMMEDIATE");
+        for (size_t i = 0; i < batch.size(); ++i) {
+            catalog_.db().exec("SAVEPOINT item");
             try {
-                catalog_.db().exec("ROLLBACK");
-            } catch (...) {
+                batch[i](catalog_);
+            } catch (const SqliteError& e) {
+                if (e.transient())
+                    throw; // the whole batch waits for the database, in order
+                refused.emplace_back(i, e.what());
+            } catch (const std::exception& e) {
+                refused.emplace_back(i, e.what());
             }
-            catalog_.discard_caches();
-            std::lock_guard lock(mutex_);
-            error_ = e.what();
+            if (!refused.empty() && refused.back().first == i) {
+                catalog_.db().exec("ROLLBACK TO item");
+                catalog_.discard_caches(); // what it cached may name rows that are gone now
+            }
+            catalog_.db().exec("RELEASE item");
         }
+        catalog_.db().exec("COMMIT");
+    } catch (const std::exception& e) {
+        try {
+            catalog_.db().exec("ROLLBACK");
+        } catch (...) {
+        } // SQLite may have rolled it back itself (a full disk does)
+        catalog_.discard_caches();
+        const std::string error = std::string("the catalog cannot be written now (") + e.what() +
+                                  "); nothing is lost, it is retried until it succeeds (free disk space or close what locks it)";
+        bool is_new = false;
         {
             std::lock_guard lock(mutex_);
-            committed_ += batch.size();
+            is_new = !failing_ || error != error_;
+            error_ = error;
+            failing_ = true;
+            ++failed_attempts_;
         }
         drained_.notify_all();
+        if (is_new)
+            report(error);
+        return false;
+    }
+    // Told before flush() returns, so whoever flushed sees the handler's news too.
+    bool recovered = false;
+    {
+        std::lock_guard lock(mutex_);
+        recovered = std::exchange(failing_, false);
+    }
+    if (recovered)
+        report("");
+    for (const auto& [index, error] : refused)
+        report("a catalog write was refused and undone: " + error);
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& [index, error] : refused) {
+            error_ = "a catalog write was refused and undone: " + error;
+            refused_.emplace_back(committed_ + index + 1, error_);
+            if (refused_.size() > 64)
+                refused_.pop_front();
+        }
+        committed_ += batch.size();
+    }
+    drained_.notify_all();
+    return true;
+}
+
+void CatalogWriter::run() {
+    std::deque<std::function<void(Catalog&)>> batch;
+    auto backoff = std::chrono::milliseconds(100);
+    for (;;) {
+        {
+            std::unique_lock lock(mutex_);
+            changed_.wait(lock, [&] { return stop_ || !queue_.empty() || !batch.empty(); });
+            if (queue_.empty() && batch.empty() && stop_)
+                return;
+            // After a failed attempt the failed batch goes first, then what was posted meanwhile: order is kept.
+            for (auto& fn : queue_)
+                batch.push_back(std::move(fn));
+            queue_.clear();
+        }
+        if (attempt(batch)) {
+            batch.clear();
+            backoff = std::chrono::milliseconds(100);
+            continue;
+        }
+        std::unique_lock lock(mutex_);
+        if (stop_) {
+            // Closing with a database that still refuses: what is lost here is only the console's copy; the
+            // workers keep every event, and the next start asks again from the offsets that did commit.
+            error_ += "; given up on closing";
+            return;
+        }
+        changed_.wait_for(lock, backoff, [&] { return stop_; });
+        backoff = std::min(backoff * 2, retry_limit_);
     }
 }
 

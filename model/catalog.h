@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -91,6 +92,9 @@ private:
 };
 
 // The one writer: batches are queued from any thread and committed together, a transaction per wake-up.
+// Nothing posted is dropped silently. A batch the database cannot take now (disk full, I/O error, locked) is
+// rolled back whole and retried, in order, with the work posted meanwhile, until it commits; a closure that
+// throws anything else is undone alone (a savepoint each) and reported, and the rest of its batch commits.
 class CatalogWriter {
 public:
     explicit CatalogWriter(Catalog& catalog);
@@ -98,19 +102,32 @@ public:
     void post(int64_t job, std::vector<nlohmann::json> events);
     // Runs fn on the writer thread inside the next transaction (job updates, alerts, ...).
     void post(std::function<void(Catalog&)> fn);
-    void flush(); // returns once everything posted before it is committed
+    // Returns once everything posted before it is committed (""), or once an attempt at it failed: then why
+    // (a refused closure's error, or "not written yet: ..." while a failing batch waits for its retry).
+    std::string flush();
     std::string last_error();
+    // Called on the writer thread with each new problem, and with "" once writes succeed again after one.
+    void on_error(std::function<void(const std::string&)> handler);
+    // Retries back off from 100 ms to this (5 s by default; tests shorten it).
+    void set_retry_limit(std::chrono::milliseconds limit);
 
 private:
     void run();
+    // One attempt at the batch: true when committed; false (rolled back, error_ set) when it must be retried.
+    bool attempt(std::deque<std::function<void(Catalog&)>>& batch);
+    void report(const std::string& error);
 
     Catalog& catalog_;
     std::mutex mutex_;
     std::condition_variable changed_, drained_;
     std::deque<std::function<void(Catalog&)>> queue_;
-    uint64_t posted_ = 0, committed_ = 0;
-    bool stop_ = false;
+    uint64_t posted_ = 0, committed_ = 0, failed_attempts_ = 0;
+    // Sequence numbers (1 = the first posted) of refused closures with their errors, the latest 64.
+    std::deque<std::pair<uint64_t, std::string>> refused_;
+    bool stop_ = false, failing_ = false;
     std::string error_;
+    std::function<void(const std::string&)> handler_;
+    std::chrono::milliseconds retry_limit_{5000};
     std::thread thread_;
 };
 

@@ -5,10 +5,27 @@
 
 namespace traindeck {
 
+bool SqliteError::transient() const {
+    switch (code_ & 0xff) {
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_NOMEM:
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PROTOCOL:
+        return true;
+    default:
+        return false;
+    }
+}
+
 Statement::Statement(sqlite3* db, std::string_view sql) : db_(db) {
     if (sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) !=
         SQLITE_OK)
-        throw std::runtime_error(std::string("SQL prepare failed: ") + sqlite3_errmsg(db) + " in: " + std::string(sql));
+        throw SqliteError(std::string("SQL prepare failed: ") + sqlite3_errmsg(db) + " in: " + std::string(sql),
+                          sqlite3_extended_errcode(db));
 }
 
 Statement::~Statement() { sqlite3_finalize(stmt_); }
@@ -59,8 +76,9 @@ bool Statement::step() {
     if (rc == SQLITE_DONE)
         return false;
     const std::string message = sqlite3_errmsg(db_);
+    const int code = sqlite3_extended_errcode(db_);
     sqlite3_reset(stmt_);
-    throw std::runtime_error("SQL step failed: " + message);
+    throw SqliteError("SQL step failed: " + message, code);
 }
 
 void Statement::reset() {
@@ -115,10 +133,10 @@ std::string Database::open(const std::string& path, bool read_only) {
 
 void Database::exec(std::string_view sql) {
     char* message = nullptr;
-    if (sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+    if (const int rc = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &message); rc != SQLITE_OK) {
         const std::string text = message ? message : "unknown error";
         sqlite3_free(message);
-        throw std::runtime_error("SQL failed: " + text);
+        throw SqliteError("SQL failed: " + text, sqlite3_extended_errcode(db_) ? sqlite3_extended_errcode(db_) : rc);
     }
 }
 

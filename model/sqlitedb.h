@@ -5,10 +5,24 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
 namespace traindeck {
+
+// What every failed SQLite call throws: the message and SQLite's extended result code.
+class SqliteError : public std::runtime_error {
+public:
+    SqliteError(const std::string& message, int code) : std::runtime_error(message), code_(code) {}
+    int code() const { return code_; }
+    // The database could not be written now (disk full, I/O error, busy, locked, read-only file, out of memory):
+    // the same transaction may succeed later, so its work is kept and retried rather than refused.
+    bool transient() const;
+
+private:
+    int code_;
+};
 
 class Statement {
 public:
@@ -27,7 +41,7 @@ public:
     // The caller keeps value alive until the next step() or reset().
     Statement& bind_static(int index, std::string_view value);
     Statement& bind_blob_static(int index, const void* data, size_t size);
-    // Returns true while there is a row; throws std::runtime_error on an error (caught at the thread's edge).
+    // Returns true while there is a row; throws SqliteError on an error (caught at the thread's edge).
     bool step();
     void reset();
     bool prepared() const { return stmt_ != nullptr; }

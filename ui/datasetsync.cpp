@@ -78,8 +78,7 @@ bool DatasetSync::registerPath(const QString& name, const QString& root) {
             return;
         }
         writer.post([row, created](Catalog& catalog) { catalog.add_dataset_version(row, created.get()); });
-        writer.flush(); // on this thread, never the GUI's
-        const std::string write_error = writer.last_error();
+        const std::string write_error = writer.flush(); // on this thread, never the GUI's
         QMetaObject::invokeMethod(self, [self, name, row, created, write_error] {
             if (!self)
                 return;

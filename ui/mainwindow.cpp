@@ -184,6 +184,17 @@ void MainWindow::connectSync(JobSync& sync) {
         }
     });
     connect(&sync, &JobSync::failed, this, &MainWindow::addAlert);
+    // The catalog's writer says when it cannot write (a full disk): it keeps the work and retries; the user is told.
+    QPointer<MainWindow> self(this);
+    CatalogWriter& writer = sync.writer();
+    writer.on_error([self](const std::string& error) {
+        QMetaObject::invokeMethod(self, [self, error] {
+            if (self)
+                self->addAlert(error.empty() ? tr("The catalog takes writes again; nothing was lost")
+                                             : QString::fromStdString(error));
+        }, Qt::QueuedConnection);
+    });
+    connect(this, &QObject::destroyed, [&writer] { writer.on_error({}); });
     connect(&sync, &JobSync::alertRaised, this, [this](qint64 job, const QString& kind, const QString& message) {
         addAlert(tr("job %1 — %2: %3").arg(job).arg(kind, message));
         if (tray_)

@@ -88,9 +88,8 @@ int main(int argc, char** argv) {
             for (const auto& chunk : chunks)
                 writer.post([id, &chunk](Catalog& c) { c.ingest(id, chunk); }); // no copy of the events
         }
-        writer.flush();
-        if (!writer.last_error().empty())
-            std::fprintf(stderr, "writer: %s\n", writer.last_error().c_str());
+        if (const std::string error = writer.flush(); !error.empty())
+            std::fprintf(stderr, "writer: %s\n", error.c_str());
     }
     const double event_rate = 10.0 * events_per_job * 4 / seconds_since(start);
 

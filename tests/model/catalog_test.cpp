@@ -1,11 +1,15 @@
 #include "catalog.h"
+#include "requireall.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <thread>
 
 using namespace traindeck;
 using nlohmann::json;
@@ -294,4 +298,148 @@ TEST(Catalog, BackendsKeepAddressAndPinButNoToken) {
     Statement info = catalog.db().prepare("SELECT name FROM pragma_table_info('backends')");
     while (info.step())
         EXPECT_EQ(info.text(0).find("token"), std::string::npos) << info.text(0);
+}
+
+namespace {
+
+// A tmpfs of `size` mounted at `path` for the life of the object (the disk a test fills up).
+struct SmallDisk {
+    SmallDisk(const std::string& path, const std::string& size) : path(path) {
+        fs::create_directories(path);
+        mounted = std::system(("mount -t tmpfs -o size=" + size + " tmpfs '" + path + "' 2>/dev/null").c_str()) == 0;
+    }
+    ~SmallDisk() {
+        if (mounted)
+            std::system(("umount -l '" + path + "'").c_str());
+    }
+    std::string path;
+    bool mounted = false;
+};
+
+// What the writer reported to its handler, in order (it calls from its own thread).
+struct Reports {
+    std::mutex mutex;
+    std::vector<std::string> seen;
+    void attach(CatalogWriter& writer) {
+        writer.on_error([this](const std::string& error) {
+            std::lock_guard lock(mutex);
+            seen.push_back(error);
+        });
+    }
+    std::vector<std::string> all() {
+        std::lock_guard lock(mutex);
+        return seen;
+    }
+};
+
+std::vector<json> metrics(int64_t from, int64_t to) {
+    std::vector<json> events;
+    for (int64_t i = from; i <= to; ++i)
+        events.push_back(metric(i, i, 1.0 / i));
+    return events;
+}
+
+// flush() until everything is written: it returns after each failed attempt, so this waits on attempts, not time.
+std::string flush_until_written(CatalogWriter& writer, int attempts) {
+    std::string error = "never tried";
+    for (int i = 0; i < attempts && !error.empty(); ++i)
+        error = writer.flush();
+    return error;
+}
+
+int64_t count_jobs(Catalog& catalog, const std::string& name) {
+    Statement count = catalog.db().prepare("SELECT COUNT(*) FROM jobs WHERE name=?");
+    count.bind(1, name);
+    return count.step() ? count.integer(0) : -1;
+}
+
+} // namespace
+
+TEST(CatalogWriter, AFullDiskLosesNothingAndWritingResumesOnceSpaceIsFreed) {
+    TempCatalog temp;
+    SmallDisk disk((temp.dir / "disk").string(), "4m");
+    if (!disk.mounted) {
+        TRAINDECK_SKIP("cannot mount a small tmpfs here to fill up (needs root)");
+    }
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(disk.path + "/catalog.db"), "");
+    const int64_t job = catalog.add_job("mlp", "local", "1", json::object());
+    Reports reports; // outlives the writer, whose thread calls it
+    CatalogWriter writer(catalog);
+    writer.set_retry_limit(std::chrono::milliseconds(20));
+    reports.attach(writer);
+    writer.post(job, metrics(1, 1000));
+    ASSERT_EQ(writer.flush(), "");
+
+    // The disk fills up. The next batch (steps and a job with a 2 MB spec) cannot be written.
+    std::system(("dd if=/dev/zero of='" + disk.path + "/filler' bs=64k >/dev/null 2>&1").c_str());
+    writer.post(job, metrics(1001, 3000));
+    writer.post([](Catalog& c) { c.add_job("big", "local", "2", json{{"notes", std::string(2 << 20, 'x')}}); });
+    const std::string refused = writer.flush();
+    EXPECT_NE(refused.find("not written yet"), std::string::npos) << refused;
+    EXPECT_NE(refused.find("full"), std::string::npos) << refused; // SQLite's "database or disk is full"
+    // More arrives while it fails: queued behind the failed batch, in order.
+    writer.post(job, metrics(3001, 4000));
+    EXPECT_NE(writer.flush(), "");
+
+    // Space again: everything is written, once, by the same writer, and the handler heard both turns.
+    fs::remove(disk.path + "/filler");
+    ASSERT_EQ(flush_until_written(writer, 1000), "");
+    const auto points = SeriesStore::points(catalog.db(), catalog.series(job, "loss", false), 0, 1'000'000);
+    ASSERT_EQ(points.size(), 4000u);
+    for (size_t i = 0; i < points.size(); ++i)
+        ASSERT_EQ(points[i].step, static_cast<int64_t>(i + 1)) << "lost or repeated step";
+    EXPECT_EQ(catalog.last_seq(job), 4000);
+    EXPECT_EQ(count_jobs(catalog, "big"), 1);
+    const auto seen = reports.all();
+    ASSERT_GE(seen.size(), 2u);
+    EXPECT_NE(seen.front().find("cannot be written now"), std::string::npos) << seen.front();
+    EXPECT_EQ(seen.back(), "") << "no word that writes succeed again";
+}
+
+TEST(CatalogWriter, AClosureThatThrowsIsUndoneAloneAndReported) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    Reports reports; // outlives the writer, whose thread calls it
+    CatalogWriter writer(catalog);
+    reports.attach(writer);
+    writer.post([](Catalog& c) { c.add_job("before", "local", "1", json::object()); });
+    writer.post([](Catalog& c) {
+        c.add_job("half", "local", "2", json::object()); // written, then undone with the rest of this closure
+        throw std::runtime_error("a bug in this closure");
+    });
+    writer.post([](Catalog& c) { c.db().exec("INSERT INTO no_such_table VALUES (1)"); }); // a SQL error: not retried
+    writer.post([](Catalog& c) { c.add_job("after", "local", "3", json::object()); });
+    const std::string error = writer.flush();
+    EXPECT_NE(error.find("refused and undone"), std::string::npos) << error;
+    EXPECT_EQ(count_jobs(catalog, "before"), 1);
+    EXPECT_EQ(count_jobs(catalog, "half"), 0);
+    EXPECT_EQ(count_jobs(catalog, "after"), 1);
+    const auto seen = reports.all();
+    ASSERT_EQ(seen.size(), 2u);
+    EXPECT_NE(seen[0].find("a bug in this closure"), std::string::npos) << seen[0];
+    EXPECT_NE(seen[1].find("no_such_table"), std::string::npos) << seen[1];
+    // A later flush is not blamed for them.
+    writer.post([](Catalog& c) { c.add_job("later", "local", "4", json::object()); });
+    EXPECT_EQ(writer.flush(), "");
+}
+
+TEST(CatalogWriter, ALockedDatabaseIsWaitedForNotDropped) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("mlp", "local", "1", json::object());
+    CatalogWriter writer(catalog);
+    writer.set_retry_limit(std::chrono::milliseconds(20));
+    // Another program holds the write lock past SQLite's busy timeout (a backup tool, a second console).
+    Database other;
+    ASSERT_EQ(other.open(temp.path(), false), "");
+    other.exec("BEGIN IMMEDIATE");
+    writer.post(job, metrics(1, 500));
+    const std::string waiting = writer.flush();
+    EXPECT_NE(waiting.find("locked"), std::string::npos) << waiting;
+    other.exec("COMMIT");
+    ASSERT_EQ(flush_until_written(writer, 1000), "");
+    EXPECT_EQ(SeriesStore::points(catalog.db(), catalog.series(job, "loss", false), 0, 1'000'000).size(), 500u);
 }

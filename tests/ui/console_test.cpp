@@ -241,6 +241,33 @@ struct TlsWorker {
     }
 };
 
+// A traindeck-worker the test runs itself, as systemd would: the console attaches to it and never restarts it.
+struct OwnWorker {
+    QProcess process;
+    QString state_dir;
+    explicit OwnWorker(QString dir) : state_dir(std::move(dir)) {
+        process.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+    }
+    ~OwnWorker() {
+        process.kill();
+        process.waitForFinished(10000);
+    }
+    // "" or why it did not start; it picks a free port each time and writes it to STATE/port.
+    QString start() {
+        QFile::remove(state_dir + "/port");
+        process.start(TRAINDECK_WORKER_BINARY, {"--listen", "127.0.0.1:0", "--state-dir", state_dir});
+        if (!process.waitForStarted())
+            return "traindeck-worker did not start: " + process.errorString();
+        for (int i = 0; i < 400 && port().isEmpty() && process.state() == QProcess::Running; ++i)
+            QTest::qWait(50);
+        return port().isEmpty() ? "the worker wrote no port file within 20 s" : QString();
+    }
+    QString port() const {
+        QFile file(state_dir + "/port");
+        return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readLine()).trimmed() : QString();
+    }
+};
+
 // The TLS worker, connected through the remote-worker plugin and added to the console's window as "gpu-box".
 struct GpuBox {
     BackendPtr backend;
@@ -433,6 +460,11 @@ void ConsoleTest::jobsRunOnTheBackendChosenInTheDialog() {
     TlsWorker remote;
     const QString started = remote.start(dir);
     QVERIFY2(started.isEmpty(), qPrintable(started));
+    // The local worker is one the console did not start (a console restarts its own worker when it dies):
+    // this one dies with its machine and stays dead.
+    OwnWorker local(dir + "/local");
+    const QString local_started = local.start();
+    QVERIFY2(local_started.isEmpty(), qPrintable(local_started));
     Console console;
     QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
     GpuBox gpu_box;
@@ -782,6 +814,11 @@ void ConsoleTest::lostWorkerJobFinishesOnAnotherWorker() {
     TlsWorker remote;
     const QString started = remote.start(dir);
     QVERIFY2(started.isEmpty(), qPrintable(started));
+    // The local worker is one the console did not start (a console restarts its own worker when it dies):
+    // this one dies with its machine and stays dead.
+    OwnWorker local(dir + "/local");
+    const QString local_started = local.start();
+    QVERIFY2(local_started.isEmpty(), qPrintable(local_started));
     Console console;
     QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
     GpuBox gpu_box;
@@ -1445,20 +1482,10 @@ void ConsoleTest::localWorkerIsFoundAgainOnANewPort() {
     const QString catalog_path = temp.filePath("catalog.db"), worker_dir = temp.filePath("worker");
     WorkerReaper reaper{worker_dir};
     // A worker someone else runs (as systemd would), on a port of its own choosing each time it starts.
-    QProcess worker;
-    worker.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-    const auto start_worker = [&]() -> QString {
-        QFile::remove(worker_dir + "/port");
-        worker.start(TRAINDECK_WORKER_BINARY, {"--listen", "127.0.0.1:0", "--state-dir", worker_dir});
-        if (!worker.waitForStarted())
-            return "traindeck-worker did not start: " + worker.errorString();
-        for (int i = 0; i < 400 && first_line(worker_dir + "/port").isEmpty() && worker.state() == QProcess::Running; ++i)
-            QTest::qWait(50);
-        return first_line(worker_dir + "/port").isEmpty() ? "the worker wrote no port file within 20 s" : QString();
-    };
-    QString problem = start_worker();
+    OwnWorker worker(worker_dir);
+    QString problem = worker.start();
     QVERIFY2(problem.isEmpty(), qPrintable(problem));
-    const QString first_port = first_line(worker_dir + "/port");
+    const QString first_port = worker.port();
     Console console;
     QVERIFY(console.open(catalog_path, worker_dir));
     MainWindow& window = *console.window;
@@ -1470,17 +1497,17 @@ void ConsoleTest::localWorkerIsFoundAgainOnANewPort() {
     QTRY_VERIFY_WITH_TIMEOUT(job_held_at(worker_dir, remote, 20), 60000);
     QTRY_COMPARE_WITH_TIMEOUT(loss_steps(catalog_path, job).size(), qsizetype(20), 30000);
     // The worker dies and comes back on another port; the job trains on meanwhile.
-    worker.kill();
-    worker.waitForFinished();
+    worker.process.kill();
+    worker.process.waitForFinished();
     QString second_port;
     for (int attempt = 0; attempt < 5 && (second_port.isEmpty() || second_port == first_port); ++attempt) {
-        if (worker.state() == QProcess::Running) {
-            worker.kill(); // it picked the old port again: once more, for a new one
-            worker.waitForFinished();
+        if (worker.process.state() == QProcess::Running) {
+            worker.process.kill(); // it picked the old port again: once more, for a new one
+            worker.process.waitForFinished();
         }
-        problem = start_worker();
+        problem = worker.start();
         QVERIFY2(problem.isEmpty(), qPrintable(problem));
-        second_port = first_line(worker_dir + "/port");
+        second_port = worker.port();
     }
     QVERIFY2(second_port != first_port, "the restarted worker kept listening on the old port five times");
     write_file(release, "go\n");
@@ -1491,8 +1518,6 @@ void ConsoleTest::localWorkerIsFoundAgainOnANewPort() {
     QVERIFY2(console.backend->describe().contains(second_port), qPrintable(console.backend->describe()));
     // It did not start a worker of its own (it logs to the folder's worker.log): this one is not its to start.
     QVERIFY(!QFile::exists(worker_dir + "/worker.log"));
-    worker.terminate();
-    worker.waitForFinished(10000);
 }
 
 void ConsoleTest::localWorkerTheConsoleStartedIsStartedAgain() {
