@@ -147,7 +147,60 @@ nlohmann::json parse_reply(const std::string& body, std::string* why) {
     return nullptr;
 }
 
+// One job's part of an events reply ({"events":[...],"next":N,"state":"..."}): what came, whether the job has
+// ended with nothing more to send, and the seq to ask after next time (past the last that came when "next" is absent).
+struct JobNews {
+    const nlohmann::json* events = nullptr;
+    bool finished = false;
+    qint64 next = 0;
+};
+
+JobNews read_news(const nlohmann::json& part, qint64 seen) {
+    static const nlohmann::json no_events = nlohmann::json::array();
+    JobNews news;
+    news.events = part.is_object() && part.contains("events") && part["events"].is_array() ? &part["events"] : &no_events;
+    const std::string state = part.is_object() && part.contains("state") && part["state"].is_string() ? part["state"].get<std::string>() : "";
+    news.finished = news.events->empty() && (state == "succeeded" || state == "failed" || state == "cancelled" || state == "stopped");
+    news.next = seen;
+    if (part.is_object() && part.contains("next") && part["next"].is_number_integer())
+        news.next = part["next"].get<qint64>();
+    else
+        for (const auto& event : *news.events)
+            if (event.is_object() && event.contains("seq") && event["seq"].is_number_integer())
+                news.next = std::max(news.next, event["seq"].get<qint64>());
+    news.next = std::max(news.next, seen);
+    return news;
+}
+
 } // namespace
+
+void WorkerBackend::deliver(const QString& remoteId, const nlohmann::json& events, bool finished) {
+    // The array goes on as it is; the catalog's writer ingests it.
+    if (!events.empty() || finished)
+        emit eventsArrived(remoteId, QByteArray::fromStdString(events.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
+                           finished);
+}
+
+void WorkerBackend::Watching::failed(WorkerBackend& backend, const client::HttpResponse& response, const std::string& problem) {
+    backend.lost_connection(response);
+    // Backoff up to 10 s; the next successful call asks after the last seq each job had, so nothing is lost.
+    if (connected)
+        emit backend.connectionChanged(false, QString::fromStdString(problem));
+    connected = false;
+    pause(std::min(10000, 250 << std::min(failures++, 6)));
+}
+
+void WorkerBackend::Watching::answered(WorkerBackend& backend) {
+    if (!connected)
+        emit backend.connectionChanged(true, backend.describe());
+    connected = true;
+    failures = 0;
+}
+
+void WorkerBackend::Watching::pause(int ms) const {
+    for (int waited = 0; waited < ms && !closing->load(); waited += 50)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
 
 bool WorkerBackend::start_or_attach(const QVariantMap& settings, const QString& default_state_dir, const QStringList& extra_args,
                                     const QString& what, QString* error) {
@@ -542,12 +595,7 @@ void WorkerBackend::start_stream(const QString& remoteId, qint64 afterSeq) {
 void WorkerBackend::watch_all() {
     std::unique_ptr<client::WorkerClient> client;
     uint64_t client_endpoint = 0;
-    auto pause = [&](int ms) {
-        for (int waited = 0; waited < ms && !closing_->load(); waited += 50)
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    };
-    int failures = 0;
-    bool connected = true;
+    Watching watching{closing_};
     bool told_missing = false;
     while (!closing_->load()) {
         nlohmann::json after = nlohmann::json::object();
@@ -600,18 +648,10 @@ void WorkerBackend::watch_all() {
                           (why.empty() ? "not readable" : why) + "); retrying";
         }
         if (!problem.empty()) {
-            lost_connection(response);
-            // Backoff up to 10 s; the next successful call asks after the last seq each job had, so nothing is lost.
-            if (connected)
-                emit connectionChanged(false, QString::fromStdString(problem));
-            connected = false;
-            pause(std::min(10000, 250 << std::min(failures++, 6)));
+            watching.failed(*this, response, problem);
             continue;
         }
-        if (!connected)
-            emit connectionChanged(true, describe());
-        connected = true;
-        failures = 0;
+        watching.answered(*this);
         if (reply.contains("missing") && reply["missing"].is_array() && !reply["missing"].empty() && !told_missing) {
             // Jobs the worker does not know (its state folder was replaced?): kept, in case it is the wrong worker for now.
             told_missing = true;
@@ -628,43 +668,25 @@ void WorkerBackend::watch_all() {
                     continue; // not a job we asked about
                 seq = it->second;
             }
-            static const nlohmann::json no_events = nlohmann::json::array();
-            const nlohmann::json& events = job.is_object() && job.contains("events") && job["events"].is_array() ? job["events"] : no_events;
-            const std::string state = job.is_object() && job.contains("state") && job["state"].is_string() ? job["state"].get<std::string>() : "";
-            const bool finished = events.empty() && (state == "succeeded" || state == "failed" || state == "cancelled" ||
-                                                     state == "stopped");
-            if (!events.empty() || finished)
-                emit eventsArrived(id, QByteArray::fromStdString(events.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
-                                   finished);
-            qint64 next = seq;
-            if (job.is_object() && job.contains("next") && job["next"].is_number_integer())
-                next = job["next"].get<qint64>();
-            else
-                for (const auto& event : events)
-                    if (event.is_object() && event.contains("seq") && event["seq"].is_number_integer())
-                        next = std::max(next, event["seq"].get<qint64>());
-            news = news || !events.empty();
+            const JobNews job_news = read_news(job, seq);
+            deliver(id, *job_news.events, job_news.finished);
+            news = news || !job_news.events->empty();
             std::lock_guard lock(streams_mutex_);
-            if (finished)
+            if (job_news.finished)
                 watched_.erase(id); // watch() again after a resume
             else if (const auto it = watched_.find(id); it != watched_.end())
-                it->second = std::max(it->second, next);
+                it->second = std::max(it->second, job_news.next);
         }
         // A worker long-polls (wait_ms); one that answers "nothing yet" at once must not be asked in a tight loop.
         if (!news && std::chrono::steady_clock::now() - started < std::chrono::milliseconds(200))
-            pause(200);
+            watching.pause(200);
     }
 }
 
 void WorkerBackend::stream(QString remoteId, qint64 after) {
     std::unique_ptr<client::WorkerClient> client;
     uint64_t client_endpoint = 0;
-    auto pause = [&](int ms) {
-        for (int waited = 0; waited < ms && !closing_->load(); waited += 50)
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    };
-    int failures = 0;
-    bool connected = true;
+    Watching watching{closing_};
     while (!closing_->load()) {
         {
             std::lock_guard lock(mutex_);
@@ -691,40 +713,18 @@ void WorkerBackend::stream(QString remoteId, qint64 after) {
         if (!problem.empty()) {
             if (closing_->load())
                 return;
-            lost_connection(response);
-            // Backoff up to 10 s; the next successful call asks after the last seq we had, so nothing is lost.
-            if (connected)
-                emit connectionChanged(false, QString::fromStdString(problem));
-            connected = false;
-            pause(std::min(10000, 250 << std::min(failures++, 6)));
+            watching.failed(*this, response, problem);
             continue;
         }
-        if (!connected)
-            emit connectionChanged(true, describe());
-        connected = true;
-        failures = 0;
-        // The reply is {"events":[...],"next":N,"state":"..."}: hand the array on, the catalog's writer ingests it.
-        static const nlohmann::json no_events = nlohmann::json::array();
-        const nlohmann::json& events = reply.contains("events") ? reply["events"] : no_events;
-        const std::string state = reply.contains("state") && reply["state"].is_string() ? reply["state"].get<std::string>() : "";
-        const bool finished = events.empty() && (state == "succeeded" || state == "failed" || state == "cancelled" ||
-                                                 state == "stopped");
-        if (!events.empty() || finished)
-            emit eventsArrived(remoteId, QByteArray::fromStdString(events.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
-                               finished);
-        qint64 next = after;
-        if (reply.contains("next") && reply["next"].is_number_integer())
-            next = reply["next"].get<qint64>();
-        else
-            for (const auto& event : events) // no "next": past the last seq that came
-                if (event.is_object() && event.contains("seq") && event["seq"].is_number_integer())
-                    next = std::max(next, event["seq"].get<qint64>());
-        after = std::max(after, next);
-        if (finished)
+        watching.answered(*this);
+        const JobNews news = read_news(reply, after);
+        deliver(remoteId, *news.events, news.finished);
+        after = news.next;
+        if (news.finished)
             return;
         // A worker long-polls (wait_ms); one that answers "nothing yet" at once must not be asked in a tight loop.
-        if (events.empty() && std::chrono::steady_clock::now() - started < std::chrono::milliseconds(200))
-            pause(200);
+        if (news.events->empty() && std::chrono::steady_clock::now() - started < std::chrono::milliseconds(200))
+            watching.pause(200);
     }
 }
 

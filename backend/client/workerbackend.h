@@ -78,6 +78,16 @@ private:
     // it is — it may have come back on another port — and start it again if this backend started it and nothing
     // listens. At most once a second; never on the GUI thread (calls and streams run on threads of their own).
     void lost_connection(const client::HttpResponse& response);
+    // A watcher's view of the connection: it says so once per change and backs off up to 10 s while it fails.
+    struct Watching {
+        std::shared_ptr<std::atomic<bool>> closing;
+        bool connected = true;
+        int failures = 0;
+        void failed(WorkerBackend& backend, const client::HttpResponse& response, const std::string& problem);
+        void answered(WorkerBackend& backend);
+        void pause(int ms) const; // returns early when the backend closes
+    };
+    void deliver(const QString& remoteId, const nlohmann::json& events, bool finished);
     void watch_all();                       // the one long poll of every watched job
     void stream(QString remoteId, qint64 after); // one job's long poll, for a worker without /v1/events/watch
     void start_stream(const QString& remoteId, qint64 after); // under streams_mutex_

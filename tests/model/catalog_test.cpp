@@ -1,5 +1,6 @@
 #include "catalog.h"
 #include "requireall.h"
+#include "smalldisk.h"
 
 #include <gtest/gtest.h>
 
@@ -30,6 +31,14 @@ struct TempCatalog {
 json metric(int64_t seq, int64_t step, double loss) {
     return {{"seq", seq}, {"time", 1.0 * seq}, {"type", "record"},
             {"data", {{"type", "metric"}, {"step", step}, {"loss", loss}, {"lr", 0.1}}}};
+}
+
+// Metric events seq = step = from..to, loss 1/step.
+std::vector<json> metrics(int64_t from, int64_t to) {
+    std::vector<json> events;
+    for (int64_t i = from; i <= to; ++i)
+        events.push_back(metric(i, i, 1.0 / i));
+    return events;
 }
 
 } // namespace
@@ -74,11 +83,7 @@ TEST(Catalog, RedeliveredEventsNeverDuplicate) {
     ASSERT_EQ(catalog.open(temp.path()), "");
     const int64_t job = catalog.add_job("mlp", "local", "7", json::object());
     CatalogWriter writer(catalog);
-    std::vector<json> first, overlap;
-    for (int i = 1; i <= 1000; ++i)
-        first.push_back(metric(i, i, 1.0 / i));
-    for (int i = 900; i <= 1500; ++i) // a reconnect re-sends 900..1000
-        overlap.push_back(metric(i, i, 1.0 / i));
+    const std::vector<json> first = metrics(1, 1000), overlap = metrics(900, 1500); // a reconnect re-sends 900..1000
     writer.post(job, first);
     writer.post(job, overlap);
     writer.post(job, first);
@@ -302,19 +307,6 @@ TEST(Catalog, BackendsKeepAddressAndPinButNoToken) {
 
 namespace {
 
-// A tmpfs of `size` mounted at `path` for the life of the object (the disk a test fills up).
-struct SmallDisk {
-    SmallDisk(const std::string& path, const std::string& size) : path(path) {
-        fs::create_directories(path);
-        mounted = std::system(("mount -t tmpfs -o size=" + size + " tmpfs '" + path + "' 2>/dev/null").c_str()) == 0;
-    }
-    ~SmallDisk() {
-        if (mounted)
-            std::system(("umount -l '" + path + "'").c_str());
-    }
-    std::string path;
-    bool mounted = false;
-};
 
 // What the writer reported to its handler, in order (it calls from its own thread).
 struct Reports {
@@ -331,13 +323,6 @@ struct Reports {
         return seen;
     }
 };
-
-std::vector<json> metrics(int64_t from, int64_t to) {
-    std::vector<json> events;
-    for (int64_t i = from; i <= to; ++i)
-        events.push_back(metric(i, i, 1.0 / i));
-    return events;
-}
 
 // flush() until everything is written: it returns after each failed attempt, so this waits on attempts, not time.
 std::string flush_until_written(CatalogWriter& writer, int attempts) {
@@ -357,7 +342,7 @@ int64_t count_jobs(Catalog& catalog, const std::string& name) {
 
 TEST(CatalogWriter, AFullDiskLosesNothingAndWritingResumesOnceSpaceIsFreed) {
     TempCatalog temp;
-    SmallDisk disk((temp.dir / "disk").string(), "4m");
+    test::SmallDisk disk((temp.dir / "disk").string(), "4m");
     if (!disk.mounted) {
         TRAINDECK_SKIP("cannot mount a small tmpfs here to fill up (needs root)");
     }

@@ -2,6 +2,7 @@
 #include "checkpoint.h"
 #include "jobchecks.h"
 #include "requireall.h"
+#include "smalldisk.h"
 #include "supervisor.h"
 #include "workerprocess.h"
 
@@ -553,19 +554,6 @@ TEST(Worker, CancelledJobResumesFromItsCheckpointExactly) {
 
 namespace {
 
-// A tmpfs of `size` mounted at `path` for the life of the object (the disk a test fills up).
-struct SmallDisk {
-    SmallDisk(const std::string& path, const std::string& size) : path(path) {
-        fs::create_directories(path);
-        mounted = std::system(("mount -t tmpfs -o size=" + size + " tmpfs '" + path + "' 2>/dev/null").c_str()) == 0;
-    }
-    ~SmallDisk() {
-        if (mounted)
-            std::system(("umount -l '" + path + "'").c_str());
-    }
-    std::string path;
-    bool mounted = false;
-};
 
 std::string read_text(const std::string& path) {
     std::ifstream in(path);
@@ -585,7 +573,7 @@ TEST(Worker, AFullDiskUnderTheDatabaseLosesNothingAndTheWorkerRecoversWithoutARe
     } cleanup{root};
     // The worker's database lives on a 3 MB disk of its own (through a symlink: SQLite keeps its WAL beside the
     // real file); the job's own files stay on the big disk, so only the worker's writes fail.
-    SmallDisk disk(root + "/db", "3m");
+    traindeck::test::SmallDisk disk(root + "/db", "3m");
     if (!disk.mounted) {
         TRAINDECK_SKIP("cannot mount a small tmpfs here to fill up (needs root)");
     }
