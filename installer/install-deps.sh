@@ -29,7 +29,7 @@ packages=(
   python3 python3-torch python3-numpy
   # GUI tests and screenshots
   xvfb xauth imagemagick
-  # tests: certificates for the TLS tests, pkill to reap the workers a test started
+  # tests: certificates for the TLS tests, pkill for the Slurm set-up's stray slurmstepd
   openssl procps curl
 )
 # With --tests: a real single-node Slurm for the Slurm executor's tests (installer/slurm-single-node.sh starts it),

@@ -129,25 +129,4 @@ std::string ChildProcess::log_tail(size_t bytes) const {
     return text.size() > bytes ? "…" + text.substr(text.size() - bytes) : text;
 }
 
-bool process_matches(pid_t pid, const std::string& needle) {
-    if (pid <= 0)
-        return false;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line))
-        return false;
-    // "pid (comm) S ...": the state follows the last ')' (comm may itself hold parentheses).
-    const size_t close = line.rfind(')');
-    if (close == std::string::npos || close + 2 >= line.size() || line[close + 2] == 'Z')
-        return false;
-    std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
-    std::stringstream words;
-    words << cmdline.rdbuf();
-    std::string text = words.str();
-    for (char& c : text)
-        if (c == '\0')
-            c = ' ';
-    return text.find(needle) != std::string::npos;
-}
-
 } // namespace traindeck::test

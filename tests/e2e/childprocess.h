@@ -2,6 +2,8 @@
 // One program the chaos test starts, kills with SIGKILL and starts again with the same arguments: the worker agent
 // and the console. Output goes to one log file that every start appends to, so that a failure can be read in the
 // order it happened.
+#include "reaper.h" // process_matches: nothing is killed on the strength of a number alone
+
 #include <string>
 #include <vector>
 
@@ -34,9 +36,5 @@ private:
     pid_t pid_ = -1;
     int starts_ = 0;
 };
-
-// Whether pid is a live process whose command line contains `needle` (a pid may be reused once its process is
-// gone: nothing is killed on the strength of a number alone).
-bool process_matches(pid_t pid, const std::string& needle);
 
 } // namespace traindeck::test

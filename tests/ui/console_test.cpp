@@ -16,6 +16,7 @@
 #include "mainwindow.h"
 #include "networkpool.h"
 #include "newjobdialog.h"
+#include "reaper.h"
 #include "requireall.h"
 #include "backendmanager.h"
 #include "backendref.h"
@@ -206,11 +207,7 @@ struct Console {
 // Stops the worker a test's plugin started (it outlives consoles on purpose), even when the test fails midway.
 struct WorkerReaper {
     QString state_dir;
-    ~WorkerReaper() {
-        std::system(("pkill -TERM -f -- '--state-dir " + state_dir.toStdString() + "'").c_str());
-        // Jobs outlive their worker too: end the ones this test left (their shims and trainers name the folder).
-        std::system(("pkill -KILL -f -- '" + state_dir.toStdString() + "/jobs'").c_str());
-    }
+    ~WorkerReaper() { test::reap_state_dir(state_dir.toStdString()); } // by pid (tests/reaper.h), never pkill -f
 };
 
 // A traindeck-worker serving HTTPS with a fresh self-signed certificate, as a remote GPU box would.
@@ -841,7 +838,9 @@ void ConsoleTest::lostWorkerJobFinishesOnAnotherWorker() {
     QCOMPARE(state_of(window, row_of(window, "movable")), QString("running"));
 
     // The machine dies: the worker and the job with it. The copy on the other worker may go past step 25.
-    std::system(("pkill -KILL -f -- '" + (dir + "/local").toStdString() + "'").c_str());
+    local.process.kill();
+    local.process.waitForFinished();
+    test::signal_jobs((dir + "/local").toStdString(), SIGKILL);
     write_file(release, "go\n");
     QTRY_COMPARE_WITH_TIMEOUT(lost.count(), 1, 20000);
     QTRY_COMPARE_WITH_TIMEOUT(moved.count(), 1, 30000);
