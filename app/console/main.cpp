@@ -4,12 +4,12 @@
 #include "catalog.h"
 #include "jobsync.h"
 #include "mainwindow.h"
+#include "pluginregistry.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
 #include <QMessageBox>
-#include <QPluginLoader>
 #include <QStandardPaths>
 #include <QTimer>
 
@@ -44,35 +44,19 @@ int main(int argc, char** argv) {
     }
     CatalogWriter writer(catalog);
 
-    // Plugins: next to the build tree's binaries, then the installed location, then $TRAINDECK_PLUGIN_DIR.
-    const QString app_dir = QCoreApplication::applicationDirPath();
-    QStringList plugin_dirs = {app_dir + "/../plugins", app_dir + "/../lib/traindeck/plugins",
-                               app_dir + "/../lib/x86_64-linux-gnu/traindeck/plugins"};
-    if (qEnvironmentVariableIsSet("TRAINDECK_PLUGIN_DIR"))
-        plugin_dirs.prepend(qEnvironmentVariable("TRAINDECK_PLUGIN_DIR"));
-    BackendFactory* local_factory = nullptr;
-    BackendFactory* worker_factory = nullptr;
-    BackendFactory* slurm_factory = nullptr;
-    QStringList tried;
-    for (const QString& dir : plugin_dirs) {
-        for (const QString& file : QDir(dir).entryList({"*.so"}, QDir::Files)) {
-            QPluginLoader loader(QDir(dir).filePath(file));
-            auto* factory = qobject_cast<BackendFactory*>(loader.instance());
-            if (!factory) {
-                tried << file + ": " + loader.errorString();
-                continue;
-            }
-            if (factory->kind() == "local" && !local_factory)
-                local_factory = factory;
-            if (factory->kind() == "worker" && !worker_factory)
-                worker_factory = factory;
-            if (factory->kind() == "slurm" && !slurm_factory)
-                slurm_factory = factory;
-        }
-    }
+    // Plugins: $TRAINDECK_PLUGIN_DIR, next to the build tree's binaries, then the installed locations.
+    PluginRegistry plugins;
+    const QStringList plugin_dirs = PluginRegistry::default_dirs();
+    plugins.scan(plugin_dirs);
+    BackendFactory* local_factory = plugins.factory("local");
+    BackendFactory* worker_factory = plugins.factory("worker");
+    BackendFactory* slurm_factory = plugins.factory("slurm");
+    for (const QString& problem : plugins.problems())
+        qWarning("plugin: %s", qPrintable(problem));
     if (!local_factory) {
         QMessageBox::critical(nullptr, "TrainDeck",
-                              "The local backend plugin was not found in " + plugin_dirs.join(", ") + "\n" + tried.join("\n"));
+                              "The local backend plugin was not found in " + plugin_dirs.join(", ") + "\n" +
+                                  plugins.problems().join("\n"));
         return 1;
     }
     Backend* backend = local_factory->create(&app);

@@ -16,6 +16,7 @@
 #include "mainwindow.h"
 #include "networkpool.h"
 #include "newjobdialog.h"
+#include "pluginregistry.h"
 #include "reaper.h"
 #include "requireall.h"
 #include "backendmanager.h"
@@ -34,7 +35,6 @@
 #include <QProcess>
 #include <QJsonArray>
 #include <QJsonObject>
-#include <QPluginLoader>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTableView>
@@ -100,12 +100,15 @@ const char* const kNeedOpenssl = "the openssl command is not installed (bash ins
 
 bool have_openssl() { return !QStandardPaths::findExecutable("openssl").isEmpty(); }
 
-BackendFactory* plugin_factory(const char* file) {
-    QPluginLoader loader(QString(TRAINDECK_PLUGIN_DIR "/") + file);
-    return qobject_cast<BackendFactory*>(loader.instance());
+// The build's plugins, found as the console finds them (PluginRegistry), by kind.
+PluginRegistry& plugins() {
+    static PluginRegistry registry;
+    static const int found = registry.scan({TRAINDECK_PLUGIN_DIR});
+    Q_UNUSED(found);
+    return registry;
 }
-BackendFactory* local_factory() { return plugin_factory("libtraindeck_backend_local.so"); }
-BackendFactory* remote_factory() { return plugin_factory("libtraindeck_backend_worker.so"); }
+BackendFactory* local_factory() { return plugins().factory("local"); }
+BackendFactory* remote_factory() { return plugins().factory("worker"); }
 
 QJsonObject small_job(const QString& name, int limit, int epochs) {
     // A small CNN: slow enough (tens of seconds on one core) to be closed and reopened while it runs.
@@ -372,6 +375,7 @@ class ConsoleTest : public QObject {
     Q_OBJECT
 private slots:
     void jobsRunOnTheBackendChosenInTheDialog();
+    void pluginsAreKnownByTheirMetadataAndOldOnesRefused();
     void windowStaysResponsiveWhileTwentyJobsStream();
     void newJobDialogSplitsCommandsAndRoundTrips();
     void gpuTelemetryIsChartedBesideTheCpu();
@@ -894,10 +898,8 @@ void ConsoleTest::slurmJobsFromThePluginToTheFinishedCurve() {
 
     Console console;
     QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
-    QPluginLoader loader(QStringLiteral(TRAINDECK_PLUGIN_DIR "/libtraindeck_backend_slurm.so"));
-    auto* factory = qobject_cast<BackendFactory*>(loader.instance());
-    QVERIFY2(factory, qPrintable(loader.errorString()));
-    QCOMPARE(factory->kind(), QString("slurm"));
+    BackendFactory* factory = plugins().factory("slurm");
+    QVERIFY2(factory, qPrintable(plugins().problems().join('\n')));
     BackendPtr slurm(factory->create(nullptr));
     QString error;
     QVERIFY2(slurm->open({{"state_dir", dir + "/slurm-worker"}, {"worker_binary", TRAINDECK_WORKER_BINARY},
@@ -1547,6 +1549,34 @@ void ConsoleTest::localWorkerTheConsoleStartedIsStartedAgain() {
     console.writer->flush();
     QVERIFY(is_one_to(loss_steps(catalog_path, job), 2 * ((2700 + 63) / 64)));
     QCOMPARE(first_line(worker_dir + "/pid"), second_pid); // one restart, not a string of them
+}
+
+
+void ConsoleTest::pluginsAreKnownByTheirMetadataAndOldOnesRefused() {
+    QTemporaryDir temp;
+    // A folder searched first, holding an old plugin and a file that is no plugin; then the build's plugin folder.
+    QVERIFY(QFile::copy(TRAINDECK_OLD_PLUGIN_DIR "/libtraindeck_test_oldplugin.so", temp.filePath("libold.so")));
+    write_file(temp.filePath("libjunk.so"), "not a shared object\n");
+    PluginRegistry registry;
+    QCOMPARE(registry.scan({temp.path(), TRAINDECK_PLUGIN_DIR, TRAINDECK_PLUGIN_DIR}), 3);
+    QStringList kinds;
+    for (const auto& plugin : registry.plugins()) {
+        kinds << plugin.kind;
+        QVERIFY2(!plugin.name.isEmpty() && !plugin.description.isEmpty(), qPrintable(plugin.file));
+        QVERIFY2(plugin.file.startsWith(TRAINDECK_PLUGIN_DIR), qPrintable(plugin.file)); // not the old one
+    }
+    kinds.sort();
+    QCOMPARE(kinds, (QStringList{"local", "slurm", "worker"}));
+    const QString problems = registry.problems().join('\n');
+    QVERIFY2(problems.contains("libold.so: built for org.traindeck.BackendFactory/2; this console speaks " TrainDeckBackendFactory_iid),
+             qPrintable(problems));
+    QVERIFY2(problems.contains("libjunk.so: not a Qt plugin"), qPrintable(problems));
+    QVERIFY2(problems.contains("a local plugin was found earlier"), qPrintable(problems)); // the folder listed twice
+    // Listing loaded nothing; asking for a kind loads its plugin and gives a factory of that kind.
+    BackendFactory* local = registry.factory("local");
+    QVERIFY(local);
+    QCOMPARE(local->kind(), QString("local"));
+    QVERIFY(!registry.factory("cloud"));
 }
 
 QTEST_MAIN(ConsoleTest)
