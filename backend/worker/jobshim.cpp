@@ -83,6 +83,16 @@ pid_t spawn_shim(const std::string& worker_binary, const std::string& job_dir, s
     return pid;
 }
 
+bool shim_alive(pid_t pid, const std::string& job_dir) {
+    if (pid <= 0 || ::kill(pid, 0) != 0)
+        return false;
+    std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    std::replace(text.begin(), text.end(), '\0', ' ');
+    // Guards against a recycled pid: it must still be this job's shim.
+    return text.find("--run-job") != std::string::npos && text.find(job_dir) != std::string::npos;
+}
+
 ExitStatus read_exit_status(const std::string& job_dir) {
     ExitStatus status;
     std::ifstream in(job_dir + "/exit_status.json");

@@ -35,6 +35,8 @@ bool write_launch_plan(const std::string& job_dir, const LaunchPlan& plan, std::
 // Starts `worker_binary --run-job job_dir`; returns the shim's pid (= the job's process group) or -1.
 pid_t spawn_shim(const std::string& worker_binary, const std::string& job_dir, std::string& error);
 ExitStatus read_exit_status(const std::string& job_dir);
+// Whether pid is still the shim of job_dir (not a recycled pid): a re-adopted shim is not our child to reap.
+bool shim_alive(pid_t pid, const std::string& job_dir);
 pid_t read_job_pid(const std::string& job_dir);
 
 // The shim's main(): never returns to the caller's code paths.

@@ -1,10 +1,15 @@
+// The Slurm executor: the Executor interface over sbatch/squeue/scancel or slurmrestd.
 #include "slurmexecutor.h"
 
+#include "jobshim.h"
 #include "workerclient.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -24,6 +29,8 @@ using nlohmann::json;
 
 namespace {
 
+double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
 std::string batch_script(const std::string& shim, const std::string& dir) {
     auto quote = [](const std::string& word) {
         std::string out = "'";
@@ -37,7 +44,8 @@ std::string batch_script(const std::string& shim, const std::string& dir) {
 
 } // namespace
 
-SlurmExecutor::SlurmExecutor(SlurmSettings settings) : settings_(std::move(settings)) {
+SlurmExecutor::SlurmExecutor(SlurmSettings settings, std::string self_binary)
+    : settings_(std::move(settings)), self_binary_(std::move(self_binary)) {
     if (!settings_.rest_url.empty())
         client_ = std::make_unique<client::WorkerClient>(settings_.rest_url, "");
 }
@@ -264,6 +272,110 @@ bool SlurmExecutor::cancel(const std::string& id, std::string& error) {
     }
     std::string output;
     return command({"scancel", id}, output, error);
+}
+
+void SlurmExecutor::set_visible_gpus(std::map<std::string, std::string>& env, const std::vector<int>&) const {
+    env.erase("CUDA_VISIBLE_DEVICES"); // Slurm sets it on the node for the GPUs it allocated
+}
+
+bool SlurmExecutor::start(JobRun& run, const std::string& dir, const JobRequest& request, std::string& error) {
+    ::unlink((dir + "/signal").c_str());
+    ::unlink((dir + "/signal.sent").c_str());
+    run.cluster_id = submit(self_binary_, dir, request, error);
+    if (run.cluster_id.empty())
+        return false;
+    run.shim = -1;
+    run.cluster_gone_since = 0;
+    // Kept with the job's files so that a restarted worker re-adopts it.
+    return write_file_atomically(dir + "/slurm_job", run.cluster_id + "\n", error);
+}
+
+std::string SlurmExecutor::where(const JobRun& run) const { return " (Slurm job " + run.cluster_id + ")"; }
+
+bool SlurmExecutor::adopt(JobRun& run, const std::string& dir) {
+    std::ifstream in(dir + "/slurm_job");
+    in >> run.cluster_id;
+    return !run.cluster_id.empty() || shim_alive(run.shim, dir);
+}
+
+void SlurmExecutor::refresh(const std::vector<const JobRun*>& runs) {
+    bool any = false;
+    for (const JobRun* run : runs)
+        any = any || !run->cluster_id.empty();
+    if (!any)
+        return;
+    std::string error;
+    states_ok_ = states(states_, error);
+    if (!states_ok_ && error != states_error_)
+        std::fprintf(stderr, "traindeck-worker: cannot ask Slurm for job states: %s\n", error.c_str());
+    states_error_ = states_ok_ ? std::string() : error;
+}
+
+// Mirrors Slurm's view into the job's reason; ended when Slurm has ended the job for a few seconds, so that an exit
+// status written just before is read first.
+Executor::Check SlurmExecutor::check(JobRun& run, const std::string& dir, const std::string& reason) {
+    if (run.cluster_id.empty()) {
+        // Not (or no longer) a Slurm job: a shim left here by a local run, if any.
+        if (run.shim > 0 && !shim_alive(run.shim, dir))
+            return {true, "the job's supervisor process vanished without recording an exit", {}};
+        return {};
+    }
+    if (!states_ok_)
+        return {}; // Slurm cannot be asked right now: nothing is concluded from silence
+    const auto it = states_.find(run.cluster_id);
+    const std::string state = it == states_.end() ? "GONE" : it->second.state;
+    if (is_active(state)) {
+        run.cluster_gone_since = 0;
+        const std::string now = state == "PENDING" ? "pending in Slurm job " + run.cluster_id + " (" + it->second.reason + ")"
+                                                   : "running in Slurm job " + run.cluster_id;
+        Check check;
+        if (reason != now && (state == "PENDING" || reason.rfind("pending in Slurm", 0) == 0))
+            check.reason = now;
+        return check;
+    }
+    if (run.cluster_gone_since == 0)
+        run.cluster_gone_since = wall_now();
+    if (wall_now() - run.cluster_gone_since <= 3.0)
+        return {};
+    return {true,
+            "Slurm job " + run.cluster_id + " ended (" + (it == states_.end() ? std::string() : it->second.state) +
+                ") without recording an exit",
+            {}};
+}
+
+void SlurmExecutor::signal(const JobRun& run, const std::string& dir, int signal) {
+    if (run.shim > 0)
+        ::kill(-run.shim, signal);
+    if (!run.cluster_id.empty()) {
+        // On a cluster node only the shim can reach the job: it forwards what it finds in its signal file.
+        std::string error;
+        write_file_atomically(dir + "/signal", std::to_string(signal) + "\n", error);
+    }
+}
+
+std::string SlurmExecutor::kill(const JobRun& run) {
+    if (run.shim > 0)
+        ::kill(-run.shim, SIGKILL);
+    std::string error;
+    if (!run.cluster_id.empty() && !cancel(run.cluster_id, error))
+        return error;
+    return {};
+}
+
+void SlurmExecutor::describe_resources(json& answer) {
+    // Jobs run on the cluster, not here: report its size (sinfo, refreshed every 30 s).
+    answer["executor"] = describe();
+    if (wall_now() - cluster_time_ > 30) {
+        std::string error;
+        if (!cluster(cluster_, error))
+            cluster_ = {};
+        cluster_time_ = wall_now();
+    }
+    if (cluster_.cpus_total > 0) {
+        answer["cpus"] = cluster_.cpus_total;
+        answer["cluster"] = {{"nodes", cluster_.nodes}, {"cpus_total", cluster_.cpus_total},
+                             {"cpus_allocated", cluster_.cpus_allocated}, {"cpus_idle", cluster_.cpus_idle}};
+    }
 }
 
 } // namespace traindeck::worker

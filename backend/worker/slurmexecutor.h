@@ -3,7 +3,9 @@
 // filesystem; each Slurm batch job runs the same shim as a local job (traindeck-worker --run-job DIR), so metrics,
 // logs, exit status and checkpoints arrive through the same files with the same seq guarantees.
 // Talks to slurmrestd (JWT in X-SLURM-USER-NAME/-TOKEN, OpenAPI v0.0.38) when given its URL, else to the
-// sbatch/squeue/scancel commands (argv, never a shell).
+// sbatch/squeue/scancel commands (argv, never a shell). The cluster schedules: the worker hands it every queued job
+// and mirrors what Slurm says of it into the job's reason.
+#include "executor.h"
 #include "jobrequest.h"
 
 #include <map>
@@ -25,10 +27,26 @@ struct SlurmSettings {
     std::string conf;       // SLURM_CONF for the CLI tools
 };
 
-class SlurmExecutor {
+class SlurmExecutor : public Executor {
 public:
-    explicit SlurmExecutor(SlurmSettings settings);
-    ~SlurmExecutor();
+    SlurmExecutor(SlurmSettings settings, std::string self_binary);
+    ~SlurmExecutor() override;
+
+    // The Executor interface.
+    bool schedules_jobs() const override { return true; }
+    bool runs_here() const override { return false; } // a job's pid belongs to its node
+    void set_visible_gpus(std::map<std::string, std::string>& env, const std::vector<int>& gpus) const override;
+    bool start(JobRun& run, const std::string& dir, const JobRequest& request, std::string& error) override;
+    std::string where(const JobRun& run) const override;
+    bool adopt(JobRun& run, const std::string& dir) override;
+    void collect(const std::vector<JobRun*>&) override {}
+    void refresh(const std::vector<const JobRun*>& runs) override;
+    Check check(JobRun& run, const std::string& dir, const std::string& reason) override;
+    void signal(const JobRun& run, const std::string& dir, int signal) override;
+    std::string kill(const JobRun& run) override;
+    void describe_resources(nlohmann::json& answer) override;
+
+    // The Slurm client under it.
 
     // Submits `shim --run-job dir` with the request's resources mapped to --cpus-per-task, --mem, --gres=gpu:N and
     // --time. Returns the Slurm job id, or "" and error.
@@ -57,7 +75,14 @@ private:
     bool command(std::vector<std::string> argv, std::string& output, std::string& error) const;
 
     SlurmSettings settings_;
+    std::string self_binary_;
     std::unique_ptr<client::WorkerClient> client_;
+    // What Slurm said at the last refresh; nothing is concluded from silence while it cannot be asked.
+    std::map<std::string, State> states_;
+    bool states_ok_ = false;
+    std::string states_error_; // said once on stderr, not once a second
+    Cluster cluster_;
+    double cluster_time_ = 0;
 };
 
 } // namespace traindeck::worker

@@ -1,19 +1,20 @@
+// The supervisor's loop and what it carries out: commands from the HTTP threads, runs through the executor,
+// the pure decisions (ingest, scheduler, exit classification, metering) applied to the jobs, and the commits.
 #include "supervisor.h"
 
+#include "exitclassification.h"
+#include "ingest.h"
 #include "jobshim.h"
-#include "jsonscan.h"
+#include "metering.h"
+#include "scheduler.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 extern char** environ;
@@ -27,26 +28,6 @@ namespace {
 
 double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
-constexpr const char* kStreams[3] = {"metrics", "stdout", "stderr"};
-constexpr const char* kFiles[3] = {"metrics.jsonl", "stdout.log", "stderr.log"};
-constexpr size_t kMaxLine = 1 << 20;    // a longer "line" is cut into pieces of this size
-constexpr size_t kMaxLogText = 16384;   // log events keep this much of a very long line
-constexpr int kExitPreempted = 75;      // traindeck-train (and the Python helper) after a checkpoint on SIGTERM
-
-bool is_terminal(const std::string& state) {
-    return state == "succeeded" || state == "failed" || state == "cancelled" || state == "stopped";
-}
-
-bool alive_shim(pid_t pid, const std::string& job_dir) {
-    if (pid <= 0 || ::kill(pid, 0) != 0)
-        return false;
-    std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
-    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-    std::replace(text.begin(), text.end(), '\0', ' ');
-    // Guards against a recycled pid: it must still be this job's shim.
-    return text.find("--run-job") != std::string::npos && text.find(job_dir) != std::string::npos;
-}
-
 } // namespace
 
 bool inherited_by_jobs(const std::string& name) {
@@ -57,31 +38,15 @@ bool inherited_by_jobs(const std::string& name) {
     return name.rfind("LC_", 0) == 0;
 }
 
-struct Supervisor::Job {
-    int64_t id = 0;
-    JobRequest request;
-    std::string state = "queued", reason;
-    int restarts = 0;
-    int64_t next_seq = 1;
-    int64_t offsets[3] = {0, 0, 0};
-    pid_t shim = -1;
-    pid_t pid = -1;
-    std::vector<int> gpus;
-    double spend = 0, run_seconds = 0;
-    double submitted = 0, started = 0, finished = 0;
-    double last_meter = 0;
-    int64_t warnings = 0;
-    std::string stop_kind; // preempt | cancel | budget | idle
+// A job in memory: its row of the jobs table, and what only the running worker knows of it.
+struct Supervisor::Job : JobRow {
+    JobRequest request; // parsed from request_json
+    MeterMarks meter;
+    StopReason stop = StopReason::none;
     double stop_sent = 0;
     int64_t preempted_by = 0;
-    double idle_since = 0;
-    bool idle_reported = false, budget_warned = false;
-    int exit_code = -1;
     bool dirty = false;
     int fds[3] = {-1, -1, -1}; // the job's output files, open while it runs
-    bool shim_reaped = false;  // our child shim exited: its exit_status.json is there to read
-    std::string slurm_id;      // the Slurm job running this run (Slurm executor)
-    double slurm_gone_since = 0;
 
     void close_files() {
         for (int& fd : fds)
@@ -93,55 +58,16 @@ struct Supervisor::Job {
     ~Job() { close_files(); }
 };
 
-void EventBoard::publish(int64_t job, int64_t last_seq, bool finished) {
-    {
-        std::lock_guard lock(mutex_);
-        jobs_[job] = {last_seq, finished};
-    }
-    changed_.notify_all();
-}
-
-int64_t EventBoard::wait(int64_t job, int64_t after, int timeout_ms) {
-    std::unique_lock lock(mutex_);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    changed_.wait_until(lock, deadline, [&] {
-        const auto it = jobs_.find(job);
-        return it != jobs_.end() && (it->second.first > after || it->second.second);
-    });
-    const auto it = jobs_.find(job);
-    return it == jobs_.end() ? 0 : it->second.first;
-}
-
-std::vector<int64_t> EventBoard::wait_any(const std::map<int64_t, int64_t>& after, int timeout_ms) {
-    std::vector<int64_t> ready;
-    const auto collect = [&] {
-        ready.clear();
-        for (const auto& [job, seq] : after)
-            if (const auto it = jobs_.find(job); it != jobs_.end() && (it->second.first > seq || it->second.second))
-                ready.push_back(job);
-        return !ready.empty();
-    };
-    std::unique_lock lock(mutex_);
-    changed_.wait_until(lock, std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms), collect);
-    return ready;
-}
-
 Supervisor::Supervisor(WorkerConfig config, EventBoard& board) : config_(std::move(config)), board_(board) {
     if (config_.cpu_slots <= 0)
         config_.cpu_slots = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
     if (config_.memory_mb <= 0)
         config_.memory_mb = static_cast<int64_t>(telemetry_.sample_host().memory_total_mb);
     gpu_busy_.assign(telemetry_.gpu_count(), false);
-    if (config_.executor == "slurm")
-        slurm_ = std::make_unique<SlurmExecutor>(SlurmSettings{config_.slurm_rest, config_.slurm_user, config_.slurm_token_file,
-                                                               config_.slurm_partition, config_.slurm_conf});
+    executor_ = make_executor(config_);
 }
 
-Supervisor::~Supervisor() {
-    stop();
-    for (auto& [id, job] : jobs_)
-        delete job;
-}
+Supervisor::~Supervisor() { stop(); }
 
 std::string Supervisor::job_dir(int64_t id) const { return config_.state_dir + "/jobs/" + std::to_string(id); }
 
@@ -155,39 +81,7 @@ std::string Supervisor::start() {
     if (std::string error; !store_.open(config_.state_dir + "/store", error))
         return error;
     try {
-        db_.exec(R"(
-            CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-            CREATE TABLE IF NOT EXISTS jobs(
-                id INTEGER PRIMARY KEY,
-                name TEXT NOT NULL,
-                request TEXT NOT NULL,
-                state TEXT NOT NULL,
-                reason TEXT NOT NULL DEFAULT '',
-                priority INTEGER NOT NULL DEFAULT 0,
-                restarts INTEGER NOT NULL DEFAULT 0,
-                next_seq INTEGER NOT NULL DEFAULT 1,
-                metrics_offset INTEGER NOT NULL DEFAULT 0,
-                stdout_offset INTEGER NOT NULL DEFAULT 0,
-                stderr_offset INTEGER NOT NULL DEFAULT 0,
-                shim_pid INTEGER NOT NULL DEFAULT -1,
-                pid INTEGER NOT NULL DEFAULT -1,
-                gpus TEXT NOT NULL DEFAULT '[]',
-                spend REAL NOT NULL DEFAULT 0,
-                run_seconds REAL NOT NULL DEFAULT 0,
-                warnings INTEGER NOT NULL DEFAULT 0,
-                exit_code INTEGER NOT NULL DEFAULT -1,
-                submitted REAL NOT NULL,
-                started REAL NOT NULL DEFAULT 0,
-                finished REAL NOT NULL DEFAULT 0);
-            CREATE TABLE IF NOT EXISTS events(
-                job INTEGER NOT NULL REFERENCES jobs(id),
-                seq INTEGER NOT NULL,
-                time REAL NOT NULL,
-                type TEXT NOT NULL,
-                data TEXT NOT NULL,
-                PRIMARY KEY(job, seq)) WITHOUT ROWID;
-            INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', '1');
-        )");
+        create_job_tables(db_);
         recover();
     } catch (const std::exception& e) {
         return database_path() + ": " + e.what();
@@ -225,68 +119,44 @@ void Supervisor::stop() {
         checkpointer_.join();
 }
 
-namespace {
-constexpr const char* kJobColumns =
-    "SELECT id, request, state, reason, restarts, next_seq, metrics_offset, stdout_offset, stderr_offset, shim_pid, "
-    "pid, gpus, spend, run_seconds, warnings, submitted, started FROM jobs";
-}
-
-Supervisor::Job* Supervisor::job_from_row(const Statement& select) {
-    auto* job = new Job;
-    job->id = select.integer(0);
+std::unique_ptr<Supervisor::Job> Supervisor::job_from_row(const Statement& select) {
+    auto job = std::make_unique<Job>();
+    static_cast<JobRow&>(*job) = read_job_row(select);
     std::string error;
-    parse_job_request(json::parse(select.text(1)), job->request, error);
-    job->state = select.text(2);
-    job->reason = select.text(3);
-    job->restarts = static_cast<int>(select.integer(4));
-    job->next_seq = select.integer(5);
-    for (int i = 0; i < 3; ++i)
-        job->offsets[i] = select.integer(6 + i);
-    job->shim = static_cast<pid_t>(select.integer(9));
-    job->pid = static_cast<pid_t>(select.integer(10));
-    job->gpus = json::parse(select.text(11)).get<std::vector<int>>();
-    job->spend = select.real(12);
-    job->run_seconds = select.real(13);
-    job->warnings = select.integer(14);
-    job->submitted = select.real(15);
-    job->started = select.real(16);
-    job->last_meter = wall_now();
+    parse_job_request(json::parse(job->request_json), job->request, error);
+    // Each run reports its own exit; what the row says of an earlier run's end stays in the row.
+    job->exit_code = -1;
+    job->finished = 0;
+    job->meter.last = wall_now();
     return job;
 }
 
 void Supervisor::recover() {
-    Statement select = db_.prepare(std::string(kJobColumns) +
-                                   " WHERE state NOT IN ('succeeded','failed','cancelled','stopped') ORDER BY id");
-    std::vector<Job*> recovered;
+    Statement select =
+        db_.prepare(select_jobs_sql("WHERE state NOT IN (" + std::string(finished_states_sql()) + ") ORDER BY id"));
+    std::vector<std::unique_ptr<Job>> recovered;
     while (select.step()) {
-        Job* job = job_from_row(select);
+        recovered.push_back(job_from_row(select));
         // What a stopping job was asked to do decides what its exit means; the state and reason remember it.
-        if (job->state == "preempting")
-            job->stop_kind = "preempt";
-        else if (job->state == "stopping")
-            job->stop_kind = job->reason.rfind("cancel", 0) == 0 ? "cancel"
-                             : job->reason.rfind("budget", 0) == 0 ? "budget" : "idle";
-        recovered.push_back(job);
+        recovered.back()->stop = recorded_stop_reason(recovered.back()->state, recovered.back()->reason);
     }
     std::string error;
-    if (!commit([&] { recover_jobs(recovered); }, &error))
+    if (!commit([&] { recover_jobs(std::move(recovered)); }, &error))
         throw std::runtime_error("cannot record the recovered jobs: " + error);
 }
 
-void Supervisor::recover_jobs(const std::vector<Job*>& recovered) {
-    for (Job* job : recovered) {
-        jobs_[job->id] = job;
-        if (job->state == "queued")
+void Supervisor::recover_jobs(std::vector<std::unique_ptr<Job>> recovered) {
+    for (auto& owned : recovered) {
+        Job* job = owned.get();
+        jobs_[job->id] = std::move(owned);
+        if (job->state == JobState::queued)
             continue;
         for (int gpu : job->gpus)
             if (gpu >= 0 && gpu < static_cast<int>(gpu_busy_.size()))
                 gpu_busy_[gpu] = true;
         const std::string dir = job_dir(job->id);
-        if (slurm_) {
-            std::ifstream in(dir + "/slurm_job");
-            in >> job->slurm_id;
-        }
-        if (read_exit_status(dir).present || alive_shim(job->shim, dir) || !job->slurm_id.empty()) {
+        const bool adopted = executor_->adopt(job->run, dir);
+        if (read_exit_status(dir).present || adopted) {
             // Still running (or ended while we were away): keep reading its files from the saved offsets.
             add_event(*job, "warning", json{{"message", "worker restarted; job re-adopted"}}.dump());
             continue;
@@ -294,7 +164,7 @@ void Supervisor::recover_jobs(const std::vector<Job*>& recovered) {
         // The job died with the worker (machine restart): it goes back to the queue and resumes from its checkpoint.
         ingest(*job);
         job->reason = "lost with the previous worker process; resuming from the last checkpoint";
-        finish_run(*job, "queued", job->reason);
+        finish_run(*job, JobState::queued, job->reason);
     }
 }
 
@@ -326,11 +196,10 @@ void Supervisor::tick(bool meter_now) {
         std::lock_guard lock(commands_mutex_);
         commands.swap(commands_);
     }
-    // Reap our shims; how their jobs ended is in exit_status.json, read below.
-    for (pid_t reaped; (reaped = ::waitpid(-1, nullptr, WNOHANG)) > 0;)
-        for (auto& [id, job] : jobs_)
-            if (job->shim == reaped)
-                job->shim_reaped = true;
+    std::vector<JobRun*> runs;
+    for (auto& [id, job] : jobs_)
+        runs.push_back(&job->run);
+    executor_->collect(runs);
     // Each command is its own transaction, so that a failed commit undoes exactly that command and says so.
     for (auto& command : commands)
         commit(command);
@@ -338,34 +207,33 @@ void Supervisor::tick(bool meter_now) {
     // While commits fail (a full disk), what is not yet written stays in the jobs' files: read no more of them
     // than a bounded backlog; their offsets resume the reading once the database takes writes again.
     const bool backlog = pending_events_.size() > 200000 || pending_text_.size() > (256u << 20);
-    if (slurm_ && meter_now)
-        poll_slurm();
     std::vector<Job*> active;
     for (auto& [id, job] : jobs_)
-        active.push_back(job);
+        active.push_back(job.get());
+    if (meter_now) {
+        std::vector<const JobRun*> active_runs;
+        for (const Job* job : active)
+            active_runs.push_back(&job->run);
+        executor_->refresh(active_runs);
+    }
     for (Job* job : active) {
-        if (job->state == "queued")
+        if (job->state == JobState::queued)
             continue;
         if (!backlog)
             ingest(*job);
         if (meter_now)
             meter(*job, now);
-        // Exits are noticed when we reap our shim; a re-adopted job's shim is not our child, so its liveness is
-        // checked once a second instead (each check reads /proc).
-        if (job->shim_reaped || meter_now)
+        // Exits are noticed when the executor sees a shim end; otherwise (a re-adopted job's shim is not our child,
+        // a cluster's job is not even here) they are checked once a second.
+        if (job->run.shim_reaped || meter_now)
             check_exit(*job);
-        if (!job->stop_kind.empty() && job->state != "queued" && !is_terminal(job->state) && job->stop_sent > 0 &&
+        if (job->stop != StopReason::none && is_active(job->state) && job->stop_sent > 0 &&
             now - job->stop_sent > config_.stop_grace_seconds) {
             add_event(*job, "warning",
                       json{{"message", "job did not stop within " + std::to_string(int(config_.stop_grace_seconds)) +
                                            " s of SIGTERM; sending SIGKILL"}}.dump());
-            if (job->shim > 0)
-                ::kill(-job->shim, SIGKILL);
-            if (!job->slurm_id.empty()) {
-                std::string error;
-                if (!slurm_->cancel(job->slurm_id, error))
-                    add_event(*job, "warning", json{{"message", error}}.dump());
-            }
+            if (const std::string error = executor_->kill(job->run); !error.empty())
+                add_event(*job, "warning", json{{"message", error}}.dump());
             job->stop_sent = now + 1e9; // once
         }
     }
@@ -450,8 +318,7 @@ bool Supervisor::commit(const std::function<void()>& work, std::string* error_ou
         board_.publish(id, announcement.first, announcement.second);
     pending_announcements_.clear();
     for (auto it = jobs_.begin(); it != jobs_.end();) {
-        if (is_terminal(it->second->state)) {
-            delete it->second;
+        if (is_finished(it->second->state)) {
             it = jobs_.erase(it);
         } else {
             ++it;
@@ -461,8 +328,8 @@ bool Supervisor::commit(const std::function<void()>& work, std::string* error_ou
 }
 
 void Supervisor::add_state_event(Job& job) {
-    json data = {{"state", job.state}, {"reason", job.reason}, {"restarts", job.restarts}};
-    if (job.pid > 0 && job.state == "running")
+    json data = {{"state", to_string(job.state)}, {"reason", job.reason}, {"restarts", job.restarts}};
+    if (job.pid > 0 && job.state == JobState::running)
         data["pid"] = job.pid;
     if (job.exit_code >= 0)
         data["exit_code"] = job.exit_code;
@@ -470,219 +337,182 @@ void Supervisor::add_state_event(Job& job) {
 }
 
 void Supervisor::save_job(Job& job) {
-    if (!update_job_.prepared())
-        update_job_ = db_.prepare(
-            "UPDATE jobs SET state=?, reason=?, restarts=?, next_seq=?, metrics_offset=?, stdout_offset=?, "
-            "stderr_offset=?, shim_pid=?, pid=?, gpus=?, spend=?, run_seconds=?, warnings=?, exit_code=?, started=?, "
-            "finished=? WHERE id=?");
-    Statement& update = update_job_;
-    update.reset();
-    update.bind(1, job.state).bind(2, job.reason).bind(3, int64_t(job.restarts)).bind(4, job.next_seq);
-    update.bind(5, job.offsets[0]).bind(6, job.offsets[1]).bind(7, job.offsets[2]);
-    update.bind(8, int64_t(job.shim)).bind(9, int64_t(job.pid)).bind(10, json(job.gpus).dump());
-    update.bind(11, job.spend).bind(12, job.run_seconds).bind(13, job.warnings).bind(14, int64_t(job.exit_code));
-    update.bind(15, job.started).bind(16, job.finished).bind(17, job.id);
-    update.step();
+    update_job(db_, update_job_, job);
     job.dirty = false;
     // One announcement per job per commit (save_job runs for every job that changed).
-    pending_announcements_.push_back({job.id, {job.next_seq - 1, is_terminal(job.state)}});
+    pending_announcements_.push_back({job.id, {job.next_seq - 1, is_finished(job.state)}});
+}
+
+Supervisor::Result Supervisor::call(std::function<void(const Reply&)> command) {
+    auto reply = std::make_shared<std::promise<Result>>();
+    auto future = reply->get_future();
+    {
+        std::lock_guard lock(commands_mutex_);
+        commands_.push_back([command = std::move(command), reply] { command(reply); });
+    }
+    commands_changed_.notify_all();
+    if (future.wait_for(std::chrono::seconds(30)) != std::future_status::ready)
+        return {503, {{"error", "the worker is busy; try again"}}};
+    return future.get();
+}
+
+void Supervisor::reply_after_commit(const Reply& reply, std::function<Result()> committed_result,
+                                    std::function<void()> undo, std::string what_failed, std::string what_to_do) {
+    const size_t events_mark = pending_events_.size(), text_mark = pending_text_.size();
+    after_commit_.push_back([=, this](bool committed, const std::string& error) {
+        if (committed) {
+            reply->set_value(committed_result());
+            return;
+        }
+        // The events this command buffered go with it; those of other jobs stay for the next commit.
+        pending_events_.resize(events_mark);
+        pending_text_.resize(text_mark);
+        undo();
+        reply->set_value({error.find("full") != std::string::npos ? 507 : 500,
+                          {{"error", what_failed + " (" + error + "); " + what_to_do}}});
+    });
 }
 
 Supervisor::Result Supervisor::submit(const JobRequest& request) {
-    auto promise = std::make_shared<std::promise<Result>>();
-    auto future = promise->get_future();
-    {
-        std::lock_guard lock(commands_mutex_);
-        commands_.push_back([this, request, promise] {
-            if (!slurm_ && (request.resources.gpus > static_cast<int>(gpu_busy_.size()) || request.resources.cpus > config_.cpu_slots ||
-                            request.resources.memory_mb > config_.memory_mb)) {
-                promise->set_value({422, {{"error", "the job asks for more than this worker has (" +
-                                                        std::to_string(gpu_busy_.size()) + " GPUs, " +
-                                                        std::to_string(config_.cpu_slots) + " CPUs, " +
-                                                        std::to_string(config_.memory_mb) + " MB); it could never run"}}});
-                return;
-            }
-            if (!request.dataset.empty() && store_.dataset_path(request.dataset).empty()) {
-                promise->set_value({409, {{"error", "dataset version " + request.dataset.substr(0, 12) +
-                                                        "… is not on this worker; upload it first"}}});
-                return;
-            }
-            if (!request.checkpoint_from.empty() && store_.dataset_path(request.checkpoint_from).empty()) {
-                promise->set_value({409, {{"error", "checkpoint version " + request.checkpoint_from.substr(0, 12) +
-                                                        "… is not on this worker; upload it first"}}});
-                return;
-            }
-            auto* job = new Job;
-            job->request = request;
-            job->submitted = wall_now();
-            // If the commit fails (a full disk), the job never existed: not in memory, not on disk, and the
-            // client is told to submit again. Registered first, so that even a failed INSERT is answered.
-            const size_t events_mark = pending_events_.size(), text_mark = pending_text_.size();
-            after_commit_.push_back([this, promise, job, events_mark, text_mark](bool committed, const std::string& error) {
-                if (committed) {
-                    promise->set_value({201, {{"id", job->id}, {"state", "queued"}}});
-                    return;
-                }
-                pending_events_.resize(events_mark);
-                pending_text_.resize(text_mark);
-                if (job->id > 0) {
-                    jobs_.erase(job->id);
+    return call([this, request](const Reply& reply) {
+        if (!executor_->schedules_jobs() &&
+            (request.resources.gpus > static_cast<int>(gpu_busy_.size()) || request.resources.cpus > config_.cpu_slots ||
+             request.resources.memory_mb > config_.memory_mb)) {
+            reply->set_value({422, {{"error", "the job asks for more than this worker has (" +
+                                                  std::to_string(gpu_busy_.size()) + " GPUs, " +
+                                                  std::to_string(config_.cpu_slots) + " CPUs, " +
+                                                  std::to_string(config_.memory_mb) + " MB); it could never run"}}});
+            return;
+        }
+        if (!request.dataset.empty() && store_.dataset_path(request.dataset).empty()) {
+            reply->set_value({409, {{"error", "dataset version " + request.dataset.substr(0, 12) +
+                                                  "… is not on this worker; upload it first"}}});
+            return;
+        }
+        if (!request.checkpoint_from.empty() && store_.dataset_path(request.checkpoint_from).empty()) {
+            reply->set_value({409, {{"error", "checkpoint version " + request.checkpoint_from.substr(0, 12) +
+                                                  "… is not on this worker; upload it first"}}});
+            return;
+        }
+        auto job = std::make_unique<Job>();
+        job->request = request;
+        job->submitted = wall_now();
+        // If the commit fails (a full disk), the job never existed: not in memory, not on disk, and the client is
+        // told to submit again. Registered first, so that even a failed INSERT is answered.
+        auto id = std::make_shared<int64_t>(0);
+        reply_after_commit(
+            reply, [id] { return Result{201, {{"id", *id}, {"state", to_string(JobState::queued)}}}; },
+            [this, id] {
+                if (*id > 0) {
+                    jobs_.erase(*id);
                     std::error_code ec;
-                    fs::remove_all(job_dir(job->id), ec);
+                    fs::remove_all(job_dir(*id), ec);
                 }
-                delete job;
-                promise->set_value({error.find("full") != std::string::npos ? 507 : 500,
-                                    {{"error", "the job could not be stored (" + error + "); nothing was kept, submit it again"}}});
-            });
-            Statement insert = db_.prepare("INSERT INTO jobs(name, request, state, priority, submitted) VALUES(?, ?, 'queued', ?, ?)");
-            insert.bind(1, request.name).bind(2, request.to_json().dump()).bind(3, int64_t(request.priority)).bind(4, job->submitted);
-            insert.step();
-            job->id = db_.last_insert_id();
-            std::error_code ec;
-            fs::create_directories(job_dir(job->id) + "/checkpoints", ec);
-            std::string error;
-            if (!request.builtin.is_null())
-                write_file_atomically(job_dir(job->id) + "/spec.json", request.builtin.dump(2), error);
-            // A job moved here from a lost worker starts from the checkpoint it brought.
-            if (!request.checkpoint_from.empty())
-                for (const auto& entry : fs::directory_iterator(store_.dataset_path(request.checkpoint_from), ec))
-                    if (entry.path().extension() == ".tdck")
-                        fs::copy_file(entry.path(), job_dir(job->id) + "/checkpoints/" + entry.path().filename().string(),
-                                      fs::copy_options::overwrite_existing, ec);
-            jobs_[job->id] = job;
-            job->reason = "waiting for resources";
-            add_state_event(*job);
-        });
-    }
-    commands_changed_.notify_all();
-    if (future.wait_for(std::chrono::seconds(30)) != std::future_status::ready)
-        return {503, {{"error", "the worker is busy; try again"}}};
-    return future.get();
+            },
+            "the job could not be stored", "nothing was kept, submit it again");
+        job->id = *id = insert_job(db_, request.name, request.to_json().dump(), request.priority, job->submitted);
+        std::error_code ec;
+        fs::create_directories(job_dir(job->id) + "/checkpoints", ec);
+        std::string error;
+        if (!request.builtin.is_null())
+            write_file_atomically(job_dir(job->id) + "/spec.json", request.builtin.dump(2), error);
+        // A job moved here from a lost worker starts from the checkpoint it brought.
+        if (!request.checkpoint_from.empty())
+            for (const auto& entry : fs::directory_iterator(store_.dataset_path(request.checkpoint_from), ec))
+                if (entry.path().extension() == ".tdck")
+                    fs::copy_file(entry.path(), job_dir(job->id) + "/checkpoints/" + entry.path().filename().string(),
+                                  fs::copy_options::overwrite_existing, ec);
+        job->reason = "waiting for resources";
+        add_state_event(*job);
+        jobs_[job->id] = std::move(job);
+    });
 }
 
 Supervisor::Result Supervisor::cancel(int64_t id) {
-    auto promise = std::make_shared<std::promise<Result>>();
-    auto future = promise->get_future();
-    {
-        std::lock_guard lock(commands_mutex_);
-        commands_.push_back([this, id, promise] {
-            const auto it = jobs_.find(id);
-            if (it == jobs_.end()) {
-                Statement select = db_.prepare("SELECT state FROM jobs WHERE id=?");
-                select.bind(1, id);
-                if (select.step())
-                    promise->set_value({409, {{"error", "job " + std::to_string(id) + " is already " + select.text(0)}}});
-                else
-                    promise->set_value({404, {{"error", "no job " + std::to_string(id)}}});
-                return;
-            }
-            Job& job = *it->second;
-            if (job.state == "queued") {
-                job.reason = "cancelled by the user before it started";
-                job.finished = wall_now();
-                job.state = "cancelled";
-                add_state_event(job);
-                job.dirty = true;
-            } else {
-                signal_job(job, "cancel", SIGTERM);
-            }
-            // The stop is under way whether or not this commit succeeds (the signal is sent; memory keeps its
-            // events until the database takes them), so the answer is the same.
-            after_commit_.push_back([promise, id, state = job.state](bool, const std::string&) {
-                promise->set_value(Result{202, {{"id", id}, {"state", state}}});
-            });
+    return call([this, id](const Reply& reply) {
+        const auto it = jobs_.find(id);
+        if (it == jobs_.end()) {
+            Statement select = db_.prepare("SELECT state FROM jobs WHERE id=?");
+            select.bind(1, id);
+            if (select.step())
+                reply->set_value({409, {{"error", "job " + std::to_string(id) + " is already " + select.text(0)}}});
+            else
+                reply->set_value({404, {{"error", "no job " + std::to_string(id)}}});
+            return;
+        }
+        Job& job = *it->second;
+        if (job.state == JobState::queued) {
+            job.reason = "cancelled by the user before it started";
+            job.finished = wall_now();
+            job.state = JobState::cancelled;
+            add_state_event(job);
+            job.dirty = true;
+        } else {
+            signal_job(job, StopReason::cancel, SIGTERM);
+        }
+        // The stop is under way whether or not this commit succeeds (the signal is sent; memory keeps its events
+        // until the database takes them), so the answer is the same.
+        after_commit_.push_back([reply, id, state = job.state](bool, const std::string&) {
+            reply->set_value(Result{202, {{"id", id}, {"state", to_string(state)}}});
         });
-    }
-    commands_changed_.notify_all();
-    if (future.wait_for(std::chrono::seconds(30)) != std::future_status::ready)
-        return {503, {{"error", "the worker is busy; try again"}}};
-    return future.get();
+    });
 }
 
 Supervisor::Result Supervisor::resume(int64_t id, double new_budget) {
-    auto promise = std::make_shared<std::promise<Result>>();
-    auto future = promise->get_future();
-    {
-        std::lock_guard lock(commands_mutex_);
-        commands_.push_back([this, id, new_budget, promise] {
-            if (jobs_.count(id)) {
-                promise->set_value({409, {{"error", "job " + std::to_string(id) + " is still active"}}});
-                return;
-            }
-            Statement select = db_.prepare(std::string(kJobColumns) + " WHERE id=?");
-            select.bind(1, id);
-            if (!select.step()) {
-                promise->set_value({404, {{"error", "no job " + std::to_string(id)}}});
-                return;
-            }
-            Job* job = job_from_row(select);
-            if (job->state == "succeeded") {
-                delete job;
-                promise->set_value({409, {{"error", "job " + std::to_string(id) + " already finished"}}});
-                return;
-            }
-            if (new_budget > 0)
-                job->request.budget = new_budget;
-            if (job->request.budget > 0 && job->spend >= job->request.budget) {
-                const double spent = job->spend;
-                delete job;
-                promise->set_value({422, {{"error", "the job has spent " + std::to_string(spent) + " of its budget; give a "
-                                                    "higher \"budget\" to resume it"}}});
-                return;
-            }
-            // Back to the queue: it restarts from its last checkpoint (built-in jobs with --resume, scripts see
-            // TRAINDECK_RESUME=1), keeping its events, spend and counters.
-            job->gpus.clear();
-            job->shim = job->pid = -1;
-            job->finished = 0;
-            job->exit_code = -1;
-            job->state = "queued";
-            job->reason = "resumed by the user; continues from its last checkpoint";
-            // A failed commit leaves the job as it was in the database: out of the active table again.
-            const size_t events_mark = pending_events_.size(), text_mark = pending_text_.size();
-            after_commit_.push_back([this, promise, id, job, events_mark, text_mark](bool committed, const std::string& error) {
-                if (committed) {
-                    promise->set_value({202, {{"id", id}, {"state", "queued"}}});
-                    return;
-                }
-                pending_events_.resize(events_mark);
-                pending_text_.resize(text_mark);
-                jobs_.erase(id);
-                delete job;
-                promise->set_value({error.find("full") != std::string::npos ? 507 : 500,
-                                    {{"error", "the resume could not be stored (" + error + "); try again"}}});
-            });
-            jobs_[id] = job;
-            Statement update = db_.prepare("UPDATE jobs SET request=? WHERE id=?");
-            update.bind(1, job->request.to_json().dump()).bind(2, id);
-            update.step();
-            add_state_event(*job);
-            job->dirty = true;
-        });
-    }
-    commands_changed_.notify_all();
-    if (future.wait_for(std::chrono::seconds(30)) != std::future_status::ready)
-        return {503, {{"error", "the worker is busy; try again"}}};
-    return future.get();
+    return call([this, id, new_budget](const Reply& reply) {
+        if (jobs_.count(id)) {
+            reply->set_value({409, {{"error", "job " + std::to_string(id) + " is still active"}}});
+            return;
+        }
+        Statement select = db_.prepare(select_jobs_sql("WHERE id=?"));
+        select.bind(1, id);
+        if (!select.step()) {
+            reply->set_value({404, {{"error", "no job " + std::to_string(id)}}});
+            return;
+        }
+        std::unique_ptr<Job> job = job_from_row(select);
+        if (job->state == JobState::succeeded) {
+            reply->set_value({409, {{"error", "job " + std::to_string(id) + " already finished"}}});
+            return;
+        }
+        if (new_budget > 0)
+            job->request.budget = new_budget;
+        if (job->request.budget > 0 && job->spend >= job->request.budget) {
+            reply->set_value({422, {{"error", "the job has spent " + std::to_string(job->spend) + " of its budget; give a "
+                                                  "higher \"budget\" to resume it"}}});
+            return;
+        }
+        // Back to the queue: it restarts from its last checkpoint (built-in jobs with --resume, scripts see
+        // TRAINDECK_RESUME=1), keeping its events, spend and counters.
+        job->gpus.clear();
+        job->run.shim = job->pid = -1;
+        job->finished = 0;
+        job->exit_code = -1;
+        job->state = JobState::queued;
+        job->reason = "resumed by the user; continues from its last checkpoint";
+        // A failed commit leaves the job as it was in the database: out of the active table again.
+        reply_after_commit(
+            reply, [id] { return Result{202, {{"id", id}, {"state", to_string(JobState::queued)}}}; },
+            [this, id] { jobs_.erase(id); }, "the resume could not be stored", "try again");
+        Job& resumed = *job;
+        jobs_[id] = std::move(job);
+        update_job_request(db_, id, resumed.request.to_json().dump());
+        add_state_event(resumed);
+        resumed.dirty = true;
+    });
 }
 
-void Supervisor::signal_job(Job& job, const std::string& kind, int signal) {
-    if (job.stop_kind.empty() || kind == "cancel")
-        job.stop_kind = kind;
+void Supervisor::signal_job(Job& job, StopReason kind, int signal) {
+    if (job.stop == StopReason::none || kind == StopReason::cancel)
+        job.stop = kind;
     if (job.stop_sent == 0)
         job.stop_sent = wall_now();
-    if (job.shim > 0)
-        ::kill(-job.shim, signal); // the job's whole process group; the shim outlives it to record the exit
-    if (!job.slurm_id.empty()) {
-        // On a cluster node only the shim can reach the job: it forwards what it finds in its signal file.
-        std::string error;
-        write_file_atomically(job_dir(job.id) + "/signal", std::to_string(signal) + "\n", error);
-    }
-    job.state = kind == "preempt" ? "preempting" : "stopping";
-    job.reason = kind == "preempt"    ? "preempted by job " + std::to_string(job.preempted_by) + "; checkpointing"
-                 : kind == "cancel"   ? "cancel requested; checkpointing"
-                 : kind == "budget"   ? "budget reached; checkpointing"
-                                      : "idle; checkpointing";
+    executor_->signal(job.run, job_dir(job.id), signal);
+    job.state = kind == StopReason::preempt ? JobState::preempting : JobState::stopping;
+    job.reason = kind == StopReason::preempt  ? "preempted by job " + std::to_string(job.preempted_by) + "; checkpointing"
+                 : kind == StopReason::cancel ? "cancel requested; checkpointing"
+                 : kind == StopReason::budget ? "budget reached; checkpointing"
+                                              : "idle; checkpointing";
     add_state_event(job);
 }
 
@@ -709,7 +539,7 @@ std::string Supervisor::keep_dataset_intact(Job& job, bool after_run) {
 void Supervisor::start_job(Job& job) {
     const std::string dir = job_dir(job.id);
     if (std::string unusable = keep_dataset_intact(job, false); !unusable.empty()) {
-        finish_run(job, "failed", unusable);
+        finish_run(job, JobState::failed, unusable);
         return;
     }
     ::unlink((dir + "/exit_status.json").c_str());
@@ -736,13 +566,7 @@ void Supervisor::start_job(Job& job) {
     }
     for (const auto& [key, value] : job.request.env)
         env[key] = value;
-    std::string visible;
-    for (int gpu : job.gpus)
-        visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
-    if (slurm_)
-        env.erase("CUDA_VISIBLE_DEVICES"); // Slurm sets it on the node for the GPUs it allocated
-    else
-        env["CUDA_VISIBLE_DEVICES"] = visible;
+    executor_->set_visible_gpus(env, job.gpus);
     env["TRAINDECK_METRICS_FD"] = "3";
     env["TRAINDECK_CHECKPOINT_DIR"] = dir + "/checkpoints";
     // A job's dataset is its version's read-only folder in the store; jobs without one get an empty folder.
@@ -757,35 +581,34 @@ void Supervisor::start_job(Job& job) {
     for (const auto& [key, value] : env)
         plan.env.push_back(key + "=" + value);
     std::string error;
-    if (!write_launch_plan(dir, plan, error) ||
-        (slurm_ ? !submit_to_slurm(job, dir, error) : (job.shim = spawn_shim(config_.self_binary, dir, error)) < 0)) {
+    if (!write_launch_plan(dir, plan, error) || !executor_->start(job.run, dir, job.request, error)) {
         job.exit_code = -1;
-        finish_run(job, "failed", error);
+        finish_run(job, JobState::failed, error);
         return;
     }
     job.pid = -1;
-    job.state = "running";
-    const std::string where = slurm_ ? " (Slurm job " + job.slurm_id + ")" : "";
+    job.state = JobState::running;
     job.reason = job.restarts > 0 ? "restart " + std::to_string(job.restarts) + " of " +
                                         std::to_string(job.request.max_restarts) + ", from the last checkpoint"
                  : resume         ? "resumed from its checkpoint"
                                   : "started";
-    job.reason += where;
+    job.reason += executor_->where(job.run);
     job.started = wall_now();
-    job.last_meter = job.started;
-    job.stop_kind.clear();
+    job.meter.last = job.started;
+    job.stop = StopReason::none;
     job.stop_sent = 0;
-    job.idle_since = 0;
-    job.idle_reported = false;
+    job.meter.idle_since = 0;
+    job.meter.idle_reported = false;
     job.exit_code = -1;
     add_state_event(job);
 }
 
 void Supervisor::ingest(Job& job) {
     const std::string dir = job_dir(job.id);
+    const EventSink sink = [&](const char* type, std::string_view data) { add_event(job, type, data); };
     for (int stream = 0; stream < 3; ++stream) {
         if (job.fds[stream] < 0)
-            job.fds[stream] = ::open((dir + "/" + kFiles[stream]).c_str(), O_RDONLY | O_CLOEXEC);
+            job.fds[stream] = ::open((dir + "/" + stream_file(OutputStream(stream))).c_str(), O_RDONLY | O_CLOEXEC);
         const int fd = job.fds[stream];
         if (fd < 0)
             continue;
@@ -802,129 +625,49 @@ void Supervisor::ingest(Job& job) {
             if (buffer.size() > 8 * kMaxLine)
                 break; // the rest next tick
         }
-        size_t start = 0;
-        for (;;) {
-            size_t end = buffer.find('\n', start);
-            if (end == std::string::npos) {
-                // An unfinished line waits for its newline, unless it is absurdly long.
-                if (buffer.size() - start < kMaxLine)
-                    break;
-                end = start + kMaxLine;
-            }
-            std::string_view line(buffer.data() + start, end - start);
-            const size_t consumed = end - start + (end < buffer.size() && buffer[end] == '\n' ? 1 : 0);
-            if (!line.empty() && line.back() == '\r')
-                line.remove_suffix(1);
-            constexpr std::string_view prefix = "@traindeck ";
-            const bool protocol = stream == 0 || (stream == 1 && line.substr(0, prefix.size()) == prefix);
-            if (protocol) {
-                std::string_view record = stream == 0 ? line : line.substr(prefix.size());
-                if (record.empty()) {
-                    // blank line on the metrics fd: nothing to record
-                } else if (const JsonScan scan = scan_json_object(record); scan.object) {
-                    if (scan.fixes.empty()) {
-                        add_event(job, "record", record);
-                    } else {
-                        // Repaired, stored, and said: the record keeps everything that could be kept.
-                        add_event(job, "record", scan.repaired(record));
-                        ++job.warnings;
-                        std::string what;
-                        if (scan.bad_text)
-                            what = std::to_string(scan.bad_text) + " invalid UTF-8 sequence(s) replaced by U+FFFD";
-                        if (scan.bad_numbers)
-                            what += (what.empty() ? "" : "; ") + std::to_string(scan.bad_numbers) +
-                                    " number(s) out of range dropped (stored as null)";
-                        add_event(job, "warning",
-                                  json{{"message", "metrics line repaired: " + what},
-                                       {"stream", kStreams[stream]},
-                                       {"line", std::string(record.substr(0, kMaxLogText))},
-                                       {"count", job.warnings}}
-                                      .dump(-1, ' ', false, json::error_handler_t::replace));
-                    }
-                } else {
-                    ++job.warnings;
-                    add_event(job, "warning",
-                              json{{"message", "metrics line is not a JSON object; skipped"},
-                                   {"stream", kStreams[stream]},
-                                   {"line", std::string(record.substr(0, kMaxLogText))},
-                                   {"count", job.warnings}}
-                                  .dump(-1, ' ', false, json::error_handler_t::replace));
-                }
-            } else {
-                json data = {{"stream", kStreams[stream]}, {"line", std::string(line.substr(0, kMaxLogText))}};
-                if (line.size() > kMaxLogText)
-                    data["truncated_bytes"] = line.size() - kMaxLogText;
-                add_event(job, "log", data.dump(-1, ' ', false, json::error_handler_t::replace));
-            }
+        if (const size_t consumed = ingest_text(OutputStream(stream), buffer, job.warnings, sink); consumed > 0) {
             job.offsets[stream] += static_cast<int64_t>(consumed);
-            start += consumed;
             job.dirty = true;
         }
     }
-    // A Slurm job's pid belongs to its node: no per-process telemetry for it here.
-    if (job.pid <= 0 && job.state != "queued" && job.slurm_id.empty())
+    if (job.pid <= 0 && job.state != JobState::queued && executor_->runs_here())
         job.pid = read_job_pid(dir);
 }
 
 void Supervisor::check_exit(Job& job) {
-    if (job.state == "queued" || is_terminal(job.state))
+    if (!is_active(job.state))
         return;
     const std::string dir = job_dir(job.id);
     const ExitStatus status = read_exit_status(dir);
-    if (!status.present) {
-        const bool vanished = job.slurm_id.empty() ? job.shim > 0 && !alive_shim(job.shim, dir) : check_slurm(job);
-        if (vanished && !read_exit_status(dir).present) {
-            ingest(job);
-            job.reason = job.slurm_id.empty() ? "the job's supervisor process vanished without recording an exit"
-                                              : "Slurm job " + job.slurm_id + " ended (" + slurm_states_[job.slurm_id].state +
-                                                    ") without recording an exit";
-            job.exit_code = -1;
-            if (job.stop_kind == "cancel") {
-                finish_run(job, "cancelled", "cancelled by the user (" + job.reason + ")");
-            } else if (job.stop_kind == "preempt") {
-                finish_run(job, "queued", "preempted by job " + std::to_string(job.preempted_by) + " (" + job.reason +
-                                              "); resumes from its checkpoint");
-            } else if (!job.stop_kind.empty()) {
-                finish_run(job, "stopped", "stopped (" + job.stop_kind + ", " + job.reason + "); checkpoint kept");
-            } else if (job.restarts < job.request.max_restarts) {
-                ++job.restarts;
-                finish_run(job, "queued", job.reason + "; retrying from the last checkpoint");
-            } else {
-                finish_run(job, "failed", job.reason);
-            }
-        }
+    const ExitContext context{job.stop, job.restarts, job.request.max_restarts, job.preempted_by, job.request.budget,
+                              config_.currency};
+    if (status.present) {
+        ingest(job); // everything the job wrote comes before its end
+        end_run(job, classify_exit(status, context));
         return;
     }
-    ingest(job); // everything the job wrote comes before its end
-    job.exit_code = status.signal ? 128 + status.signal : status.exit_code;
-    const std::string how = status.signal ? "killed by signal " + std::to_string(status.signal)
-                                          : "exit code " + std::to_string(status.exit_code);
-    if (!status.exec_error.empty()) {
-        finish_run(job, "failed", status.exec_error);
-    } else if (job.stop_kind == "cancel") {
-        finish_run(job, "cancelled", "cancelled by the user (" + how + ")");
-    } else if (job.stop_kind == "preempt") {
-        finish_run(job, "queued", "preempted by job " + std::to_string(job.preempted_by) + " (" + how +
-                                      "); resumes from its checkpoint");
-    } else if (job.stop_kind == "budget") {
-        finish_run(job, "stopped", "budget of " + std::to_string(job.request.budget) + " " + config_.currency +
-                                       " reached (" + how + "); checkpoint kept");
-    } else if (job.stop_kind == "idle") {
-        finish_run(job, "stopped", "stopped by the idle policy (" + how + "); checkpoint kept");
-    } else if (!status.signal && status.exit_code == 0) {
-        finish_run(job, "succeeded", "finished");
-    } else if (job.restarts < job.request.max_restarts) {
-        ++job.restarts;
-        finish_run(job, "queued", how + "; retry " + std::to_string(job.restarts) + " of " +
-                                      std::to_string(job.request.max_restarts) + " from the last checkpoint");
-    } else {
-        finish_run(job, "failed", how + (job.request.max_restarts ? "; no restarts left" : ""));
+    const Executor::Check check = executor_->check(job.run, dir, job.reason);
+    if (!check.reason.empty() && job.state == JobState::running) {
+        job.reason = check.reason;
+        add_state_event(job);
+        job.dirty = true;
+    }
+    if (check.ended && !read_exit_status(dir).present) {
+        ingest(job);
+        end_run(job, classify_vanished(check.what, context));
     }
 }
 
-void Supervisor::finish_run(Job& job, const std::string& state, const std::string& reason) {
+void Supervisor::end_run(Job& job, const ExitDecision& decision) {
+    job.exit_code = decision.exit_code;
+    if (decision.retry)
+        ++job.restarts;
+    finish_run(job, decision.state, decision.reason);
+}
+
+void Supervisor::finish_run(Job& job, JobState state, const std::string& reason) {
     meter(job, wall_now());
-    if (job.state != "queued")
+    if (job.state != JobState::queued)
         keep_dataset_intact(job, true);
     for (int gpu : job.gpus)
         if (gpu >= 0 && gpu < static_cast<int>(gpu_busy_.size()))
@@ -932,116 +675,47 @@ void Supervisor::finish_run(Job& job, const std::string& state, const std::strin
     job.gpus.clear();
     if (job.pid > 0)
         telemetry_.forget_process(job.pid);
-    job.shim = -1;
-    job.shim_reaped = false;
-    job.slurm_id.clear();
-    job.slurm_gone_since = 0;
+    job.run = JobRun{};
     job.pid = -1;
     job.close_files();
-    job.stop_kind.clear();
+    job.stop = StopReason::none;
     job.stop_sent = 0;
     job.state = state;
     job.reason = reason;
-    if (is_terminal(state))
+    if (is_finished(state))
         job.finished = wall_now();
     add_state_event(job);
     job.dirty = true;
 }
 
 void Supervisor::schedule() {
-    if (slurm_) {
-        // The cluster schedules: every queued job goes to Slurm, highest priority first.
-        std::vector<Job*> queued;
-        for (auto& [id, job] : jobs_)
-            if (job->state == "queued")
-                queued.push_back(job);
-        std::stable_sort(queued.begin(), queued.end(),
-                         [](const Job* a, const Job* b) { return a->request.priority > b->request.priority; });
-        for (Job* job : queued)
-            start_job(*job);
-        return;
+    SchedulerState state{{}, config_.cpu_slots, config_.memory_mb, gpu_busy_};
+    for (const auto& [id, job] : jobs_)
+        state.jobs.push_back({id, job->request.priority, job->request.resources, job->state, job->preempted_by});
+    const SchedulerPlan plan = executor_->schedules_jobs() ? plan_handover(state) : plan_local(state);
+    for (const SchedulerPlan::Start& start : plan.starts) {
+        Job& job = *jobs_.at(start.job);
+        for (int gpu : start.gpus) {
+            gpu_busy_[gpu] = true;
+            job.gpus.push_back(gpu);
+        }
+        start_job(job);
     }
-    int free_cpus = config_.cpu_slots;
-    int64_t free_memory = config_.memory_mb;
-    int free_gpus = 0;
-    std::vector<Job*> queued, holding;
-    for (auto& [id, job] : jobs_) {
-        if (job->state == "queued") {
-            queued.push_back(job);
-        } else if (!is_terminal(job->state)) {
-            holding.push_back(job);
-            free_cpus -= job->request.resources.cpus;
-            free_memory -= job->request.resources.memory_mb;
-        }
-    }
-    for (bool busy : gpu_busy_)
-        free_gpus += !busy;
-    std::stable_sort(queued.begin(), queued.end(),
-                     [](const Job* a, const Job* b) { return a->request.priority > b->request.priority; });
-    for (Job* job : queued) {
-        const Resources& need = job->request.resources;
-        if (need.cpus <= free_cpus && need.memory_mb <= free_memory && need.gpus <= free_gpus) {
-            for (int g = 0, taken = 0; g < static_cast<int>(gpu_busy_.size()) && taken < need.gpus; ++g)
-                if (!gpu_busy_[g]) {
-                    gpu_busy_[g] = true;
-                    job->gpus.push_back(g);
-                    ++taken;
-                }
-            free_cpus -= need.cpus;
-            free_memory -= need.memory_mb;
-            free_gpus -= need.gpus;
-            start_job(*job);
-            continue;
-        }
-        // It does not fit. Lower-priority running jobs make room, lowest priority and newest first; what they
-        // free is counted as soon as they are asked, so one tick never preempts more than needed.
-        std::vector<Job*> victims;
-        for (Job* running : holding)
-            if (running->state == "running" && running->request.priority < job->request.priority)
-                victims.push_back(running);
-        std::sort(victims.begin(), victims.end(), [](const Job* a, const Job* b) {
-            return a->request.priority != b->request.priority ? a->request.priority < b->request.priority : a->id > b->id;
-        });
-        int cpus = free_cpus, gpus = free_gpus;
-        int64_t memory = free_memory;
-        // Jobs already checkpointing for us count as free.
-        for (Job* leaving : holding)
-            if (leaving->state == "preempting" && leaving->preempted_by == job->id) {
-                cpus += leaving->request.resources.cpus;
-                memory += leaving->request.resources.memory_mb;
-                gpus += leaving->request.resources.gpus;
-            }
-        std::vector<Job*> chosen;
-        for (Job* victim : victims) {
-            if (need.cpus <= cpus && need.memory_mb <= memory && need.gpus <= gpus)
-                break;
-            chosen.push_back(victim);
-            cpus += victim->request.resources.cpus;
-            memory += victim->request.resources.memory_mb;
-            gpus += victim->request.resources.gpus;
-        }
-        if (need.cpus <= cpus && need.memory_mb <= memory && need.gpus <= gpus) {
-            for (Job* victim : chosen) {
-                victim->preempted_by = job->id;
-                signal_job(*victim, "preempt", SIGTERM);
-            }
-        }
-        // Strict priority order: nothing behind a waiting job jumps ahead of it, so it cannot starve.
-        break;
+    for (const SchedulerPlan::Preemption& preemption : plan.preemptions) {
+        Job& victim = *jobs_.at(preemption.victim);
+        victim.preempted_by = preemption.for_job;
+        signal_job(victim, StopReason::preempt, SIGTERM);
     }
 }
 
 void Supervisor::meter(Job& job, double now) {
-    if (job.state == "queued" || is_terminal(job.state)) {
-        job.last_meter = now;
+    if (!is_active(job.state)) {
+        job.meter.last = now;
         return;
     }
-    const double dt = std::max(0.0, now - job.last_meter);
-    job.last_meter = now;
     const Resources& r = job.request.resources;
-    const double rate = config_.price_base + config_.price_gpu * r.gpus + config_.price_cpu * r.cpus;
-    job.spend += rate * dt / 3600.0;
-    job.run_seconds += dt;
+    const double rate = rate_per_hour({config_.price_base, config_.price_gpu, config_.price_cpu}, r);
+    charge(job.spend, job.run_seconds, job.meter, now, rate);
     job.dirty = true;
 
     json telemetry = {{"spend", job.spend}, {"rate_per_hour", rate}, {"run_seconds", job.run_seconds},
@@ -1069,89 +743,31 @@ void Supervisor::meter(Job& job, double now) {
             sum += g.utilization;
         }
         telemetry["gpus"] = gpus;
-        utilization = job.gpus.empty() ? utilization : sum / job.gpus.size();
+        utilization = sum / job.gpus.size();
     }
     add_event(job, "telemetry", telemetry.dump());
 
-    if (job.state != "running")
+    if (job.state != JobState::running)
         return;
-    if (job.request.budget > 0) {
-        if (!job.budget_warned && job.spend >= 0.8 * job.request.budget) {
-            job.budget_warned = true;
-            add_event(job, "warning", json{{"message", "80% of the budget spent"}, {"alert", "budget_80"},
-                                           {"spend", job.spend}, {"budget", job.request.budget}}.dump());
-        }
-        if (job.spend >= job.request.budget) {
-            add_event(job, "warning", json{{"message", "budget reached; stopping with a checkpoint"},
-                                           {"alert", "budget_100"}, {"spend", job.spend}, {"budget", job.request.budget}}.dump());
-            signal_job(job, "budget", SIGTERM);
-            return;
-        }
-    }
-    if (utilization >= 0 && job.run_seconds > 2.0) {
-        if (utilization < config_.idle_percent) {
-            if (job.idle_since == 0)
-                job.idle_since = now;
-            if (!job.idle_reported && now - job.idle_since >= config_.idle_seconds) {
-                job.idle_reported = true;
-                add_event(job, "warning", json{{"message", "idle: utilisation under " + std::to_string(int(config_.idle_percent)) +
-                                                               "% for " + std::to_string(int(now - job.idle_since)) + " s"},
-                                               {"alert", "idle"}, {"utilization", utilization}}.dump());
-                if (config_.idle_stop)
-                    signal_job(job, "idle", SIGTERM);
-            }
-        } else {
-            job.idle_since = 0;
-        }
-    }
-}
-
-bool Supervisor::submit_to_slurm(Job& job, const std::string& dir, std::string& error) {
-    ::unlink((dir + "/signal").c_str());
-    ::unlink((dir + "/signal.sent").c_str());
-    job.slurm_id = slurm_->submit(config_.self_binary, dir, job.request, error);
-    if (job.slurm_id.empty())
-        return false;
-    job.shim = -1;
-    job.slurm_gone_since = 0;
-    // Kept with the job's files so that a restarted worker re-adopts it.
-    return write_file_atomically(dir + "/slurm_job", job.slurm_id + "\n", error);
-}
-
-void Supervisor::poll_slurm() {
-    bool any = false;
-    for (auto& [id, job] : jobs_)
-        any = any || !job->slurm_id.empty();
-    if (!any)
+    const MeterVerdict verdict =
+        judge(job.spend, job.run_seconds, job.request.budget, utilization, now, job.meter,
+              {config_.idle_percent, config_.idle_seconds, config_.idle_stop});
+    if (verdict.warn_budget)
+        add_event(job, "warning", json{{"message", "80% of the budget spent"}, {"alert", "budget_80"},
+                                       {"spend", job.spend}, {"budget", job.request.budget}}.dump());
+    if (verdict.budget_reached) {
+        add_event(job, "warning", json{{"message", "budget reached; stopping with a checkpoint"},
+                                       {"alert", "budget_100"}, {"spend", job.spend}, {"budget", job.request.budget}}.dump());
+        signal_job(job, StopReason::budget, SIGTERM);
         return;
-    std::string error;
-    slurm_states_ok_ = slurm_->states(slurm_states_, error);
-    if (!slurm_states_ok_ && error != slurm_error_)
-        std::fprintf(stderr, "traindeck-worker: cannot ask Slurm for job states: %s\n", error.c_str());
-    slurm_error_ = slurm_states_ok_ ? std::string() : error;
-}
-
-// Mirrors Slurm's view into the job's reason; true when Slurm has ended the job (for a few seconds, so that an
-// exit status written just before is read first).
-bool Supervisor::check_slurm(Job& job) {
-    if (!slurm_states_ok_)
-        return false; // Slurm cannot be asked right now: nothing is concluded from silence
-    const auto it = slurm_states_.find(job.slurm_id);
-    const std::string state = it == slurm_states_.end() ? "GONE" : it->second.state;
-    if (SlurmExecutor::is_active(state)) {
-        job.slurm_gone_since = 0;
-        const std::string reason = state == "PENDING" ? "pending in Slurm job " + job.slurm_id + " (" + it->second.reason + ")"
-                                                      : "running in Slurm job " + job.slurm_id;
-        if (job.state == "running" && job.reason != reason && (state == "PENDING" || job.reason.rfind("pending in Slurm", 0) == 0)) {
-            job.reason = reason;
-            add_state_event(job);
-            job.dirty = true;
-        }
-        return false;
     }
-    if (job.slurm_gone_since == 0)
-        job.slurm_gone_since = wall_now();
-    return wall_now() - job.slurm_gone_since > 3.0;
+    if (verdict.report_idle) {
+        add_event(job, "warning", json{{"message", "idle: utilisation under " + std::to_string(int(config_.idle_percent)) +
+                                                       "% for " + std::to_string(int(verdict.idle_for)) + " s"},
+                                       {"alert", "idle"}, {"utilization", utilization}}.dump());
+        if (verdict.stop_idle)
+            signal_job(job, StopReason::idle, SIGTERM);
+    }
 }
 
 json Supervisor::resources() {
@@ -1175,23 +791,7 @@ json Supervisor::resources() {
                       {"memory_used_mb", host.memory_used_mb}, {"memory_total_mb", host.memory_total_mb}}},
             {"prices", {{"base_per_hour", config_.price_base}, {"gpu_per_hour", config_.price_gpu},
                         {"cpu_per_hour", config_.price_cpu}, {"currency", config_.currency}}}};
-    if (slurm_) {
-        // Jobs run on the cluster, not here: report its size (sinfo, refreshed every 30 s).
-        answer["executor"] = slurm_->describe();
-        if (wall_now() - slurm_cluster_time_ > 30) {
-            std::string error;
-            if (!slurm_->cluster(slurm_cluster_, error))
-                slurm_cluster_ = {};
-            slurm_cluster_time_ = wall_now();
-        }
-        if (slurm_cluster_.cpus_total > 0) {
-            answer["cpus"] = slurm_cluster_.cpus_total;
-            answer["cluster"] = {{"nodes", slurm_cluster_.nodes}, {"cpus_total", slurm_cluster_.cpus_total},
-                                 {"cpus_allocated", slurm_cluster_.cpus_allocated}, {"cpus_idle", slurm_cluster_.cpus_idle}};
-        }
-    } else {
-        answer["executor"] = "local processes";
-    }
+    executor_->describe_resources(answer);
     return answer;
 }
 

@@ -1,11 +1,17 @@
 #pragma once
-// The worker's one writer: it owns the database connection that writes, starts and watches the jobs,
-// turns their output into numbered events, schedules the queue onto resource slots (with priorities and
-// preemption), retries failures from their checkpoints, and meters spend. HTTP threads talk to it through
-// submit()/cancel() and read what it committed through their own read-only connections.
+// The worker's one writer: one thread owns the database connection that writes and every job in memory. It runs
+// the commands HTTP threads post (submit, cancel, resume: each one transaction, answered after its commit) and,
+// every tick, carries out what the pure pieces decide: the output each job appended, turned into numbered events
+// (ingest.h); which queued jobs start and which running ones make room (scheduler.h); what an ended run means
+// (exitclassification.h); spend, budget and idle policy (metering.h). Runs go through an Executor (executor.h),
+// rows through the job table (jobtable.h). HTTP threads read what it committed through their own read-only
+// connections, woken by the EventBoard.
 #include "contentstore.h"
+#include "eventboard.h"
+#include "executor.h"
 #include "jobrequest.h"
-#include "slurmexecutor.h"
+#include "jobstate.h"
+#include "jobtable.h"
 #include "sqlitedb.h"
 #include "telemetry.h"
 #include "workerconfig.h"
@@ -16,6 +22,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -23,21 +30,7 @@
 
 namespace traindeck::worker {
 
-// Where committed event sequence numbers are announced to long-polling readers.
-class EventBoard {
-public:
-    void publish(int64_t job, int64_t last_seq, bool finished);
-    // Waits until job has an event after `after`, the job is finished, or the timeout; returns the last seq.
-    int64_t wait(int64_t job, int64_t after, int timeout_ms);
-    // The same for many jobs at once (one watcher, one request, one thread): waits until any of them has an event
-    // after its `after` or is finished; returns the jobs that do.
-    std::vector<int64_t> wait_any(const std::map<int64_t, int64_t>& after, int timeout_ms);
-
-private:
-    std::mutex mutex_;
-    std::condition_variable changed_;
-    std::map<int64_t, std::pair<int64_t, bool>> jobs_;
-};
+struct ExitDecision;
 
 // Whether a variable of the worker's own environment reaches its jobs (an allow-list: PATH, HOME, locale, TZ,
 // USER, TMPDIR); the job's own env and the TRAINDECK_*/CUDA/rank variables are set by the worker on top.
@@ -70,20 +63,30 @@ public:
 private:
     struct Job;
     using Command = std::function<void()>;
+    using Reply = std::shared_ptr<std::promise<Result>>;
+
+    // Runs `command` on the loop's thread, as one transaction, and waits (30 s at most) for the reply it sets.
+    Result call(std::function<void(const Reply&)> command);
+    // Replies once the command's transaction is over: committed_result() when it committed; otherwise the events
+    // the command buffered are dropped, undo() takes back what it did in memory, and the reply says what failed
+    // (507 when the disk is full) and what to do.
+    void reply_after_commit(const Reply& reply, std::function<Result()> committed_result, std::function<void()> undo,
+                            std::string what_failed, std::string what_to_do);
 
     void loop();
     void tick(bool meter);
     void recover();
-    void recover_jobs(const std::vector<Job*>& recovered);
-    Job* job_from_row(const Statement& select);
+    void recover_jobs(std::vector<std::unique_ptr<Job>> recovered);
+    std::unique_ptr<Job> job_from_row(const Statement& select);
     void start_job(Job& job);
     std::string keep_dataset_intact(Job& job, bool after_run);
     void ingest(Job& job);
     void check_exit(Job& job);
-    void finish_run(Job& job, const std::string& state, const std::string& reason);
+    void end_run(Job& job, const ExitDecision& decision);
+    void finish_run(Job& job, JobState state, const std::string& reason);
     void schedule();
     void meter(Job& job, double now);
-    void signal_job(Job& job, const std::string& kind, int signal);
+    void signal_job(Job& job, StopReason kind, int signal);
     void add_event(Job& job, const char* type, std::string_view data);
     // One transaction: `work` (a command's own statements), then every buffered event and changed job. On failure
     // the database holds none of it and memory still holds all of it, for the next commit to write.
@@ -91,9 +94,6 @@ private:
     void write_pending();
     void add_state_event(Job& job);
     void save_job(Job& job);
-    bool submit_to_slurm(Job& job, const std::string& dir, std::string& error);
-    void poll_slurm();
-    bool check_slurm(Job& job);
     std::string job_dir(int64_t id) const;
 
     WorkerConfig config_;
@@ -103,13 +103,8 @@ private:
     Statement insert_event_, update_job_;
     Telemetry telemetry_;
     dataset::ContentStore store_;
-    std::unique_ptr<SlurmExecutor> slurm_; // set when config_.executor is "slurm"
-    std::map<std::string, SlurmExecutor::State> slurm_states_;
-    bool slurm_states_ok_ = false;
-    std::string slurm_error_;
-    SlurmExecutor::Cluster slurm_cluster_;
-    double slurm_cluster_time_ = 0;
-    std::map<int64_t, Job*> jobs_; // non-terminal jobs
+    std::unique_ptr<Executor> executor_; // local processes or a cluster (config_.executor)
+    std::map<int64_t, std::unique_ptr<Job>> jobs_; // jobs not yet finished
     std::vector<bool> gpu_busy_;
     std::mutex commands_mutex_;
     std::condition_variable commands_changed_;

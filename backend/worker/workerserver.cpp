@@ -2,6 +2,7 @@
 
 #include "elasticthreadpool.h"
 #include "jobshim.h"
+#include "jobtable.h"
 #include "sqlitedb.h"
 
 #include <httplib.h>
@@ -44,13 +45,14 @@ Database& reader(const std::string& path) {
     return db;
 }
 
-json job_json(const Statement& row) {
-    json job = {{"id", row.integer(0)},         {"name", row.text(1)},         {"request", json::parse(row.text_view(2))},
-                {"state", row.text(3)},         {"reason", row.text(4)},       {"priority", row.integer(5)},
-                {"restarts", row.integer(6)},   {"last_seq", row.integer(7) - 1}, {"pid", row.integer(8)},
-                {"gpus", json::parse(row.text_view(9))}, {"spend", row.real(10)}, {"run_seconds", row.real(11)},
-                {"warnings", row.integer(12)},  {"exit_code", row.integer(13)}, {"submitted", row.real(14)},
-                {"started", row.real(15)},      {"finished", row.real(16)}};
+json job_json(const Statement& select) {
+    const JobRow row = read_job_row(select);
+    json job = {{"id", row.id},             {"name", row.name},          {"request", json::parse(row.request_json)},
+                {"state", to_string(row.state)}, {"reason", row.reason}, {"priority", row.priority},
+                {"restarts", row.restarts}, {"last_seq", row.next_seq - 1}, {"pid", row.pid},
+                {"gpus", row.gpus},         {"spend", row.spend},        {"run_seconds", row.run_seconds},
+                {"warnings", row.warnings}, {"exit_code", row.exit_code}, {"submitted", row.submitted},
+                {"started", row.started},   {"finished", row.finished}};
     return job;
 }
 
@@ -65,8 +67,6 @@ bool too_large(const httplib::Request& req, httplib::Response& res, int64_t limi
     return true;
 }
 
-constexpr const char* kJobColumns = "SELECT id, name, request, state, reason, priority, restarts, next_seq, pid, gpus, spend, "
-                                    "run_seconds, warnings, exit_code, submitted, started, finished FROM jobs";
 
 bool parse_int(const std::string& text, int64_t& out) {
     try {
@@ -203,10 +203,6 @@ int64_t append_events(Database& db, int64_t job, int64_t after, int64_t limit, s
     return last;
 }
 
-bool finished_state(std::string_view state) {
-    return state == "succeeded" || state == "failed" || state == "cancelled" || state == "stopped";
-}
-
 } // namespace
 
 WorkerServer::WorkerServer(Supervisor& supervisor, EventBoard& board, std::string token)
@@ -341,7 +337,7 @@ void WorkerServer::routes() {
     s.Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
         Database& db = reader(supervisor_.database_path());
         const std::string state = req.get_param_value("state");
-        Statement select = db.prepare(std::string(kJobColumns) + (state.empty() ? "" : " WHERE state=?") + " ORDER BY id");
+        Statement select = db.prepare(select_jobs_sql(state.empty() ? "ORDER BY id" : "WHERE state=? ORDER BY id"));
         if (!state.empty())
             select.bind(1, state);
         json jobs = json::array();
@@ -354,7 +350,7 @@ void WorkerServer::routes() {
         if (!job_id(req, res, id))
             return;
         Database& db = reader(supervisor_.database_path());
-        Statement select = db.prepare(std::string(kJobColumns) + " WHERE id=?");
+        Statement select = db.prepare(select_jobs_sql("WHERE id=?"));
         select.bind(1, id);
         if (!select.step())
             return error_reply(res, 404, "no job " + std::string(req.matches[1]));
@@ -428,8 +424,7 @@ void WorkerServer::routes() {
         state.bind(1, job);
         if (!state.step())
             return error_reply(res, 404, "no job " + std::to_string(job));
-        const bool finished = state.text(0) == "succeeded" || state.text(0) == "failed" ||
-                              state.text(0) == "cancelled" || state.text(0) == "stopped";
+        const bool finished = is_finished(state.text_view(0));
         if (wait_ms > 0 && !finished && state.integer(1) - 1 <= after)
             board_.wait(job, after, static_cast<int>(wait_ms));
         state.reset();
@@ -478,7 +473,7 @@ void WorkerServer::routes() {
                 state.bind(1, id);
                 if (!state.step())
                     missing.push_back(id);
-                else if (state.integer(1) - 1 > seq || finished_state(state.text_view(0)))
+                else if (state.integer(1) - 1 > seq || is_finished(state.text_view(0)))
                     ready.push_back(id);
             }
         };

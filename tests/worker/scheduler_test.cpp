@@ -1,0 +1,108 @@
+// The scheduler as a function of state: priorities, slots, GPUs and preemption decisions.
+#include "scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+using namespace traindeck::worker;
+
+namespace {
+
+SchedulerJob job(int64_t id, int priority, int cpus, JobState state = JobState::queued, int gpus = 0,
+                 int64_t preempted_by = 0) {
+    SchedulerJob j;
+    j.id = id;
+    j.priority = priority;
+    j.resources.cpus = cpus;
+    j.resources.gpus = gpus;
+    j.resources.memory_mb = 0;
+    j.state = state;
+    j.preempted_by = preempted_by;
+    return j;
+}
+
+SchedulerState machine(int cpus, std::vector<SchedulerJob> jobs, std::vector<bool> gpu_busy = {}) {
+    return {std::move(jobs), cpus, 1 << 20, std::move(gpu_busy)};
+}
+
+std::vector<int64_t> started(const SchedulerPlan& plan) {
+    std::vector<int64_t> ids;
+    for (const auto& start : plan.starts)
+        ids.push_back(start.job);
+    return ids;
+}
+
+} // namespace
+
+TEST(Scheduler, StartsWhatFitsHighestPriorityFirst) {
+    const SchedulerPlan plan = plan_local(machine(4, {job(1, 0, 2), job(2, 5, 2), job(3, 1, 2)}));
+    EXPECT_EQ(started(plan), (std::vector<int64_t>{2, 3})); // job 1 (priority 0) waits for a slot
+    EXPECT_TRUE(plan.preemptions.empty());
+}
+
+TEST(Scheduler, EqualPrioritiesStartOldestFirst) {
+    const SchedulerPlan plan = plan_local(machine(2, {job(7, 1, 1), job(3, 1, 1), job(5, 1, 1)}));
+    EXPECT_EQ(started(plan), (std::vector<int64_t>{3, 5}));
+}
+
+TEST(Scheduler, RunningJobsHoldTheirSlotsAndGpusGoLowestFreeFirst) {
+    const SchedulerPlan plan =
+        plan_local(machine(4, {job(1, 0, 3, JobState::running), job(2, 0, 1, JobState::queued, 2), job(3, 0, 1)},
+                           {true, false, false, false}));
+    ASSERT_EQ(plan.starts.size(), 1u); // job 2 takes the last CPU; job 3 waits
+    EXPECT_EQ(plan.starts[0].job, 2);
+    EXPECT_EQ(plan.starts[0].gpus, (std::vector<int>{1, 2}));
+}
+
+TEST(Scheduler, AHigherPriorityJobPreemptsTheLowestPriorityNewestRunningJobOnly) {
+    const SchedulerPlan plan = plan_local(machine(
+        6, {job(1, 1, 2, JobState::running), job(2, 0, 2, JobState::running), job(3, 0, 2, JobState::running),
+            job(4, 5, 2)}));
+    EXPECT_TRUE(plan.starts.empty()); // it starts once the victim has checkpointed
+    ASSERT_EQ(plan.preemptions.size(), 1u);
+    EXPECT_EQ(plan.preemptions[0].victim, 3);
+    EXPECT_EQ(plan.preemptions[0].for_job, 4);
+}
+
+TEST(Scheduler, PreemptsAsManyAsItNeedsInOrder) {
+    const SchedulerPlan plan = plan_local(machine(
+        6, {job(1, 1, 2, JobState::running), job(2, 0, 2, JobState::running), job(3, 0, 2, JobState::running),
+            job(4, 5, 4)}));
+    ASSERT_EQ(plan.preemptions.size(), 2u);
+    EXPECT_EQ(plan.preemptions[0].victim, 3);
+    EXPECT_EQ(plan.preemptions[1].victim, 2); // priority 0 before priority 1
+}
+
+TEST(Scheduler, NoPreemptionWhenEvenAllLowerJobsWouldNotMakeRoom) {
+    const SchedulerPlan plan =
+        plan_local(machine(4, {job(1, 9, 2, JobState::running), job(2, 0, 2, JobState::running), job(3, 5, 4)}));
+    EXPECT_TRUE(plan.preemptions.empty()); // job 1 outranks job 3 and keeps its slots
+    EXPECT_TRUE(plan.starts.empty());
+}
+
+TEST(Scheduler, NeverPreemptsEqualOrHigherPriority) {
+    const SchedulerPlan plan = plan_local(machine(2, {job(1, 5, 2, JobState::running), job(2, 5, 2)}));
+    EXPECT_TRUE(plan.preemptions.empty());
+}
+
+TEST(Scheduler, JobsAlreadyCheckpointingForItCountAsFree) {
+    const SchedulerPlan plan = plan_local(machine(
+        4, {job(1, 0, 2, JobState::preempting, 0, 3), job(2, 0, 2, JobState::running), job(3, 5, 2)}));
+    EXPECT_TRUE(plan.preemptions.empty()); // job 1 is leaving for it already: no second victim
+    EXPECT_TRUE(plan.starts.empty());
+}
+
+TEST(Scheduler, NothingJumpsAheadOfAWaitingJob) {
+    const SchedulerPlan plan =
+        plan_local(machine(4, {job(1, 9, 3, JobState::running), job(2, 5, 2), job(3, 1, 1)}));
+    EXPECT_TRUE(plan.starts.empty()); // job 3 would fit, but job 2 is first in line
+    EXPECT_TRUE(plan.preemptions.empty());
+}
+
+TEST(Scheduler, AClusterGetsEveryQueuedJobHighestPriorityFirst) {
+    const SchedulerPlan plan =
+        plan_handover(machine(1, {job(1, 0, 64), job(2, 3, 64), job(3, 0, 64, JobState::running), job(4, 3, 1)}));
+    EXPECT_EQ(started(plan), (std::vector<int64_t>{2, 4, 1}));
+    EXPECT_TRUE(plan.preemptions.empty());
+}
