@@ -1,6 +1,7 @@
 // ExportDialog (exportdialog.h): the checkpoint fetched on the network pool, the exporter a separate process.
 #include "exportdialog.h"
 
+#include "background.h"
 #include "backendref.h"
 #include "datasettablemodel.h"
 #include "networkpool.h"
@@ -130,17 +131,14 @@ void ExportDialog::startExport() {
     report_ = {};
     setStatus(tr("Fetching the newest checkpoint from the backend…"));
     const QString dir = out_dir_->text();
-    QPointer<ExportDialog> self(this);
     const BackendRef ref = BackendRef::of(&backend_);
     const QString remote_id = job_.remote_id;
-    QtConcurrent::run(networkPool(), [ref, remote_id, dir] {
+    run_in_background(this, [ref, remote_id, dir] {
         QString error = tr("the console is closing");
         const BackendRef::Use backend = ref.use();
         const QString path = backend ? backend->fetchCheckpoint(remote_id, dir + "/checkpoint", &error) : QString();
         return qMakePair(path, error);
-    }).then(this, [this, self](const QPair<QString, QString>& fetched) {
-        if (!self)
-            return;
+    }, [this](const QPair<QString, QString>& fetched) {
         if (fetched.first.isEmpty()) {
             running_ = false;
             export_->setEnabled(true);

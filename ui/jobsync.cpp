@@ -2,6 +2,7 @@
 // thread only posts and receives.
 #include "jobsync.h"
 
+#include "background.h"
 #include "backendref.h"
 #include "networkpool.h"
 
@@ -45,75 +46,71 @@ void JobSync::resumeWatching() {
 }
 
 void JobSync::submit(const QString& name, const QJsonObject& request) {
-    QPointer<JobSync> self(this);
     const BackendRef ref = BackendRef::of(&backend_);
     QJsonObject sent = request;
     sent.remove("console"); // the console's own settings (migration): the catalog keeps them, the worker never sees them
-    (void)QtConcurrent::run(networkPool(), [self, ref, name, request, sent, this] {
-        QString error = tr("the console is closing");
-        const BackendRef::Use backend = ref.use();
-        const QString remote = backend ? backend->submit(sent, &error) : QString();
-        QMetaObject::invokeMethod(self, [self, remote, error, name, request, this] {
-            if (!self)
-                return;
-            if (remote.isEmpty()) {
-                emit failed(tr("Could not submit “%1”: %2").arg(name, error));
-                return;
-            }
-            const std::string backend_name = backend_name_.toStdString();
-            const nlohmann::json spec = nlohmann::json::parse(QJsonDocument(request).toJson().toStdString(), nullptr, false);
-            writer_.post([self, remote, name, backend_name, spec](Catalog& catalog) {
-                const int64_t id = catalog.add_job(name.toStdString(), backend_name, remote.toStdString(), spec);
-                QMetaObject::invokeMethod(self, [self, id, remote] {
-                    if (!self)
-                        return;
-                    self->backend_.watch(remote, 0);
-                    emit self->submitted(id);
-                    emit self->catalogChanged();
-                }, Qt::QueuedConnection);
-            });
-        }, Qt::QueuedConnection);
+    struct Submitted {
+        QString remote, error;
+    };
+    run_in_background(this, [ref, sent] {
+        Submitted submitted{{}, tr("the console is closing")};
+        if (const BackendRef::Use backend = ref.use())
+            submitted.remote = backend->submit(sent, &submitted.error);
+        return submitted;
+    }, [this, name, request](const Submitted& submitted) {
+        if (submitted.remote.isEmpty()) {
+            emit failed(tr("Could not submit “%1”: %2").arg(name, submitted.error));
+            return;
+        }
+        QPointer<JobSync> self(this);
+        const std::string backend_name = backend_name_.toStdString();
+        const nlohmann::json spec = nlohmann::json::parse(QJsonDocument(request).toJson().toStdString(), nullptr, false);
+        writer_.post([self, remote = submitted.remote, name, backend_name, spec](Catalog& catalog) {
+            const int64_t id = catalog.add_job(name.toStdString(), backend_name, remote.toStdString(), spec);
+            QMetaObject::invokeMethod(self, [self, id, remote] {
+                if (!self)
+                    return;
+                self->backend_.watch(remote, 0);
+                emit self->submitted(id);
+                emit self->catalogChanged();
+            }, Qt::QueuedConnection);
+        });
     });
 }
 
 void JobSync::cancel(qint64 job, const QString& remote_id) {
     Q_UNUSED(job);
-    QPointer<JobSync> self(this);
     const BackendRef ref = BackendRef::of(&backend_);
-    (void)QtConcurrent::run(networkPool(), [self, ref, remote_id] {
+    run_in_background(this, [ref, remote_id] {
         QString error = tr("the console is closing");
         const BackendRef::Use backend = ref.use();
-        if (!backend || !backend->cancel(remote_id, &error))
-            QMetaObject::invokeMethod(self, [self, error] {
-                if (self)
-                    emit self->failed(tr("Cancel failed: %1").arg(error));
-            }, Qt::QueuedConnection);
+        return backend && backend->cancel(remote_id, &error) ? QString() : error;
+    }, [this](const QString& error) {
+        if (!error.isEmpty())
+            emit failed(tr("Cancel failed: %1").arg(error));
     });
 }
 
 void JobSync::resume(qint64 job, const QString& remote_id) {
-    QPointer<JobSync> self(this);
     const BackendRef ref = BackendRef::of(&backend_);
-    (void)QtConcurrent::run(networkPool(), [self, ref, remote_id, job, this] {
+    run_in_background(this, [ref, remote_id] {
         QString error = tr("the console is closing");
         const BackendRef::Use backend = ref.use();
-        const bool ok = backend && backend->resume(remote_id, 0, &error);
-        QMetaObject::invokeMethod(self, [self, ok, error, remote_id, job, this] {
-            if (!self)
-                return;
-            if (!ok) {
-                emit failed(tr("Resume failed: %1").arg(error));
-                return;
-            }
-            // Stream again from the last event the catalog has (read on the writer thread).
-            writer_.post([self, remote_id, job](Catalog& catalog) {
-                const int64_t after = catalog.remote_last_seq(job);
-                QMetaObject::invokeMethod(self, [self, remote_id, after] {
-                    if (self)
-                        self->backend_.watch(remote_id, after);
-                }, Qt::QueuedConnection);
-            });
-        }, Qt::QueuedConnection);
+        return backend && backend->resume(remote_id, 0, &error) ? QString() : error;
+    }, [this, remote_id, job](const QString& error) {
+        if (!error.isEmpty()) {
+            emit failed(tr("Resume failed: %1").arg(error));
+            return;
+        }
+        // Stream again from the last event the catalog has (read on the writer thread).
+        QPointer<JobSync> self(this);
+        writer_.post([self, remote_id, job](Catalog& catalog) {
+            const int64_t after = catalog.remote_last_seq(job);
+            QMetaObject::invokeMethod(self, [self, remote_id, after] {
+                if (self)
+                    self->backend_.watch(remote_id, after);
+            }, Qt::QueuedConnection);
+        });
     });
 }
 
@@ -172,13 +169,12 @@ void JobSync::syncCheckpoint(qint64 job, const QString& remote_id) {
         return;
     }
     checkpoint_fetches_.insert(job);
-    QPointer<JobSync> self(this);
     const BackendRef ref = BackendRef::of(&backend_);
     const QString dir = checkpointDir(job);
     struct Copy {
         QString kept, error;
     };
-    QtConcurrent::run(networkPool(), [ref, remote_id, dir] {
+    run_in_background(this, [ref, remote_id, dir] {
         Copy copy;
         const BackendRef::Use backend = ref.use();
         if (!backend) {
@@ -200,9 +196,7 @@ void JobSync::syncCheckpoint(qint64 job, const QString& remote_id) {
                 QFile::remove(dir + "/" + old);
         copy.kept = kept;
         return copy;
-    }).then(this, [this, self, job, remote_id](const Copy& copy) {
-        if (!self)
-            return;
+    }, [this, job, remote_id](const Copy& copy) {
         checkpoint_fetches_.remove(job);
         if (!copy.kept.isEmpty()) {
             const int64_t bytes = QFileInfo(copy.kept).size();

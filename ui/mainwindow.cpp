@@ -1,6 +1,7 @@
 // MainWindow (mainwindow.h): wiring and small slots; every backend call goes to the network pool.
 #include "mainwindow.h"
 
+#include "background.h"
 #include "backendref.h"
 #include "exportdialog.h"
 #include "networkpool.h"
@@ -397,21 +398,24 @@ void MainWindow::cloneSelected() {
 
 void MainWindow::updateResources() {
     // Each backend's /v1/resources, fetched off the GUI thread, lands in the backends model.
-    QPointer<MainWindow> self(this);
+    struct Fetched {
+        bool held = false; // false: let go of (the console is closing)
+        QJsonObject resources;
+        QString address, error;
+    };
     for (const Entry& e : backends_) {
         const BackendRef ref = BackendRef::of(e.backend);
-        const QString name = e.name;
-        (void)QtConcurrent::run(networkPool(), [self, ref, name] {
-            const BackendRef::Use backend = ref.use();
-            if (!backend)
-                return; // let go of (the console is closing)
-            QString error;
-            const QJsonObject r = backend->resources(&error);
-            const QString address = backend->describe();
-            QMetaObject::invokeMethod(self, [self, name, address, r, error] {
-                if (self)
-                    self->backends_model_->update(name, address, r, error);
-            }, Qt::QueuedConnection);
+        run_in_background(this, [ref] {
+            Fetched fetched;
+            if (const BackendRef::Use backend = ref.use()) {
+                fetched.held = true;
+                fetched.resources = backend->resources(&fetched.error);
+                fetched.address = backend->describe();
+            }
+            return fetched;
+        }, [this, name = e.name](const Fetched& fetched) {
+            if (fetched.held)
+                backends_model_->update(name, fetched.address, fetched.resources, fetched.error);
         });
     }
 }
