@@ -1,6 +1,7 @@
 // DatasetsView (datasetsview.h).
 #include "datasetsview.h"
 
+#include "background.h"
 #include "datasetreader.h"
 #include "inspect.h"
 #include "manifest.h"
@@ -321,10 +322,10 @@ void DatasetsView::showVersion(const QString& version) {
     const QString name = model_->data(model_->index(row, 0), DatasetTableModel::NameRole).toString();
     preview_text_->setText(tr("Reading %1…").arg(root));
     preview_->setCurrentWidget(preview_text_);
-    QPointer<DatasetsView> self(this);
     const QString catalog_path = catalog_path_;
-    // Reading the manifests, diffing them, decompressing and checking files, decoding thumbnails: off the GUI thread.
-    QtConcurrent::run([catalog_path, root, name, version] {
+    // Reading the manifests, diffing them, decompressing and checking files, decoding thumbnails: off the GUI thread
+    // (on Qt's global pool: this is disk and CPU work, not a wait on the network).
+    run_in_background(this, [catalog_path, root, name, version] {
         Loaded loaded;
         DatasetReader reader(catalog_path);
         loaded.diff = diff_text(reader, name, version);
@@ -344,8 +345,8 @@ void DatasetsView::showVersion(const QString& version) {
             loaded.image = thumbnails(p, root);
         }
         return loaded;
-    }).then(this, [this, self, version](const Loaded& loaded) {
-        if (!self || version != shown_version_)
+    }, [this, version](const Loaded& loaded) {
+        if (version != shown_version_)
             return;
         diff_->setPlainText(loaded.diff);
         if (!loaded.error.isEmpty()) {
@@ -378,7 +379,7 @@ void DatasetsView::showVersion(const QString& version) {
             preview_text_->setText(preview_summary_);
             preview_->setCurrentWidget(preview_text_);
         }
-    });
+    }, QThreadPool::globalInstance());
 }
 
 } // namespace traindeck

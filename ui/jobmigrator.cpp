@@ -2,6 +2,7 @@
 // thread, never flushed from the GUI thread.
 #include "jobmigrator.h"
 
+#include "background.h"
 #include "backendref.h"
 #include "jobsync.h"
 #include "manifest.h"
@@ -36,17 +37,12 @@ void JobMigrator::poll() {
         if (!last_heard_.contains(t.name))
             last_heard_[t.name] = QDateTime::currentMSecsSinceEpoch();
         polling_.insert(t.name);
-        QPointer<JobMigrator> self(this);
         const BackendRef ref = BackendRef::of(t.backend);
-        const QString name = t.name;
-        QtConcurrent::run(networkPool(), [ref] {
+        run_in_background(this, [ref] {
             QString error;
             const BackendRef::Use backend = ref.use();
             return backend && !backend->resources(&error).isEmpty();
-        }).then(this, [self, name](bool ok) {
-            if (self)
-                self->heard(name, ok);
-        });
+        }, [this, name = t.name](bool ok) { heard(name, ok); });
     }
 }
 
@@ -62,11 +58,11 @@ void JobMigrator::heard(const QString& name, bool ok) {
                 if (t.name == name)
                     for (const QString& remote : moved_away_.take(name)) {
                         const BackendRef ref = BackendRef::of(t.backend);
-                        (void)QtConcurrent::run(networkPool(), [ref, remote] {
+                        run_in_background(this, [ref, remote] {
                             QString error;
                             if (const BackendRef::Use backend = ref.use())
                                 backend->cancel(remote, &error);
-                        });
+                        }, [] {});
                     }
         }
         return;
@@ -124,7 +120,6 @@ void JobMigrator::moveJobs(const QString& backend, const QList<Row>& rows) {
 
 void JobMigrator::move(qint64 job, const QString& from, const QString& remote_id, const QJsonObject& request,
                        const Target& to) {
-    QPointer<JobMigrator> self(this);
     const QString dir = JobSync::checkpointDir(job);
     const BackendRef ref = BackendRef::of(to.backend);
     QJsonObject sent = request;
@@ -133,7 +128,7 @@ void JobMigrator::move(qint64 job, const QString& from, const QString& remote_id
         QString remote, error, checkpoint;
     };
     // Off the GUI thread: send the checkpoint (as a one-file version in the target's store), then submit.
-    QtConcurrent::run(networkPool(), [ref, dir, sent]() mutable {
+    run_in_background(this, [ref, dir, sent]() mutable {
         Outcome outcome;
         const BackendRef::Use backend = ref.use();
         if (!backend) {
@@ -158,9 +153,7 @@ void JobMigrator::move(qint64 job, const QString& from, const QString& remote_id
         }
         outcome.remote = backend->submit(sent, &outcome.error);
         return outcome;
-    }).then(this, [this, self, job, from, remote_id, to](const Outcome& outcome) {
-        if (!self)
-            return;
+    }, [this, job, from, remote_id, to](const Outcome& outcome) {
         if (outcome.remote.isEmpty()) {
             emit problem(tr("Job %1 could not move to %2: %3").arg(job).arg(to.name, outcome.error));
             return;
