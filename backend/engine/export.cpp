@@ -73,7 +73,7 @@ WeightQuant quantize_weights(const float* w, size_t count, int outputs) {
     return q;
 }
 
-bool has_weights(const Layer& layer) { return layer.spec.type == "linear" || layer.spec.type == "conv2d"; }
+bool has_weights(const Layer& layer) { return layer.spec.type == LayerType::linear || layer.spec.type == LayerType::conv2d; }
 
 // Inference over a network's layers with our kernels, optionally observing (calibration) or fake-quantising
 // (int8 simulation) the input of every convolution and linear layer.
@@ -83,7 +83,7 @@ public:
         size_t largest = 0, cols = 0;
         for (const Layer& layer : net.layers()) {
             largest = std::max({largest, layer.in.size(), layer.out.size()});
-            if (layer.spec.type == "conv2d")
+            if (layer.spec.type == LayerType::conv2d)
                 cols = std::max(cols, static_cast<size_t>(layer.out.height) * layer.out.width * layer.spec.kernel *
                                           layer.spec.kernel * layer.in.channels);
         }
@@ -100,7 +100,7 @@ public:
         float* out = b_.data();
         for (size_t i = 0; i < layers.size(); ++i) {
             const Layer& layer = layers[i];
-            const std::string& type = layer.spec.type;
+            const LayerType type = layer.spec.type;
             const size_t in_count = layer.in.size() * batch;
             if (has_weights(layer)) {
                 if (ranges) {
@@ -112,21 +112,21 @@ public:
                     for (size_t k = 0; k < in_count; ++k)
                         in[k] = fake_quantize(in[k], (*quant)[i]);
             }
-            if (type == "flatten" || type == "dropout")
+            if (type == LayerType::flatten || type == LayerType::dropout)
                 continue; // no-ops at inference (dropout is identity when not training)
             const float* p = params.data();
-            if (type == "linear") {
+            if (type == LayerType::linear) {
                 linear_forward(out, in, p + layer.weight, p + layer.bias, batch, static_cast<int>(layer.in.size()), layer.spec.out);
-            } else if (type == "conv2d") {
+            } else if (type == LayerType::conv2d) {
                 const Conv2dShape shape{.batch = batch, .in_h = layer.in.height, .in_w = layer.in.width,
                                         .in_c = layer.in.channels, .out_c = layer.spec.out, .kernel = layer.spec.kernel,
                                         .stride = layer.spec.stride, .pad = layer.spec.padding};
                 conv2d_forward(out, cols_.data(), in, p + layer.weight, p + layer.bias, shape);
-            } else if (type == "maxpool") {
+            } else if (type == LayerType::maxpool) {
                 maxpool_forward(out, in, batch, layer.in.height, layer.in.width, layer.in.channels, layer.spec.size, layer.spec.stride);
-            } else if (type == "relu") {
+            } else if (type == LayerType::relu) {
                 relu_forward(out, in, in_count);
-            } else if (type == "gelu") {
+            } else if (type == LayerType::gelu) {
                 gelu_forward(out, in, in_count);
             }
             std::swap(in, out);
@@ -303,7 +303,7 @@ struct PortableWeights {
 PortableWeights portable_weights(const Layer& layer, const float* w, SampleShape image) {
     PortableWeights out;
     const int o = layer.spec.out;
-    if (layer.spec.type == "conv2d") {
+    if (layer.spec.type == LayerType::conv2d) {
         const int k = layer.spec.kernel, c = layer.in.channels;
         out.dims = {o, c, k, k};
         out.weight.resize(static_cast<size_t>(o) * c * k * k);
@@ -370,13 +370,13 @@ Expected<std::string> build_onnx(const Network& net, const std::vector<float>& p
     SampleShape image = s; // the last image shape, for the column order of a linear layer after it
     for (size_t i = 0; i < layers.size(); ++i) {
         const Layer& layer = layers[i];
-        const std::string& type = layer.spec.type;
+        const LayerType type = layer.spec.type;
         if (has_weights(layer) && quant)
             x = g.quantize_activation(x, (*quant)[i]);
-        if (type == "flatten" || type == "dropout") {
+        if (type == LayerType::flatten || type == LayerType::dropout) {
             continue;
-        } else if (type == "conv2d" || type == "linear") {
-            if (type == "linear" && four_d) {
+        } else if (type == LayerType::conv2d || type == LayerType::linear) {
+            if (type == LayerType::linear && four_d) {
                 onnx::NodeProto* flatten = g.node("Flatten", {x}, g.name("flat"));
                 GraphBuilder::integer(flatten, "axis", 1);
                 x = flatten->output(0);
@@ -393,8 +393,8 @@ Expected<std::string> build_onnx(const Network& net, const std::vector<float>& p
             }
             const std::vector<float> bias(params.begin() + layer.bias, params.begin() + layer.bias + layer.spec.out);
             const std::string b = g.floats("layers." + std::to_string(i) + ".bias", {layer.spec.out}, bias);
-            onnx::NodeProto* n = g.node(type == "conv2d" ? "Conv" : "Gemm", {x, weight, b}, g.name(type));
-            if (type == "conv2d") {
+            onnx::NodeProto* n = g.node(type == LayerType::conv2d ? "Conv" : "Gemm", {x, weight, b}, g.name(to_string(type)));
+            if (type == LayerType::conv2d) {
                 GraphBuilder::ints(n, "kernel_shape", {layer.spec.kernel, layer.spec.kernel});
                 GraphBuilder::ints(n, "strides", {layer.spec.stride, layer.spec.stride});
                 const int p = layer.spec.padding;
@@ -403,14 +403,14 @@ Expected<std::string> build_onnx(const Network& net, const std::vector<float>& p
                 GraphBuilder::integer(n, "transB", 1);
             }
             x = n->output(0);
-        } else if (type == "maxpool") {
+        } else if (type == LayerType::maxpool) {
             onnx::NodeProto* n = g.node("MaxPool", {x}, g.name("pool"));
             GraphBuilder::ints(n, "kernel_shape", {layer.spec.size, layer.spec.size});
             GraphBuilder::ints(n, "strides", {layer.spec.stride, layer.spec.stride});
             x = n->output(0);
-        } else if (type == "relu") {
+        } else if (type == LayerType::relu) {
             x = g.apply("Relu", {x}, "relu");
-        } else if (type == "gelu") {
+        } else if (type == LayerType::gelu) {
             // The tanh form our kernel uses: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
             const std::string cube = g.apply("Mul", {g.apply("Mul", {x, x}, "sq"), x}, "cube");
             const std::string inner = g.apply("Add", {x, g.apply("Mul", {cube, g.scalar("c", 0.044715f)}, "t")}, "inner");

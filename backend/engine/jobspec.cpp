@@ -1,5 +1,6 @@
 #include "jobspec.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -65,7 +66,10 @@ private:
     std::string error_;
 };
 
-const std::set<std::string> kLayerTypes = {"linear", "conv2d", "maxpool", "relu", "gelu", "dropout", "flatten"};
+constexpr std::pair<LayerType, const char*> kLayerNames[] = {
+    {LayerType::linear, "linear"}, {LayerType::conv2d, "conv2d"},   {LayerType::maxpool, "maxpool"},
+    {LayerType::relu, "relu"},     {LayerType::gelu, "gelu"},       {LayerType::dropout, "dropout"},
+    {LayerType::flatten, "flatten"}};
 
 Expected<LayerSpec> parse_layer(const json& object, size_t index) {
     const std::string where = "layers[" + std::to_string(index) + "]";
@@ -73,7 +77,11 @@ Expected<LayerSpec> parse_layer(const json& object, size_t index) {
         return Error{where + ": expected an object like {\"type\":\"linear\",\"out\":128}"};
     Reader r(object, where);
     LayerSpec layer;
-    r.read("type", layer.type);
+    std::string type;
+    r.read("type", type);
+    const std::optional<LayerType> known = layer_type_from(type);
+    r.require(known.has_value(), "unknown layer type \"" + type + "\" (known: " + layer_type_names() + ")");
+    layer.type = known.value_or(LayerType::linear);
     r.read("out", layer.out);
     r.read("kernel", layer.kernel);
     r.read("stride", layer.stride);
@@ -82,13 +90,11 @@ Expected<LayerSpec> parse_layer(const json& object, size_t index) {
     r.read("p", layer.p);
     if (r.ok() && object.contains("size") && !object.contains("stride"))
         layer.stride = layer.size;
-    if (layer.type == "maxpool" && !object.contains("size") && !object.contains("stride"))
+    if (layer.type == LayerType::maxpool && !object.contains("size") && !object.contains("stride"))
         layer.stride = layer.size;
-    r.require(kLayerTypes.count(layer.type) > 0,
-              "unknown layer type \"" + layer.type + "\" (known: conv2d, dropout, flatten, gelu, linear, maxpool, relu)");
-    if (layer.type == "linear" || layer.type == "conv2d")
+    if (layer.type == LayerType::linear || layer.type == LayerType::conv2d)
         r.require(layer.out > 0, "\"out\" must be a positive number of " +
-                                     std::string(layer.type == "linear" ? "features" : "channels"));
+                                     std::string(layer.type == LayerType::linear ? "features" : "channels"));
     r.require(layer.kernel > 0 && layer.stride > 0 && layer.padding >= 0 && layer.size > 0,
               "kernel, stride and size must be positive and padding non-negative");
     r.require(layer.p >= 0.0f && layer.p < 1.0f, "dropout \"p\" must be in [0, 1)");
@@ -110,18 +116,18 @@ Expected<std::vector<LayerSpec>> expand_preset(const std::string& model, Reader&
     if (dropout < 0.0f || dropout >= 1.0f)
         return Error{"\"dropout\" must be in [0, 1)"};
     auto add_activation = [&] {
-        layers.push_back({.type = activation});
+        layers.push_back({.type = *layer_type_from(activation)});
         if (dropout > 0.0f)
-            layers.push_back({.type = "dropout", .p = dropout});
+            layers.push_back({.type = LayerType::dropout, .p = dropout});
     };
     if (model == "mlp") {
         std::vector<int> hidden = {256, 128};
         r.read("hidden", hidden);
-        layers.push_back({.type = "flatten"});
+        layers.push_back({.type = LayerType::flatten});
         for (int width : hidden) {
             if (width <= 0)
                 return Error{"\"hidden\" widths must be positive"};
-            layers.push_back({.type = "linear", .out = width});
+            layers.push_back({.type = LayerType::linear, .out = width});
             add_activation();
         }
     } else if (model == "cnn") {
@@ -134,15 +140,15 @@ Expected<std::vector<LayerSpec>> expand_preset(const std::string& model, Reader&
         for (int channels : conv) {
             if (channels <= 0 || kernel <= 0)
                 return Error{"\"conv\" channels and \"kernel\" must be positive"};
-            layers.push_back({.type = "conv2d", .out = channels, .kernel = kernel});
-            layers.push_back({.type = activation});
-            layers.push_back({.type = "maxpool", .stride = 2, .size = 2});
+            layers.push_back({.type = LayerType::conv2d, .out = channels, .kernel = kernel});
+            layers.push_back({.type = *layer_type_from(activation)});
+            layers.push_back({.type = LayerType::maxpool, .stride = 2, .size = 2});
         }
-        layers.push_back({.type = "flatten"});
+        layers.push_back({.type = LayerType::flatten});
         for (int width : fc) {
             if (width <= 0)
                 return Error{"\"fc\" widths must be positive"};
-            layers.push_back({.type = "linear", .out = width});
+            layers.push_back({.type = LayerType::linear, .out = width});
             add_activation();
         }
     } else {
@@ -217,6 +223,33 @@ uint64_t fnv1a(const std::string& text) {
 }
 
 } // namespace
+
+const char* to_string(LayerType type) {
+    for (const auto& [known, name] : kLayerNames)
+        if (known == type)
+            return name;
+    return "unknown";
+}
+
+std::optional<LayerType> layer_type_from(std::string_view name) {
+    for (const auto& [type, known] : kLayerNames)
+        if (name == known)
+            return type;
+    return std::nullopt;
+}
+
+std::string layer_type_names() {
+    std::vector<std::string> names;
+    for (const auto& entry : kLayerNames)
+        names.emplace_back(entry.second);
+    std::sort(names.begin(), names.end());
+    std::string text;
+    for (const auto& name : names)
+        text += (text.empty() ? "" : ", ") + name;
+    return text;
+}
+
+bool has_weights(LayerType type) { return type == LayerType::linear || type == LayerType::conv2d; }
 
 Expected<JobSpec> parse_job_spec(const json& root) {
     if (!root.is_object())

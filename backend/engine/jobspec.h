@@ -6,13 +6,23 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace traindeck::engine {
 
+// The layers the engine has. Named in one place (layer_type_names() in jobspec.cpp): the spec, the model
+// description and the ONNX exporter's node names all use those names.
+enum class LayerType { linear, conv2d, maxpool, relu, gelu, dropout, flatten };
+const char* to_string(LayerType type);
+std::optional<LayerType> layer_type_from(std::string_view name);
+std::string layer_type_names(); // "conv2d, dropout, …" (sorted), for error messages
+bool has_weights(LayerType type); // linear and conv2d
+
 struct LayerSpec {
-    std::string type; // linear, conv2d, maxpool, relu, gelu, dropout, flatten
+    LayerType type = LayerType::linear;
     int out = 0;      // linear: features; conv2d: channels
     int kernel = 3;
     int stride = 1;

@@ -20,7 +20,7 @@ Conv2dShape conv_shape(const Layer& layer, int batch) {
                        .pad = layer.spec.padding};
 }
 
-bool is_alias(const LayerSpec& spec) { return spec.type == "flatten"; }
+bool is_alias(const LayerSpec& spec) { return spec.type == LayerType::flatten; }
 
 } // namespace
 
@@ -34,27 +34,27 @@ Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShap
     size_t max_cols = 0;
     // The classifier head is implied: a spec that does not end in a linear layer gets one with a logit per class.
     std::vector<LayerSpec> all = specs;
-    if (all.empty() || all.back().type != "linear")
-        all.push_back({.type = "linear", .out = classes});
+    if (all.empty() || all.back().type != LayerType::linear)
+        all.push_back({.type = LayerType::linear, .out = classes});
     // ReLU then max-pool runs as max-pool then ReLU: ReLU is monotonic, so outputs and gradients are bit for bit
     // the same, and the ReLU touches a quarter of the values.
     for (size_t i = 0; i + 1 < all.size(); ++i)
-        if (all[i].type == "relu" && all[i + 1].type == "maxpool")
+        if (all[i].type == LayerType::relu && all[i + 1].type == LayerType::maxpool)
             std::swap(all[i], all[i + 1]);
     for (size_t i = 0; i < all.size(); ++i) {
         Layer layer{.spec = all[i], .in = shape, .out = shape};
         const LayerSpec& s = layer.spec;
-        const std::string where = "layers[" + std::to_string(i) + "] (" + s.type + ")";
+        const std::string where = "layers[" + std::to_string(i) + "] (" + to_string(s.type) + ")";
         auto add_tensor = [&](const char* kind, size_t count, bool decay) {
             net.tensors_.push_back({"layers." + std::to_string(i) + "." + kind, param_count, count, decay});
             param_count += count;
             return net.tensors_.back().offset;
         };
-        if (s.type == "linear") {
+        if (s.type == LayerType::linear) {
             layer.out = {1, 1, s.out};
             layer.weight = add_tensor("weight", shape.size() * s.out, true);
             layer.bias = add_tensor("bias", s.out, false);
-        } else if (s.type == "conv2d") {
+        } else if (s.type == LayerType::conv2d) {
             if (shape.height == 1 && shape.width == 1)
                 return Error{where + ": convolution needs image input, but its input is a flat vector of " +
                              std::to_string(shape.size()) + " (put conv2d layers before flatten/linear)"};
@@ -66,12 +66,12 @@ Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShap
             layer.weight = add_tensor("weight", static_cast<size_t>(s.out) * cs.patch(), true);
             layer.bias = add_tensor("bias", s.out, false);
             max_cols = std::max(max_cols, cs.positions() * cs.patch()); // per sample
-        } else if (s.type == "maxpool") {
+        } else if (s.type == LayerType::maxpool) {
             if (shape.height < s.size || shape.width < s.size)
                 return Error{where + ": window " + std::to_string(s.size) + " is larger than its " +
                              std::to_string(shape.height) + "x" + std::to_string(shape.width) + " input"};
             layer.out = {(shape.height - s.size) / s.stride + 1, (shape.width - s.size) / s.stride + 1, shape.channels};
-        } else if (s.type == "flatten") {
+        } else if (s.type == LayerType::flatten) {
             layer.out = {1, 1, static_cast<int>(shape.size())};
         }
         shape = layer.out;
@@ -94,10 +94,10 @@ Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShap
         const size_t out_count = layer.out.size() * max_batch;
         net.outputs_[i].assign(out_count, 0.0f);
         net.doutputs_[i].assign(out_count, 0.0f);
-        if (layer.spec.type == "conv2d") {
+        if (layer.spec.type == LayerType::conv2d) {
             const Conv2dShape cs = conv_shape(layer, max_batch);
             net.scratch_[i].assign(cs.positions() * cs.patch(), 0.0f);
-        } else if (layer.spec.type == "dropout") {
+        } else if (layer.spec.type == LayerType::dropout) {
             net.scratch_[i].assign(out_count, 0.0f);
         }
     }
@@ -107,9 +107,9 @@ Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShap
 
 void Network::initialize(Rng& rng) {
     for (const Layer& layer : layers_) {
-        if (layer.spec.type != "linear" && layer.spec.type != "conv2d")
+        if (layer.spec.type != LayerType::linear && layer.spec.type != LayerType::conv2d)
             continue;
-        const size_t fan_in = layer.spec.type == "linear"
+        const size_t fan_in = layer.spec.type == LayerType::linear
                                   ? layer.in.size()
                                   : static_cast<size_t>(layer.spec.kernel) * layer.spec.kernel * layer.in.channels;
         const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
@@ -139,23 +139,23 @@ const float* Network::forward(const float* x, int batch, bool training, Rng& rng
     float* p = params_.data();
     for (size_t i = 0; i < layers_.size(); ++i) {
         Layer& layer = layers_[i];
-        const std::string& type = layer.spec.type;
-        if (type == "flatten")
+        const LayerType type = layer.spec.type;
+        if (type == LayerType::flatten)
             continue; // NHWC samples are already contiguous rows
         float* y = outputs_[i].data();
         const size_t in_count = layer.in.size() * batch;
-        if (type == "linear") {
+        if (type == LayerType::linear) {
             linear_forward(y, input, p + layer.weight, p + layer.bias, batch, static_cast<int>(layer.in.size()), layer.spec.out);
-        } else if (type == "conv2d") {
+        } else if (type == LayerType::conv2d) {
             conv2d_forward(y, scratch_[i].data(), input, p + layer.weight, p + layer.bias, conv_shape(layer, batch));
-        } else if (type == "maxpool") {
+        } else if (type == LayerType::maxpool) {
             maxpool_forward(y, input, batch, layer.in.height, layer.in.width, layer.in.channels, layer.spec.size,
                             layer.spec.stride);
-        } else if (type == "relu") {
+        } else if (type == LayerType::relu) {
             relu_forward(y, input, in_count);
-        } else if (type == "gelu") {
+        } else if (type == LayerType::gelu) {
             gelu_forward(y, input, in_count);
-        } else if (type == "dropout") {
+        } else if (type == LayerType::dropout) {
             if (training && layer.spec.p > 0.0f)
                 dropout_forward(y, scratch_[i].data(), input, in_count, layer.spec.p, rng);
             else
@@ -172,8 +172,8 @@ void Network::backward(const float* x, const float* dlogits, int batch) {
     const float* dy = dlogits;
     for (size_t i = layers_.size(); i-- > 0;) {
         Layer& layer = layers_[i];
-        const std::string& type = layer.spec.type;
-        if (type == "flatten")
+        const LayerType type = layer.spec.type;
+        if (type == LayerType::flatten)
             continue;
         const float* input = i == 0 ? x : output(i - 1);
         if (!input)
@@ -181,20 +181,20 @@ void Network::backward(const float* x, const float* dlogits, int batch) {
         // The first layer's input gradient is never needed: skipping it saves a whole gemm.
         float* dx = i == 0 ? nullptr : doutput(i - 1);
         const size_t in_count = layer.in.size() * batch;
-        if (type == "linear") {
+        if (type == LayerType::linear) {
             linear_backward(dx, g + layer.weight, g + layer.bias, dy, input, p + layer.weight, batch,
                             static_cast<int>(layer.in.size()), layer.spec.out);
-        } else if (type == "conv2d") {
+        } else if (type == LayerType::conv2d) {
             conv2d_backward(dx, g + layer.weight, g + layer.bias, dcols_.data(), dy, scratch_[i].data(), p + layer.weight,
                             conv_shape(layer, batch));
-        } else if (dx && type == "maxpool") {
+        } else if (dx && type == LayerType::maxpool) {
             maxpool_backward(dx, dy, input, outputs_[i].data(), batch, layer.in.height, layer.in.width,
                              layer.in.channels, layer.spec.size, layer.spec.stride);
-        } else if (dx && type == "relu") {
+        } else if (dx && type == LayerType::relu) {
             relu_backward(dx, dy, outputs_[i].data(), in_count);
-        } else if (dx && type == "gelu") {
+        } else if (dx && type == LayerType::gelu) {
             gelu_backward(dx, dy, input, in_count);
-        } else if (dx && type == "dropout") {
+        } else if (dx && type == LayerType::dropout) {
             dropout_backward(dx, dy, scratch_[i].data(), in_count);
         }
         if (!dx)
@@ -206,9 +206,9 @@ void Network::backward(const float* x, const float* dlogits, int batch) {
 double Network::forward_flops_per_sample() const {
     double flops = 0.0;
     for (const Layer& layer : layers_) {
-        if (layer.spec.type == "linear")
+        if (layer.spec.type == LayerType::linear)
             flops += 2.0 * layer.in.size() * layer.spec.out;
-        else if (layer.spec.type == "conv2d")
+        else if (layer.spec.type == LayerType::conv2d)
             flops += 2.0 * layer.out.height * layer.out.width * layer.spec.out * layer.spec.kernel * layer.spec.kernel *
                      layer.in.channels;
     }
@@ -219,8 +219,8 @@ std::string Network::describe() const {
     std::ostringstream text;
     text << input_.height << "x" << input_.width << "x" << input_.channels;
     for (const Layer& layer : layers_) {
-        text << " -> " << layer.spec.type;
-        if (layer.spec.type == "linear" || layer.spec.type == "conv2d")
+        text << " -> " << to_string(layer.spec.type);
+        if (layer.spec.type == LayerType::linear || layer.spec.type == LayerType::conv2d)
             text << "(" << layer.spec.out << ")";
     }
     text << "  [" << params_.size() << " parameters]";

@@ -17,16 +17,30 @@ TEST(JobSpec, PresetsExpandToLayers) {
     ASSERT_TRUE(mlp) << mlp.error();
     std::vector<std::string> types;
     for (const auto& layer : mlp->layers)
-        types.push_back(layer.type);
+        types.push_back(to_string(layer.type));
     EXPECT_EQ(types, (std::vector<std::string>{"flatten", "linear", "relu", "dropout", "linear", "relu", "dropout"}));
     EXPECT_EQ(mlp->data.train_images, std::string(kFashionMnistDir) + "/train-images-idx3-ubyte.gz");
 
     auto cnn = parse_job_spec(json{{"model", "cnn"}});
     ASSERT_TRUE(cnn) << cnn.error();
-    EXPECT_EQ(cnn->layers.front().type, "conv2d");
+    EXPECT_EQ(cnn->layers.front().type, LayerType::conv2d);
     EXPECT_EQ(cnn->layers.front().out, 32);
-    EXPECT_EQ(cnn->layers[2].type, "maxpool");
+    EXPECT_EQ(cnn->layers[2].type, LayerType::maxpool);
     EXPECT_EQ(cnn->layers[2].stride, 2);
+}
+
+TEST(JobSpec, LayerTypesHaveOneNameEach) {
+    for (const LayerType type : {LayerType::linear, LayerType::conv2d, LayerType::maxpool, LayerType::relu,
+                                 LayerType::gelu, LayerType::dropout, LayerType::flatten})
+        EXPECT_EQ(layer_type_from(to_string(type)), type) << to_string(type);
+    EXPECT_EQ(layer_type_from("Linear"), std::nullopt); // names are exact
+    EXPECT_EQ(layer_type_from(""), std::nullopt);
+    EXPECT_EQ(layer_type_names(), "conv2d, dropout, flatten, gelu, linear, maxpool, relu");
+    const auto bad = parse_job_spec(json{{"layers", {{{"type", "lstm"}}}}});
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().find("unknown layer type \"lstm\" (known: conv2d, dropout, flatten, gelu, linear, maxpool, relu)"),
+              std::string::npos)
+        << bad.error();
 }
 
 TEST(JobSpec, UnknownKeysAndLayersAreNamed) {

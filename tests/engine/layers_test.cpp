@@ -178,14 +178,14 @@ TEST(Layers, DropoutMaskIsReproducibleAndScaled) {
 
 TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
     const std::vector<LayerSpec> specs = {
-        {.type = "conv2d", .out = 3, .kernel = 3, .stride = 1, .padding = 1},
-        {.type = "gelu"},
-        {.type = "maxpool", .stride = 2, .size = 2},
-        {.type = "conv2d", .out = 4, .kernel = 2, .stride = 1},
-        {.type = "relu"},
-        {.type = "flatten"},
-        {.type = "linear", .out = 6},
-        {.type = "gelu"},
+        {.type = LayerType::conv2d, .out = 3, .kernel = 3, .stride = 1, .padding = 1},
+        {.type = LayerType::gelu},
+        {.type = LayerType::maxpool, .stride = 2, .size = 2},
+        {.type = LayerType::conv2d, .out = 4, .kernel = 2, .stride = 1},
+        {.type = LayerType::relu},
+        {.type = LayerType::flatten},
+        {.type = LayerType::linear, .out = 6},
+        {.type = LayerType::gelu},
     };
     auto built = Network::build(specs, {6, 6, 2}, 3, 4);
     ASSERT_TRUE(built) << built.error();
@@ -208,18 +208,18 @@ TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
     const std::vector<float> analytic = net.grads();
     expect_gradient(net.params(), analytic, loss, "network params", 1e-3f, 3e-2);
     // The implied classifier head: the spec ended in gelu, so build() appended linear(3).
-    EXPECT_EQ(net.layers().back().spec.type, "linear");
+    EXPECT_EQ(net.layers().back().spec.type, LayerType::linear);
     EXPECT_EQ(net.layers().back().out.size(), 3u);
 }
 
 TEST(Network, RejectsShapesThatDoNotFit) {
-    auto conv_after_flatten = Network::build({{.type = "flatten"}, {.type = "conv2d", .out = 4}}, {28, 28, 1}, 10, 8);
+    auto conv_after_flatten = Network::build({{.type = LayerType::flatten}, {.type = LayerType::conv2d, .out = 4}}, {28, 28, 1}, 10, 8);
     ASSERT_FALSE(conv_after_flatten);
     EXPECT_NE(conv_after_flatten.error().find("needs image input"), std::string::npos);
-    auto kernel_too_big = Network::build({{.type = "conv2d", .out = 4, .kernel = 9}}, {5, 5, 1}, 10, 8);
+    auto kernel_too_big = Network::build({{.type = LayerType::conv2d, .out = 4, .kernel = 9}}, {5, 5, 1}, 10, 8);
     ASSERT_FALSE(kernel_too_big);
     EXPECT_NE(kernel_too_big.error().find("does not fit"), std::string::npos);
-    auto wrong_head = Network::build({{.type = "linear", .out = 7}}, {4, 4, 1}, 10, 8);
+    auto wrong_head = Network::build({{.type = LayerType::linear, .out = 7}}, {4, 4, 1}, 10, 8);
     ASSERT_FALSE(wrong_head);
     EXPECT_NE(wrong_head.error().find("10 classes"), std::string::npos);
 }

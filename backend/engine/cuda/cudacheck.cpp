@@ -235,7 +235,7 @@ void compare(const char* what, const Run& gpu, const Run& cpu, double weight_tol
 }
 
 const std::vector<LayerSpec> kMlp = {
-    {.type = "linear", .out = 256}, {.type = "relu"}, {.type = "linear", .out = 128}, {.type = "relu"}};
+    {.type = LayerType::linear, .out = 256}, {.type = LayerType::relu}, {.type = LayerType::linear, .out = 128}, {.type = LayerType::relu}};
 const SampleShape kFlat{1, 784, 1};
 
 // --- the two-rank checks -------------------------------------------------------------------------------------
@@ -605,7 +605,7 @@ int main(int argc, char** argv) {
     });
     part("MLP training fp32 GELU", [&] {
         const std::vector<LayerSpec> gelu_mlp = {
-            {.type = "linear", .out = 256}, {.type = "gelu"}, {.type = "linear", .out = 128}, {.type = "gelu"}};
+            {.type = LayerType::linear, .out = 256}, {.type = LayerType::gelu}, {.type = LayerType::linear, .out = 128}, {.type = LayerType::gelu}};
         const Problem p = make_problem(gelu_mlp, kFlat, 10, 128, 50, sgd);
         compare("MLP training fp32 GELU", train_gpu(p, GpuOptions{false, 1, 0, {}}), train_cpu(p), 1e-3, 0);
     });
@@ -620,14 +620,14 @@ int main(int argc, char** argv) {
     });
     // cuDNN convolutions (padding, stride, several channels) and max-pool against the engine's im2col path; then the
     // same under autocast, where the convolutions run TF32 (looser).
-    const std::vector<LayerSpec> cnn = {{.type = "conv2d", .out = 8, .kernel = 3, .padding = 1},
-                                        {.type = "relu"},
-                                        {.type = "maxpool", .stride = 2, .size = 2},
-                                        {.type = "conv2d", .out = 16, .kernel = 3, .stride = 2},
-                                        {.type = "gelu"},
-                                        {.type = "flatten"},
-                                        {.type = "linear", .out = 32},
-                                        {.type = "relu"}};
+    const std::vector<LayerSpec> cnn = {{.type = LayerType::conv2d, .out = 8, .kernel = 3, .padding = 1},
+                                        {.type = LayerType::relu},
+                                        {.type = LayerType::maxpool, .stride = 2, .size = 2},
+                                        {.type = LayerType::conv2d, .out = 16, .kernel = 3, .stride = 2},
+                                        {.type = LayerType::gelu},
+                                        {.type = LayerType::flatten},
+                                        {.type = LayerType::linear, .out = 32},
+                                        {.type = LayerType::relu}};
     const Problem cnn_problem = make_problem(cnn, SampleShape{12, 12, 3}, 10, 64, 50, sgd);
     const Run cnn_cpu = train_cpu(cnn_problem);
     part("CNN training fp32", [&] {
@@ -638,15 +638,15 @@ int main(int argc, char** argv) {
         report("CNN training bf16 (TF32 conv): losses", max_relative_error(run.losses, cnn_cpu.losses), 5e-2);
     });
     part("CNN conv32-conv64-fc128 speed", [&] {
-        const Problem p = make_problem({{.type = "conv2d", .out = 32, .kernel = 3},
-                                        {.type = "relu"},
-                                        {.type = "maxpool", .stride = 2, .size = 2},
-                                        {.type = "conv2d", .out = 64, .kernel = 3},
-                                        {.type = "relu"},
-                                        {.type = "maxpool", .stride = 2, .size = 2},
-                                        {.type = "flatten"},
-                                        {.type = "linear", .out = 128},
-                                        {.type = "relu"}},
+        const Problem p = make_problem({{.type = LayerType::conv2d, .out = 32, .kernel = 3},
+                                        {.type = LayerType::relu},
+                                        {.type = LayerType::maxpool, .stride = 2, .size = 2},
+                                        {.type = LayerType::conv2d, .out = 64, .kernel = 3},
+                                        {.type = LayerType::relu},
+                                        {.type = LayerType::maxpool, .stride = 2, .size = 2},
+                                        {.type = LayerType::flatten},
+                                        {.type = LayerType::linear, .out = 128},
+                                        {.type = LayerType::relu}},
                                        SampleShape{28, 28, 1}, 10, 128, 40, sgd);
         fashion_cnn_cpu = train_cpu(p);
         fashion_cnn_gpu = train_gpu(p, GpuOptions{false, 1, 0, {}});

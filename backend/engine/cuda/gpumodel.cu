@@ -7,6 +7,7 @@
 #include "cudakernels.h"
 #include "cudastatus.h"
 
+#include <optional>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -133,18 +134,19 @@ private:
         classes_ = net.classes();
         const auto& layers = net.layers();
         for (size_t i = 0; i < layers.size(); ++i) {
-            const std::string& type = layers[i].spec.type;
-            if (type == "dropout" && layers[i].spec.p > 0.0f) {
+            const LayerType type = layers[i].spec.type;
+            if (type == LayerType::dropout && layers[i].spec.p > 0.0f) {
                 reason =
                     "dropout with p > 0 is not on the GPU path yet (its masks must match the CPU's random stream); "
                     "this model stays on the CPU";
                 return false;
             }
             GpuLayer g{&layers[i]};
-            const std::string& previous = plan_.empty() ? std::string() : plan_.back().layer->spec.type;
-            if ((type == "relu" || type == "gelu") && (previous == "linear" || previous == "conv2d") &&
+            const std::optional<LayerType> previous =
+                plan_.empty() ? std::nullopt : std::optional<LayerType>(plan_.back().layer->spec.type);
+            if ((type == LayerType::relu || type == LayerType::gelu) && (previous == LayerType::linear || previous == LayerType::conv2d) &&
                 plan_.back().activation == 0) {
-                plan_.back().activation = type == "relu" ? 1 : 2;
+                plan_.back().activation = type == LayerType::relu ? 1 : 2;
                 g.fused_away = true;
             }
             plan_.push_back(g);
@@ -555,8 +557,8 @@ private:
     // Flatten, dropout (p = 0) and activations fused into their linear layer own no buffer: a layer reads the
     // output of the nearest earlier layer that does (or the input).
     bool is_alias(size_t i) const {
-        const std::string& type = plan_[i].layer->spec.type;
-        return type == "flatten" || type == "dropout" || plan_[i].fused_away;
+        const LayerType type = plan_[i].layer->spec.type;
+        return type == LayerType::flatten || type == LayerType::dropout || plan_[i].fused_away;
     }
     const float* input_of(size_t i) const {
         for (size_t j = i; j-- > 0;)
@@ -573,7 +575,7 @@ private:
 
     // A failure inside a layer says which layer it was: the call alone (a cuDNN convolution) may be in several.
     [[noreturn]] void rethrow_in_layer(size_t i, const char* pass, const GpuError& error) const {
-        throw GpuError(std::string(pass) + " of layer " + std::to_string(i) + " (" + plan_[i].layer->spec.type +
+        throw GpuError(std::string(pass) + " of layer " + std::to_string(i) + " (" + to_string(plan_[i].layer->spec.type) +
                        "): " + error.what());
     }
 
@@ -594,18 +596,18 @@ private:
     const float* forward_layer(size_t i, int batch) {
         const GpuLayer& g = plan_[i];
         const Layer& l = *g.layer;
-        const std::string& type = l.spec.type;
+        const LayerType type = l.spec.type;
         const float* in = input_of(i);
         float* out = outputs_[i].data;
         const size_t n = static_cast<size_t>(batch) * l.out.size();
-        if (type == "linear") {
+        if (type == LayerType::linear) {
             const int I = static_cast<int>(l.in.size()), O = l.spec.out;
             float* target = g.activation ? pre_[i].data : out;
             matmul(false, true, batch, O, I, in, I, static_cast<size_t>(batch) * I, params_.data + l.weight, I,
                    static_cast<size_t>(O) * I, 0.0f, target, O);
             TRAINDECK_LAUNCH(bias_activation_kernel, blocks_for(n), kThreads, stream_, target, out,
                              params_.data + l.bias, static_cast<size_t>(batch), O, g.activation);
-        } else if (type == "conv2d") {
+        } else if (type == LayerType::conv2d) {
             // cuDNN in NHWC; our weights [O, K, K, C] are its KRSC filter layout. Bias and a following
             // activation run fused over the output's [positions, channels] rows.
             describe_conv(l, batch);
@@ -618,13 +620,13 @@ private:
             const size_t positions = static_cast<size_t>(batch) * l.out.height * l.out.width;
             TRAINDECK_LAUNCH(bias_activation_kernel, blocks_for(n), kThreads, stream_, target, out,
                              params_.data + l.bias, positions, l.spec.out, g.activation);
-        } else if (type == "maxpool") {
+        } else if (type == LayerType::maxpool) {
             describe_pool(l, batch);
             const float one = 1.0f, zero = 0.0f;
             TRAINDECK_CHECK(cudnnPoolingForward(cudnn_, pool_desc_, &one, x_desc_, in, &zero, y_desc_, out));
-        } else if (type == "relu") {
+        } else if (type == LayerType::relu) {
             cuda::relu_forward(out, in, n, stream_);
-        } else if (type == "gelu") {
+        } else if (type == LayerType::gelu) {
             cuda::gelu_forward(out, in, n, stream_);
         }
         return out;
@@ -665,10 +667,10 @@ private:
     void backward_layer(size_t i, int batch, const float* dy, float* dx) {
         const GpuLayer& g = plan_[i];
         const Layer& l = *g.layer;
-        const std::string& type = l.spec.type;
+        const LayerType type = l.spec.type;
         const float* in = input_of(i);
         const size_t n = static_cast<size_t>(batch) * l.out.size();
-        if (type == "linear") {
+        if (type == LayerType::linear) {
             const int I = static_cast<int>(l.in.size()), O = l.spec.out;
             const float* dz = through_activation(i, dy, n);
             // dW[O,I] += dz^T · x ; db += Σ dz ; dx = dz · W
@@ -678,7 +680,7 @@ private:
             if (dx)
                 matmul(false, false, batch, I, O, dz, O, n, params_.data + l.weight, I, static_cast<size_t>(O) * I,
                        0.0f, dx, I);
-        } else if (type == "conv2d") {
+        } else if (type == LayerType::conv2d) {
             const float* dz = through_activation(i, dy, n);
             describe_conv(l, batch);
             const float one = 1.0f, zero = 0.0f;
@@ -696,17 +698,17 @@ private:
                                                              y_desc_, dz, conv_desc_, data_algo, workspace_.data,
                                                              workspace_.n, &zero, x_desc_, dx));
             }
-        } else if (type == "maxpool") {
+        } else if (type == LayerType::maxpool) {
             if (dx) {
                 describe_pool(l, batch);
                 const float one = 1.0f, zero = 0.0f;
                 TRAINDECK_CHECK(cudnnPoolingBackward(cudnn_, pool_desc_, &one, y_desc_, outputs_[i].data, y_desc_, dy,
                                                      x_desc_, in, &zero, x_desc_, dx));
             }
-        } else if (type == "relu") {
+        } else if (type == LayerType::relu) {
             if (dx)
                 cuda::relu_backward(dx, dy, outputs_[i].data, n, stream_);
-        } else if (type == "gelu") {
+        } else if (type == LayerType::gelu) {
             if (dx)
                 cuda::gelu_backward(dx, dy, in, n, stream_);
         }
