@@ -542,8 +542,9 @@ void ConsoleTest::windowStaysResponsiveWhileTwentyJobsStream() {
           "oversleep (the machine's noise) %lld ms, its median gap %lld ms; the GUI thread was busy %.0f %% of the time",
           median, worst, meter.gaps.size(), meter.noise(), meter.control_median(), 100 * meter.busy());
     QVERIFY2(worst < 250 + meter.noise(), qPrintable(QString("the window froze for %1 ms (noise %2 ms)").arg(worst).arg(meter.noise())));
-    // Not saturated: at least 40 % of the thread's time stays free for the user (41 % busy measured on a 2-core EPYC). (Its median gap is no measure of that on a loaded
-    // machine: a thread that works a little waits for a core behind every other program.)
+    // Not saturated: at least 40 % of the thread's time stays free for the user (41 % busy measured on a 2-core
+    // EPYC). Its median gap is no measure of that on a loaded machine: a thread that works a little waits for a
+    // core behind every other program.
     QVERIFY2(meter.busy() < 0.6, qPrintable(QString("the GUI thread was busy %1 % of the time").arg(100 * meter.busy(), 0, 'f', 0)));
     // And the data did arrive.
     CatalogReader reader(temp.filePath("catalog.db"));
