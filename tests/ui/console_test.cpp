@@ -242,6 +242,12 @@ struct TlsWorker {
     }
 };
 
+// The first line of a small file (a worker's STATE/port or STATE/pid), trimmed; "" when it cannot be read.
+QString first_line(const QString& path) {
+    QFile file(path);
+    return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readLine()).trimmed() : QString();
+}
+
 // A traindeck-worker the test runs itself, as systemd would: the console attaches to it and never restarts it.
 struct OwnWorker {
     QProcess process;
@@ -263,10 +269,7 @@ struct OwnWorker {
             QTest::qWait(50);
         return port().isEmpty() ? "the worker wrote no port file within 20 s" : QString();
     }
-    QString port() const {
-        QFile file(state_dir + "/port");
-        return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readLine()).trimmed() : QString();
-    }
+    QString port() const { return first_line(state_dir + "/port"); }
 };
 
 // The TLS worker, connected through the remote-worker plugin and added to the console's window as "gpu-box".
@@ -1395,11 +1398,6 @@ void ConsoleTest::unrepairedEventsAreRepairedByTheConsole() {
 namespace {
 
 int thread_count() { return QDir("/proc/self/task").entryList(QDir::Dirs | QDir::NoDotAndDotDot).size(); }
-
-QString first_line(const QString& path) {
-    QFile file(path);
-    return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readLine()).trimmed() : QString();
-}
 
 // Whether the job's own metrics file (in the worker's folder) says it is held after `step`.
 bool job_held_at(const QString& worker_dir, const QString& remote, int step) {
