@@ -1,4 +1,5 @@
 // traindeck-worker: the job agent. Runs, queues, supervises and meters jobs; serves the /v1 HTTP API.
+#include "atomicfile.h"
 #include "jobshim.h"
 #include "supervisor.h"
 #include "workerserver.h"
@@ -217,7 +218,7 @@ int main(int argc, char** argv) {
     }
     // Who runs here: the console sends its token only to the process that listens on STATE/port and whose pid is
     // this (backend/client/workerbackend.cpp).
-    if (!write_file_atomically(config.state_dir + "/pid", std::to_string(::getpid()) + "\n", error)) {
+    if (!traindeck::write_file_atomically(config.state_dir + "/pid", std::to_string(::getpid()) + "\n", 0600, error)) {
         std::fprintf(stderr, "traindeck-worker: %s\n", error.c_str());
         return 1;
     }
@@ -238,7 +239,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "traindeck-worker: %s\n", error.c_str());
         return 1;
     }
-    write_file_atomically(config.state_dir + "/port", std::to_string(server.port()) + "\n", error);
+    traindeck::write_file_atomically(config.state_dir + "/port", std::to_string(server.port()) + "\n", 0600, error);
     g_server = &server;
     std::signal(SIGTERM, request_stop);
     std::signal(SIGINT, request_stop);

@@ -1,5 +1,7 @@
 #include "contentstore.h"
 
+#include "atomicfile.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -35,23 +37,6 @@ bool write_all(int fd, const char* data, size_t size, int& saved_errno) {
         size -= static_cast<size_t>(wrote);
     }
     return true;
-}
-
-// Temp file, fsync, rename: the file is whole or absent. 0, or the errno of what failed.
-int write_atomically(const std::string& path, const std::string& text) {
-    const std::string temp = path + "." + unique_suffix();
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int saved = fd < 0 ? errno : 0;
-    bool ok = fd >= 0 && write_all(fd, text.data(), text.size(), saved);
-    if (ok && ::fsync(fd) != 0)
-        ok = false, saved = errno;
-    if (fd >= 0)
-        ::close(fd);
-    if (ok && ::rename(temp.c_str(), path.c_str()) != 0)
-        ok = false, saved = errno;
-    if (!ok)
-        ::unlink(temp.c_str());
-    return ok ? 0 : (saved ? saved : EIO);
 }
 
 int space_status(int error_number) { return error_number == ENOSPC || error_number == EDQUOT ? 507 : 500; }
@@ -125,21 +110,10 @@ int ContentStore::put_chunk(const std::string& hash, const std::string& bytes, s
     const std::string final_path = chunk_path(hash);
     std::error_code ec;
     fs::create_directories(fs::path(final_path).parent_path(), ec);
-    const std::string temp = dir_ + "/tmp/" + hash + "." + unique_suffix();
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-    int saved = 0;
-    if (fd < 0 || !write_all(fd, bytes.data(), bytes.size(), saved)) {
-        saved = fd < 0 ? errno : saved;
-        if (fd >= 0)
-            ::close(fd);
-        ::unlink(temp.c_str());
-        error = "cannot store the chunk (" + std::string(std::strerror(saved)) + ")";
-        return space_status(saved);
-    }
-    ::close(fd);
-    if (::rename(temp.c_str(), final_path.c_str()) != 0) {
-        saved = errno;
-        ::unlink(temp.c_str());
+    // Fsynced before it is acknowledged: a chunk the client was told is stored survives a power cut.
+    AtomicFile file(final_path, 0444, dir_ + "/tmp");
+    file.write(bytes.data(), bytes.size());
+    if (const int saved = file.commit(); saved != 0) {
         error = "cannot store the chunk (" + std::string(std::strerror(saved)) + ")";
         return space_status(saved);
     }
@@ -234,7 +208,7 @@ int ContentStore::build(const Manifest& manifest, std::vector<std::string>& miss
                 "… (damaged on the worker's disk); they were dropped, upload again";
         return 422;
     }
-    if (const int saved = write_atomically(dir_ + "/manifests/" + version + ".json", manifest.to_json().dump()); saved != 0) {
+    if (const int saved = write_file_atomically(dir_ + "/manifests/" + version + ".json", manifest.to_json().dump()); saved != 0) {
         remove_tree(build);
         error = "cannot write the manifest (" + std::string(std::strerror(saved)) + ")";
         return space_status(saved);
@@ -310,7 +284,7 @@ bool ContentStore::write_seal(const std::string& version, const std::string& fol
     std::string text;
     for (const auto& line : lines)
         text += line + "\n";
-    if (const int saved = write_atomically(dir_ + "/manifests/" + version + ".seal", text); saved != 0) {
+    if (const int saved = write_file_atomically(dir_ + "/manifests/" + version + ".seal", text); saved != 0) {
         error = "cannot write the version's seal (" + std::string(std::strerror(saved)) + ")";
         return false;
     }

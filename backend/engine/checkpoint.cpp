@@ -1,5 +1,7 @@
 #include "checkpoint.h"
 
+#include "atomicfile.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -33,28 +35,18 @@ struct Fnv1a {
     }
 };
 
-// Writes everything or says why not (a full disk is the usual reason).
-class FdWriter {
+// The checkpoint's atomic file, hashing what it writes (the trailer is the hash of everything before it).
+class HashingWriter {
 public:
-    explicit FdWriter(int fd) : fd_(fd) {}
+    explicit HashingWriter(AtomicFile& file) : file_(file) {}
     bool write(const void* data, size_t size) {
         hash_.add(data, size);
-        const auto* p = static_cast<const char*>(data);
-        while (size > 0) {
-            const ssize_t written = ::write(fd_, p, size);
-            if (written < 0 && errno == EINTR)
-                continue;
-            if (written <= 0)
-                return false;
-            p += written;
-            size -= static_cast<size_t>(written);
-        }
-        return true;
+        return file_.write(data, size);
     }
     uint64_t hash() const { return hash_.hash; }
 
 private:
-    int fd_;
+    AtomicFile& file_;
     Fnv1a hash_;
 };
 
@@ -95,14 +87,6 @@ std::vector<std::pair<long, fs::path>> list_checkpoints(const std::string& dir) 
     return found;
 }
 
-void fsync_dir(const std::string& dir) {
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        ::fsync(fd);
-        ::close(fd);
-    }
-}
-
 } // namespace
 
 std::string checkpoint_file_name(long step) {
@@ -130,11 +114,10 @@ Expected<std::string> write_checkpoint(const std::string& dir, const Checkpoint&
                    {"state_buffers", checkpoint.optimizer_state.size()}};
     const std::string header_text = header.dump();
     const std::string final_path = (fs::path(dir) / checkpoint_file_name(s.step)).string();
-    std::string temp_path = final_path + ".tmp-XXXXXX";
-    const int fd = ::mkstemp(temp_path.data());
-    if (fd < 0)
-        return Error{dir + ": cannot create a checkpoint file: " + std::strerror(errno)};
-    FdWriter out(fd);
+    AtomicFile file(final_path, 0600);
+    if (!file.ok())
+        return Error{dir + ": cannot create a checkpoint file: " + std::strerror(file.error_number())};
+    HashingWriter out(file);
     const uint32_t header_size = static_cast<uint32_t>(header_text.size());
     bool ok = out.write(kMagic, sizeof(kMagic)) && out.write(&header_size, sizeof(header_size)) &&
               out.write(header_text.data(), header_text.size()) &&
@@ -143,15 +126,8 @@ Expected<std::string> write_checkpoint(const std::string& dir, const Checkpoint&
         ok = ok && out.write(buffer.data(), sizeof(float) * buffer.size());
     const uint64_t hash = out.hash();
     ok = ok && out.write(&hash, sizeof(hash));
-    const int saved_errno = errno;
-    ok = ok && ::fsync(fd) == 0;
-    ::close(fd);
-    if (!ok || ::rename(temp_path.c_str(), final_path.c_str()) != 0) {
-        const std::string reason = std::strerror(ok ? errno : saved_errno);
-        ::unlink(temp_path.c_str());
-        return Error{final_path + ": cannot write the checkpoint: " + reason + " (is the disk full?)"};
-    }
-    fsync_dir(dir);
+    if (const int error_number = file.commit(); !ok || error_number != 0)
+        return Error{final_path + ": cannot write the checkpoint: " + std::strerror(error_number) + " (is the disk full?)"};
 
     auto all = list_checkpoints(dir);
     for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i)

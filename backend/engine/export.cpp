@@ -1,5 +1,7 @@
 #include "export.h"
 
+#include "atomicfile.h"
+
 #include "checkpoint.h"
 #include "layers.h"
 #include "network.h"
@@ -178,22 +180,8 @@ std::vector<float> to_nchw(const Dataset& data) {
 }
 
 bool write_atomically(const std::string& path, const std::string& bytes, std::string& error) {
-    const std::string temp = path + ".tmp" + std::to_string(::getpid());
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    size_t done = 0;
-    while (fd >= 0 && done < bytes.size()) {
-        const ssize_t wrote = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (wrote <= 0)
-            break;
-        done += static_cast<size_t>(wrote);
-    }
-    const bool ok = fd >= 0 && done == bytes.size() && ::fsync(fd) == 0;
-    const int saved = errno;
-    if (fd >= 0)
-        ::close(fd);
-    if (!ok || ::rename(temp.c_str(), path.c_str()) != 0) {
-        ::unlink(temp.c_str());
-        error = "cannot write " + path + " (" + std::strerror(ok ? errno : saved) + ")";
+    if (const int error_number = write_file_atomically(path, bytes); error_number != 0) {
+        error = "cannot write " + path + " (" + std::strerror(error_number) + ")";
         return false;
     }
     return true;

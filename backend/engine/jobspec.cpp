@@ -1,5 +1,7 @@
 #include "jobspec.h"
 
+#include "nametable.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -66,10 +68,10 @@ private:
     std::string error_;
 };
 
-constexpr std::pair<LayerType, const char*> kLayerNames[] = {
+constexpr auto kLayerNames = name_table<LayerType>({
     {LayerType::linear, "linear"}, {LayerType::conv2d, "conv2d"},   {LayerType::maxpool, "maxpool"},
     {LayerType::relu, "relu"},     {LayerType::gelu, "gelu"},       {LayerType::dropout, "dropout"},
-    {LayerType::flatten, "flatten"}};
+    {LayerType::flatten, "flatten"}});
 
 Expected<LayerSpec> parse_layer(const json& object, size_t index) {
     const std::string where = "layers[" + std::to_string(index) + "]";
@@ -224,30 +226,11 @@ uint64_t fnv1a(const std::string& text) {
 
 } // namespace
 
-const char* to_string(LayerType type) {
-    for (const auto& [known, name] : kLayerNames)
-        if (known == type)
-            return name;
-    return "unknown";
-}
+const char* to_string(LayerType type) { return kLayerNames.name(type).value_or("unknown").data(); } // literals end in NUL
 
-std::optional<LayerType> layer_type_from(std::string_view name) {
-    for (const auto& [type, known] : kLayerNames)
-        if (name == known)
-            return type;
-    return std::nullopt;
-}
+std::optional<LayerType> layer_type_from(std::string_view name) { return kLayerNames.value(name); }
 
-std::string layer_type_names() {
-    std::vector<std::string> names;
-    for (const auto& entry : kLayerNames)
-        names.emplace_back(entry.second);
-    std::sort(names.begin(), names.end());
-    std::string text;
-    for (const auto& name : names)
-        text += (text.empty() ? "" : ", ") + name;
-    return text;
-}
+std::string layer_type_names() { return kLayerNames.sorted_names(); }
 
 bool has_weights(LayerType type) { return type == LayerType::linear || type == LayerType::conv2d; }
 

@@ -1,5 +1,7 @@
 #include "jobshim.h"
 
+#include "atomicfile.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -21,39 +23,9 @@ namespace traindeck::worker {
 
 using nlohmann::json;
 
-bool write_file_atomically(const std::string& path, const std::string& content, std::string& error) {
-    const std::string temp = path + ".tmp";
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        error = temp + ": " + std::strerror(errno);
-        return false;
-    }
-    size_t done = 0;
-    while (done < content.size()) {
-        const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            error = path + ": cannot write: " + std::strerror(errno) + " (is the disk full?)";
-            ::close(fd);
-            ::unlink(temp.c_str());
-            return false;
-        }
-        done += static_cast<size_t>(n);
-    }
-    ::fsync(fd);
-    ::close(fd);
-    if (::rename(temp.c_str(), path.c_str()) != 0) {
-        error = path + ": cannot rename into place: " + std::strerror(errno);
-        ::unlink(temp.c_str());
-        return false;
-    }
-    return true;
-}
-
 bool write_launch_plan(const std::string& job_dir, const LaunchPlan& plan, std::string& error) {
     const json launch = {{"argv", plan.argv}, {"cwd", plan.cwd}, {"env", plan.env}};
-    return write_file_atomically(job_dir + "/launch.json", launch.dump(), error);
+    return write_file_atomically(job_dir + "/launch.json", launch.dump(), 0600, error);
 }
 
 pid_t spawn_shim(const std::string& worker_binary, const std::string& job_dir, std::string& error) {
@@ -136,7 +108,7 @@ int run_job_shim(const std::string& job_dir) {
     text << in.rdbuf();
     const json launch = json::parse(text.str(), nullptr, false);
     if (!launch.is_object() || !launch.contains("argv") || launch["argv"].empty()) {
-        write_file_atomically(job_dir + "/exit_status.json", json{{"exec_error", "launch.json is missing or broken"}}.dump(), error);
+        write_file_atomically(job_dir + "/exit_status.json", json{{"exec_error", "launch.json is missing or broken"}}.dump(), 0600, error);
         return 1;
     }
     const auto argv_words = launch["argv"].get<std::vector<std::string>>();
@@ -162,7 +134,7 @@ int run_job_shim(const std::string& job_dir) {
     int exec_pipe[2];
     if (out < 0 || err < 0 || metrics < 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0) {
         write_file_atomically(job_dir + "/exit_status.json",
-                              json{{"exec_error", std::string("cannot open the job's output files: ") + std::strerror(errno)}}.dump(),
+                              json{{"exec_error", std::string("cannot open the job's output files: ") + std::strerror(errno)}}.dump(), 0600,
                               error);
         return 1;
     }
@@ -264,7 +236,7 @@ int run_job_shim(const std::string& job_dir) {
         result = {{"signal", WTERMSIG(status)}};
     else
         result = {{"exit_code", WEXITSTATUS(status)}};
-    write_file_atomically(job_dir + "/exit_status.json", result.dump(), error);
+    write_file_atomically(job_dir + "/exit_status.json", result.dump(), 0600, error);
     return 0;
 }
 

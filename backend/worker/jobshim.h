@@ -28,9 +28,6 @@ struct ExitStatus {
     std::string exec_error;
 };
 
-// Atomic (temp + rename) write of a small file.
-bool write_file_atomically(const std::string& path, const std::string& content, std::string& error);
-
 bool write_launch_plan(const std::string& job_dir, const LaunchPlan& plan, std::string& error);
 // Starts `worker_binary --run-job job_dir`; returns the shim's pid (= the job's process group) or -1.
 pid_t spawn_shim(const std::string& worker_binary, const std::string& job_dir, std::string& error);

@@ -1,6 +1,7 @@
 // The Slurm executor: the Executor interface over sbatch/squeue/scancel or slurmrestd.
 #include "slurmexecutor.h"
 
+#include "atomicfile.h"
 #include "jobshim.h"
 #include "workerclient.h"
 
@@ -287,7 +288,7 @@ bool SlurmExecutor::start(JobRun& run, const std::string& dir, const JobRequest&
     run.shim = -1;
     run.cluster_gone_since = 0;
     // Kept with the job's files so that a restarted worker re-adopts it.
-    return write_file_atomically(dir + "/slurm_job", run.cluster_id + "\n", error);
+    return write_file_atomically(dir + "/slurm_job", run.cluster_id + "\n", 0600, error);
 }
 
 std::string SlurmExecutor::where(const JobRun& run) const { return " (Slurm job " + run.cluster_id + ")"; }
@@ -349,7 +350,7 @@ void SlurmExecutor::signal(const JobRun& run, const std::string& dir, int signal
     if (!run.cluster_id.empty()) {
         // On a cluster node only the shim can reach the job: it forwards what it finds in its signal file.
         std::string error;
-        write_file_atomically(dir + "/signal", std::to_string(signal) + "\n", error);
+        write_file_atomically(dir + "/signal", std::to_string(signal) + "\n", 0600, error);
     }
 }
 

@@ -2,6 +2,7 @@
 // the pure decisions (ingest, scheduler, exit classification, metering) applied to the jobs, and the commits.
 #include "supervisor.h"
 
+#include "atomicfile.h"
 #include "exitclassification.h"
 #include "ingest.h"
 #include "jobshim.h"
@@ -415,7 +416,7 @@ Supervisor::Result Supervisor::submit(const JobRequest& request) {
         fs::create_directories(job_dir(job->id) + "/checkpoints", ec);
         std::string error;
         if (!request.builtin.is_null())
-            write_file_atomically(job_dir(job->id) + "/spec.json", request.builtin.dump(2), error);
+            write_file_atomically(job_dir(job->id) + "/spec.json", request.builtin.dump(2), 0600, error);
         // A job moved here from a lost worker starts from the checkpoint it brought.
         if (!request.checkpoint_from.empty())
             for (const auto& entry : fs::directory_iterator(store_.dataset_path(request.checkpoint_from), ec))

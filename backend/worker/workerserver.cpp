@@ -1,5 +1,6 @@
 #include "workerserver.h"
 
+#include "atomicfile.h"
 #include "elasticthreadpool.h"
 #include "jobshim.h"
 #include "jobtable.h"
@@ -107,7 +108,7 @@ std::string load_or_create_token(const std::string& state_dir, bool& created, st
         token += hex[b & 15];
     }
     const mode_t old_mask = ::umask(077);
-    const bool ok = write_file_atomically(path, token + "\n", error);
+    const bool ok = write_file_atomically(path, token + "\n", 0600, error);
     ::umask(old_mask);
     if (!ok)
         return {};

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+using namespace traindeck;
 using namespace traindeck::worker;
 using nlohmann::json;
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-using namespace traindeck::worker;
+using namespace traindeck;
 
 TEST(JobState, EveryStateHasItsWireNameAndReadsBack) {
     const std::vector<std::pair<JobState, std::string>> states = {

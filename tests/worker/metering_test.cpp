@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+using namespace traindeck;
 using namespace traindeck::worker;
 
 TEST(Metering, SpendIsTheRateTimesTheTimeSinceTheLastReading) {

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+using namespace traindeck;
 using namespace traindeck::worker;
 
 namespace {

@@ -1,15 +1,17 @@
 // The names of job states and stop reasons: one table each, read both ways.
 #include "jobstate.h"
 
+#include "nametable.h"
+
 #include <array>
 #include <string>
 #include <utility>
 
-namespace traindeck::worker {
+namespace traindeck {
 
 namespace {
 
-constexpr std::array<std::pair<JobState, std::string_view>, 8> kStates = {{
+constexpr auto kStates = name_table<JobState>({
     {JobState::queued, "queued"},
     {JobState::running, "running"},
     {JobState::preempting, "preempting"},
@@ -18,45 +20,25 @@ constexpr std::array<std::pair<JobState, std::string_view>, 8> kStates = {{
     {JobState::failed, "failed"},
     {JobState::cancelled, "cancelled"},
     {JobState::stopped, "stopped"},
-}};
+});
 
-constexpr std::array<std::pair<StopReason, std::string_view>, 5> kStopReasons = {{
+constexpr auto kStopReasons = name_table<StopReason>({
     {StopReason::none, ""},
     {StopReason::preempt, "preempt"},
     {StopReason::cancel, "cancel"},
     {StopReason::budget, "budget"},
     {StopReason::idle, "idle"},
-}};
+});
 
 } // namespace
 
-std::string_view to_string(JobState state) {
-    for (const auto& [value, name] : kStates)
-        if (value == state)
-            return name;
-    return "unknown";
-}
+std::string_view to_string(JobState state) { return kStates.name(state).value_or("unknown"); }
 
-std::optional<JobState> job_state_from_string(std::string_view text) {
-    for (const auto& [value, name] : kStates)
-        if (name == text)
-            return value;
-    return std::nullopt;
-}
+std::optional<JobState> job_state_from_string(std::string_view text) { return kStates.value(text); }
 
-std::string_view to_string(StopReason reason) {
-    for (const auto& [value, name] : kStopReasons)
-        if (value == reason)
-            return name;
-    return "unknown";
-}
+std::string_view to_string(StopReason reason) { return kStopReasons.name(reason).value_or("unknown"); }
 
-std::optional<StopReason> stop_reason_from_string(std::string_view text) {
-    for (const auto& [value, name] : kStopReasons)
-        if (name == text)
-            return value;
-    return std::nullopt;
-}
+std::optional<StopReason> stop_reason_from_string(std::string_view text) { return kStopReasons.value(text); }
 
 bool is_finished(std::string_view state) {
     const std::optional<JobState> known = job_state_from_string(state);
@@ -66,7 +48,7 @@ bool is_finished(std::string_view state) {
 std::string_view finished_states_sql() {
     static const std::string text = [] {
         std::string list;
-        for (const auto& [value, name] : kStates)
+        for (const auto& [value, name] : kStates.entries)
             if (is_finished(value))
                 list += (list.empty() ? "'" : ",'") + std::string(name) + "'";
         return list;
@@ -82,4 +64,4 @@ StopReason recorded_stop_reason(JobState state, std::string_view reason) {
     return reason.starts_with("cancel") ? StopReason::cancel : reason.starts_with("budget") ? StopReason::budget : StopReason::idle;
 }
 
-} // namespace traindeck::worker
+} // namespace traindeck

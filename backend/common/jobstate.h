@@ -1,11 +1,11 @@
 #pragma once
-// A job's state and why it is being stopped, as types inside the worker. This is the one place that names them:
-// the database and the JSON API carry exactly these strings ("queued", "preempting", ...), and the set of finished
-// states is written out here once.
+// A job's state and why it is being stopped, as types shared by the worker and the console. This is the one place
+// that names them: the database and the JSON API carry exactly these strings ("queued", "preempting", ...), and the
+// set of finished states is written out here once.
 #include <optional>
 #include <string_view>
 
-namespace traindeck::worker {
+namespace traindeck {
 
 enum class JobState {
     queued,     // waiting for resources (or handed to a cluster that has not started it)
@@ -42,4 +42,4 @@ std::string_view finished_states_sql();
 // The stop a job was under when a previous worker left it: its state and reason remember it.
 StopReason recorded_stop_reason(JobState state, std::string_view reason);
 
-} // namespace traindeck::worker
+} // namespace traindeck

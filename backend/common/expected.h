@@ -1,11 +1,11 @@
 #pragma once
-// Errors are values at the engine's boundaries: every function that can fail on user input
-// returns Expected<T>, whose error says what was wrong and what to do about it.
+// Errors are values at the boundaries of the plain C++ rooms (engine, dataset, worker): every function that can fail
+// on outside input returns Expected<T>, whose error says what was wrong and what to do about it.
 #include <string>
 #include <utility>
 #include <variant>
 
-namespace traindeck::engine {
+namespace traindeck {
 
 struct Error {
     std::string message;
@@ -31,4 +31,4 @@ private:
 struct Ok {};
 using Status = Expected<Ok>;
 
-} // namespace traindeck::engine
+} // namespace traindeck
