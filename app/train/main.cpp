@@ -5,6 +5,7 @@
 #include "gpumodel.h"
 #include "jobspec.h"
 #include "metricswriter.h"
+#include "process.h"
 #include "trainer.h"
 
 #include <atomic>
@@ -15,15 +16,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace {
 
@@ -215,21 +213,15 @@ bool start_ranks(int world, char** argv, std::vector<RankProcess>& ranks, std::s
                                       "failed); rank 0 stops the others\n";
     bool started = true;
     for (int rank = 1; rank < world && started; ++rank) {
-        std::vector<std::string> env;
-        for (char** entry = environ; *entry; ++entry) {
-            const std::string_view text(*entry);
-            if (!text.starts_with("LOCAL_RANK=") && !text.starts_with("RANK=") &&
-                !text.starts_with("TRAINDECK_METRICS_FD=") && !text.starts_with("TRAINDECK_RANK0_PID="))
-                env.emplace_back(text);
-        }
-        env.push_back("LOCAL_RANK=" + std::to_string(rank));
-        env.push_back("RANK=" + std::to_string(rank));
-        env.push_back("TRAINDECK_METRICS_FD=" + std::to_string(quiet));
-        env.push_back("TRAINDECK_RANK0_PID=" + parent);
-        std::vector<char*> envp;
-        for (auto& entry : env)
-            envp.push_back(entry.data());
-        envp.push_back(nullptr);
+        // Erased first (every copy of a key), then set: the rank's own values, after everything it inherits.
+        traindeck::Environment environment = traindeck::Environment::current();
+        for (const char* key : {"LOCAL_RANK", "RANK", "TRAINDECK_METRICS_FD", "TRAINDECK_RANK0_PID"})
+            environment.erase(key);
+        environment.set("LOCAL_RANK", std::to_string(rank));
+        environment.set("RANK", std::to_string(rank));
+        environment.set("TRAINDECK_METRICS_FD", std::to_string(quiet));
+        environment.set("TRAINDECK_RANK0_PID", parent);
+        const traindeck::CStringArray envp(environment.entries());
         const pid_t child = ::fork();
         if (child == 0) {
             ::execve("/proc/self/exe", argv, envp.data());

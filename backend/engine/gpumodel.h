@@ -1,7 +1,8 @@
 #pragma once
-// The GPU path of the built-in trainer, behind a plain C++ interface (no CUDA types), so that trainer.cpp drives
-// it like the CPU network: the same loop, the same data order, the same checkpoints (parameters and optimiser
-// state travel to the host for every save, so a run may resume on either device).
+// The GPU path of the built-in trainer, behind the Model interface (model.h, no CUDA types) that the CPU engine
+// (cpumodel.h) implements too, so that trainer.cpp drives both with one loop: the same data order, the same
+// checkpoints (parameters and optimiser state travel to the host for every save, so a run may resume on either
+// device).
 //
 // On the GPU: parameters, gradients and optimiser state stay resident; gemms run in cuBLAS (fp32 FMA, or bf16
 // inputs with fp32 accumulation when autocast is on: the master weights stay fp32; any fp32 gemm under autocast
@@ -16,6 +17,7 @@
 // with one stderr line, an `error` record and exit code kExitGpuFailed. GpuError is only thrown on the thread that
 // drives the model (the trainer's), never across one. create() returns nullptr + reason only for what the GPU path
 // does not take (a model or a setup it does not support); a CUDA failure while creating it throws as well.
+// Model::step on this path sums gradients, loss and correct counts over ranks before it updates.
 //
 // Data parallel: NCCL communicators are non-blocking, and every wait on one polls its asynchronous error, the
 // data-parallel watch (set_data_parallel_watch: rank 0 notices a rank process that exited, a rank notices that rank
@@ -25,6 +27,7 @@
 // Dropout with p > 0 is not on the GPU yet (its masks must come from the CPU's random stream to keep runs
 // reproducible across devices): create() says so and the trainer stays on the CPU.
 #include "jobspec.h"
+#include "model.h"
 #include "network.h"
 
 #include <cstdint>
@@ -54,32 +57,11 @@ struct GpuOptions {
     std::string nccl_id; // hex, the same for every rank (rank 0 makes it: gpu_nccl_unique_id())
 };
 
-class GpuModel {
-public:
-    // nullptr + reason when this model or setup does not run on the GPU path; throws GpuError when CUDA fails.
-    static std::unique_ptr<GpuModel> create(const Network& net, const OptimizerSpec& optimizer, int max_batch,
-                                            const GpuOptions& options, std::string& reason);
-    virtual ~GpuModel() = default;
-
-    // Every method below throws GpuError on a failed CUDA/cuBLAS/cuDNN/NCCL call.
-    virtual void upload(const std::vector<float>& params, const std::vector<std::vector<float>>& optimizer_state) = 0;
-    virtual void download(std::vector<float>& params, std::vector<std::vector<float>>& optimizer_state) = 0;
-    virtual void zero_grads() = 0;
-    // One micro-batch of `batch` samples (all ranks get the whole micro-batch; each computes its slice, which may
-    // be empty for an epoch's short last batch). scale = 1 / samples in the optimiser step (over all ranks). Loss
-    // and correct count accumulate on the device.
-    virtual void forward_backward(const float* x, const int32_t* y, int batch, float scale) = 0;
-    // Sums gradients, loss and correct counts over ranks, then updates the parameters; loss_sum and correct are the
-    // step's totals over every rank. A failure throws GpuError (one exit code for every GPU failure), so this
-    // returns true; the bool and `error` stay for the trainer's loop, which was written for returned errors.
-    virtual bool step(float lr, long step, double& loss_sum, long& correct, std::string& error) = 0;
-    // Data parallel: true when any rank passes true (a stop request must end every rank at the same step, or the
-    // others would wait forever in their next all-reduce). One rank: returns flag.
-    virtual bool any_rank(bool flag) = 0;
-    // Logits [batch, classes] of an inference forward pass, on the host.
-    virtual const float* logits(const float* x, int batch) = 0;
-    virtual std::string describe() const = 0;
-};
+// The model on the GPU, or nullptr + reason when this model or setup does not run on the GPU path; throws GpuError
+// when CUDA fails. The model keeps a reference to net (its layers and parameter tensors): net outlives it. It
+// starts from net's parameters only once write_parameters() is called.
+std::unique_ptr<Model> create_gpu_model(const Network& net, const OptimizerSpec& optimizer, int max_batch,
+                                        const GpuOptions& options, std::string& reason);
 
 // Rank 0's NCCL unique id, hex; false + error when there is no NCCL here (a build without CUDA, no GPU).
 bool gpu_nccl_unique_id(std::string& id_hex, std::string& error);

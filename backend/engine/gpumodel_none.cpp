@@ -3,8 +3,8 @@
 
 namespace traindeck::engine {
 
-std::unique_ptr<GpuModel> GpuModel::create(const Network&, const OptimizerSpec&, int, const GpuOptions&,
-                                           std::string& reason) {
+std::unique_ptr<Model> create_gpu_model(const Network&, const OptimizerSpec&, int, const GpuOptions&,
+                                        std::string& reason) {
     reason = "this traindeck-train was built without CUDA (configure with -DTRAINDECK_CUDA=ON where the toolkit is)";
     return nullptr;
 }

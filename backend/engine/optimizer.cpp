@@ -18,8 +18,7 @@ float learning_rate(const OptimizerSpec& optimizer, const ScheduleSpec& schedule
 }
 
 Optimizer::Optimizer(const OptimizerSpec& spec, size_t parameter_count) : spec_(spec) {
-    const size_t buffers = spec.type == "adamw" ? 2 : 1;
-    state_.assign(buffers, std::vector<float>(parameter_count, 0.0f));
+    state_.assign(state_buffers(spec), std::vector<float>(parameter_count, 0.0f));
 }
 
 void Optimizer::step(std::vector<float>& params, const std::vector<float>& grads,

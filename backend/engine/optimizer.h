@@ -14,6 +14,9 @@ class Optimizer {
 public:
     Optimizer(const OptimizerSpec& spec, size_t parameter_count);
 
+    // How many buffers of parameter_count floats state() holds for this optimiser (the checkpoint stores them).
+    static size_t state_buffers(const OptimizerSpec& spec) { return spec.type == "adamw" ? 2 : 1; }
+
     // One update of params from grads (which the caller then zeroes). `step` counts from 1.
     void step(std::vector<float>& params, const std::vector<float>& grads, const std::vector<ParameterTensor>& tensors,
               float lr, long step);

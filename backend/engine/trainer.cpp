@@ -1,11 +1,13 @@
 #include "trainer.h"
 
 #include "checkpoint.h"
+#include "cpumodel.h"
 #include "dataset.h"
 #include "gemm.h"
 #include "gpumodel.h"
 #include "layers.h"
 #include "metricswriter.h"
+#include "model.h"
 #include "network.h"
 #include "optimizer.h"
 #include "rng.h"
@@ -88,17 +90,15 @@ struct Evaluation {
     std::vector<std::vector<long>> confusion; // [true class][predicted class]
 };
 
-Evaluation evaluate(Network& net, GpuModel* gpu, const Dataset& data, Rng& unused_rng) {
-    const int classes = net.classes();
+Evaluation evaluate(Model& model, int classes, int max_batch, const Dataset& data) {
     Evaluation result;
     result.confusion.assign(classes, std::vector<long>(classes, 0));
-    std::vector<float> probs(static_cast<size_t>(net.max_batch()) * classes);
+    std::vector<float> probs(static_cast<size_t>(max_batch) * classes);
     const size_t features = data.features();
     long correct = 0;
-    for (size_t start = 0; start < data.size(); start += net.max_batch()) {
-        const int batch = static_cast<int>(std::min<size_t>(net.max_batch(), data.size() - start));
-        const float* logits = gpu ? gpu->logits(data.x.data() + start * features, batch)
-                                  : net.forward(data.x.data() + start * features, batch, false, unused_rng);
+    for (size_t start = 0; start < data.size(); start += max_batch) {
+        const int batch = static_cast<int>(std::min<size_t>(max_batch, data.size() - start));
+        const float* logits = model.logits(data.x.data() + start * features, batch);
         result.loss += softmax_cross_entropy_forward(probs.data(), logits, data.y.data() + start, batch, classes);
         for (int b = 0; b < batch; ++b) {
             const float* row = probs.data() + static_cast<size_t>(b) * classes;
@@ -118,6 +118,30 @@ Evaluation evaluate(Network& net, GpuModel* gpu, const Dataset& data, Rng& unuse
 json evaluation_json(const char* split, const Evaluation& e, long step, long epoch) {
     return {{"type", "eval"}, {"split", split}, {"step", step}, {"epoch", epoch},
             {"loss", e.loss}, {"accuracy", e.accuracy}, {"confusion", e.confusion}};
+}
+
+// The device, chosen once: the GPU path when asked for (or "auto") and the model runs there; otherwise the CPU
+// engine, which says why when a GPU was asked for. Data parallel runs on the GPU path only: then nullptr + error.
+std::unique_ptr<Model> make_model(Network& net, const JobSpec& spec, const TrainOptions& options,
+                                  MetricsWriter& metrics, std::string& error) {
+    if (options.device == "cpu")
+        return std::make_unique<CpuModel>(net, spec.optimizer);
+    std::string reason;
+    auto gpu = create_gpu_model(net, spec.optimizer, spec.batch_size,
+                                GpuOptions{options.bf16, options.world_size, options.rank, options.nccl_id}, reason);
+    if (gpu) {
+        metrics.write({{"type", "event"}, {"event", "device"}, {"message", "training on " + gpu->describe()}});
+        metrics.log("training on " + gpu->describe());
+        return gpu;
+    }
+    if (options.world_size > 1) {
+        error = "data-parallel training needs the GPU path, which cannot run here: " + reason;
+        return nullptr;
+    }
+    metrics.write({{"type", "event"}, {"event", "device"}, {"message", "training on CPU: " + reason}});
+    if (options.device == "cuda")
+        metrics.log("training on CPU: " + reason);
+    return std::make_unique<CpuModel>(net, spec.optimizer);
 }
 
 } // namespace
@@ -160,7 +184,9 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
     Network& net = *built;
     Rng init_rng(stream_seed(spec.seed, 1));
     net.initialize(init_rng);
-    Optimizer optimizer(spec.optimizer, net.params().size());
+    // The weights start in net (initialised, or the checkpoint's); the optimiser's state at zero, or the checkpoint's.
+    std::vector<std::vector<float>> optimizer_state(Optimizer::state_buffers(spec.optimizer),
+                                                    std::vector<float>(net.params().size(), 0.0f));
 
     TrainingState state;
     state.spec_hash = spec.hash;
@@ -178,11 +204,11 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                 return fail(kExitUsage, found->path + " was written by a run with a different spec (model, data, optimiser "
                                         "or seed changed); use another --checkpoint-dir or remove it to start over");
             if (c.params.size() != net.params().size() || c.optimizer != spec.optimizer.type ||
-                c.optimizer_state.size() != optimizer.state().size())
+                c.optimizer_state.size() != optimizer_state.size())
                 return fail(kExitUsage, found->path + " does not match this model's parameters or optimiser");
             state = c.state;
             net.params() = std::move(c.params);
-            optimizer.state() = std::move(c.optimizer_state);
+            optimizer_state = std::move(c.optimizer_state);
             metrics.log("resumed from " + found->path + " at step " + std::to_string(state.step));
         }
     }
@@ -200,31 +226,18 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                    {"resumed_from_step", state.step}, {"threads", compute_threads()}});
     metrics.log("model " + net.describe());
 
-    // The GPU path, when asked for (or "auto") and the model runs there; otherwise the CPU trains, and says why.
-    std::unique_ptr<GpuModel> gpu;
-    if (options.device != "cpu") {
-        std::string reason;
-        gpu = GpuModel::create(net, spec.optimizer, spec.batch_size,
-                               GpuOptions{options.bf16, options.world_size, options.rank, options.nccl_id}, reason);
-        if (gpu) {
-            gpu->upload(net.params(), optimizer.state());
-            metrics.write({{"type", "event"}, {"event", "device"}, {"message", "training on " + gpu->describe()}});
-            metrics.log("training on " + gpu->describe());
-        } else {
-            if (options.world_size > 1)
-                return fail(kExitUsage, "data-parallel training needs the GPU path, which cannot run here: " + reason);
-            metrics.write({{"type", "event"}, {"event", "device"}, {"message", "training on CPU: " + reason}});
-            if (options.device == "cuda")
-                metrics.log("training on CPU: " + reason);
-        }
-    }
+    std::string device_error;
+    const std::unique_ptr<Model> model = make_model(net, spec, options, metrics, device_error);
+    if (!model)
+        return fail(kExitUsage, device_error);
+    model->write_parameters(net.params(), optimizer_state);
+    optimizer_state = {}; // the model holds it now
 
     auto save = [&](const char* reason) -> Expected<std::string> {
         if (options.rank != 0)
             return std::string("(checkpoints are written by rank 0)");
-        if (gpu)
-            gpu->download(net.params(), optimizer.state());
-        Checkpoint c{state, spec.optimizer.type, net.params(), optimizer.state()};
+        Checkpoint c{state, spec.optimizer.type, {}, {}};
+        model->read_parameters(c.params, c.optimizer_state);
         auto path = write_checkpoint(options.checkpoint_dir, c, spec.keep_checkpoints);
         if (path)
             metrics.write({{"type", "checkpoint"}, {"step", state.step}, {"epoch", state.epoch}, {"path", *path},
@@ -234,12 +247,9 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
 
     std::vector<float> batch_x(static_cast<size_t>(spec.batch_size) * features);
     std::vector<int32_t> batch_y(spec.batch_size);
-    std::vector<float> probs(static_cast<size_t>(spec.batch_size) * classes);
-    std::vector<float> dlogits(probs.size());
     std::vector<size_t> order(train_count);
     Rng dropout_rng;
     dropout_rng.set_state(state.dropout_rng);
-    Rng unused_rng;
 
     auto hold_if_asked = [&](long step) {
         for (const auto& [at, file] : options.holds) {
@@ -267,8 +277,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
 
         while (state.batch_in_epoch < batches_per_epoch) {
             hold_if_asked(state.step);
-            const bool stop = gpu && options.world_size > 1 ? gpu->any_rank(stop_requested()) : stop_requested();
-            if (stop) {
+            if (model->any_rank(stop_requested())) {
                 auto path = save("preempted");
                 if (!path)
                     return fail(kExitIoError, path.error());
@@ -282,12 +291,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
             const size_t window_samples =
                 std::min(train_count, window_first + static_cast<size_t>(window_batches) * spec.batch_size) - window_first;
             const float scale = 1.0f / static_cast<float>(window_samples);
-            if (gpu)
-                gpu->zero_grads();
-            else
-                std::fill(net.grads().begin(), net.grads().end(), 0.0f);
-            double window_loss = 0.0;
-            long window_correct = 0;
+            model->zero_grads();
             for (long micro = 0; micro < window_batches; ++micro) {
                 const size_t first = window_first + static_cast<size_t>(micro) * spec.batch_size;
                 const int batch = static_cast<int>(std::min<size_t>(spec.batch_size, train_count - first));
@@ -297,27 +301,14 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                                 sizeof(float) * features);
                     batch_y[b] = data.train.y[sample];
                 }
-                if (gpu) {
-                    gpu->forward_backward(batch_x.data(), batch_y.data(), batch, scale);
-                    continue;
-                }
-                const float* logits = net.forward(batch_x.data(), batch, true, dropout_rng);
-                window_loss += softmax_cross_entropy_forward(probs.data(), logits, batch_y.data(), batch, classes);
-                for (int b = 0; b < batch; ++b) {
-                    const float* row = probs.data() + static_cast<size_t>(b) * classes;
-                    window_correct += std::max_element(row, row + classes) - row == batch_y[b];
-                }
-                softmax_cross_entropy_backward(dlogits.data(), probs.data(), batch_y.data(), batch, classes, scale);
-                net.backward(batch_x.data(), dlogits.data(), batch);
+                model->forward_backward(batch_x.data(), batch_y.data(), batch, scale, dropout_rng);
             }
-            if (gpu) {
-                // The GPU sums over ranks and updates in one go; the loss check below still keeps NaN out of every
-                // checkpoint (the device's weights are never saved after it).
-                std::string error;
-                const float next_lr = learning_rate(spec.optimizer, spec.schedule, state.step + 1, total_steps);
-                if (!gpu->step(next_lr, state.step + 1, window_loss, window_correct, error))
-                    return fail(kExitGpuFailed, "GPU: " + error);
-            }
+            // The update comes before the loss check; a non-finite loss still keeps NaN out of every checkpoint,
+            // since nothing is saved after it.
+            const float lr = learning_rate(spec.optimizer, spec.schedule, state.step + 1, total_steps);
+            double window_loss = 0.0;
+            long window_correct = 0;
+            model->step(lr, state.step + 1, window_loss, window_correct);
             const double loss = window_loss / static_cast<double>(window_samples);
             if (!std::isfinite(loss)) {
                 metrics.write({{"type", "event"}, {"event", "nan_loss"}, {"step", state.step + 1}, {"loss", loss}});
@@ -326,9 +317,6 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                                                 "; lower the learning rate or check the data (no checkpoint written)");
             }
             ++state.step;
-            const float lr = learning_rate(spec.optimizer, spec.schedule, state.step, total_steps);
-            if (!gpu)
-                optimizer.step(net.params(), net.grads(), net.tensors(), lr, state.step);
             state.batch_in_epoch += window_batches;
             state.samples_seen += static_cast<long>(window_samples);
             state.dropout_rng = dropout_rng.state();
@@ -362,7 +350,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
             }
         }
 
-        const Evaluation val = evaluate(net, gpu.get(), data.val, unused_rng);
+        const Evaluation val = evaluate(*model, classes, spec.batch_size, data.val);
         if (data.val.size() > 0)
             metrics.write(evaluation_json("val", val, state.step, state.epoch + 1));
         const double epoch_rate = epoch_seconds > 0 ? epoch_samples / epoch_seconds : 0.0;
@@ -385,7 +373,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
     }
 
     if (data.test.size() > 0) {
-        const Evaluation test = evaluate(net, gpu.get(), data.test, unused_rng);
+        const Evaluation test = evaluate(*model, classes, spec.batch_size, data.test);
         metrics.write(evaluation_json("test", test, state.step, spec.epochs));
         char line[120];
         std::snprintf(line, sizeof(line), "test loss %.4f  test accuracy %.2f%%", test.loss, 100.0 * test.accuracy);

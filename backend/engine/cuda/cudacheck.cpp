@@ -8,7 +8,8 @@
 // a skip. Device nodes without a usable device (a broken driver) are a failure, not a skip.
 //
 // Internally it also runs as one rank of the two-rank checks: traindeck-cuda-check --rank R --nccl-id HEX --out FILE
-// [--die-after STEPS] (started by itself through posix_spawn, since a process that has used CUDA cannot fork).
+// [--die-after STEPS] (started by itself through spawn_process, posix_spawn, since a process that has used CUDA
+// cannot fork).
 #include "cudakernels.h"
 #include "cudastatus.h"
 #include "devicecheck.h"
@@ -17,6 +18,7 @@
 #include "layers.h"
 #include "network.h"
 #include "optimizer.h"
+#include "process.h"
 #include "rng.h"
 
 #include <algorithm>
@@ -31,11 +33,8 @@
 #include <thread>
 #include <vector>
 
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 using namespace traindeck::engine;
 
@@ -191,15 +190,15 @@ Run train_cpu(const Problem& p) {
 Run train_gpu(const Problem& p, const GpuOptions& options, int die_after = -1) {
     Network net = build_network(p);
     std::string reason;
-    auto gpu = GpuModel::create(net, p.optimizer, p.batch, options, reason);
+    auto gpu = create_gpu_model(net, p.optimizer, p.batch, options, reason);
     if (!gpu)
         throw GpuError("the GPU path did not take the check model: " + reason);
     std::vector<std::vector<float>> state(p.optimizer.type == "adamw" ? 2 : 1,
                                           std::vector<float>(net.params().size(), 0.0f));
-    gpu->upload(net.params(), state);
+    gpu->write_parameters(net.params(), state);
     const size_t features = p.shape.size();
     Run run;
-    std::string error;
+    Rng unused;
     TRAINDECK_CHECK(cudaDeviceSynchronize());
     const auto start = Clock::now();
     for (int s = 0; s < p.steps; ++s) {
@@ -209,18 +208,17 @@ Run train_gpu(const Problem& p, const GpuOptions& options, int die_after = -1) {
             run.votes_ok &= !gpu->any_rank(false);
         gpu->zero_grads();
         gpu->forward_backward(p.x.data() + size_t(s) * p.batch * features, p.y.data() + size_t(s) * p.batch, p.batch,
-                              1.0f / p.batch);
+                              1.0f / p.batch, unused);
         double loss = 0;
         long correct = 0;
-        gpu->step(p.optimizer.lr, s + 1, loss, correct, error);
+        gpu->step(p.optimizer.lr, s + 1, loss, correct);
         run.losses.push_back(loss);
     }
     run.samples_per_s = double(p.batch) * p.steps / seconds_since(start);
     // The last rank votes to stop: every rank must hear it.
     if (options.world_size > 1)
         run.votes_ok &= gpu->any_rank(options.rank == options.world_size - 1);
-    run.weights.resize(net.params().size());
-    gpu->download(run.weights, state);
+    gpu->read_parameters(run.weights, state);
     return run;
 }
 
@@ -302,26 +300,15 @@ int run_rank(int rank, const std::string& nccl_id, const std::string& out, int d
 }
 
 pid_t spawn_rank(int rank, const std::string& nccl_id, const std::string& out, int die_after, double timeout_seconds) {
-    std::vector<std::string> args = {
-        "traindeck-cuda-check",   "--rank", std::to_string(rank), "--nccl-id", nccl_id, "--out", out, "--die-after",
+    traindeck::SpawnOptions spawn;
+    spawn.argv = {
+        "/proc/self/exe",         "--rank", std::to_string(rank), "--nccl-id", nccl_id, "--out", out, "--die-after",
         std::to_string(die_after)};
-    std::vector<char*> argv;
-    for (auto& a : args)
-        argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env;
-    for (char** e = environ; *e; ++e)
-        if (std::strncmp(*e, "TRAINDECK_NCCL_TIMEOUT_S=", 25) != 0)
-            env.emplace_back(*e);
-    env.push_back("TRAINDECK_NCCL_TIMEOUT_S=" + std::to_string(timeout_seconds));
-    std::vector<char*> envp;
-    for (auto& e : env)
-        envp.push_back(e.data());
-    envp.push_back(nullptr);
-    pid_t pid = -1;
-    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data()) != 0)
-        return -1;
-    return pid;
+    spawn.environment = traindeck::Environment::current();
+    spawn.environment->erase("TRAINDECK_NCCL_TIMEOUT_S");
+    spawn.environment->set("TRAINDECK_NCCL_TIMEOUT_S", std::to_string(timeout_seconds));
+    int error_number = 0;
+    return traindeck::spawn_process(spawn, error_number);
 }
 
 struct Finished {

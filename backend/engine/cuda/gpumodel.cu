@@ -1,4 +1,4 @@
-// The CUDA implementation of GpuModel (gpumodel.h): the trainer's network as cuBLAS gemms, cuDNN convolutions and
+// The CUDA implementation of the GPU path (gpumodel.h), a Model (model.h) as the CPU engine is: the trainer's network as cuBLAS gemms, cuDNN convolutions and
 // pooling, and the kernels of cudakernels.cu, one stream per model, NCCL across ranks. Every CUDA, cuBLAS and
 // cuDNN status goes through TRAINDECK_CHECK / TRAINDECK_LAUNCH (cudastatus.h); a public method that throws
 // first marks the model failed and aborts its communicator, so the other ranks' waits end too.
@@ -116,7 +116,7 @@ struct GpuLayer {
     bool fused_away = false; // an activation folded into the linear before it
 };
 
-class CudaModel final : public GpuModel {
+class CudaModel final : public Model {
 public:
     // false + reason: this model or setup does not run on the GPU path. A CUDA failure throws GpuError.
     bool init(const Network& net, const OptimizerSpec& optimizer, int max_batch, const GpuOptions& options,
@@ -264,7 +264,7 @@ public:
             cudaStreamDestroy(stream_);
     }
 
-    void upload(const std::vector<float>& params, const std::vector<std::vector<float>>& state) override {
+    void write_parameters(const std::vector<float>& params, const std::vector<std::vector<float>>& state) override {
         guarded([&] {
             expect_size("parameters", params.size(), params_.n);
             TRAINDECK_CHECK(cudaMemcpyAsync(params_.data, params.data(), params.size() * sizeof(float),
@@ -279,8 +279,12 @@ public:
         });
     }
 
-    void download(std::vector<float>& params, std::vector<std::vector<float>>& state) override {
+    void read_parameters(std::vector<float>& params, std::vector<std::vector<float>>& state) override {
         guarded([&] {
+            params.resize(params_.n);
+            state.resize(state_[1].data ? 2 : 1);
+            for (auto& buffer : state)
+                buffer.resize(params_.n);
             expect_size("parameters", params.size(), params_.n);
             TRAINDECK_CHECK(cudaMemcpyAsync(params.data(), params_.data, params.size() * sizeof(float),
                                             cudaMemcpyDeviceToHost, stream_));
@@ -301,7 +305,8 @@ public:
         });
     }
 
-    void forward_backward(const float* x, const int32_t* y, int batch, float scale) override {
+    // Dropout with p > 0 never reaches this path (init refuses it), so `dropout` is not drawn from.
+    void forward_backward(const float* x, const int32_t* y, int batch, float scale, Rng&) override {
         guarded([&] {
             expect_batch(batch);
             const auto [first, count] = slice(batch);
@@ -323,8 +328,8 @@ public:
         });
     }
 
-    bool step(float lr, long step, double& loss_sum, long& correct, std::string&) override {
-        return guarded([&] {
+    void step(float lr, long step, double& loss_sum, long& correct) override {
+        guarded([&] {
             if (comm_) {
                 cuda::nccl_all_reduce_sum(comm_, grads_.data, grads_.n, stream_, peer_gone_);
                 cuda::nccl_all_reduce_sum_double(comm_, totals_.data, 2, stream_, peer_gone_);
@@ -346,7 +351,6 @@ public:
             wait("the step's gradient all-reduce");
             loss_sum = host_totals_[0];
             correct = static_cast<long>(host_totals_[1]);
-            return true;
         });
     }
 
@@ -744,8 +748,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<GpuModel> GpuModel::create(const Network& net, const OptimizerSpec& optimizer, int max_batch,
-                                           const GpuOptions& options, std::string& reason) {
+std::unique_ptr<Model> create_gpu_model(const Network& net, const OptimizerSpec& optimizer, int max_batch,
+                                        const GpuOptions& options, std::string& reason) {
     auto model = std::make_unique<CudaModel>();
     if (!model->init(net, optimizer, max_batch, options, reason))
         return nullptr;
