@@ -2,6 +2,8 @@
 // connection (WAL: a reader never waits for the writer).
 #include "jobtablemodel.h"
 
+#include "jobstate.h"
+
 #include <QColor>
 #include <QDateTime>
 
@@ -20,10 +22,6 @@ QString duration_text(double seconds) {
     if (s < 3600)
         return QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
     return QStringLiteral("%1h %2m").arg(s / 3600).arg((s % 3600) / 60, 2, 10, QLatin1Char('0'));
-}
-
-bool terminal(const QString& state) {
-    return state == "succeeded" || state == "failed" || state == "cancelled" || state == "stopped";
 }
 } // namespace
 
@@ -52,6 +50,7 @@ QVector<JobTableModel::Row> JobTableModel::load(qint64 below_id, int limit, qint
             Row r;
             r.id = select.integer(0);
             r.name = QString::fromStdString(select.text(1));
+            r.ended = is_finished(select.text(2));
             r.state = QString::fromStdString(select.text(2));
             r.reason = QString::fromStdString(select.text(3));
             r.backend = QString::fromStdString(select.text(4));
@@ -139,7 +138,7 @@ QVariant JobTableModel::data(const QModelIndex& index, int role) const {
         return r.backend;
     if (role == StateRole)
         return r.state;
-    const double end = terminal(r.state) && r.finished > 0 ? r.finished : now_seconds();
+    const double end = r.ended && r.finished > 0 ? r.finished : now_seconds();
     const double elapsed = r.started > 0 ? end - r.started : (r.state == "queued" ? 0 : end - r.created);
     if (role == Qt::DisplayRole) {
         switch (index.column()) {
@@ -152,7 +151,7 @@ QVariant JobTableModel::data(const QModelIndex& index, int role) const {
         case Elapsed: return duration_text(elapsed);
         case Spend: return QStringLiteral("$%1").arg(r.spend, 0, 'f', 4);
         case Eta:
-            if (terminal(r.state) || r.progress <= 0.001 || r.progress >= 1)
+            if (r.ended || r.progress <= 0.001 || r.progress >= 1)
                 return QStringLiteral("–");
             return duration_text(elapsed * (1 - r.progress) / r.progress);
         }

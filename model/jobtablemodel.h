@@ -41,6 +41,9 @@ private:
         qint64 id = 0;
         QString name, state, reason, backend, remote_id;
         double progress = 0, loss = qQNaN(), accuracy = qQNaN(), spend = 0, created = 0, started = 0, finished = 0;
+        // Finished as its worker counts it (jobstate.h's is_finished): its elapsed time stops at `finished` and
+        // it has no ETA. A job the catalog marked lost is not finished in this sense (its clock runs on).
+        bool ended = false;
     };
     QVector<Row> load(qint64 below_id, int limit, qint64 from_id = 0);
 

@@ -4,6 +4,7 @@
 
 #include "background.h"
 #include "backendref.h"
+#include "jobstate.h"
 #include "jobsync.h"
 #include "manifest.h"
 #include "networkpool.h"
@@ -83,8 +84,8 @@ void JobMigrator::migrateJobsOf(const QString& backend) {
     writer_.post([self, name, backend](Catalog& catalog) {
         QList<Row> rows;
         Statement select = catalog.db().prepare(
-            "SELECT id, remote_id, spec, migrate FROM jobs WHERE backend=? AND "
-            "state NOT IN ('succeeded','failed','cancelled','stopped','lost')");
+            "SELECT id, remote_id, spec, migrate FROM jobs WHERE backend=? AND state NOT IN (" +
+            std::string(catalog_finished_states_sql()) + ")");
         select.bind(1, name);
         while (select.step())
             rows.push_back({select.integer(0), QString::fromStdString(select.text(1)),

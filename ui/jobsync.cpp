@@ -4,6 +4,7 @@
 
 #include "background.h"
 #include "backendref.h"
+#include "jobstate.h"
 #include "networkpool.h"
 
 #include <QDir>
@@ -31,8 +32,8 @@ void JobSync::resumeWatching() {
     const std::string backend = backend_name_.toStdString();
     writer_.post([self, backend](Catalog& catalog) {
         Statement select = catalog.db().prepare(
-            "SELECT remote_id, last_seq - seq_offset FROM jobs WHERE backend=? AND "
-            "state NOT IN ('succeeded','failed','cancelled','stopped','lost')");
+            "SELECT remote_id, last_seq - seq_offset FROM jobs WHERE backend=? AND state NOT IN (" +
+            std::string(catalog_finished_states_sql()) + ")");
         select.bind(1, backend);
         std::vector<std::pair<QString, qint64>> jobs;
         while (select.step())

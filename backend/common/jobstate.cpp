@@ -56,6 +56,13 @@ std::string_view finished_states_sql() {
     return text;
 }
 
+bool is_finished_in_catalog(std::string_view state) { return state == "lost" || is_finished(state); }
+
+std::string_view catalog_finished_states_sql() {
+    static const std::string text = std::string(finished_states_sql()) + ",'lost'";
+    return text;
+}
+
 StopReason recorded_stop_reason(JobState state, std::string_view reason) {
     if (state == JobState::preempting)
         return StopReason::preempt;

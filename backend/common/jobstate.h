@@ -39,6 +39,13 @@ constexpr bool is_active(JobState state) { return state != JobState::queued && !
 // "'succeeded','failed','cancelled','stopped'", for SQL's IN (...).
 std::string_view finished_states_sql();
 
+// The console's catalog knows one more end than the worker: "lost", a job whose worker stopped answering or forgot
+// it. Nothing more comes of a lost job where it ran (a job allowed to move continues elsewhere as a new copy), so
+// the console no longer watches it. "lost" is no JobState: no worker ever writes it.
+bool is_finished_in_catalog(std::string_view state);
+// finished_states_sql() and 'lost', for the catalog's IN (...).
+std::string_view catalog_finished_states_sql();
+
 // The stop a job was under when a previous worker left it: its state and reason remember it.
 StopReason recorded_stop_reason(JobState state, std::string_view reason);
 

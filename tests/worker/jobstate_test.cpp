@@ -41,6 +41,18 @@ TEST(JobState, FinishedAreExactlySucceededFailedCancelledStopped) {
     EXPECT_FALSE(is_active(JobState::failed));
 }
 
+TEST(JobState, TheCatalogAlsoCountsLostJobsAsFinished) {
+    EXPECT_EQ(catalog_finished_states_sql(), "'succeeded','failed','cancelled','stopped','lost'");
+    EXPECT_TRUE(is_finished_in_catalog("lost"));
+    for (const char* state : {"succeeded", "failed", "cancelled", "stopped"})
+        EXPECT_TRUE(is_finished_in_catalog(state)) << state;
+    for (const char* state : {"queued", "running", "preempting", "stopping", "", "Lost"})
+        EXPECT_FALSE(is_finished_in_catalog(state)) << state;
+    // The worker's own set is unchanged: "lost" is the console's word, never a worker's state.
+    EXPECT_FALSE(is_finished(std::string_view("lost")));
+    EXPECT_FALSE(job_state_from_string("lost").has_value());
+}
+
 TEST(JobState, StopReasonsHaveTheirNames) {
     for (StopReason reason : {StopReason::none, StopReason::preempt, StopReason::cancel, StopReason::budget, StopReason::idle})
         EXPECT_EQ(stop_reason_from_string(to_string(reason)), reason);
