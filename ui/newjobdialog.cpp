@@ -1,12 +1,11 @@
+// NewJobDialog (newjobdialog.h): the widgets, and a JobForm copied from them and back.
 #include "newjobdialog.h"
 
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
-#include <QFileInfo>
 #include <QFormLayout>
-#include <QJsonArray>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -15,44 +14,9 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 
-namespace traindeck {
+#include <algorithm>
 
-bool split_command_line(const QString& line, QStringList& words) {
-    words.clear();
-    QString word;
-    bool in_word = false;
-    QChar quote;
-    for (int i = 0; i < line.size(); ++i) {
-        const QChar c = line[i];
-        if (!quote.isNull()) {
-            if (c == quote)
-                quote = QChar();
-            else if (c == '\\' && quote == '"' && i + 1 < line.size())
-                word += line[++i];
-            else
-                word += c;
-        } else if (c == '"' || c == '\'') {
-            quote = c;
-            in_word = true;
-        } else if (c == '\\' && i + 1 < line.size()) {
-            word += line[++i];
-            in_word = true;
-        } else if (c.isSpace()) {
-            if (in_word)
-                words << word;
-            word.clear();
-            in_word = false;
-        } else {
-            word += c;
-            in_word = true;
-        }
-    }
-    if (!quote.isNull())
-        return false;
-    if (in_word)
-        words << word;
-    return true;
-}
+namespace traindeck {
 
 NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     setWindowTitle(tr("New job"));
@@ -206,35 +170,6 @@ void NewJobDialog::setDatasets(const QList<QPair<QString, QString>>& versions) {
         dataset_version_->setCurrentIndex(index);
 }
 
-QString NewJobDialog::jobName() const {
-    if (!name_->text().trimmed().isEmpty())
-        return name_->text().trimmed();
-    if (kind_->currentIndex() == 1)
-        return argv_->text().section(' ', 0, 0);
-    return QStringLiteral("%1 on %2").arg(model_->currentData().toString().toUpper(), dataset_->currentText().section(' ', 0, 0));
-}
-
-QString NewJobDialog::problem() const {
-    if (kind_->currentIndex() == 1) {
-        QStringList words;
-        if (!split_command_line(argv_->text(), words))
-            return tr("The command has an unterminated quote.");
-        if (words.isEmpty())
-            return tr("Give the command to run.");
-        if (!cwd_->text().isEmpty() && !QFileInfo(cwd_->text()).isDir())
-            return tr("The working folder %1 does not exist.").arg(cwd_->text());
-        for (const QString& line : env_->toPlainText().split('\n', Qt::SkipEmptyParts))
-            if (!line.contains('=') || line.startsWith('='))
-                return tr("Environment line “%1” is not KEY=VALUE.").arg(line);
-    } else if (dataset_->currentData() == "csv") {
-        if (!QFileInfo(train_file_->text()).isFile())
-            return tr("Choose a training CSV file that exists.");
-        if (!test_file_->text().isEmpty() && !QFileInfo(test_file_->text()).isFile())
-            return tr("The test file %1 does not exist.").arg(test_file_->text());
-    }
-    return {};
-}
-
 void NewJobDialog::validate() {
     const QString why = problem();
     problem_->setText(why);
@@ -242,135 +177,68 @@ void NewJobDialog::validate() {
         submit_->setEnabled(why.isEmpty());
 }
 
-QJsonObject NewJobDialog::request() const {
-    QJsonObject request = loaded_;
-    request["name"] = jobName();
-    request["resources"] = QJsonObject{{"cpus", cpus_->value()}, {"gpus", gpus_->value()}, {"memory_mb", memory_->value()}};
-    request["priority"] = priority_->value();
-    request["budget"] = budget_->value();
-    request["max_restarts"] = restarts_->value();
-    QJsonObject console = request.value("console").toObject();
-    console["migrate"] = migrate_->isChecked();
-    request["console"] = console;
-    const QString version = dataset_version_->currentData().toString();
-    if (version.isEmpty())
-        request.remove("dataset");
-    else
-        request["dataset"] = version;
-    if (kind_->currentIndex() == 1) {
-        request.remove("builtin");
-        QStringList words;
-        split_command_line(argv_->text(), words);
-        if (shell_->isChecked())
-            words = QStringList{argv_->text()};
-        request["argv"] = QJsonArray::fromStringList(words);
-        request["shell"] = shell_->isChecked();
-        if (!cwd_->text().isEmpty())
-            request["cwd"] = cwd_->text();
-        QJsonObject env;
-        for (const QString& line : env_->toPlainText().split('\n', Qt::SkipEmptyParts))
-            env[line.section('=', 0, 0).trimmed()] = line.section('=', 1);
-        request["env"] = env;
-        return request;
-    }
-    request.remove("argv");
-    request.remove("shell");
-    request.remove("cwd");
-    // A built-in job's env (a loaded request's, which the form does not show) goes with it, as every other field
-    // the form does not show does on clone-and-edit.
-    QJsonObject spec = loaded_.value("builtin").toObject();
-    QJsonObject data = spec.value("data").toObject();
-    if (dataset_->currentData() == "csv") {
-        data.remove("dataset");
-        data["format"] = "csv";
-        data["train_csv"] = train_file_->text();
-        if (!test_file_->text().isEmpty())
-            data["test_csv"] = test_file_->text();
-        else
-            data.remove("test_csv");
-    } else {
-        for (const char* key : {"format", "train_csv", "test_csv", "label_column", "train_images", "train_labels",
-                                "test_images", "test_labels", "dataset"})
-            data.remove(key);
-        if (version.isEmpty()) {
-            data["dataset"] = "fashion-mnist";
-        } else {
-            // The version's folder holds the files under Debian's names; paths are relative to it.
-            data["format"] = "idx";
-            data["train_images"] = "train-images-idx3-ubyte.gz";
-            data["train_labels"] = "train-labels-idx1-ubyte.gz";
-            data["test_images"] = "t10k-images-idx3-ubyte.gz";
-            data["test_labels"] = "t10k-labels-idx1-ubyte.gz";
-        }
-    }
-    // A different model than the one loaded drops the old model's own keys.
-    if (spec.value("model").toString() != model_->currentData().toString())
-        for (const char* key : {"hidden", "conv", "fc", "kernel", "layers"})
-            spec.remove(key);
-    QJsonObject optimizer = spec.value("optimizer").toObject();
-    optimizer["type"] = optimizer_->currentText();
-    optimizer["lr"] = lr_->value();
-    QJsonObject schedule = spec.value("schedule").toObject();
-    schedule["decay"] = cosine_->isChecked() ? "cosine" : "constant";
-    spec["name"] = jobName();
-    if (!spec.contains("layers"))
-        spec["model"] = model_->currentData().toString();
-    spec["data"] = data;
-    spec["epochs"] = epochs_->value();
-    spec["batch_size"] = batch_->value();
-    spec["seed"] = seed_->value();
-    spec["optimizer"] = optimizer;
-    spec["schedule"] = schedule;
-    request["builtin"] = spec;
-    return request;
+JobForm NewJobDialog::form() const {
+    JobForm form;
+    form.kind = kind_->currentIndex() == 1 ? JobForm::Kind::command : JobForm::Kind::builtin;
+    form.name = name_->text();
+    form.model = model_->currentData().toString();
+    form.data = dataset_->currentData().toString();
+    form.train_csv = train_file_->text();
+    form.test_csv = test_file_->text();
+    form.epochs = epochs_->value();
+    form.batch_size = batch_->value();
+    form.optimizer = optimizer_->currentText();
+    form.learning_rate = lr_->value();
+    form.cosine = cosine_->isChecked();
+    form.seed = seed_->value();
+    form.command_line = argv_->text();
+    form.shell = shell_->isChecked();
+    form.working_folder = cwd_->text();
+    form.environment = env_->toPlainText();
+    form.dataset_version = dataset_version_->currentData().toString();
+    form.cpus = cpus_->value();
+    form.gpus = gpus_->value();
+    form.memory_mb = memory_->value();
+    form.priority = priority_->value();
+    form.budget = budget_->value();
+    form.max_restarts = restarts_->value();
+    form.migrate = migrate_->isChecked();
+    form.loaded = loaded_;
+    return form;
 }
 
-void NewJobDialog::load(const QJsonObject& request) {
-    loaded_ = request;
-    name_->setText(request.value("name").toString());
-    const QJsonObject resources = request.value("resources").toObject();
-    cpus_->setValue(resources.value("cpus").toInt(2));
-    gpus_->setValue(resources.value("gpus").toInt(0));
-    memory_->setValue(resources.value("memory_mb").toInt(0));
-    priority_->setValue(request.value("priority").toInt());
-    budget_->setValue(request.value("budget").toDouble());
-    restarts_->setValue(request.value("max_restarts").toInt(2));
-    migrate_->setChecked(request.value("console").toObject().value("migrate").toBool());
-    if (request.contains("argv")) {
-        kind_->setCurrentIndex(1);
-        QStringList words;
-        for (const auto& word : request.value("argv").toArray()) {
-            QString w = word.toString();
-            words << (w.contains(' ') || w.isEmpty() ? '"' + w.replace('"', "\\\"") + '"' : w);
-        }
-        argv_->setText(words.join(' '));
-        cwd_->setText(request.value("cwd").toString());
-        shell_->setChecked(request.value("shell").toBool());
-        QStringList env;
-        const QJsonObject e = request.value("env").toObject();
-        for (auto it = e.begin(); it != e.end(); ++it)
-            env << it.key() + "=" + it.value().toString();
-        env_->setPlainText(env.join('\n'));
-        return;
-    }
-    kind_->setCurrentIndex(0);
-    const QJsonObject spec = request.value("builtin").toObject();
-    model_->setCurrentIndex(std::max(0, model_->findData(spec.value("model").toString("mlp"))));
-    const QJsonObject data = spec.value("data").toObject();
-    if (const int index = dataset_version_->findData(request.value("dataset").toString()); index >= 0)
+void NewJobDialog::setForm(const JobForm& form) {
+    loaded_ = form.loaded;
+    name_->setText(form.name);
+    cpus_->setValue(form.cpus);
+    gpus_->setValue(form.gpus);
+    memory_->setValue(form.memory_mb);
+    priority_->setValue(form.priority);
+    budget_->setValue(form.budget);
+    restarts_->setValue(form.max_restarts);
+    migrate_->setChecked(form.migrate);
+    kind_->setCurrentIndex(form.kind == JobForm::Kind::command ? 1 : 0);
+    argv_->setText(form.command_line);
+    cwd_->setText(form.working_folder);
+    shell_->setChecked(form.shell);
+    if (env_->toPlainText() != form.environment)
+        env_->setPlainText(form.environment);
+    model_->setCurrentIndex(std::max(0, model_->findData(form.model)));
+    // A version the list does not hold yet is chosen by setDatasets(), which looks at the loaded request.
+    if (const int index = dataset_version_->findData(form.dataset_version); index >= 0)
         dataset_version_->setCurrentIndex(index);
-    if (data.value("format").toString() == "csv") {
-        dataset_->setCurrentIndex(1);
-        train_file_->setText(data.value("train_csv").toString());
-        test_file_->setText(data.value("test_csv").toString());
-    }
-    epochs_->setValue(spec.value("epochs").toInt(5));
-    batch_->setValue(spec.value("batch_size").toInt(128));
-    const QJsonObject optimizer = spec.value("optimizer").toObject();
-    optimizer_->setCurrentText(optimizer.value("type").toString("sgd"));
-    lr_->setValue(optimizer.value("lr").toDouble(0.05));
-    cosine_->setChecked(spec.value("schedule").toObject().value("decay").toString() == "cosine");
-    seed_->setValue(spec.value("seed").toInt(42));
+    dataset_->setCurrentIndex(std::max(0, dataset_->findData(form.data)));
+    train_file_->setText(form.train_csv);
+    test_file_->setText(form.test_csv);
+    epochs_->setValue(form.epochs);
+    batch_->setValue(form.batch_size);
+    // Before the learning rate: choosing an optimizer sets its usual rate.
+    optimizer_->setCurrentText(form.optimizer);
+    lr_->setValue(form.learning_rate);
+    cosine_->setChecked(form.cosine);
+    seed_->setValue(form.seed);
 }
+
+void NewJobDialog::load(const QJsonObject& request) { setForm(job_form_from_request(request, form())); }
 
 } // namespace traindeck

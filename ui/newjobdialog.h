@@ -1,7 +1,10 @@
 #pragma once
 // New job: a built-in template (MLP or CNN on Fashion-MNIST, or on your own IDX/CSV files, with the usual
 // hyper-parameters) or any command (argv words, working folder, environment), plus resources, priority, budget
-// and restarts. It produces the worker's job request; it never talks to a backend itself.
+// and restarts. It produces the worker's job request; it never talks to a backend itself. What the form means (the
+// request, the default name, what to fix) is jobform.h's; this class only copies widgets to a JobForm and back.
+#include "jobform.h"
+
 #include <QDialog>
 #include <QJsonObject>
 
@@ -30,12 +33,15 @@ public:
     // Registered dataset versions the job may use: (label, version). The job gets the chosen one read-only as
     // TRAINDECK_DATASET_DIR; the built-in trainer then reads Fashion-MNIST-named IDX files or the CSV paths there.
     void setDatasets(const QList<QPair<QString, QString>>& versions);
-    QJsonObject request() const;
-    QString jobName() const;
+    // The form's values as they are now.
+    JobForm form() const;
+    QJsonObject request() const { return job_form_request(form()); }
+    QString jobName() const { return job_form_name(form()); }
     // Empty when the form is valid; otherwise what to fix.
-    QString problem() const;
+    QString problem() const { return job_form_problem(form()); }
 
 private:
+    void setForm(const JobForm& form);
     void validate();
 
     QTabWidget* kind_;
@@ -72,9 +78,5 @@ private:
     QJsonObject loaded_;
     QPushButton* submit_ = nullptr;
 };
-
-// Splits a command line into argv words the way a user expects from a shell (quotes, backslashes), without
-// running one. Returns false on an unterminated quote.
-bool split_command_line(const QString& line, QStringList& words);
 
 } // namespace traindeck

@@ -1,0 +1,321 @@
+// The New job form without its dialog: what request each preset and command makes, what clone-and-edit keeps, and
+// what the form refuses and why. Real files in a temp folder where the form checks that a file exists.
+#include "jobform.h"
+
+#include <gtest/gtest.h>
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTemporaryDir>
+
+#include <ostream>
+
+QT_BEGIN_NAMESPACE
+// Readable failures: the text, not a byte dump.
+inline void PrintTo(const QString& text, std::ostream* out) { *out << '"' << text.toStdString() << '"'; }
+inline void PrintTo(const QJsonObject& object, std::ostream* out) {
+    *out << QJsonDocument(object).toJson(QJsonDocument::Compact).toStdString();
+}
+inline void PrintTo(const QJsonArray& array, std::ostream* out) {
+    *out << QJsonDocument(array).toJson(QJsonDocument::Compact).toStdString();
+}
+QT_END_NAMESPACE
+
+using namespace traindeck;
+
+namespace {
+
+JobForm command(const QString& line) {
+    JobForm form;
+    form.kind = JobForm::Kind::command;
+    form.command_line = line;
+    return form;
+}
+
+QString touch(const QTemporaryDir& dir, const QString& name) {
+    const QString path = dir.filePath(name);
+    QFile file(path);
+    EXPECT_TRUE(file.open(QIODevice::WriteOnly)) << path.toStdString();
+    file.write("a,b,label\n1,2,0\n");
+    return path;
+}
+
+} // namespace
+
+TEST(JobForm, TheDefaultPresetIsAnMlpOnFashionMnist) {
+    const JobForm form;
+    EXPECT_EQ(job_form_problem(form), QString());
+    EXPECT_EQ(job_form_name(form), "MLP on Fashion-MNIST");
+    const QJsonObject request = job_form_request(form);
+    EXPECT_EQ(request.value("name").toString(), "MLP on Fashion-MNIST");
+    EXPECT_EQ(request.value("resources").toObject(), (QJsonObject{{"cpus", 2}, {"gpus", 0}, {"memory_mb", 0}}));
+    EXPECT_EQ(request.value("priority").toInt(), 0);
+    EXPECT_EQ(request.value("budget").toDouble(), 0.0);
+    EXPECT_EQ(request.value("max_restarts").toInt(), 2);
+    EXPECT_EQ(request.value("console").toObject(), (QJsonObject{{"migrate", false}}));
+    EXPECT_FALSE(request.contains("argv"));
+    EXPECT_FALSE(request.contains("dataset"));
+    const QJsonObject spec = request.value("builtin").toObject();
+    EXPECT_EQ(spec, (QJsonObject{{"name", "MLP on Fashion-MNIST"},
+                                 {"model", "mlp"},
+                                 {"data", QJsonObject{{"dataset", "fashion-mnist"}}},
+                                 {"epochs", 5},
+                                 {"batch_size", 128},
+                                 {"seed", 42},
+                                 {"optimizer", QJsonObject{{"type", "sgd"}, {"lr", 0.05}}},
+                                 {"schedule", QJsonObject{{"decay", "cosine"}}}}));
+}
+
+TEST(JobForm, TheCnnPresetWithAdamWAndAConstantRate) {
+    JobForm form;
+    form.model = "cnn";
+    form.optimizer = "adamw";
+    form.learning_rate = 0.001;
+    form.cosine = false;
+    form.epochs = 3;
+    form.batch_size = 64;
+    form.seed = 7;
+    form.name = "  my cnn  ";
+    EXPECT_EQ(job_form_name(form), "my cnn"); // trimmed
+    const QJsonObject spec = job_form_request(form).value("builtin").toObject();
+    EXPECT_EQ(spec.value("name").toString(), "my cnn");
+    EXPECT_EQ(spec.value("model").toString(), "cnn");
+    EXPECT_EQ(spec.value("optimizer").toObject(), (QJsonObject{{"type", "adamw"}, {"lr", 0.001}}));
+    EXPECT_EQ(spec.value("schedule").toObject(), (QJsonObject{{"decay", "constant"}}));
+    EXPECT_EQ(spec.value("epochs").toInt(), 3);
+    EXPECT_EQ(spec.value("batch_size").toInt(), 64);
+    EXPECT_EQ(spec.value("seed").toInt(), 7);
+}
+
+TEST(JobForm, ACsvPresetNamesItsFilesAndNeedsTheTrainingFile) {
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    JobForm form;
+    form.data = "csv";
+    form.train_csv = dir.filePath("train.csv");
+    EXPECT_EQ(job_form_problem(form), "Choose a training CSV file that exists.");
+    QJsonObject request;
+    QString problem;
+    EXPECT_FALSE(job_request(form, &request, &problem));
+    EXPECT_EQ(problem, "Choose a training CSV file that exists.");
+    EXPECT_TRUE(request.isEmpty());
+
+    touch(dir, "train.csv");
+    form.test_csv = dir.filePath("test.csv");
+    EXPECT_EQ(job_form_problem(form), QString("The test file %1 does not exist.").arg(form.test_csv));
+    touch(dir, "test.csv");
+    ASSERT_TRUE(job_request(form, &request, &problem)) << problem.toStdString();
+    EXPECT_EQ(problem, QString());
+    EXPECT_EQ(job_form_name(form), "MLP on CSV");
+    EXPECT_EQ(request.value("builtin").toObject().value("data").toObject(),
+              (QJsonObject{{"format", "csv"}, {"train_csv", form.train_csv}, {"test_csv", form.test_csv}}));
+    // Without a test file the data has none (the trainer splits the training file).
+    form.test_csv.clear();
+    EXPECT_EQ(job_form_request(form).value("builtin").toObject().value("data").toObject(),
+              (QJsonObject{{"format", "csv"}, {"train_csv", form.train_csv}}));
+}
+
+TEST(JobForm, ADatasetVersionGoesWithTheJobAndHoldsTheIdxFiles) {
+    JobForm form;
+    form.dataset_version = "3f2a9c";
+    const QJsonObject request = job_form_request(form);
+    EXPECT_EQ(request.value("dataset").toString(), "3f2a9c");
+    EXPECT_EQ(request.value("builtin").toObject().value("data").toObject(),
+              (QJsonObject{{"format", "idx"},
+                           {"train_images", "train-images-idx3-ubyte.gz"},
+                           {"train_labels", "train-labels-idx1-ubyte.gz"},
+                           {"test_images", "t10k-images-idx3-ubyte.gz"},
+                           {"test_labels", "t10k-labels-idx1-ubyte.gz"}}));
+    // Choosing "none" again drops it from a loaded request.
+    form = job_form_from_request(request);
+    EXPECT_EQ(form.dataset_version, "3f2a9c");
+    form.dataset_version.clear();
+    const QJsonObject again = job_form_request(form);
+    EXPECT_FALSE(again.contains("dataset"));
+    EXPECT_EQ(again.value("builtin").toObject().value("data").toObject(), (QJsonObject{{"dataset", "fashion-mnist"}}));
+}
+
+TEST(JobForm, ACommandIsSplitIntoArgvWithItsFolderAndEnvironment) {
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    JobForm form = command(R"(/usr/bin/python3 "my train.py" --tag 'a b' x\ y)");
+    form.working_folder = dir.path();
+    form.environment = "SEED=7\n\nPATH_EXTRA = /opt/bin=x\n";
+    form.dataset_version = "ab12";
+    ASSERT_EQ(job_form_problem(form), QString());
+    EXPECT_EQ(job_form_name(form), "/usr/bin/python3");
+    const QJsonObject request = job_form_request(form);
+    EXPECT_EQ(request.value("argv").toArray(), (QJsonArray{"/usr/bin/python3", "my train.py", "--tag", "a b", "x y"}));
+    EXPECT_EQ(request.value("shell").toBool(), false);
+    EXPECT_EQ(request.value("cwd").toString(), dir.path());
+    // The key is trimmed, the value kept as typed after the first "=".
+    EXPECT_EQ(request.value("env").toObject(), (QJsonObject{{"SEED", "7"}, {"PATH_EXTRA", " /opt/bin=x"}}));
+    EXPECT_EQ(request.value("dataset").toString(), "ab12");
+    EXPECT_FALSE(request.contains("builtin"));
+    // No folder given: none is sent (the job's own folder).
+    EXPECT_FALSE(job_form_request(command("true")).contains("cwd"));
+}
+
+TEST(JobForm, TheShellFlagSendsTheWholeLineToShMinusC) {
+    JobForm form = command("ls *.csv | wc -l > count.txt");
+    form.shell = true;
+    const QJsonObject request = job_form_request(form);
+    EXPECT_EQ(request.value("argv").toArray(), (QJsonArray{"ls *.csv | wc -l > count.txt"}));
+    EXPECT_EQ(request.value("shell").toBool(), true);
+    EXPECT_EQ(job_form_name(form), "ls");
+}
+
+TEST(JobForm, ResourcesPriorityBudgetRestartsAndMigrationAreSent) {
+    JobForm form = command("train");
+    form.cpus = 8;
+    form.gpus = 2;
+    form.memory_mb = 4096;
+    form.priority = -5;
+    form.budget = 12.5;
+    form.max_restarts = 0;
+    form.migrate = true;
+    const QJsonObject request = job_form_request(form);
+    EXPECT_EQ(request.value("resources").toObject(), (QJsonObject{{"cpus", 8}, {"gpus", 2}, {"memory_mb", 4096}}));
+    EXPECT_EQ(request.value("priority").toInt(), -5);
+    EXPECT_EQ(request.value("budget").toDouble(), 12.5);
+    EXPECT_EQ(request.value("max_restarts").toInt(), 0);
+    EXPECT_EQ(request.value("console").toObject().value("migrate").toBool(), true);
+}
+
+TEST(JobForm, ACommandFormIsRefusedWithWhatToFix) {
+    EXPECT_EQ(job_form_problem(command("echo \"unterminated")), "The command has an unterminated quote.");
+    EXPECT_EQ(job_form_problem(command("   ")), "Give the command to run.");
+    JobForm form = command("true");
+    form.working_folder = "/no/such/folder";
+    EXPECT_EQ(job_form_problem(form), "The working folder /no/such/folder does not exist.");
+    form.working_folder.clear();
+    form.environment = "GOOD=1\nNOEQUALS";
+    EXPECT_EQ(job_form_problem(form), "Environment line “NOEQUALS” is not KEY=VALUE.");
+    form.environment = "=value";
+    EXPECT_EQ(job_form_problem(form), "Environment line “=value” is not KEY=VALUE.");
+    QJsonObject request{{"untouched", true}};
+    QString problem;
+    EXPECT_FALSE(job_request(form, &request, &problem));
+    EXPECT_EQ(problem, "Environment line “=value” is not KEY=VALUE.");
+    EXPECT_EQ(request, (QJsonObject{{"untouched", true}})); // nothing written on refusal
+    // A built-in form does not look at the command fields.
+    form.kind = JobForm::Kind::builtin;
+    EXPECT_EQ(job_form_problem(form), QString());
+}
+
+TEST(JobForm, ACommandRequestRoundTrips) {
+    const QJsonObject loaded{{"name", "script"},
+                             {"argv", QJsonArray{"/usr/bin/python3", "my train.py", "--epochs", "3", ""}},
+                             {"env", QJsonObject{{"SEED", "7"}, {"MODE", "a=b"}}},
+                             {"cwd", "/tmp"},
+                             {"resources", QJsonObject{{"cpus", 3}, {"gpus", 1}, {"memory_mb", 2048}}},
+                             {"priority", 5},
+                             {"budget", 12.5},
+                             {"max_restarts", 1},
+                             {"console", QJsonObject{{"migrate", true}}},
+                             {"labels", QJsonArray{"kept"}}};
+    const JobForm form = job_form_from_request(loaded);
+    EXPECT_EQ(form.kind, JobForm::Kind::command);
+    EXPECT_EQ(form.command_line, R"(/usr/bin/python3 "my train.py" --epochs 3 "")");
+    EXPECT_EQ(form.environment, "MODE=a=b\nSEED=7");
+    QJsonObject expected = loaded;
+    expected["shell"] = false;
+    EXPECT_EQ(job_form_request(form), expected);
+}
+
+TEST(JobForm, CloneAndEditKeepsWhatTheFormDoesNotShow) {
+    const QJsonObject spec{{"model", "cnn"},
+                           {"conv", QJsonArray{8, 16}},
+                           {"data", QJsonObject{{"dataset", "fashion-mnist"}, {"limit", 3000}}},
+                           {"checkpoint_every", 25},
+                           {"epochs", 2},
+                           {"batch_size", 64},
+                           {"seed", 9},
+                           {"optimizer", QJsonObject{{"type", "adamw"}, {"lr", 0.002}, {"weight_decay", 0.01}}},
+                           {"schedule", QJsonObject{{"decay", "cosine"}, {"warmup", 100}}}};
+    const QJsonObject loaded{{"name", "cnn run"}, {"builtin", spec}, {"env", QJsonObject{{"OMP_NUM_THREADS", "1"}}}};
+    JobForm form = job_form_from_request(loaded);
+    EXPECT_EQ(form.kind, JobForm::Kind::builtin);
+    EXPECT_EQ(form.model, "cnn");
+    EXPECT_EQ(form.optimizer, "adamw");
+    EXPECT_EQ(form.learning_rate, 0.002);
+    EXPECT_TRUE(form.cosine);
+    EXPECT_EQ(form.epochs, 2);
+    QJsonObject out = job_form_request(form);
+    EXPECT_EQ(out.value("env").toObject(), (QJsonObject{{"OMP_NUM_THREADS", "1"}}));
+    QJsonObject built = out.value("builtin").toObject();
+    EXPECT_EQ(built.value("conv").toArray(), (QJsonArray{8, 16}));
+    EXPECT_EQ(built.value("data").toObject(), (QJsonObject{{"dataset", "fashion-mnist"}, {"limit", 3000}}));
+    EXPECT_EQ(built.value("checkpoint_every").toInt(), 25);
+    EXPECT_EQ(built.value("optimizer").toObject().value("weight_decay").toDouble(), 0.01);
+    EXPECT_EQ(built.value("schedule").toObject().value("warmup").toInt(), 100);
+
+    // Another model drops the old model's own keys.
+    form.model = "mlp";
+    built = job_form_request(form).value("builtin").toObject();
+    EXPECT_FALSE(built.contains("conv"));
+    EXPECT_EQ(built.value("model").toString(), "mlp");
+}
+
+TEST(JobForm, LoadingKeepsTheFieldsOfTheOtherKind) {
+    JobForm before = command("python3 old.py");
+    before.working_folder = "/srv";
+    before.epochs = 11;
+    const JobForm builtin = job_form_from_request(QJsonObject{{"builtin", QJsonObject{{"model", "nonsense"}}}}, before);
+    EXPECT_EQ(builtin.kind, JobForm::Kind::builtin);
+    EXPECT_EQ(builtin.command_line, "python3 old.py"); // left as it was
+    EXPECT_EQ(builtin.working_folder, "/srv");
+    EXPECT_EQ(builtin.model, "mlp");       // unknown model: the MLP
+    EXPECT_EQ(builtin.epochs, 5);          // missing: the form's default
+    EXPECT_EQ(builtin.learning_rate, 0.05);
+    EXPECT_FALSE(builtin.cosine);          // no schedule: constant
+    EXPECT_EQ(builtin.cpus, 2);
+    EXPECT_EQ(builtin.max_restarts, 2);
+
+    JobForm unknown_optimizer = before;
+    unknown_optimizer.optimizer = "adamw";
+    EXPECT_EQ(job_form_from_request(QJsonObject{{"builtin", QJsonObject{{"optimizer", QJsonObject{{"type", "lion"}}}}}},
+                                    unknown_optimizer).optimizer,
+              "adamw");
+
+    JobForm csv;
+    csv.data = "csv";
+    csv.train_csv = "/data/train.csv";
+    const JobForm command_loaded = job_form_from_request(QJsonObject{{"argv", QJsonArray{"true"}}}, csv);
+    EXPECT_EQ(command_loaded.kind, JobForm::Kind::command);
+    EXPECT_EQ(command_loaded.train_csv, "/data/train.csv");
+    EXPECT_EQ(command_loaded.command_line, "true");
+}
+
+TEST(JobForm, SwitchingACommandToTheTrainerDropsTheCommandKeys) {
+    JobForm form = job_form_from_request(QJsonObject{{"argv", QJsonArray{"run"}}, {"shell", true}, {"cwd", "/srv"}});
+    form.kind = JobForm::Kind::builtin;
+    const QJsonObject request = job_form_request(form);
+    EXPECT_FALSE(request.contains("argv"));
+    EXPECT_FALSE(request.contains("shell"));
+    EXPECT_FALSE(request.contains("cwd"));
+    EXPECT_TRUE(request.contains("builtin"));
+}
+
+TEST(CommandLine, SplitsAsAShellWouldWithoutRunningOne) {
+    QStringList words;
+    EXPECT_TRUE(split_command_line(R"(/usr/bin/python3 "my train.py" --tag 'a b' x\ y)", words));
+    EXPECT_EQ(words, QStringList({"/usr/bin/python3", "my train.py", "--tag", "a b", "x y"}));
+    EXPECT_TRUE(split_command_line(R"(say "she said \"hi\"" 'no \escape' "")", words));
+    EXPECT_EQ(words, QStringList({"say", R"(she said "hi")", R"(no \escape)", ""}));
+    EXPECT_TRUE(split_command_line("  \t ", words));
+    EXPECT_TRUE(words.isEmpty());
+    EXPECT_FALSE(split_command_line("echo \"unterminated", words));
+    EXPECT_FALSE(split_command_line("echo 'unterminated", words));
+}
+
+TEST(CommandLine, JoinedWordsSplitBack) {
+    const QStringList words{"/usr/bin/python3", "my train.py", "", R"(say "hi" there)"};
+    const QString line = join_command_line(words);
+    EXPECT_EQ(line, R"(/usr/bin/python3 "my train.py" "" "say \"hi\" there")");
+    QStringList back;
+    EXPECT_TRUE(split_command_line(line, back));
+    EXPECT_EQ(back, words);
+}

@@ -1,0 +1,235 @@
+// JobForm (jobform.h): the form's meaning, from a request and back to one.
+#include "jobform.h"
+
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QObject>
+
+namespace traindeck {
+
+namespace {
+
+bool is_command(const JobForm& form) { return form.kind == JobForm::Kind::command; }
+
+// The data choice as the default job name says it.
+QString data_title(const QString& data) { return data == "csv" ? QStringLiteral("CSV") : QStringLiteral("Fashion-MNIST"); }
+
+QStringList environment_lines(const JobForm& form) { return form.environment.split('\n', Qt::SkipEmptyParts); }
+
+} // namespace
+
+bool split_command_line(const QString& line, QStringList& words) {
+    words.clear();
+    QString word;
+    bool in_word = false;
+    QChar quote;
+    for (int i = 0; i < line.size(); ++i) {
+        const QChar c = line[i];
+        if (!quote.isNull()) {
+            if (c == quote)
+                quote = QChar();
+            else if (c == '\\' && quote == '"' && i + 1 < line.size())
+                word += line[++i];
+            else
+                word += c;
+        } else if (c == '"' || c == '\'') {
+            quote = c;
+            in_word = true;
+        } else if (c == '\\' && i + 1 < line.size()) {
+            word += line[++i];
+            in_word = true;
+        } else if (c.isSpace()) {
+            if (in_word)
+                words << word;
+            word.clear();
+            in_word = false;
+        } else {
+            word += c;
+            in_word = true;
+        }
+    }
+    if (!quote.isNull())
+        return false;
+    if (in_word)
+        words << word;
+    return true;
+}
+
+QString join_command_line(const QStringList& words) {
+    QStringList quoted;
+    for (QString word : words)
+        quoted << (word.contains(' ') || word.isEmpty() ? '"' + word.replace('"', "\\\"") + '"' : word);
+    return quoted.join(' ');
+}
+
+JobForm job_form_from_request(const QJsonObject& request, JobForm form) {
+    form.loaded = request;
+    form.name = request.value("name").toString();
+    const QJsonObject resources = request.value("resources").toObject();
+    form.cpus = resources.value("cpus").toInt(2);
+    form.gpus = resources.value("gpus").toInt(0);
+    form.memory_mb = resources.value("memory_mb").toInt(0);
+    form.priority = request.value("priority").toInt();
+    form.budget = request.value("budget").toDouble();
+    form.max_restarts = request.value("max_restarts").toInt(2);
+    form.migrate = request.value("console").toObject().value("migrate").toBool();
+    if (request.contains("argv")) {
+        form.kind = JobForm::Kind::command;
+        QStringList words;
+        for (const auto& word : request.value("argv").toArray())
+            words << word.toString();
+        form.command_line = join_command_line(words);
+        form.working_folder = request.value("cwd").toString();
+        form.shell = request.value("shell").toBool();
+        QStringList env;
+        const QJsonObject e = request.value("env").toObject();
+        for (auto it = e.begin(); it != e.end(); ++it)
+            env << it.key() + "=" + it.value().toString();
+        form.environment = env.join('\n');
+        return form;
+    }
+    form.kind = JobForm::Kind::builtin;
+    const QJsonObject spec = request.value("builtin").toObject();
+    form.model = spec.value("model").toString() == "cnn" ? QStringLiteral("cnn") : QStringLiteral("mlp");
+    form.dataset_version = request.value("dataset").toString();
+    const QJsonObject data = spec.value("data").toObject();
+    if (data.value("format").toString() == "csv") {
+        form.data = "csv";
+        form.train_csv = data.value("train_csv").toString();
+        form.test_csv = data.value("test_csv").toString();
+    }
+    form.epochs = spec.value("epochs").toInt(5);
+    form.batch_size = spec.value("batch_size").toInt(128);
+    const QJsonObject optimizer = spec.value("optimizer").toObject();
+    if (const QString type = optimizer.value("type").toString("sgd"); type == "sgd" || type == "adamw")
+        form.optimizer = type;
+    form.learning_rate = optimizer.value("lr").toDouble(0.05);
+    form.cosine = spec.value("schedule").toObject().value("decay").toString() == "cosine";
+    form.seed = spec.value("seed").toInt(42);
+    return form;
+}
+
+QString job_form_name(const JobForm& form) {
+    if (!form.name.trimmed().isEmpty())
+        return form.name.trimmed();
+    if (is_command(form))
+        return form.command_line.section(' ', 0, 0);
+    return QStringLiteral("%1 on %2").arg(form.model.toUpper(), data_title(form.data));
+}
+
+QString job_form_problem(const JobForm& form) {
+    if (is_command(form)) {
+        QStringList words;
+        if (!split_command_line(form.command_line, words))
+            return QObject::tr("The command has an unterminated quote.");
+        if (words.isEmpty())
+            return QObject::tr("Give the command to run.");
+        if (!form.working_folder.isEmpty() && !QFileInfo(form.working_folder).isDir())
+            return QObject::tr("The working folder %1 does not exist.").arg(form.working_folder);
+        for (const QString& line : environment_lines(form))
+            if (!line.contains('=') || line.startsWith('='))
+                return QObject::tr("Environment line “%1” is not KEY=VALUE.").arg(line);
+    } else if (form.data == "csv") {
+        if (!QFileInfo(form.train_csv).isFile())
+            return QObject::tr("Choose a training CSV file that exists.");
+        if (!form.test_csv.isEmpty() && !QFileInfo(form.test_csv).isFile())
+            return QObject::tr("The test file %1 does not exist.").arg(form.test_csv);
+    }
+    return {};
+}
+
+QJsonObject job_form_request(const JobForm& form) {
+    QJsonObject request = form.loaded;
+    const QString name = job_form_name(form);
+    request["name"] = name;
+    request["resources"] = QJsonObject{{"cpus", form.cpus}, {"gpus", form.gpus}, {"memory_mb", form.memory_mb}};
+    request["priority"] = form.priority;
+    request["budget"] = form.budget;
+    request["max_restarts"] = form.max_restarts;
+    QJsonObject console = request.value("console").toObject();
+    console["migrate"] = form.migrate;
+    request["console"] = console;
+    if (form.dataset_version.isEmpty())
+        request.remove("dataset");
+    else
+        request["dataset"] = form.dataset_version;
+    if (is_command(form)) {
+        request.remove("builtin");
+        QStringList words;
+        split_command_line(form.command_line, words);
+        if (form.shell)
+            words = QStringList{form.command_line};
+        request["argv"] = QJsonArray::fromStringList(words);
+        request["shell"] = form.shell;
+        if (!form.working_folder.isEmpty())
+            request["cwd"] = form.working_folder;
+        QJsonObject env;
+        for (const QString& line : environment_lines(form))
+            env[line.section('=', 0, 0).trimmed()] = line.section('=', 1);
+        request["env"] = env;
+        return request;
+    }
+    request.remove("argv");
+    request.remove("shell");
+    request.remove("cwd");
+    // A built-in job's env (a loaded request's, which the form does not show) goes with it, as every other field
+    // the form does not show does on clone-and-edit.
+    QJsonObject spec = form.loaded.value("builtin").toObject();
+    QJsonObject data = spec.value("data").toObject();
+    if (form.data == "csv") {
+        data.remove("dataset");
+        data["format"] = "csv";
+        data["train_csv"] = form.train_csv;
+        if (!form.test_csv.isEmpty())
+            data["test_csv"] = form.test_csv;
+        else
+            data.remove("test_csv");
+    } else {
+        for (const char* key : {"format", "train_csv", "test_csv", "label_column", "train_images", "train_labels",
+                                "test_images", "test_labels", "dataset"})
+            data.remove(key);
+        if (form.dataset_version.isEmpty()) {
+            data["dataset"] = "fashion-mnist";
+        } else {
+            // The version's folder holds the files under Debian's names; paths are relative to it.
+            data["format"] = "idx";
+            data["train_images"] = "train-images-idx3-ubyte.gz";
+            data["train_labels"] = "train-labels-idx1-ubyte.gz";
+            data["test_images"] = "t10k-images-idx3-ubyte.gz";
+            data["test_labels"] = "t10k-labels-idx1-ubyte.gz";
+        }
+    }
+    // A different model than the one loaded drops the old model's own keys.
+    if (spec.value("model").toString() != form.model)
+        for (const char* key : {"hidden", "conv", "fc", "kernel", "layers"})
+            spec.remove(key);
+    QJsonObject optimizer = spec.value("optimizer").toObject();
+    optimizer["type"] = form.optimizer;
+    optimizer["lr"] = form.learning_rate;
+    QJsonObject schedule = spec.value("schedule").toObject();
+    schedule["decay"] = form.cosine ? "cosine" : "constant";
+    spec["name"] = name;
+    if (!spec.contains("layers"))
+        spec["model"] = form.model;
+    spec["data"] = data;
+    spec["epochs"] = form.epochs;
+    spec["batch_size"] = form.batch_size;
+    spec["seed"] = form.seed;
+    spec["optimizer"] = optimizer;
+    spec["schedule"] = schedule;
+    request["builtin"] = spec;
+    return request;
+}
+
+bool job_request(const JobForm& form, QJsonObject* request, QString* problem) {
+    const QString why = job_form_problem(form);
+    if (problem)
+        *problem = why;
+    if (!why.isEmpty())
+        return false;
+    if (request)
+        *request = job_form_request(form);
+    return true;
+}
+
+} // namespace traindeck

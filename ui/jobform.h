@@ -1,0 +1,74 @@
+#pragma once
+// The New job dialog's form as plain values, and the job request it makes (as PlotJuggler keeps a pure parser under
+// a thin dialog): the dialog only copies widgets to a JobForm and back; what the form means — the request's JSON,
+// the job's default name, what must be fixed before it can be submitted — is decided here, with no widget in sight,
+// so that the tests state it without a window. Qt Core only; the one outside thing read is whether the files and
+// folders the form names exist.
+#include <QJsonObject>
+#include <QString>
+#include <QStringList>
+
+namespace traindeck {
+
+struct JobForm {
+    enum class Kind { builtin, command };
+    Kind kind = Kind::builtin;
+    QString name; // empty: named after the command or the model (job_form_name)
+
+    // The built-in trainer.
+    QString model = "mlp";          // "mlp" or "cnn"
+    QString data = "fashion-mnist"; // "fashion-mnist" or "csv"
+    QString train_csv, test_csv;    // for "csv"; test_csv may be empty
+    int epochs = 5;
+    int batch_size = 128;
+    QString optimizer = "sgd"; // "sgd" or "adamw"
+    double learning_rate = 0.05;
+    bool cosine = true;
+    int seed = 42;
+
+    // Any command.
+    QString command_line;    // split into argv words as a shell would (split_command_line), never run by one...
+    bool shell = false;      // ...unless this is set: then the whole line goes to /bin/sh -c
+    QString working_folder;  // empty: the job's folder
+    QString environment;     // KEY=VALUE, one a line
+
+    // Where and how it runs.
+    QString dataset_version; // empty: none (paths as given)
+    int cpus = 2, gpus = 0, memory_mb = 0; // memory 0: no limit
+    int priority = 0;
+    double budget = 0; // 0: no cap
+    int max_restarts = 2;
+    bool migrate = false; // continue on another worker from the last checkpoint if this one is lost
+
+    // The request the form was loaded from: what the form does not show (a layer list, a data limit, checkpoint
+    // intervals...) goes out unchanged, so that clone-and-edit changes only what the user changed.
+    QJsonObject loaded;
+};
+
+// The form `form` becomes when it loads `request` (clone and edit): the request's values where it has them, and
+// the form's defaults for a missing one (no schedule reads as constant). A command request leaves the built-in
+// fields as they were and a built-in one the command fields, as does a built-in request not on CSV for the
+// data choice; an unknown model is the MLP, an unknown optimizer leaves the optimizer as it was.
+JobForm job_form_from_request(const QJsonObject& request, JobForm form = {});
+
+// Empty when the form can be submitted; otherwise what to fix, as the dialog shows it.
+QString job_form_problem(const JobForm& form);
+
+// The name given, or one made from the command's first word or the model and its data ("MLP on Fashion-MNIST").
+QString job_form_name(const JobForm& form);
+
+// The worker's job request the form describes (the console's own settings under "console"), built even from a form
+// job_form_problem() refuses (it says what it can).
+QJsonObject job_form_request(const JobForm& form);
+
+// The request, or false and what to fix in *problem.
+bool job_request(const JobForm& form, QJsonObject* request, QString* problem);
+
+// Splits a command line into argv words the way a user expects from a shell (quotes, backslashes), without
+// running one. Returns false on an unterminated quote.
+bool split_command_line(const QString& line, QStringList& words);
+// The words as one line for the form: a word with a space (or an empty one) in double quotes, its double quotes
+// escaped; any other word as it is.
+QString join_command_line(const QStringList& words);
+
+} // namespace traindeck
