@@ -107,7 +107,7 @@ Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShap
 
 void Network::initialize(Rng& rng) {
     for (const Layer& layer : layers_) {
-        if (layer.spec.type != LayerType::linear && layer.spec.type != LayerType::conv2d)
+        if (!layer.has_weights())
             continue;
         const size_t fan_in = layer.spec.type == LayerType::linear
                                   ? layer.in.size()
@@ -135,6 +135,15 @@ float* Network::output(size_t layer) { return buffer_of(outputs_, layer); }
 float* Network::doutput(size_t layer) { return buffer_of(doutputs_, layer); }
 
 const float* Network::forward(const float* x, int batch, bool training, Rng& rng) {
+    return run_forward(x, batch, training, rng, nullptr);
+}
+
+const float* Network::forward(const float* x, int batch, const WeightedInputHook& hook) {
+    Rng unused; // inference draws no dropout masks
+    return run_forward(x, batch, false, unused, hook ? &hook : nullptr);
+}
+
+const float* Network::run_forward(const float* x, int batch, bool training, Rng& rng, const WeightedInputHook* hook) {
     const float* input = x;
     float* p = params_.data();
     for (size_t i = 0; i < layers_.size(); ++i) {
@@ -144,6 +153,8 @@ const float* Network::forward(const float* x, int batch, bool training, Rng& rng
             continue; // NHWC samples are already contiguous rows
         float* y = outputs_[i].data();
         const size_t in_count = layer.in.size() * batch;
+        if (hook && layer.has_weights())
+            input = (*hook)(i, input, in_count);
         if (type == LayerType::linear) {
             linear_forward(y, input, p + layer.weight, p + layer.bias, batch, static_cast<int>(layer.in.size()), layer.spec.out);
         } else if (type == LayerType::conv2d) {

@@ -7,6 +7,7 @@
 #include "layers.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,13 @@ struct Layer {
     LayerSpec spec;
     SampleShape in, out;
     size_t weight = 0, bias = 0; // offsets into params (linear, conv2d)
+    bool has_weights() const { return spec.type == LayerType::linear || spec.type == LayerType::conv2d; }
 };
+
+// Shown the input of every layer with weights (linear, conv2d) during an inference pass, before the layer runs;
+// returns the input that layer computes with: the one given (to observe it, as int8 calibration does) or a
+// replacement that stays valid until the layer has run (a fake-quantised copy, to simulate int8).
+using WeightedInputHook = std::function<const float*(size_t layer, const float* input, size_t count)>;
 
 class Network {
 public:
@@ -41,6 +48,9 @@ public:
 
     // Returns the logits [batch, classes]. Dropout draws from rng only when training.
     const float* forward(const float* x, int batch, bool training, Rng& rng);
+    // The same inference pass (no dropout) with hook (when set) shown every weighted layer's input: the exporter's
+    // calibration and int8 simulation run the trainer's own forward walk. Not followed by backward().
+    const float* forward(const float* x, int batch, const WeightedInputHook& hook);
     // Accumulates parameter gradients from dlogits (the loss gradient w.r.t. forward's logits).
     void backward(const float* x, const float* dlogits, int batch);
 
@@ -56,6 +66,7 @@ public:
     std::string describe() const;
 
 private:
+    const float* run_forward(const float* x, int batch, bool training, Rng& rng, const WeightedInputHook* hook);
     float* buffer_of(std::vector<std::vector<float>>& buffers, size_t layer);
     float* output(size_t layer);
     float* doutput(size_t layer);
