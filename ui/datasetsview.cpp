@@ -27,7 +27,6 @@
 #include <QTableView>
 #include <QTableWidget>
 #include <QVBoxLayout>
-#include <QtConcurrent>
 
 namespace traindeck {
 
@@ -113,8 +112,8 @@ QImage thumbnails(const dataset::Preview& p, const QString& root) {
 
 } // namespace
 
-DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, BackendList backends, QWidget* parent)
-    : QWidget(parent), catalog_path_(catalog_path), sync_(sync), backends_(std::move(backends)) {
+DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, const JobController& backends, QWidget* parent)
+    : QWidget(parent), catalog_path_(catalog_path), sync_(sync), backends_(backends) {
     setAcceptDrops(true);
     model_ = new DatasetTableModel(catalog_path, this);
     table_ = new QTableView;
@@ -255,8 +254,7 @@ DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, Backe
 void DatasetsView::refreshBackends() {
     const QString current = backend_->currentText();
     backend_->clear();
-    for (const auto& [name, backend] : backends_())
-        backend_->addItem(name);
+    backend_->addItems(backends_.names());
     if (!current.isEmpty())
         backend_->setCurrentText(current);
 }
@@ -283,16 +281,13 @@ void DatasetsView::uploadSelected(const QString& backend_name) {
         setStatus(tr("Select a version to upload"), true);
         return;
     }
-    Backend* backend = nullptr;
-    for (const auto& [name, b] : backends_())
-        if (name == backend_name)
-            backend = b;
+    const std::optional<JobController::Connected> backend = backends_.find(backend_name);
     if (!backend) {
         setStatus(tr("Backend “%1” is not connected").arg(backend_name), true);
         return;
     }
     const QString version = model_->data(current, DatasetTableModel::VersionRole).toString();
-    if (!sync_.upload(version, model_->data(current, DatasetTableModel::RootRole).toString(), *backend, backend_name))
+    if (!sync_.upload(version, model_->data(current, DatasetTableModel::RootRole).toString(), *backend->backend, backend_name))
         setStatus(tr("Busy with another dataset; try again when it is done"), true);
 }
 

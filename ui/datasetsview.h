@@ -5,10 +5,9 @@
 // Manifests, diffs, previews and thumbnails are read and decoded off the GUI thread; the view only shows results.
 #include "datasetsync.h"
 #include "datasettablemodel.h"
+#include "jobcontroller.h"
 
 #include <QWidget>
-
-#include <functional>
 
 class QComboBox;
 class QLabel;
@@ -24,8 +23,8 @@ namespace traindeck {
 class DatasetsView : public QWidget {
     Q_OBJECT
 public:
-    using BackendList = std::function<QList<QPair<QString, Backend*>>()>;
-    DatasetsView(const QString& catalog_path, DatasetSync& sync, BackendList backends, QWidget* parent = nullptr);
+    // backends: where versions can be uploaded to (the names of its connected backends).
+    DatasetsView(const QString& catalog_path, DatasetSync& sync, const JobController& backends, QWidget* parent = nullptr);
 
     DatasetTableModel& model() { return *model_; }
     QTableView& table() { return *table_; }
@@ -48,7 +47,7 @@ private:
 
     QString catalog_path_;
     DatasetSync& sync_;
-    BackendList backends_;
+    const JobController& backends_;
     DatasetTableModel* model_;
     QTableView* table_;
     QComboBox* backend_;

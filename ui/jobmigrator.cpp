@@ -7,19 +7,17 @@
 #include "jobstate.h"
 #include "jobsync.h"
 #include "manifest.h"
-#include "networkpool.h"
 
 #include <QDateTime>
 #include <QDir>
 #include <QJsonDocument>
 #include <QPointer>
 #include <QTimer>
-#include <QtConcurrent>
 
 namespace traindeck {
 
-JobMigrator::JobMigrator(const QString& catalog_path, CatalogWriter& writer, Targets targets, QObject* parent)
-    : QObject(parent), writer_(writer), targets_(std::move(targets)) {
+JobMigrator::JobMigrator(const QString& catalog_path, CatalogWriter& writer, const JobController& backends, QObject* parent)
+    : QObject(parent), writer_(writer), backends_(backends) {
     Q_UNUSED(catalog_path); // the writer reads what it needs, on its thread
     timer_ = new QTimer(this);
     connect(timer_, &QTimer::timeout, this, &JobMigrator::poll);
@@ -32,7 +30,7 @@ void JobMigrator::setTimeouts(int poll_ms, int lost_after_ms) {
 }
 
 void JobMigrator::poll() {
-    for (const Target& t : targets_()) {
+    for (const JobController::Connected& t : backends_.backends()) {
         if (polling_.contains(t.name))
             continue; // the previous question is still out (a dead host can take the whole connect timeout)
         if (!last_heard_.contains(t.name))
@@ -55,16 +53,15 @@ void JobMigrator::heard(const QString& name, bool ok) {
         if (lost_.remove(name)) {
             emit workerBack(name);
             // Fencing: what moved away must not also finish here.
-            for (const Target& t : targets_())
-                if (t.name == name)
-                    for (const QString& remote : moved_away_.take(name)) {
-                        const BackendRef ref = BackendRef::of(t.backend);
-                        run_in_background(this, [ref, remote] {
-                            QString error;
-                            if (const BackendRef::Use backend = ref.use())
-                                backend->cancel(remote, &error);
-                        }, [] {});
-                    }
+            if (const std::optional<JobController::Connected> back = backends_.find(name))
+                for (const QString& remote : moved_away_.take(name)) {
+                    const BackendRef ref = BackendRef::of(back->backend);
+                    run_in_background(this, [ref, remote] {
+                        QString error;
+                        if (const BackendRef::Use backend = ref.use())
+                            backend->cancel(remote, &error);
+                    }, [] {});
+                }
         }
         return;
     }
@@ -101,9 +98,9 @@ void JobMigrator::migrateJobsOf(const QString& backend) {
 }
 
 void JobMigrator::moveJobs(const QString& backend, const QList<Row>& rows) {
-    const Target* to = nullptr;
-    const QList<Target> targets = targets_();
-    for (const Target& t : targets)
+    const JobController::Connected* to = nullptr;
+    const QList<JobController::Connected> targets = backends_.backends();
+    for (const JobController::Connected& t : targets)
         if (t.name != backend && !lost_.contains(t.name)) {
             to = &t;
             break;
@@ -120,7 +117,7 @@ void JobMigrator::moveJobs(const QString& backend, const QList<Row>& rows) {
 }
 
 void JobMigrator::move(qint64 job, const QString& from, const QString& remote_id, const QJsonObject& request,
-                       const Target& to) {
+                       const JobController::Connected& to) {
     const QString dir = JobSync::checkpointDir(job);
     const BackendRef ref = BackendRef::of(to.backend);
     QJsonObject sent = request;

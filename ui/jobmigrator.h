@@ -5,29 +5,21 @@
 // continuing the same curve. When a lost worker answers again, the copies left running there are cancelled.
 #include "backend.h"
 #include "catalog.h"
+#include "jobcontroller.h"
 
 #include <QMap>
 #include <QObject>
 #include <QSet>
 
-#include <functional>
-
 class QTimer;
 
 namespace traindeck {
 
-class JobSync;
-
 class JobMigrator : public QObject {
     Q_OBJECT
 public:
-    struct Target {
-        QString name;
-        Backend* backend;
-        JobSync* sync;
-    };
-    using Targets = std::function<QList<Target>()>;
-    JobMigrator(const QString& catalog_path, CatalogWriter& writer, Targets targets, QObject* parent = nullptr);
+    // backends: the workers watched, and where lost jobs may go.
+    JobMigrator(const QString& catalog_path, CatalogWriter& writer, const JobController& backends, QObject* parent = nullptr);
 
     void setTimeouts(int poll_ms, int lost_after_ms);
     bool isLost(const QString& backend) const { return lost_.contains(backend); }
@@ -49,10 +41,11 @@ private:
     };
     void migrateJobsOf(const QString& backend);
     void moveJobs(const QString& backend, const QList<Row>& rows);
-    void move(qint64 job, const QString& from, const QString& remote_id, const QJsonObject& request, const Target& to);
+    void move(qint64 job, const QString& from, const QString& remote_id, const QJsonObject& request,
+              const JobController::Connected& to);
 
     CatalogWriter& writer_;
-    Targets targets_;
+    const JobController& backends_;
     QTimer* timer_;
     int lost_after_ms_ = 60000;
     QMap<QString, qint64> last_heard_; // ms since epoch

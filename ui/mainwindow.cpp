@@ -1,10 +1,10 @@
-// MainWindow (mainwindow.h): wiring and small slots; every backend call goes to the network pool.
+// MainWindow (mainwindow.h): wiring and small slots; every backend call goes to the network pool, every action on
+// a job through the controller.
 #include "mainwindow.h"
 
 #include "background.h"
 #include "backendref.h"
 #include "exportdialog.h"
-#include "networkpool.h"
 #include "newjobdialog.h"
 
 #include <QAction>
@@ -28,7 +28,6 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
-#include <QtConcurrent>
 
 namespace traindeck {
 
@@ -88,19 +87,16 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     splitter->addWidget(detail_);
     splitter->setSizes({620, 780});
     dataset_sync_ = new DatasetSync(sync.writer(), catalog_path, this);
-    datasets_ = new DatasetsView(catalog_path, *dataset_sync_, [this] {
-        QList<QPair<QString, Backend*>> list;
-        for (const Entry& e : backends_)
-            list.push_back({e.name, e.backend});
-        return list;
-    });
-    connect(dataset_sync_, &DatasetSync::failed, this, &MainWindow::addAlert);
-    migrator_ = new JobMigrator(catalog_path, sync.writer(), [this] {
-        QList<JobMigrator::Target> list;
-        for (const Entry& e : backends_)
-            list.push_back({e.name, e.backend, e.sync});
-        return list;
+    controller_ = new JobController(*dataset_sync_, [this](const QString& version) {
+        DatasetTableModel& model = datasets_->model();
+        model.refresh();
+        const int row = model.rowOfVersion(version);
+        return row < 0 ? QString() : model.data(model.index(row, 0), DatasetTableModel::RootRole).toString();
     }, this);
+    connect(controller_, &JobController::problem, this, &MainWindow::addAlert);
+    datasets_ = new DatasetsView(catalog_path, *dataset_sync_, *controller_);
+    connect(dataset_sync_, &DatasetSync::failed, this, &MainWindow::addAlert);
+    migrator_ = new JobMigrator(catalog_path, sync.writer(), *controller_, this);
     connect(migrator_, &JobMigrator::workerLost, this, [this](const QString&, const QString& message) {
         addAlert(message);
         refresh();
@@ -210,7 +206,7 @@ void MainWindow::connectSync(JobSync& sync) {
 }
 
 void MainWindow::addBackend(const QString& name, JobSync& sync, Backend& backend) {
-    backends_.push_back({name, &sync, &backend});
+    controller_->add(name, sync, backend);
     datasets_->refreshBackends();
     connectSync(sync);
     updateResources();
@@ -226,18 +222,13 @@ QStringList MainWindow::alerts() const {
     return list;
 }
 
-QStringList MainWindow::backendNames() const {
-    QStringList names;
-    for (const Entry& e : backends_)
-        names << e.name;
-    return names;
-}
+QStringList MainWindow::backendNames() const { return controller_->names(); }
 
-const MainWindow::Entry* MainWindow::entryFor(const QString& backend_name) const {
-    for (const Entry& e : backends_)
-        if (e.name == backend_name)
-            return &e;
-    return nullptr;
+QModelIndex MainWindow::currentJob() const { return proxy_->mapToSource(table_->currentIndex()); }
+
+JobController::Job MainWindow::jobAt(const QModelIndex& source) const {
+    return {jobs_->data(source, JobTableModel::JobIdRole).toLongLong(), jobs_->data(source, JobTableModel::BackendRole).toString(),
+            jobs_->data(source, JobTableModel::RemoteIdRole).toString()};
 }
 
 void MainWindow::refresh() {
@@ -264,56 +255,23 @@ void MainWindow::submitDemo(const QString& model) {
     const QString name = spec.value("name").toString(model);
     const QJsonObject request{{"name", name}, {"builtin", spec},
                               {"resources", QJsonObject{{"cpus", 2}}}, {"max_restarts", 2}};
-    backends_.front().sync->submit(name, request);
+    controller_->backends().front().sync->submit(name, request);
 }
 
 void MainWindow::cancelSelected() {
-    const QModelIndex current = proxy_->mapToSource(table_->currentIndex());
-    if (!current.isValid())
-        return;
-    if (const Entry* e = entryFor(jobs_->data(current, JobTableModel::BackendRole).toString()))
-        e->sync->cancel(jobs_->data(current, JobTableModel::JobIdRole).toLongLong(),
-                        jobs_->data(current, JobTableModel::RemoteIdRole).toString());
-    else
-        addAlert(tr("The job's backend is not connected"));
+    if (const QModelIndex current = currentJob(); current.isValid())
+        controller_->cancel(jobAt(current));
 }
 
 void MainWindow::submitDialog(const NewJobDialog& dialog) {
-    if (const QString why = dialog.problem(); !why.isEmpty()) {
+    const JobForm form = dialog.form();
+    QJsonObject request;
+    QString why;
+    if (!job_request(form, &request, &why)) {
         addAlert(tr("Not submitted: %1").arg(why));
         return;
     }
-    const Entry* e = entryFor(dialog.backendName());
-    if (!e) {
-        addAlert(tr("Not submitted: backend “%1” is not connected").arg(dialog.backendName()));
-        return;
-    }
-    const QJsonObject request = dialog.request();
-    const QString version = request.value("dataset").toString();
-    if (version.isEmpty()) {
-        e->sync->submit(dialog.jobName(), request);
-        return;
-    }
-    // The worker must hold the dataset version first: upload what it lacks (often nothing), then submit.
-    DatasetTableModel& model = datasets_->model();
-    model.refresh();
-    const int row = model.rowOfVersion(version);
-    if (row < 0) {
-        addAlert(tr("Not submitted: dataset version %1 is not in the catalog").arg(version.left(12)));
-        return;
-    }
-    JobSync* sync = e->sync;
-    const QString name = dialog.jobName();
-    const bool started = dataset_sync_->upload(version, model.data(model.index(row, 0), DatasetTableModel::RootRole).toString(),
-                                               *e->backend, e->name,
-                                               [this, sync, name, request](bool ok, const QString& error) {
-                                                   if (ok)
-                                                       sync->submit(name, request);
-                                                   else
-                                                       addAlert(tr("Not submitted: %1").arg(error));
-                                               });
-    if (!started)
-        addAlert(tr("Not submitted: a dataset upload is still running; try again when it is done"));
+    controller_->submit(dialog.backendName(), job_form_name(form), request);
 }
 
 QList<QPair<QString, QString>> MainWindow::datasetChoices() {
@@ -331,20 +289,21 @@ QList<QPair<QString, QString>> MainWindow::datasetChoices() {
 }
 
 ExportDialog* MainWindow::exportSelected() {
-    const QModelIndex current = proxy_->mapToSource(table_->currentIndex());
+    const QModelIndex current = currentJob();
     if (!current.isValid()) {
         addAlert(tr("Select a job to export"));
         return nullptr;
     }
-    const Entry* e = entryFor(jobs_->data(current, JobTableModel::BackendRole).toString());
+    const JobController::Job selected = jobAt(current);
+    const std::optional<JobController::Connected> e = controller_->backendOf(selected);
     if (!e) {
         addAlert(tr("The job's backend is not connected"));
         return nullptr;
     }
     ExportDialog::Job job;
-    job.id = jobs_->data(current, JobTableModel::JobIdRole).toLongLong();
+    job.id = selected.id;
     job.name = jobs_->data(jobs_->index(current.row(), JobTableModel::Name), Qt::DisplayRole).toString();
-    job.remote_id = jobs_->data(current, JobTableModel::RemoteIdRole).toString();
+    job.remote_id = selected.remote_id;
     job.request = QJsonDocument::fromJson(reader_.jobRequest(job.id)).object();
     if (const QString version = job.request.value("dataset").toString(); !version.isEmpty()) {
         const int row = datasets_->model().rowOfVersion(version);
@@ -371,18 +330,12 @@ void MainWindow::registerFashionMnist() {
 }
 
 void MainWindow::resumeSelected() {
-    const QModelIndex current = proxy_->mapToSource(table_->currentIndex());
-    if (!current.isValid())
-        return;
-    if (const Entry* e = entryFor(jobs_->data(current, JobTableModel::BackendRole).toString()))
-        e->sync->resume(jobs_->data(current, JobTableModel::JobIdRole).toLongLong(),
-                        jobs_->data(current, JobTableModel::RemoteIdRole).toString());
-    else
-        addAlert(tr("The job's backend is not connected"));
+    if (const QModelIndex current = currentJob(); current.isValid())
+        controller_->resume(jobAt(current));
 }
 
 void MainWindow::cloneSelected() {
-    const QModelIndex current = proxy_->mapToSource(table_->currentIndex());
+    const QModelIndex current = currentJob();
     if (!current.isValid())
         return;
     const QJsonObject request =
@@ -403,7 +356,7 @@ void MainWindow::updateResources() {
         QJsonObject resources;
         QString address, error;
     };
-    for (const Entry& e : backends_) {
+    for (const JobController::Connected& e : controller_->backends()) {
         const BackendRef ref = BackendRef::of(e.backend);
         run_in_background(this, [ref] {
             Fetched fetched;

@@ -1,15 +1,18 @@
 #pragma once
 // The console's main window: jobs table (sortable, filterable), the selected job's live curves, the backend's
-// resources and the alerts. It reads models and calls the backend through JobSync; no SQL, no HTTP here.
+// resources and the alerts. It reads models and acts on jobs through its JobController (which backend, upload then
+// submit) and their JobSync; no SQL, no HTTP here.
 #include "backendtablemodel.h"
 #include "datasetsview.h"
 #include "datasetsync.h"
+#include "jobcontroller.h"
 #include "jobdetailview.h"
 #include "jobmigrator.h"
 #include "jobsync.h"
 #include "jobtablemodel.h"
 
 #include <QMainWindow>
+#include <QModelIndex>
 
 class QListWidget;
 class QLabel;
@@ -42,6 +45,7 @@ public:
     DatasetSync& datasetSync() { return *dataset_sync_; }
     QTabWidget& tabs() { return *tabs_; }
     JobMigrator& migrator() { return *migrator_; }
+    JobController& controller() { return *controller_; }
     void selectRow(int row);
     // The alerts panel's rows, newest first (each as shown: time, then the message).
     QStringList alerts() const;
@@ -65,14 +69,11 @@ private:
     void resumeSelected();
     void updateResources();
     QList<QPair<QString, QString>> datasetChoices();
+    // The jobs table's current row, in the jobs model (invalid when there is none), and the job on a row.
+    QModelIndex currentJob() const;
+    JobController::Job jobAt(const QModelIndex& source) const;
 
-    struct Entry {
-        QString name;
-        JobSync* sync;
-        Backend* backend;
-    };
-    const Entry* entryFor(const QString& backend_name) const;
-    QList<Entry> backends_;
+    JobController* controller_;
     JobTableModel* jobs_;
     QSortFilterProxyModel* proxy_;
     QTableView* table_;
