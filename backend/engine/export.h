@@ -8,7 +8,9 @@
 //                      convolution and linear layer, ranges calibrated on a sample of the training data
 //   <name>.safetensors the fp32 weights in PyTorch's layouts (conv [O, C, K, K], linear [O, I] with NCHW flatten order)
 // Both ONNX files pass onnx::checker before they are written. The report carries the accuracy of the fp32 and
-// int8 models on the validation and test sets, computed by TrainDeck's own (quantisation-simulating) inference.
+// int8 models on the validation and test sets, computed by the trainer's own forward pass (network.h), fed
+// fake-quantised inputs and dequantised weights for int8 (quantisation.h). The pieces: quantisation.h, onnxwriter.h,
+// safetensors.h, portablelayout.h; export.cpp only orchestrates them.
 #include "expected.h"
 #include "jobspec.h"
 
