@@ -33,8 +33,10 @@ packages=(
   openssl procps curl
 )
 # With --tests: a real single-node Slurm for the Slurm executor's tests (installer/slurm-single-node.sh starts it),
-# and clang with libFuzzer's runtime (packaged apart from clang) for the fuzz tests (tests/fuzz).
-test_packages=(slurmctld slurmd slurm-client slurmrestd munge slurm-wlm-jwt-plugin clang libclang-rt-14-dev)
+# clang with libFuzzer's runtime (packaged apart from clang) for the fuzz tests (tests/fuzz), and clang-format and
+# clang-tidy for the style checks (tests/style; git for the lines a change touched).
+test_packages=(slurmctld slurmd slurm-client slurmrestd munge slurm-wlm-jwt-plugin clang libclang-rt-14-dev
+  clang-format-14 clang-tidy-14 git)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -1,5 +1,7 @@
 #include "catalog.h"
 
+#include "clock.h"
+
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -61,10 +63,6 @@ const char* const kMigrations[] = {
     )",
 };
 
-double now_seconds() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 } // namespace
 
 std::string Catalog::open(const std::string& path, bool read_only) {
@@ -119,7 +117,12 @@ int64_t Catalog::add_job(const std::string& name, const std::string& backend, co
     // "console" holds what only the console acts on (the worker never sees it).
     const bool migrate = spec.is_object() && spec.contains("console") && spec["console"].is_object() &&
                          spec["console"].value("migrate", false);
-    insert.bind(1, name).bind(2, backend).bind(3, remote_id).bind(4, spec.dump()).bind(5, now_seconds()).bind(6, budget)
+    insert.bind(1, name)
+        .bind(2, backend)
+        .bind(3, remote_id)
+        .bind(4, spec.dump())
+        .bind(5, wall_seconds())
+        .bind(6, budget)
         .bind(7, int64_t(migrate));
     insert.step();
     return db_.last_insert_id();
@@ -129,7 +132,12 @@ void Catalog::add_backend(const BackendRow& b) {
     Statement upsert = db_.prepare(
         "INSERT INTO backends(name, kind, url, keyring_key, pinned_public_key, created) VALUES(?, ?, ?, ?, ?, ?) "
         "ON CONFLICT(name) DO UPDATE SET kind=excluded.kind, url=excluded.url, pinned_public_key=excluded.pinned_public_key");
-    upsert.bind(1, b.name).bind(2, b.kind).bind(3, b.url).bind(4, b.name).bind(5, b.pinned_public_key).bind(6, now_seconds());
+    upsert.bind(1, b.name)
+        .bind(2, b.kind)
+        .bind(3, b.url)
+        .bind(4, b.name)
+        .bind(5, b.pinned_public_key)
+        .bind(6, wall_seconds());
     upsert.step();
 }
 
@@ -147,14 +155,21 @@ int64_t Catalog::add_dataset_version(const DatasetVersionRow& v, bool* created) 
         dataset = find.integer(0);
     } else {
         Statement insert = db_.prepare("INSERT INTO datasets(name, created) VALUES(?, ?)");
-        insert.bind(1, v.name).bind(2, now_seconds());
+        insert.bind(1, v.name).bind(2, wall_seconds());
         insert.step();
         dataset = db_.last_insert_id();
     }
     Statement insert = db_.prepare("INSERT INTO dataset_versions(dataset, hash, manifest, bytes, created, root, format, "
                                    "summary, files) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    insert.bind(1, dataset).bind(2, v.version).bind(3, v.manifest).bind(4, v.bytes).bind(5, now_seconds()).bind(6, v.root)
-        .bind(7, v.format).bind(8, v.summary).bind(9, v.files);
+    insert.bind(1, dataset)
+        .bind(2, v.version)
+        .bind(3, v.manifest)
+        .bind(4, v.bytes)
+        .bind(5, wall_seconds())
+        .bind(6, v.root)
+        .bind(7, v.format)
+        .bind(8, v.summary)
+        .bind(9, v.files);
     insert.step();
     if (created)
         *created = true;
@@ -163,14 +178,14 @@ int64_t Catalog::add_dataset_version(const DatasetVersionRow& v, bool* created) 
 
 void Catalog::mark_dataset_uploaded(const std::string& version, const std::string& backend) {
     Statement upsert = db_.prepare("INSERT OR REPLACE INTO dataset_uploads(version, backend, time) VALUES(?, ?, ?)");
-    upsert.bind(1, version).bind(2, backend).bind(3, now_seconds());
+    upsert.bind(1, version).bind(2, backend).bind(3, wall_seconds());
     upsert.step();
 }
 
 int64_t Catalog::add_artifact(int64_t job, const std::string& kind, const std::string& path, int64_t bytes,
                               const nlohmann::json& info) {
     Statement insert = db_.prepare("INSERT INTO artifacts(job, kind, path, bytes, info, created) VALUES(?, ?, ?, ?, ?, ?)");
-    insert.bind(1, job).bind(2, kind).bind(3, path).bind(4, bytes).bind(5, info.dump()).bind(6, now_seconds());
+    insert.bind(1, job).bind(2, kind).bind(3, path).bind(4, bytes).bind(5, info.dump()).bind(6, wall_seconds());
     insert.step();
     return db_.last_insert_id();
 }

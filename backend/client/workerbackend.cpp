@@ -4,8 +4,10 @@
 #include "workerbackend.h"
 
 #include "datasetupload.h"
+#include "jobstate.h"
 #include "jsonrepair.h"
 #include "portlistener.h"
+#include "process.h"
 #include "remotename.h"
 
 #include <QCoreApplication>
@@ -22,7 +24,6 @@
 #include <chrono>
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <unistd.h>
 
 extern char** environ;
@@ -43,29 +44,18 @@ bool start_worker(const QString& binary, const QString& state_dir, const QString
     const std::string program = binary.toStdString();
     const std::string dir = state_dir.toStdString();
     const std::string log = (state_dir + "/worker.log").toStdString();
-    std::vector<std::string> words = {program, "--listen", "127.0.0.1:0", "--state-dir", dir};
+    SpawnOptions worker;
+    worker.argv = {program, "--listen", "127.0.0.1:0", "--state-dir", dir};
     for (const QString& arg : extra_args)
-        words.push_back(arg.toStdString());
-    std::vector<char*> argv;
-    for (auto& word : words)
-        argv.push_back(word.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    // Its own session: closing or killing the console must not stop the worker or its jobs.
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, program.c_str(), &actions, &attributes, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-    if (rc != 0 && error)
+        worker.argv.push_back(arg.toStdString());
+    worker.new_session = true; // closing or killing the console must not stop the worker or its jobs
+    worker.stdin_path = "/dev/null";
+    worker.output_path = log;
+    int rc = 0;
+    const pid_t pid = spawn_process(worker, rc);
+    if (pid < 0 && error)
         *error = QStringLiteral("cannot start %1: %2").arg(binary, QString::fromLocal8Bit(strerror(rc)));
-    return rc == 0;
+    return pid >= 0;
 }
 
 // Whether the process listening on 127.0.0.1:port is the worker of state_dir. Only the kernel's socket table is
@@ -160,7 +150,7 @@ JobNews read_news(const nlohmann::json& part, qint64 seen) {
     JobNews news;
     news.events = part.is_object() && part.contains("events") && part["events"].is_array() ? &part["events"] : &no_events;
     const std::string state = part.is_object() && part.contains("state") && part["state"].is_string() ? part["state"].get<std::string>() : "";
-    news.finished = news.events->empty() && (state == "succeeded" || state == "failed" || state == "cancelled" || state == "stopped");
+    news.finished = news.events->empty() && is_finished(state);
     news.next = seen;
     if (part.is_object() && part.contains("next") && part["next"].is_number_integer())
         news.next = part["next"].get<qint64>();

@@ -87,8 +87,9 @@ pid_t spawn_process(const SpawnOptions& options, int& error_number) {
         flags |= POSIX_SPAWN_SETSIGMASK;
     }
     posix_spawnattr_setflags(&attributes, flags);
+    const Environment inherited = options.environment ? Environment() : Environment::current();
     const CStringArray argv(options.argv);
-    const CStringArray envp(options.environment ? options.environment->entries() : Environment::current().entries());
+    const CStringArray envp((options.environment ? *options.environment : inherited).entries());
     pid_t pid = -1;
     const auto spawn = options.search_path ? ::posix_spawnp : ::posix_spawn;
     const int rc = spawn(&pid, options.argv.front().c_str(), &actions, &attributes, argv.data(), envp.data());

@@ -45,14 +45,14 @@ private:
 };
 
 struct SpawnOptions {
-    std::vector<std::string> argv;            // argv[0] is the program
-    std::optional<Environment> environment;   // none: this process's own
-    bool search_path = false;                 // argv[0] looked up in PATH (posix_spawnp)
-    bool new_session = false;                 // setsid: the child leaves our process group and terminal
-    std::vector<int> blocked_signals;         // blocked in the child until it unblocks them
-    std::string stdin_path;                   // opened read-only as fd 0; empty: inherited
-    std::string output_path;                  // appended to as fd 1 and 2 (mode 0600); empty: inherited
-    int output_fd = -1;                       // dup'ed to fd 1 and 2 instead (a pipe); -1: not used
+    std::vector<std::string> argv;          // argv[0] is the program
+    std::optional<Environment> environment; // none: this process's own
+    bool search_path = false;               // argv[0] looked up in PATH (posix_spawnp)
+    bool new_session = false;               // setsid: the child leaves our process group and terminal
+    std::vector<int> blocked_signals;       // blocked in the child until it unblocks them
+    std::string stdin_path;                 // opened read-only as fd 0; empty: inherited
+    std::string output_path;                // appended to as fd 1 and 2 (mode 0600); empty: inherited
+    int output_fd = -1;                     // dup'ed to fd 1 and 2 instead (a pipe); -1: not used
 };
 
 // The child's pid, or -1 with error_number set to what failed (ENOENT: no such program, ...).

@@ -208,7 +208,8 @@ int ContentStore::build(const Manifest& manifest, std::vector<std::string>& miss
                 "… (damaged on the worker's disk); they were dropped, upload again";
         return 422;
     }
-    if (const int saved = write_file_atomically(dir_ + "/manifests/" + version + ".json", manifest.to_json().dump()); saved != 0) {
+    if (const int saved = write_file_atomically(dir_ + "/manifests/" + version + ".json", manifest.to_json().dump());
+        saved != 0) {
         remove_tree(build);
         error = "cannot write the manifest (" + std::string(std::strerror(saved)) + ")";
         return space_status(saved);

@@ -1,6 +1,7 @@
 #include "inspect.h"
 
-#include <zlib.h>
+#include "csv.h"
+#include "idx.h"
 
 #include <algorithm>
 #include <cstring>
@@ -27,102 +28,10 @@ std::string lower(std::string text) {
     return text;
 }
 
-// IDX: big-endian magic (0, 0, type 0x08 = unsigned byte, dimension count), then one u32 per dimension, then data.
-struct IdxHeader {
-    std::vector<uint32_t> dims;
-    int64_t elements() const {
-        // Saturates above the most read_idx accepts (2^40): three u32 sizes multiplied can overflow an int64.
-        constexpr int64_t kTooMany = int64_t(1) << 41;
-        int64_t n = 1;
-        for (uint32_t d : dims)
-            n = d != 0 && n > kTooMany / d ? kTooMany : n * d;
-        return n;
-    }
-};
-
-// Keeps the bytes of the first `first_samples` samples in first_bytes.
-bool read_idx(const std::string& path, int expected_dims, IdxHeader& header, std::vector<uint8_t>* first_bytes,
-              size_t first_samples, std::string& error) {
-    gzFile file = gzopen(path.c_str(), "rb");
-    if (!file) {
-        error = path + ": cannot open";
-        return false;
-    }
-    unsigned char magic[4];
-    bool ok = gzread(file, magic, 4) == 4;
-    if (!ok || magic[0] != 0 || magic[1] != 0 || magic[2] != 0x08 || magic[3] != expected_dims) {
-        gzclose(file);
-        error = path + ": not an IDX file of unsigned bytes with " + std::to_string(expected_dims) +
-                " dimensions (corrupt header); replace it with an intact copy";
-        return false;
-    }
-    header.dims.assign(expected_dims, 0);
-    for (int d = 0; d < expected_dims && ok; ++d) {
-        unsigned char b[4];
-        ok = gzread(file, b, 4) == 4;
-        header.dims[d] = (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | b[3];
-    }
-    if (!ok || header.elements() <= 0 || header.elements() > (int64_t(1) << 40)) {
-        gzclose(file);
-        error = path + ": corrupt IDX header (dimensions missing or zero); replace it with an intact copy";
-        return false;
-    }
-    const size_t first_count = first_samples * static_cast<size_t>(header.elements() / header.dims[0]);
-    // Read to the end: the data must be exactly what the header announces.
-    std::vector<uint8_t> buffer(1 << 20);
-    int64_t total = 0;
-    for (;;) {
-        const int got = gzread(file, buffer.data(), static_cast<unsigned>(buffer.size()));
-        if (got < 0) {
-            int code = 0;
-            error = path + ": cannot be decompressed (" + gzerror(file, &code) + ")";
-            gzclose(file);
-            return false;
-        }
-        if (got == 0)
-            break;
-        if (first_bytes && first_bytes->size() < first_count) {
-            const size_t take = std::min<size_t>(first_count - first_bytes->size(), static_cast<size_t>(got));
-            first_bytes->insert(first_bytes->end(), buffer.begin(), buffer.begin() + take);
-        }
-        total += got;
-    }
-    gzclose(file);
-    if (total != header.elements()) {
-        error = path + ": the IDX header announces " + std::to_string(header.elements()) + " bytes of data but the file holds " +
-                std::to_string(total) + " (truncated or corrupt)";
-        return false;
-    }
-    return true;
-}
-
 bool is_idx_name(const std::string& name, const char* kind) {
     const std::string n = lower(name);
     return n.find(kind) != std::string::npos && (ends_with(n, "-ubyte") || ends_with(n, "-ubyte.gz") || ends_with(n, ".idx") ||
                                                   ends_with(n, ".idx.gz"));
-}
-
-std::vector<std::string> split_csv_line(const std::string& line) {
-    std::vector<std::string> fields(1);
-    bool quoted = false;
-    for (size_t i = 0; i < line.size(); ++i) {
-        const char c = line[i];
-        if (quoted) {
-            if (c == '"' && i + 1 < line.size() && line[i + 1] == '"')
-                fields.back() += '"', ++i;
-            else if (c == '"')
-                quoted = false;
-            else
-                fields.back() += c;
-        } else if (c == '"') {
-            quoted = true;
-        } else if (c == ',') {
-            fields.emplace_back();
-        } else if (c != '\r') {
-            fields.back() += c;
-        }
-    }
-    return fields;
 }
 
 const char* field_type(const std::string& field) {
@@ -201,37 +110,40 @@ bool inspect_dataset(const std::string& root, const Manifest& manifest, Preview&
         if (is_idx_name(name, "idx3")) {
             IdxSet set;
             set.images = file.path;
-            IdxHeader header;
-            std::vector<uint8_t> first;
-            if (!read_idx(absolute, 3, header, &first, samples, error))
+            auto images = read_idx(absolute, 3, samples);
+            if (!images) {
+                error = images.error();
                 return false;
-            set.count = header.dims[0];
-            set.height = static_cast<int>(header.dims[1]);
-            set.width = static_cast<int>(header.dims[2]);
-            set.pixels = std::move(first);
+            }
+            set.count = images->dims[0];
+            set.height = static_cast<int>(images->dims[1]);
+            set.width = static_cast<int>(images->dims[2]);
+            set.pixels = std::move(images->data);
             // The labels file is the images file with "images-idx3" → "labels-idx1" (the MNIST naming).
             std::string labels = file.path;
             for (auto [from, to] : {std::pair{"images-idx3", "labels-idx1"}, std::pair{"images.idx3", "labels.idx1"}})
                 if (size_t at = labels.find(from); at != std::string::npos)
                     labels.replace(at, std::strlen(from), to);
             if (labels != file.path && manifest.find(labels)) {
-                IdxHeader label_header;
-                std::vector<uint8_t> label_bytes;
-                if (!read_idx(absolute_path(root, labels), 1, label_header, &label_bytes, samples, error))
+                const auto label_file = read_idx(absolute_path(root, labels), 1, samples);
+                if (!label_file) {
+                    error = label_file.error();
                     return false;
-                if (label_header.dims[0] != header.dims[0]) {
-                    error = absolute_path(root, labels) + ": " + std::to_string(label_header.dims[0]) + " labels for " +
-                            std::to_string(header.dims[0]) + " images in " + file.path;
+                }
+                if (int64_t(label_file->dims[0]) != set.count) {
+                    error = absolute_path(root, labels) + ": " + std::to_string(label_file->dims[0]) + " labels for " +
+                            std::to_string(set.count) + " images in " + file.path;
                     return false;
                 }
                 set.labels = labels;
-                set.sample_labels.assign(label_bytes.begin(), label_bytes.end());
+                set.sample_labels.assign(label_file->data.begin(), label_file->data.end());
             }
             preview.idx.push_back(std::move(set));
         } else if (is_idx_name(name, "idx1")) {
-            IdxHeader header;
-            if (!read_idx(absolute, 1, header, nullptr, 0, error))
+            if (const auto labels = read_idx(absolute, 1, 0); !labels) {
+                error = labels.error();
                 return false;
+            }
         } else if (ends_with(lower(name), ".csv")) {
             CsvTable table;
             if (!read_csv(absolute, file.path, table, samples, error))

@@ -127,7 +127,8 @@ Expected<std::string> write_checkpoint(const std::string& dir, const Checkpoint&
     const uint64_t hash = out.hash();
     ok = ok && out.write(&hash, sizeof(hash));
     if (const int error_number = file.commit(); !ok || error_number != 0)
-        return Error{final_path + ": cannot write the checkpoint: " + std::strerror(error_number) + " (is the disk full?)"};
+        return Error{final_path + ": cannot write the checkpoint: " + std::strerror(error_number) +
+                     " (is the disk full?)"};
 
     auto all = list_checkpoints(dir);
     for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i)

@@ -1,8 +1,8 @@
 #include "dataset.h"
 
+#include "csv.h"
+#include "idx.h"
 #include "rng.h"
-
-#include <zlib.h>
 
 #include <algorithm>
 #include <charconv>
@@ -16,108 +16,6 @@
 
 namespace traindeck::engine {
 namespace {
-
-struct GzCloser {
-    void operator()(gzFile file) const { gzclose(file); }
-};
-using GzFile = std::unique_ptr<std::remove_pointer_t<gzFile>, GzCloser>;
-
-// Reads the whole file through zlib, which passes uncompressed files through unchanged.
-Expected<std::vector<uint8_t>> read_maybe_gzip(const std::string& path) {
-    GzFile file(gzopen(path.c_str(), "rb"));
-    if (!file)
-        return Error{path + ": cannot open (does the file exist and is it readable?)"};
-    std::vector<uint8_t> bytes;
-    std::vector<uint8_t> chunk(1 << 20);
-    for (;;) {
-        const int got = gzread(file.get(), chunk.data(), static_cast<unsigned>(chunk.size()));
-        if (got < 0) {
-            int code = 0;
-            const char* message = gzerror(file.get(), &code);
-            return Error{path + ": cannot read: " + (message ? message : "zlib error") +
-                         " (is the gzip stream truncated or corrupt?)"};
-        }
-        if (got == 0)
-            break;
-        bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + got);
-    }
-    return bytes;
-}
-
-uint32_t big_endian32(const uint8_t* p) {
-    return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
-}
-
-struct IdxArray {
-    std::vector<uint32_t> dims;
-    const uint8_t* data = nullptr;
-};
-
-// IDX: two zero bytes, a type byte (0x08 = unsigned byte), a dimension count, big-endian sizes, data.
-Expected<IdxArray> parse_idx(const std::vector<uint8_t>& bytes, const std::string& path, int expected_dims) {
-    if (bytes.size() < 4)
-        return Error{path + ": truncated IDX file (" + std::to_string(bytes.size()) + " bytes, no header)"};
-    if (bytes[0] != 0 || bytes[1] != 0)
-        return Error{path + ": not an IDX file (bad magic number)"};
-    if (bytes[2] != 0x08)
-        return Error{path + ": IDX element type 0x" + std::to_string(bytes[2]) + " is not supported (only unsigned bytes)"};
-    const int dims = bytes[3];
-    if (dims != expected_dims)
-        return Error{path + ": IDX file has " + std::to_string(dims) + " dimensions, expected " +
-                     std::to_string(expected_dims)};
-    const size_t header = 4 + 4 * static_cast<size_t>(dims);
-    if (bytes.size() < header)
-        return Error{path + ": truncated IDX header"};
-    IdxArray array;
-    size_t count = 1;
-    for (int d = 0; d < dims; ++d) {
-        const uint32_t dim = big_endian32(bytes.data() + 4 + 4 * d);
-        // Each size becomes an int (Dataset::height, width) and their product a byte count: a corrupt header must
-        // neither turn negative there nor wrap the count around to the size of the file.
-        if (dim > uint32_t(std::numeric_limits<int>::max()) || (dim != 0 && count > std::numeric_limits<size_t>::max() / dim))
-            return Error{path + ": corrupt IDX header (dimension " + std::to_string(d) + " is " + std::to_string(dim) +
-                         "); re-download or reinstall the data"};
-        array.dims.push_back(dim);
-        count *= dim;
-    }
-    if (bytes.size() - header < count)
-        return Error{path + ": truncated IDX file: the header promises " + std::to_string(count) + " bytes of data but " +
-                     std::to_string(bytes.size() - header) + " are present (re-download or reinstall the data)"};
-    if (bytes.size() - header > count)
-        return Error{path + ": IDX file has " + std::to_string(bytes.size() - header - count) +
-                     " bytes after the data its header describes (wrong or concatenated file?)"};
-    array.data = bytes.data() + header;
-    return array;
-}
-
-std::vector<std::string> split_csv_line(const std::string& line) {
-    // Plain CSV with optional double-quoted fields ("" inside quotes is a quote).
-    std::vector<std::string> cells;
-    std::string cell;
-    bool quoted = false;
-    for (size_t i = 0; i < line.size(); ++i) {
-        const char c = line[i];
-        if (quoted) {
-            if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-                cell += '"';
-                ++i;
-            } else if (c == '"') {
-                quoted = false;
-            } else {
-                cell += c;
-            }
-        } else if (c == '"') {
-            quoted = true;
-        } else if (c == ',') {
-            cells.push_back(cell);
-            cell.clear();
-        } else if (c != '\r') {
-            cell += c;
-        }
-    }
-    cells.push_back(cell);
-    return cells;
-}
 
 std::string trim(const std::string& text) {
     const size_t begin = text.find_first_not_of(" \t");
@@ -137,16 +35,10 @@ bool parse_float(const std::string& text, float& out) {
 } // namespace
 
 Expected<Dataset> load_idx(const std::string& images_path, const std::string& labels_path) {
-    auto image_bytes = read_maybe_gzip(images_path);
-    if (!image_bytes)
-        return Error{image_bytes.error()};
-    auto label_bytes = read_maybe_gzip(labels_path);
-    if (!label_bytes)
-        return Error{label_bytes.error()};
-    auto images = parse_idx(*image_bytes, images_path, 3);
+    const auto images = read_idx(images_path, 3);
     if (!images)
         return Error{images.error()};
-    auto labels = parse_idx(*label_bytes, labels_path, 1);
+    const auto labels = read_idx(labels_path, 1);
     if (!labels)
         return Error{labels.error()};
     if (images->dims[0] != labels->dims[0])

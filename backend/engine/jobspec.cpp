@@ -68,10 +68,13 @@ private:
     std::string error_;
 };
 
-constexpr auto kLayerNames = name_table<LayerType>({
-    {LayerType::linear, "linear"}, {LayerType::conv2d, "conv2d"},   {LayerType::maxpool, "maxpool"},
-    {LayerType::relu, "relu"},     {LayerType::gelu, "gelu"},       {LayerType::dropout, "dropout"},
-    {LayerType::flatten, "flatten"}});
+constexpr auto kLayerNames = name_table<LayerType>({{LayerType::linear, "linear"},
+                                                    {LayerType::conv2d, "conv2d"},
+                                                    {LayerType::maxpool, "maxpool"},
+                                                    {LayerType::relu, "relu"},
+                                                    {LayerType::gelu, "gelu"},
+                                                    {LayerType::dropout, "dropout"},
+                                                    {LayerType::flatten, "flatten"}});
 
 Expected<LayerSpec> parse_layer(const json& object, size_t index) {
     const std::string where = "layers[" + std::to_string(index) + "]";
@@ -226,7 +229,8 @@ uint64_t fnv1a(const std::string& text) {
 
 } // namespace
 
-const char* to_string(LayerType type) { return kLayerNames.name(type).value_or("unknown").data(); } // literals end in NUL
+// The names are literals, so data() ends in a NUL.
+const char* to_string(LayerType type) { return kLayerNames.name(type).value_or("unknown").data(); }
 
 std::optional<LayerType> layer_type_from(std::string_view name) { return kLayerNames.value(name); }
 

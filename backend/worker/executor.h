@@ -8,6 +8,7 @@
 // logs, the exit status and checkpoints come back through the same files whichever runs it.
 #include "jobrequest.h"
 #include "jobrun.h"
+#include "process.h"
 #include "workerconfig.h"
 
 #include <nlohmann/json.hpp>
@@ -29,7 +30,7 @@ public:
     // True when a job's processes are on this machine, so that its pid and CPU use can be read here.
     virtual bool runs_here() const = 0;
     // Says the job's GPUs in its environment (locally CUDA_VISIBLE_DEVICES; a cluster sets that on the node).
-    virtual void set_visible_gpus(std::map<std::string, std::string>& env, const std::vector<int>& gpus) const = 0;
+    virtual void set_visible_gpus(Environment& env, const std::vector<int>& gpus) const = 0;
 
     // Starts the shim for the job folder `dir` (its launch plan written). False and error when it could not.
     virtual bool start(JobRun& run, const std::string& dir, const JobRequest& request, std::string& error) = 0;

@@ -1,6 +1,7 @@
 #include "jobshim.h"
 
 #include "atomicfile.h"
+#include "process.h"
 
 #include <nlohmann/json.hpp>
 
@@ -13,11 +14,8 @@
 #include <sstream>
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace traindeck::worker {
 
@@ -29,29 +27,18 @@ bool write_launch_plan(const std::string& job_dir, const LaunchPlan& plan, std::
 }
 
 pid_t spawn_shim(const std::string& worker_binary, const std::string& job_dir, std::string& error) {
-    std::string flag = "--run-job";
-    std::string dir = job_dir;
-    std::string binary = worker_binary;
-    char* argv[] = {binary.data(), flag.data(), dir.data(), nullptr};
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
     // A new session: the shim and its job leave the worker's process group and terminal, so a Ctrl-C or a
     // kill of the worker's group does not take the jobs with it.
     // Stop signals stay blocked until the shim has its handler and its job: a cancel sent the moment the job
     // started would otherwise kill the shim (no exit recorded) or reach nobody.
-    sigset_t stops;
-    sigemptyset(&stops);
-    for (int signal : {SIGTERM, SIGINT, SIGHUP})
-        sigaddset(&stops, signal);
-    posix_spawnattr_setsigmask(&attributes, &stops);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, binary.c_str(), nullptr, &attributes, argv, environ);
-    posix_spawnattr_destroy(&attributes);
-    if (rc != 0) {
-        error = "cannot start the job shim " + binary + ": " + std::strerror(rc);
-        return -1;
-    }
+    SpawnOptions shim;
+    shim.argv = {worker_binary, "--run-job", job_dir};
+    shim.new_session = true;
+    shim.blocked_signals = {SIGTERM, SIGINT, SIGHUP};
+    int error_number = 0;
+    const pid_t pid = spawn_process(shim, error_number);
+    if (pid < 0)
+        error = "cannot start the job shim " + worker_binary + ": " + std::strerror(error_number);
     return pid;
 }
 
@@ -108,24 +95,26 @@ int run_job_shim(const std::string& job_dir) {
     text << in.rdbuf();
     const json launch = json::parse(text.str(), nullptr, false);
     if (!launch.is_object() || !launch.contains("argv") || launch["argv"].empty()) {
-        write_file_atomically(job_dir + "/exit_status.json", json{{"exec_error", "launch.json is missing or broken"}}.dump(), 0600, error);
+        write_file_atomically(job_dir + "/exit_status.json",
+                              json{{"exec_error", "launch.json is missing or broken"}}.dump(), 0600, error);
         return 1;
     }
     const auto argv_words = launch["argv"].get<std::vector<std::string>>();
-    auto env_words = launch["env"].get<std::vector<std::string>>();
+    Environment environment = Environment::from_entries(launch["env"].get<std::vector<std::string>>());
     // Under Slurm the node's allocation arrives in the shim's own environment (SLURM_*, the GPUs it gave):
     // the job sees it too, unless the worker set the variable itself.
-    for (char** e = environ; *e; ++e) {
-        const std::string entry = *e;
-        const std::string key = entry.substr(0, entry.find('='));
-        if (key.rfind("SLURM_", 0) != 0 && key != "CUDA_VISIBLE_DEVICES" && key != "GPU_DEVICE_ORDINAL")
+    const Environment own = Environment::current(); // named: a range-for over a temporary's member dangles
+    for (const std::string& entry : own.entries()) {
+        const std::string_view key = Environment::key_of(entry);
+        if (!key.starts_with("SLURM_") && key != "CUDA_VISIBLE_DEVICES" && key != "GPU_DEVICE_ORDINAL")
             continue;
         if (key == "SLURM_JWT")
             continue; // a credential for slurmrestd, never the job's business
-        const bool set = std::any_of(env_words.begin(), env_words.end(), [&](const std::string& w) { return w.rfind(key + "=", 0) == 0; });
-        if (!set)
-            env_words.push_back(entry);
+        if (!environment.get(key))
+            environment.set(key, std::string_view(entry).substr(key.size() + 1));
     }
+    const std::optional<std::string> job_path = environment.get("PATH");
+    const CStringArray argv(argv_words), envp(environment.entries());
     const std::string cwd = launch.value("cwd", std::string());
 
     const int out = open_output(job_dir + "/stdout.log");
@@ -133,9 +122,10 @@ int run_job_shim(const std::string& job_dir) {
     const int metrics = open_output(job_dir + "/metrics.jsonl");
     int exec_pipe[2];
     if (out < 0 || err < 0 || metrics < 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0) {
-        write_file_atomically(job_dir + "/exit_status.json",
-                              json{{"exec_error", std::string("cannot open the job's output files: ") + std::strerror(errno)}}.dump(), 0600,
-                              error);
+        write_file_atomically(
+            job_dir + "/exit_status.json",
+            json{{"exec_error", std::string("cannot open the job's output files: ") + std::strerror(errno)}}.dump(),
+            0600, error);
         return 1;
     }
     // The worker signals the whole process group; the shim must survive to record the exit. A handler (not
@@ -174,20 +164,11 @@ int run_job_shim(const std::string& job_dir) {
             (void)!::write(exec_pipe[1], message.data(), message.size());
             ::_exit(127);
         }
-        std::vector<char*> argv, envp;
-        std::vector<std::string> a = argv_words, e = env_words;
-        for (auto& word : a)
-            argv.push_back(word.data());
-        argv.push_back(nullptr);
-        for (auto& word : e)
-            envp.push_back(word.data());
-        envp.push_back(nullptr);
         // PATH lookup uses the job's PATH, as a shell would.
-        for (const auto& word : e)
-            if (word.rfind("PATH=", 0) == 0)
-                ::setenv("PATH", word.c_str() + 5, 1);
-        ::execvpe(argv[0], argv.data(), envp.data());
-        const std::string message = "cannot execute \"" + a[0] + "\": " + std::strerror(errno);
+        if (job_path)
+            ::setenv("PATH", job_path->c_str(), 1);
+        ::execvpe(argv.data()[0], argv.data(), envp.data());
+        const std::string message = "cannot execute \"" + argv_words[0] + "\": " + std::strerror(errno);
         (void)!::write(exec_pipe[1], message.data(), message.size());
         ::_exit(127);
     }

@@ -11,11 +11,11 @@ namespace traindeck::worker {
 
 LocalExecutor::LocalExecutor(std::string self_binary) : self_binary_(std::move(self_binary)) {}
 
-void LocalExecutor::set_visible_gpus(std::map<std::string, std::string>& env, const std::vector<int>& gpus) const {
+void LocalExecutor::set_visible_gpus(Environment& env, const std::vector<int>& gpus) const {
     std::string visible;
     for (int gpu : gpus)
         visible += (visible.empty() ? "" : ",") + std::to_string(gpu);
-    env["CUDA_VISIBLE_DEVICES"] = visible;
+    env.set("CUDA_VISIBLE_DEVICES", visible);
 }
 
 bool LocalExecutor::start(JobRun& run, const std::string& dir, const JobRequest&, std::string& error) {

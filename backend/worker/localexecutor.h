@@ -11,7 +11,7 @@ public:
 
     bool schedules_jobs() const override { return false; }
     bool runs_here() const override { return true; }
-    void set_visible_gpus(std::map<std::string, std::string>& env, const std::vector<int>& gpus) const override;
+    void set_visible_gpus(Environment& env, const std::vector<int>& gpus) const override;
     bool start(JobRun& run, const std::string& dir, const JobRequest& request, std::string& error) override;
     std::string where(const JobRun&) const override { return {}; }
     bool adopt(JobRun& run, const std::string& dir) override;

@@ -2,7 +2,9 @@
 #include "slurmexecutor.h"
 
 #include "atomicfile.h"
+#include "clock.h"
 #include "jobshim.h"
+#include "process.h"
 #include "workerclient.h"
 
 #include <nlohmann/json.hpp>
@@ -18,19 +20,14 @@
 
 #include <fcntl.h>
 #include <pwd.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace traindeck::worker {
 
 using nlohmann::json;
 
 namespace {
-
-double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 std::string batch_script(const std::string& shim, const std::string& dir) {
     auto quote = [](const std::string& word) {
@@ -106,28 +103,18 @@ bool SlurmExecutor::command(std::vector<std::string> argv, std::string& output, 
         error = std::string("pipe: ") + std::strerror(errno);
         return false;
     }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-    std::vector<std::string> env_words;
-    for (char** e = environ; *e; ++e)
-        if (std::strncmp(*e, "SLURM_CONF=", 11) != 0)
-            env_words.push_back(*e);
+    SpawnOptions tool;
+    tool.argv = argv;
+    tool.environment = Environment::current();
+    tool.environment->erase("SLURM_CONF");
     if (!settings_.conf.empty())
-        env_words.push_back("SLURM_CONF=" + settings_.conf);
-    std::vector<char*> args, envp;
-    for (auto& word : argv)
-        args.push_back(word.data());
-    args.push_back(nullptr);
-    for (auto& word : env_words)
-        envp.push_back(word.data());
-    envp.push_back(nullptr);
-    pid_t pid = -1;
-    const int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
+        tool.environment->set("SLURM_CONF", settings_.conf);
+    tool.search_path = true;
+    tool.output_fd = pipe_fds[1];
+    int rc = 0;
+    const pid_t pid = spawn_process(tool, rc);
     ::close(pipe_fds[1]);
-    if (rc != 0) {
+    if (pid < 0) {
         ::close(pipe_fds[0]);
         error = "cannot run " + argv[0] + ": " + std::strerror(rc) + " (is slurm-client installed?)";
         return false;
@@ -275,7 +262,7 @@ bool SlurmExecutor::cancel(const std::string& id, std::string& error) {
     return command({"scancel", id}, output, error);
 }
 
-void SlurmExecutor::set_visible_gpus(std::map<std::string, std::string>& env, const std::vector<int>&) const {
+void SlurmExecutor::set_visible_gpus(Environment& env, const std::vector<int>&) const {
     env.erase("CUDA_VISIBLE_DEVICES"); // Slurm sets it on the node for the GPUs it allocated
 }
 
@@ -335,8 +322,8 @@ Executor::Check SlurmExecutor::check(JobRun& run, const std::string& dir, const 
         return check;
     }
     if (run.cluster_gone_since == 0)
-        run.cluster_gone_since = wall_now();
-    if (wall_now() - run.cluster_gone_since <= 3.0)
+        run.cluster_gone_since = wall_seconds();
+    if (wall_seconds() - run.cluster_gone_since <= 3.0)
         return {};
     return {true,
             "Slurm job " + run.cluster_id + " ended (" + (it == states_.end() ? std::string() : it->second.state) +
@@ -366,11 +353,11 @@ std::string SlurmExecutor::kill(const JobRun& run) {
 void SlurmExecutor::describe_resources(json& answer) {
     // Jobs run on the cluster, not here: report its size (sinfo, refreshed every 30 s).
     answer["executor"] = describe();
-    if (wall_now() - cluster_time_ > 30) {
+    if (wall_seconds() - cluster_time_ > 30) {
         std::string error;
         if (!cluster(cluster_, error))
             cluster_ = {};
-        cluster_time_ = wall_now();
+        cluster_time_ = wall_seconds();
     }
     if (cluster_.cpus_total > 0) {
         answer["cpus"] = cluster_.cpus_total;

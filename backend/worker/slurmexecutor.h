@@ -35,7 +35,7 @@ public:
     // The Executor interface.
     bool schedules_jobs() const override { return true; }
     bool runs_here() const override { return false; } // a job's pid belongs to its node
-    void set_visible_gpus(std::map<std::string, std::string>& env, const std::vector<int>& gpus) const override;
+    void set_visible_gpus(Environment& env, const std::vector<int>& gpus) const override;
     bool start(JobRun& run, const std::string& dir, const JobRequest& request, std::string& error) override;
     std::string where(const JobRun& run) const override;
     bool adopt(JobRun& run, const std::string& dir) override;

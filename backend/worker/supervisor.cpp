@@ -3,6 +3,7 @@
 #include "supervisor.h"
 
 #include "atomicfile.h"
+#include "clock.h"
 #include "exitclassification.h"
 #include "ingest.h"
 #include "jobshim.h"
@@ -18,8 +19,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-extern char** environ;
-
 namespace traindeck::worker {
 
 using nlohmann::json;
@@ -27,16 +26,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
-
 } // namespace
 
-bool inherited_by_jobs(const std::string& name) {
+bool inherited_by_jobs(std::string_view name) {
     static const char* const kInherited[] = {"PATH", "HOME", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME", "TMPDIR", "TERM"};
     for (const char* allowed : kInherited)
         if (name == allowed)
             return true;
-    return name.rfind("LC_", 0) == 0;
+    return name.starts_with("LC_");
 }
 
 // A job in memory: its row of the jobs table, and what only the running worker knows of it.
@@ -128,7 +125,7 @@ std::unique_ptr<Supervisor::Job> Supervisor::job_from_row(const Statement& selec
     // Each run reports its own exit; what the row says of an earlier run's end stays in the row.
     job->exit_code = -1;
     job->finished = 0;
-    job->meter.last = wall_now();
+    job->meter.last = wall_seconds();
     return job;
 }
 
@@ -204,7 +201,7 @@ void Supervisor::tick(bool meter_now) {
     // Each command is its own transaction, so that a failed commit undoes exactly that command and says so.
     for (auto& command : commands)
         commit(command);
-    const double now = wall_now();
+    const double now = wall_seconds();
     // While commits fail (a full disk), what is not yet written stays in the jobs' files: read no more of them
     // than a bounded backlog; their offsets resume the reading once the database takes writes again.
     const bool backlog = pending_events_.size() > 200000 || pending_text_.size() > (256u << 20);
@@ -248,7 +245,7 @@ void Supervisor::tick(bool meter_now) {
 }
 
 void Supervisor::add_event(Job& job, const char* type, std::string_view data) {
-    pending_events_.push_back({job.id, job.next_seq, wall_now(), type, pending_text_.size(), data.size()});
+    pending_events_.push_back({job.id, job.next_seq, wall_seconds(), type, pending_text_.size(), data.size()});
     pending_text_.append(data);
     ++job.next_seq;
     job.dirty = true;
@@ -397,7 +394,7 @@ Supervisor::Result Supervisor::submit(const JobRequest& request) {
         }
         auto job = std::make_unique<Job>();
         job->request = request;
-        job->submitted = wall_now();
+        job->submitted = wall_seconds();
         // If the commit fails (a full disk), the job never existed: not in memory, not on disk, and the client is
         // told to submit again. Registered first, so that even a failed INSERT is answered.
         auto id = std::make_shared<int64_t>(0);
@@ -444,7 +441,7 @@ Supervisor::Result Supervisor::cancel(int64_t id) {
         Job& job = *it->second;
         if (job.state == JobState::queued) {
             job.reason = "cancelled by the user before it started";
-            job.finished = wall_now();
+            job.finished = wall_seconds();
             job.state = JobState::cancelled;
             add_state_event(job);
             job.dirty = true;
@@ -507,7 +504,7 @@ void Supervisor::signal_job(Job& job, StopReason kind, int signal) {
     if (job.stop == StopReason::none || kind == StopReason::cancel)
         job.stop = kind;
     if (job.stop_sent == 0)
-        job.stop_sent = wall_now();
+        job.stop_sent = wall_seconds();
     executor_->signal(job.run, job_dir(job.id), signal);
     job.state = kind == StopReason::preempt ? JobState::preempting : JobState::stopping;
     job.reason = kind == StopReason::preempt  ? "preempted by job " + std::to_string(job.preempted_by) + "; checkpointing"
@@ -558,29 +555,24 @@ void Supervisor::start_job(Job& job) {
     plan.cwd = job.request.cwd.empty() ? dir : job.request.cwd;
     // The job sees only what it needs of the worker's own environment: never the worker's secrets (SLURM_JWT,
     // tokens, cloud keys) or settings meant for the worker alone. Everything else comes from the request.
-    std::map<std::string, std::string> env;
-    for (char** e = environ; *e; ++e) {
-        const std::string entry = *e;
-        const size_t eq = entry.find('=');
-        if (eq != std::string::npos && inherited_by_jobs(entry.substr(0, eq)))
-            env[entry.substr(0, eq)] = entry.substr(eq + 1);
-    }
+    Environment env = Environment::current();
+    env.keep_only(inherited_by_jobs);
     for (const auto& [key, value] : job.request.env)
-        env[key] = value;
+        env.set(key, value);
     executor_->set_visible_gpus(env, job.gpus);
-    env["TRAINDECK_METRICS_FD"] = "3";
-    env["TRAINDECK_CHECKPOINT_DIR"] = dir + "/checkpoints";
+    env.set("TRAINDECK_METRICS_FD", "3");
+    env.set("TRAINDECK_CHECKPOINT_DIR", dir + "/checkpoints");
     // A job's dataset is its version's read-only folder in the store; jobs without one get an empty folder.
-    env["TRAINDECK_DATASET_DIR"] = job.request.dataset.empty() ? dir + "/data" : store_.dataset_path(job.request.dataset);
-    env["TRAINDECK_JOB_ID"] = std::to_string(job.id);
-    env["TRAINDECK_RESUME"] = resume ? "1" : "0";
+    env.set("TRAINDECK_DATASET_DIR",
+            job.request.dataset.empty() ? dir + "/data" : store_.dataset_path(job.request.dataset));
+    env.set("TRAINDECK_JOB_ID", std::to_string(job.id));
+    env.set("TRAINDECK_RESUME", resume ? "1" : "0");
     // A built-in job on several GPUs is one traindeck-train per GPU: rank 0 starts the others (data parallel, NCCL).
-    env["WORLD_SIZE"] = std::to_string(job.request.builtin.is_null() ? 1 : std::max(1, job.request.resources.gpus));
-    env["RANK"] = "0";
-    env["LOCAL_RANK"] = "0";
-    env["OMP_NUM_THREADS"] = std::to_string(std::max(1, job.request.resources.cpus));
-    for (const auto& [key, value] : env)
-        plan.env.push_back(key + "=" + value);
+    env.set("WORLD_SIZE", std::to_string(job.request.builtin.is_null() ? 1 : std::max(1, job.request.resources.gpus)));
+    env.set("RANK", "0");
+    env.set("LOCAL_RANK", "0");
+    env.set("OMP_NUM_THREADS", std::to_string(std::max(1, job.request.resources.cpus)));
+    plan.env = env.entries();
     std::string error;
     if (!write_launch_plan(dir, plan, error) || !executor_->start(job.run, dir, job.request, error)) {
         job.exit_code = -1;
@@ -594,7 +586,7 @@ void Supervisor::start_job(Job& job) {
                  : resume         ? "resumed from its checkpoint"
                                   : "started";
     job.reason += executor_->where(job.run);
-    job.started = wall_now();
+    job.started = wall_seconds();
     job.meter.last = job.started;
     job.stop = StopReason::none;
     job.stop_sent = 0;
@@ -667,7 +659,7 @@ void Supervisor::end_run(Job& job, const ExitDecision& decision) {
 }
 
 void Supervisor::finish_run(Job& job, JobState state, const std::string& reason) {
-    meter(job, wall_now());
+    meter(job, wall_seconds());
     if (job.state != JobState::queued)
         keep_dataset_intact(job, true);
     for (int gpu : job.gpus)
@@ -684,7 +676,7 @@ void Supervisor::finish_run(Job& job, JobState state, const std::string& reason)
     job.state = state;
     job.reason = reason;
     if (is_finished(state))
-        job.finished = wall_now();
+        job.finished = wall_seconds();
     add_state_event(job);
     job.dirty = true;
 }

@@ -34,7 +34,7 @@ struct ExitDecision;
 
 // Whether a variable of the worker's own environment reaches its jobs (an allow-list: PATH, HOME, locale, TZ,
 // USER, TMPDIR); the job's own env and the TRAINDECK_*/CUDA/rank variables are set by the worker on top.
-bool inherited_by_jobs(const std::string& name);
+bool inherited_by_jobs(std::string_view name);
 
 class Supervisor {
 public:

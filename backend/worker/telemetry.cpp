@@ -1,5 +1,7 @@
 #include "telemetry.h"
 
+#include "clock.h"
+
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -36,10 +38,6 @@ template <typename F>
 bool load(void* library, const char* symbol, F& out) {
     out = reinterpret_cast<F>(::dlsym(library, symbol));
     return out != nullptr;
-}
-
-double now_seconds() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 } // namespace
@@ -165,7 +163,7 @@ ProcessSample Telemetry::sample_process(pid_t pid) {
     s.alive = true;
     s.rss_mb = rss_pages * double(::sysconf(_SC_PAGESIZE)) / 1048576.0;
     const uint64_t ticks = utime + stime;
-    const double at = now_seconds();
+    const double at = monotonic_seconds();
     for (auto& last : last_process_) {
         if (last.pid == pid) {
             if (at > last.at)

@@ -1,20 +1,18 @@
 // ChildProcess (childprocess.h): posix_spawn with the log file as stdout and stderr, and waitpid for every end.
 #include "childprocess.h"
 
+#include "process.h"
+
 #include <chrono>
 #include <csignal>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <thread>
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace traindeck::test {
 
@@ -42,24 +40,16 @@ bool ChildProcess::start() {
         error_ = "already running as pid " + std::to_string(pid_);
         return false;
     }
+    SpawnOptions child;
+    child.argv = argv_;
     // The given entries replace this process's variables of the same name.
-    std::map<std::string, std::string> merged;
-    for (char** e = environ; *e; ++e) {
-        const std::string entry = *e;
-        merged[entry.substr(0, entry.find('='))] = entry;
+    child.environment = Environment::current();
+    for (const std::string& entry : environment_) {
+        const std::string_view key = Environment::key_of(entry);
+        child.environment->set(key, std::string_view(entry).substr(std::min(entry.size(), key.size() + 1)));
     }
-    for (const std::string& entry : environment_)
-        merged[entry.substr(0, entry.find('='))] = entry;
-    std::vector<std::string> env_words;
-    for (auto& [name, entry] : merged)
-        env_words.push_back(entry);
-    std::vector<char*> env, args;
-    for (auto& word : env_words)
-        env.push_back(word.data());
-    env.push_back(nullptr);
-    for (auto& word : argv_)
-        args.push_back(word.data());
-    args.push_back(nullptr);
+    child.stdin_path = "/dev/null";
+    child.output_path = log_path_;
 
     {
         std::ofstream log(log_path_, std::ios::app);
@@ -68,15 +58,9 @@ bool ChildProcess::start() {
             log << " " << word;
         log << "\n";
     }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), env.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
+    int rc = 0;
+    const pid_t pid = spawn_process(child, rc);
+    if (pid < 0) {
         error_ = "cannot start " + argv_[0] + ": " + std::strerror(rc);
         return false;
     }

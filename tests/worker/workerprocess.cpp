@@ -1,5 +1,7 @@
 #include "workerprocess.h"
 
+#include "process.h"
+
 #include <chrono>
 #include <cstdio>
 #include <csignal>
@@ -9,11 +11,8 @@
 #include <thread>
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace traindeck::test {
 
@@ -73,18 +72,11 @@ bool WorkerProcess::start() {
     ::unlink((state_dir_ + "/port").c_str());
     std::vector<std::string> words = {worker_binary(), "--listen", "127.0.0.1:0", "--state-dir", state_dir_};
     words.insert(words.end(), args_.begin(), args_.end());
-    std::vector<char*> argv;
-    for (auto& word : words)
-        argv.push_back(word.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, output_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    pid_t pid = -1;
-    if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0)
-        pid = -1;
-    posix_spawn_file_actions_destroy(&actions);
+    SpawnOptions worker;
+    worker.argv = words;
+    worker.output_path = output_path_;
+    int error_number = 0;
+    const pid_t pid = spawn_process(worker, error_number);
     pid_ = pid;
     client_.reset();
     for (int i = 0; i < 200 && pid_ > 0; ++i) {
