@@ -1,18 +1,15 @@
 #pragma once
-// Remote workers beyond the local one: the "Add remote worker" flow (trust on first use: learn the server's key
-// without sending the token, show its fingerprint, and only once the user accepted it store the token in the
-// keyring, connect with the key pinned and keep the pin in the catalog) and reconnecting them at start-up.
-#include "backend.h"
+// Remote workers beyond the local one, as the user sees them: the "Add remote worker" dialog (name, address,
+// token), the trust-on-first-use question (the server's key, to compare with the fingerprint printed on that
+// machine) and the window's alerts. What happens to the connections — probing, pinning, the keyring, the catalog,
+// reconnecting at start-up, letting go — is BackendConnector's.
+#include "backendconnector.h"
 #include "catalog.h"
 
 #include <QObject>
 
-#include <memory>
-#include <vector>
-
 namespace traindeck {
 
-class JobSync;
 class MainWindow;
 
 class BackendManager : public QObject {
@@ -27,21 +24,10 @@ public:
     void addRemote(const QString& name, const QString& url, const QString& token);
 
 private:
-    enum class Step {
-        Restore,  // a stored worker: its pin from the catalog, its token from the keyring
-        FirstUse, // a new worker: learn its key, ask the user
-        Trusted,  // the user accepted the key: connect with it pinned, then store the worker
-    };
-    void connectBackend(const QString& name, const QVariantMap& settings, Step step);
-    void askTrust(const QString& name, const QVariantMap& settings, Backend* probe);
-    void attach(const QString& name, Backend* backend);
+    void askTrust(const QString& name, const QString& url, const QString& key);
 
-    Catalog& catalog_;
-    CatalogWriter& writer_;
-    BackendFactory* factory_;
     MainWindow& window_;
-    std::vector<std::unique_ptr<JobSync>> syncs_;
-    std::vector<Backend*> backends_;
+    BackendConnector connector_;
 };
 
 } // namespace traindeck

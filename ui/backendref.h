@@ -3,14 +3,16 @@
 // worker, quit) while calls are under way without any task calling a deleted object:
 //
 //     const BackendRef ref = BackendRef::of(backend);                  // GUI thread, when the task is made
-//     QtConcurrent::run(networkPool(), [ref] {
-//         if (const BackendRef::Use backend = ref.use())               // empty once the backend is retired
-//             backend->resources(&error);
-//     });
+//     run_in_background(this, [ref] {                                  // background.h
+//         QString error;
+//         const BackendRef::Use backend = ref.use();                   // empty once the backend is retired
+//         return backend ? backend->resources(&error) : QJsonObject();
+//     }, [this](const QJsonObject& resources) { show(resources); });
 //
 // BackendRef::retire(backend) — GUI thread, before the backend is deleted (and for every backend when the
-// application quits) — stops new uses, asks the backend to end its requests under way (Backend::shutdown(); a WorkerBackend's end
-// within 50 ms), and waits for the uses still held, which therefore end at once. Then deleting it is safe.
+// application quits) — stops new uses, asks the backend to end its requests under way (Backend::shutdown(); a
+// WorkerBackend's end within 50 ms), and waits for the uses still held, which therefore end at once. Then deleting it
+// is safe.
 #include "backend.h"
 
 #include <condition_variable>

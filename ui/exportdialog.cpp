@@ -4,7 +4,6 @@
 #include "background.h"
 #include "backendref.h"
 #include "datasettablemodel.h"
-#include "networkpool.h"
 
 #include <QCheckBox>
 #include <QCoreApplication>
@@ -19,14 +18,12 @@
 #include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
-#include <QPointer>
 #include <QProcess>
 #include <QPushButton>
 #include <QSaveFile>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QVBoxLayout>
-#include <QtConcurrent>
 
 namespace traindeck {
 

@@ -5,7 +5,6 @@
 #include "background.h"
 #include "backendref.h"
 #include "jobstate.h"
-#include "networkpool.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -13,7 +12,6 @@
 #include <QStandardPaths>
 #include <QMetaObject>
 #include <QPointer>
-#include <QtConcurrent>
 
 namespace traindeck {
 

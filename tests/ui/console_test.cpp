@@ -42,7 +42,6 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUrlQuery>
-#include <QtConcurrent>
 
 #include <algorithm>
 #include <atomic>

@@ -1,0 +1,143 @@
+// BackendConnector (ui/backendconnector.h) without a window: a new worker is probed and the user asked before its
+// token goes; a declined key leaves nothing connected; a probe still under way when the connector goes is deleted
+// when it ends; a worker the catalog's CA already vouches for is connected and kept. A temp catalog, a fake plugin.
+#include "backendconnector.h"
+
+#include "fakebackend.h"
+#include "tokenstore.h"
+#include "unittest.h"
+
+#include <gtest/gtest.h>
+
+#include <QTemporaryDir>
+
+#include <memory>
+
+using namespace traindeck;
+using namespace traindeck::test;
+
+namespace {
+
+class FakeFactory : public BackendFactory {
+public:
+    Gate* gate = nullptr;
+    bool needs_trust = true;
+    QString kind() const override { return QStringLiteral("worker"); }
+    Backend* create(QObject* parent) override {
+        auto* backend = new FakeBackend;
+        backend->setParent(parent);
+        backend->gate = gate;
+        backend->needs_trust_without_pin = needs_trust;
+        last = backend;
+        return backend;
+    }
+    FakeBackend* last = nullptr;
+};
+
+struct TempCatalog {
+    QTemporaryDir dir;
+    Catalog catalog;
+    std::unique_ptr<CatalogWriter> writer;
+    TempCatalog() {
+        EXPECT_EQ(catalog.open(dir.filePath("catalog.db").toStdString()), "");
+        writer = std::make_unique<CatalogWriter>(catalog);
+    }
+};
+
+} // namespace
+
+TEST(BackendConnector, ANewWorkerIsProbedAndADeclinedKeyConnectsNothing) {
+    TempCatalog temp;
+    FakeFactory factory;
+    const int alive_before = FakeBackend::alive();
+    BackendConnector connector(temp.catalog, *temp.writer, &factory);
+    QString asked_name, asked_url, asked_key, failure;
+    int connected = 0;
+    QObject::connect(&connector, &BackendConnector::trustNeeded,
+                     [&](const QString& name, const QString& url, const QString& key) {
+                         asked_name = name;
+                         asked_url = url;
+                         asked_key = key;
+                     });
+    QObject::connect(&connector, &BackendConnector::connected, [&] { ++connected; });
+    QObject::connect(&connector, &BackendConnector::failed, [&](const QString& message) { failure = message; });
+
+    connector.add("box", "https://box.example:7878", "s3cret");
+    ASSERT_TRUE(process_until([&] { return !asked_key.isEmpty(); }));
+    EXPECT_EQ(asked_name, "box");
+    EXPECT_EQ(asked_url, "https://box.example:7878");
+    EXPECT_EQ(asked_key, "KEY");
+    EXPECT_EQ(FakeBackend::alive(), alive_before); // the probe learned the key and went
+
+    connector.distrust("box");
+    EXPECT_EQ(failure, "Worker “box” not added: its key was not trusted, and its token was not sent");
+    EXPECT_EQ(connected, 0);
+    // A second answer for the same question does nothing.
+    failure.clear();
+    connector.distrust("box");
+    connector.trust("box");
+    EXPECT_EQ(failure, "");
+}
+
+TEST(BackendConnector, AProbeStillUnderWayWhenTheConnectorGoesIsDeletedWhenItEnds) {
+    TempCatalog temp;
+    Gate gate;
+    FakeFactory factory;
+    factory.gate = &gate;
+    const int alive_before = FakeBackend::alive();
+    auto connector = std::make_unique<BackendConnector>(temp.catalog, *temp.writer, &factory);
+    bool asked = false;
+    QObject::connect(connector.get(), &BackendConnector::trustNeeded, [&] { asked = true; });
+    connector->add("box", "https://box.example:7878", "s3cret");
+    ASSERT_TRUE(process_until([&] { return factory.last && factory.last->opened > 0; }));
+    EXPECT_EQ(FakeBackend::alive(), alive_before + 1);
+    connector.reset(); // the window closed while open() waits on the network
+    gate.open();
+    ASSERT_TRUE(process_until([&] { return FakeBackend::alive() == alive_before; }));
+    EXPECT_FALSE(asked);
+}
+
+TEST(BackendConnector, AWorkerThatNeedsNoTrustIsConnectedKeptAndLetGoWithTheConnector) {
+    TempCatalog temp;
+    FakeFactory factory;
+    factory.needs_trust = false; // its CA file vouches for it
+    const int alive_before = FakeBackend::alive();
+    auto connector = std::make_unique<BackendConnector>(temp.catalog, *temp.writer, &factory);
+    QString connected_name, failure;
+    Backend* connected_backend = nullptr;
+    QObject::connect(connector.get(), &BackendConnector::connected,
+                     [&](const QString& name, JobSync& sync, Backend& backend) {
+                         connected_name = name;
+                         connected_backend = &backend;
+                         EXPECT_EQ(sync.backendName(), name);
+                     });
+    QObject::connect(connector.get(), &BackendConnector::failed, [&](const QString& message) { failure = message; });
+    connector->add("box", "https://box.example:7878", "s3cret");
+    // The token goes to the keyring first; without one (CI) the worker is refused with the keyring's reason.
+    ASSERT_TRUE(process_until([&] { return !connected_name.isEmpty() || !failure.isEmpty(); }));
+    if (connected_name.isEmpty()) {
+        EXPECT_TRUE(failure.startsWith("Worker “box” not added: ")) << failure.toStdString();
+        EXPECT_EQ(FakeBackend::alive(), alive_before);
+        return;
+    }
+    QString error;
+    TokenStore::remove("box", &error); // the test's token leaves the keyring it went to
+    EXPECT_EQ(connected_name, "box");
+    EXPECT_EQ(connected_backend, factory.last);
+    EXPECT_EQ(FakeBackend::alive(), alive_before + 1);
+    temp.writer->flush();
+    ASSERT_EQ(temp.catalog.backends().size(), 1u);
+    EXPECT_EQ(temp.catalog.backends().front().pinned_public_key, "KEY");
+    connector.reset();
+    EXPECT_EQ(FakeBackend::alive(), alive_before);
+}
+
+TEST(BackendConnector, WithoutThePluginNothingIsTried) {
+    TempCatalog temp;
+    BackendConnector connector(temp.catalog, *temp.writer, nullptr);
+    EXPECT_FALSE(connector.canConnect());
+    QString failure;
+    QObject::connect(&connector, &BackendConnector::failed, [&](const QString& message) { failure = message; });
+    connector.add("box", "https://box.example:7878", "s3cret");
+    EXPECT_EQ(failure, "The remote-worker plugin is not installed");
+}

@@ -1,0 +1,10 @@
+// console_unit_tests' main: one QCoreApplication (run_in_background answers through it), then every test.
+#include <gtest/gtest.h>
+
+#include <QCoreApplication>
+
+int main(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}

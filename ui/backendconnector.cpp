@@ -1,0 +1,138 @@
+// BackendConnector (backendconnector.h): the token leaves the console only towards a key the user accepted. Opening
+// a backend runs on the network pool; everything else here on the GUI thread.
+#include "backendconnector.h"
+
+#include "background.h"
+#include "backendref.h"
+#include "jobsync.h"
+#include "tokenstore.h"
+
+#include <QPointer>
+
+namespace traindeck {
+
+BackendConnector::BackendConnector(Catalog& catalog, CatalogWriter& writer, BackendFactory* worker_factory,
+                                   QObject* parent)
+    : QObject(parent), catalog_(catalog), writer_(writer), factory_(worker_factory) {}
+
+BackendConnector::~BackendConnector() {
+    syncs_.clear();
+    for (Backend* backend : backends_) {
+        BackendRef::retire(backend); // its requests end; no task calls it after this
+        delete backend;
+    }
+}
+
+void BackendConnector::restore() {
+    QPointer<BackendConnector> self(this);
+    writer_.post([self](Catalog& catalog) {
+        const auto rows = catalog.backends();
+        QMetaObject::invokeMethod(
+            self,
+            [self, rows] {
+                if (!self)
+                    return;
+                for (const auto& row : rows) {
+                    if (row.kind != "worker")
+                        continue;
+                    const QString name = QString::fromStdString(row.name);
+                    QString token, error;
+                    if (!TokenStore::load(name, &token, &error)) {
+                        emit self->failed(tr("Worker “%1” not connected: %2").arg(name, error));
+                        continue;
+                    }
+                    self->connectBackend(name,
+                                         {{"url", QString::fromStdString(row.url)},
+                                          {"token", token},
+                                          {"pinned_public_key", QString::fromStdString(row.pinned_public_key)}},
+                                         Step::Restore);
+                }
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void BackendConnector::add(const QString& name, const QString& url, const QString& token) {
+    connectBackend(name, {{"url", url}, {"token", token}}, Step::FirstUse);
+}
+
+void BackendConnector::connectBackend(const QString& name, const QVariantMap& settings, Step step) {
+    if (!factory_) {
+        emit failed(tr("The remote-worker plugin is not installed"));
+        return;
+    }
+    Backend* backend = factory_->create(nullptr); // made here: it lives on the GUI thread, only open() runs on the pool
+    struct Opened {
+        bool ok = false;
+        QString error;
+    };
+    run_in_background(
+        this,
+        [backend, settings] {
+            Opened opened;
+            opened.ok = backend->open(settings, &opened.error);
+            return opened;
+        },
+        [this, backend, settings, name, step](const Opened& opened) {
+            if (!opened.ok && step == Step::FirstUse && backend->keyNeedsTrust()) {
+                QVariantMap pinned = settings;
+                // From now on only this key: a different server is refused before the token goes.
+                pinned["pinned_public_key"] = backend->pinnedKey();
+                delete backend; // it learned the key and sent nothing else
+                awaiting_trust_[name] = pinned;
+                emit trustNeeded(name, pinned.value("url").toString(), pinned.value("pinned_public_key").toString());
+                return;
+            }
+            if (!opened.ok) {
+                emit failed(tr("Cannot connect to worker “%1”: %2").arg(name, opened.error));
+                delete backend;
+                return;
+            }
+            if (step != Step::Restore) {
+                // Trusted now (or through its CA file): remember it, its pin in the catalog, its token in the keyring.
+                if (step == Step::FirstUse) {
+                    QString keyring_error;
+                    if (!TokenStore::save(name, settings.value("token").toString(), &keyring_error)) {
+                        emit failed(tr("Worker “%1” not added: %2").arg(name, keyring_error));
+                        delete backend;
+                        return;
+                    }
+                }
+                Catalog::BackendRow row{name.toStdString(), "worker", settings.value("url").toString().toStdString(),
+                                        backend->pinnedKey().toStdString()};
+                writer_.post([row](Catalog& catalog) { catalog.add_backend(row); });
+            }
+            attach(name, backend);
+        },
+        [backend](Opened&&) {
+            delete backend; // the connector went while the probe ran: nobody else holds it
+        });
+}
+
+void BackendConnector::trust(const QString& name) {
+    if (!awaiting_trust_.contains(name))
+        return;
+    const QVariantMap pinned = awaiting_trust_.take(name);
+    // The token is kept before it is first sent: a worker is never left connected with a token the console
+    // cannot find again at its next start.
+    QString keyring_error;
+    if (!TokenStore::save(name, pinned.value("token").toString(), &keyring_error)) {
+        emit failed(tr("Worker “%1” not added: %2").arg(name, keyring_error));
+        return;
+    }
+    connectBackend(name, pinned, Step::Trusted);
+}
+
+void BackendConnector::distrust(const QString& name) {
+    if (awaiting_trust_.remove(name))
+        emit failed(tr("Worker “%1” not added: its key was not trusted, and its token was not sent").arg(name));
+}
+
+void BackendConnector::attach(const QString& name, Backend* backend) {
+    backends_.push_back(backend);
+    syncs_.push_back(std::make_unique<JobSync>(catalog_, writer_, *backend, name));
+    emit connected(name, *syncs_.back(), *backend);
+    syncs_.back()->resumeWatching();
+}
+
+} // namespace traindeck

@@ -1,0 +1,63 @@
+#pragma once
+// The remote workers' connection lifecycle, without widgets: connecting, probing, trusting and letting go.
+// - A new worker is first probed: opened without its token, which learns the server's key and sends nothing else.
+//   Unless its CA file already vouches for it, trustNeeded() then asks whoever shows the question (BackendManager);
+//   trust(name) connects with that key pinned, distrust(name) drops it with the token never sent.
+// - The token goes into the keyring before it is first sent, so a worker is never left connected with a token the
+//   console cannot find at its next start; the pin goes into the catalog once connected.
+// - restore() reconnects the workers the catalog has, with their pins and the keyring's tokens.
+// - Destroying the connector disconnects them all: every backend is retired (its requests end, no task calls it
+//   after) and deleted. A probe still under way then is deleted when it ends.
+#include "backend.h"
+#include "catalog.h"
+#include "jobsync.h"
+
+#include <QMap>
+#include <QObject>
+#include <QVariantMap>
+
+#include <memory>
+#include <vector>
+
+namespace traindeck {
+
+class BackendConnector : public QObject {
+    Q_OBJECT
+public:
+    // worker_factory: the remote-worker plugin's, or nullptr when it is not installed (nothing can be added).
+    BackendConnector(Catalog& catalog, CatalogWriter& writer, BackendFactory* worker_factory,
+                     QObject* parent = nullptr);
+    ~BackendConnector() override;
+
+    bool canConnect() const { return factory_ != nullptr; }
+    void restore();
+    void add(const QString& name, const QString& url, const QString& token);
+    // The answer to trustNeeded(name, ...).
+    void trust(const QString& name);
+    void distrust(const QString& name);
+
+signals:
+    // The worker at url presents this key; nothing but the probe has reached it yet.
+    void trustNeeded(const QString& name, const QString& url, const QString& key);
+    // Connected and kept until the connector goes: the window shows it, its JobSync watches its jobs from now on.
+    void connected(const QString& name, JobSync& sync, Backend& backend);
+    void failed(const QString& message);
+
+private:
+    enum class Step {
+        Restore,  // a stored worker: its pin from the catalog, its token from the keyring
+        FirstUse, // a new worker: learn its key, ask the user
+        Trusted,  // the user accepted the key: connect with it pinned, then store the worker
+    };
+    void connectBackend(const QString& name, const QVariantMap& settings, Step step);
+    void attach(const QString& name, Backend* backend);
+
+    Catalog& catalog_;
+    CatalogWriter& writer_;
+    BackendFactory* factory_;
+    QMap<QString, QVariantMap> awaiting_trust_; // name → settings (url, token, the key to pin) until trust/distrust
+    std::vector<std::unique_ptr<JobSync>> syncs_;
+    std::vector<Backend*> backends_;
+};
+
+} // namespace traindeck
