@@ -18,7 +18,6 @@
 #include <QMimeData>
 #include <QPainter>
 #include <QPlainTextEdit>
-#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalBlocker>
@@ -112,7 +111,8 @@ QImage thumbnails(const dataset::Preview& p, const QString& root) {
 
 } // namespace
 
-DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, const JobController& backends, QWidget* parent)
+DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, const JobController& backends,
+                           QWidget* parent)
     : QWidget(parent), catalog_path_(catalog_path), sync_(sync), backends_(backends) {
     setAcceptDrops(true);
     model_ = new DatasetTableModel(catalog_path, this);
@@ -287,7 +287,8 @@ void DatasetsView::uploadSelected(const QString& backend_name) {
         return;
     }
     const QString version = model_->data(current, DatasetTableModel::VersionRole).toString();
-    if (!sync_.upload(version, model_->data(current, DatasetTableModel::RootRole).toString(), *backend->backend, backend_name))
+    if (!sync_.upload(version, model_->data(current, DatasetTableModel::RootRole).toString(), *backend->backend,
+                      backend_name))
         setStatus(tr("Busy with another dataset; try again when it is done"), true);
 }
 

@@ -24,7 +24,8 @@ class DatasetsView : public QWidget {
     Q_OBJECT
 public:
     // backends: where versions can be uploaded to (the names of its connected backends).
-    DatasetsView(const QString& catalog_path, DatasetSync& sync, const JobController& backends, QWidget* parent = nullptr);
+    DatasetsView(const QString& catalog_path, DatasetSync& sync, const JobController& backends,
+                 QWidget* parent = nullptr);
 
     DatasetTableModel& model() { return *model_; }
     QTableView& table() { return *table_; }

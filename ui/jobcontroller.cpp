@@ -12,7 +12,9 @@ namespace traindeck {
 JobController::JobController(DatasetSync& datasets, DatasetRoot dataset_root, QObject* parent)
     : QObject(parent), datasets_(datasets), dataset_root_(std::move(dataset_root)) {}
 
-void JobController::add(const QString& name, JobSync& sync, Backend& backend) { backends_.push_back({name, &sync, &backend}); }
+void JobController::add(const QString& name, JobSync& sync, Backend& backend) {
+    backends_.push_back({name, &sync, &backend});
+}
 
 QStringList JobController::names() const {
     QStringList names;

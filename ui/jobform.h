@@ -27,13 +27,13 @@ struct JobForm {
     int seed = 42;
 
     // Any command.
-    QString command_line;    // split into argv words as a shell would (split_command_line), never run by one...
-    bool shell = false;      // ...unless this is set: then the whole line goes to /bin/sh -c
-    QString working_folder;  // empty: the job's folder
-    QString environment;     // KEY=VALUE, one a line
+    QString command_line;   // split into argv words as a shell would (split_command_line), never run by one...
+    bool shell = false;     // ...unless this is set: then the whole line goes to /bin/sh -c
+    QString working_folder; // empty: the job's folder
+    QString environment;    // KEY=VALUE, one a line
 
     // Where and how it runs.
-    QString dataset_version; // empty: none (paths as given)
+    QString dataset_version;               // empty: none (paths as given)
     int cpus = 2, gpus = 0, memory_mb = 0; // memory 0: no limit
     int priority = 0;
     double budget = 0; // 0: no cap

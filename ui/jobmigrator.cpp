@@ -16,7 +16,8 @@
 
 namespace traindeck {
 
-JobMigrator::JobMigrator(const QString& catalog_path, CatalogWriter& writer, const JobController& backends, QObject* parent)
+JobMigrator::JobMigrator(const QString& catalog_path, CatalogWriter& writer, const JobController& backends,
+                         QObject* parent)
     : QObject(parent), writer_(writer), backends_(backends) {
     Q_UNUSED(catalog_path); // the writer reads what it needs, on its thread
     timer_ = new QTimer(this);
@@ -56,11 +57,14 @@ void JobMigrator::heard(const QString& name, bool ok) {
             if (const std::optional<JobController::Connected> back = backends_.find(name))
                 for (const QString& remote : moved_away_.take(name)) {
                     const BackendRef ref = BackendRef::of(back->backend);
-                    run_in_background(this, [ref, remote] {
-                        QString error;
-                        if (const BackendRef::Use backend = ref.use())
-                            backend->cancel(remote, &error);
-                    }, [] {});
+                    run_in_background(
+                        this,
+                        [ref, remote] {
+                            QString error;
+                            if (const BackendRef::Use backend = ref.use())
+                                backend->cancel(remote, &error);
+                        },
+                        [] {});
                 }
         }
         return;
@@ -80,9 +84,9 @@ void JobMigrator::migrateJobsOf(const QString& backend) {
     const std::string name = backend.toStdString();
     writer_.post([self, name, backend](Catalog& catalog) {
         QList<Row> rows;
-        Statement select = catalog.db().prepare(
-            "SELECT id, remote_id, spec, migrate FROM jobs WHERE backend=? AND state NOT IN (" +
-            std::string(catalog_finished_states_sql()) + ")");
+        Statement select =
+            catalog.db().prepare("SELECT id, remote_id, spec, migrate FROM jobs WHERE backend=? AND state NOT IN (" +
+                                 std::string(catalog_finished_states_sql()) + ")");
         select.bind(1, name);
         while (select.step())
             rows.push_back({select.integer(0), QString::fromStdString(select.text(1)),

@@ -19,7 +19,8 @@ class JobMigrator : public QObject {
     Q_OBJECT
 public:
     // backends: the workers watched, and where lost jobs may go.
-    JobMigrator(const QString& catalog_path, CatalogWriter& writer, const JobController& backends, QObject* parent = nullptr);
+    JobMigrator(const QString& catalog_path, CatalogWriter& writer, const JobController& backends,
+                QObject* parent = nullptr);
 
     void setTimeouts(int poll_ms, int lost_after_ms);
     bool isLost(const QString& backend) const { return lost_.contains(backend); }

@@ -87,12 +87,15 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     splitter->addWidget(detail_);
     splitter->setSizes({620, 780});
     dataset_sync_ = new DatasetSync(sync.writer(), catalog_path, this);
-    controller_ = new JobController(*dataset_sync_, [this](const QString& version) {
-        DatasetTableModel& model = datasets_->model();
-        model.refresh();
-        const int row = model.rowOfVersion(version);
-        return row < 0 ? QString() : model.data(model.index(row, 0), DatasetTableModel::RootRole).toString();
-    }, this);
+    controller_ = new JobController(
+        *dataset_sync_,
+        [this](const QString& version) {
+            DatasetTableModel& model = datasets_->model();
+            model.refresh();
+            const int row = model.rowOfVersion(version);
+            return row < 0 ? QString() : model.data(model.index(row, 0), DatasetTableModel::RootRole).toString();
+        },
+        this);
     connect(controller_, &JobController::problem, this, &MainWindow::addAlert);
     datasets_ = new DatasetsView(catalog_path, *dataset_sync_, *controller_);
     connect(dataset_sync_, &DatasetSync::failed, this, &MainWindow::addAlert);
@@ -222,12 +225,17 @@ QStringList MainWindow::alerts() const {
     return list;
 }
 
-QStringList MainWindow::backendNames() const { return controller_->names(); }
+QStringList MainWindow::backendNames() const {
+    return controller_->names();
+}
 
-QModelIndex MainWindow::currentJob() const { return proxy_->mapToSource(table_->currentIndex()); }
+QModelIndex MainWindow::currentJob() const {
+    return proxy_->mapToSource(table_->currentIndex());
+}
 
 JobController::Job MainWindow::jobAt(const QModelIndex& source) const {
-    return {jobs_->data(source, JobTableModel::JobIdRole).toLongLong(), jobs_->data(source, JobTableModel::BackendRole).toString(),
+    return {jobs_->data(source, JobTableModel::JobIdRole).toLongLong(),
+            jobs_->data(source, JobTableModel::BackendRole).toString(),
             jobs_->data(source, JobTableModel::RemoteIdRole).toString()};
 }
 

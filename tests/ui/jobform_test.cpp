@@ -14,7 +14,9 @@
 
 QT_BEGIN_NAMESPACE
 // Readable failures: the text, not a byte dump.
-inline void PrintTo(const QString& text, std::ostream* out) { *out << '"' << text.toStdString() << '"'; }
+inline void PrintTo(const QString& text, std::ostream* out) {
+    *out << '"' << text.toStdString() << '"';
+}
 inline void PrintTo(const QJsonObject& object, std::ostream* out) {
     *out << QJsonDocument(object).toJson(QJsonDocument::Compact).toStdString();
 }
@@ -267,17 +269,18 @@ TEST(JobForm, LoadingKeepsTheFieldsOfTheOtherKind) {
     EXPECT_EQ(builtin.kind, JobForm::Kind::builtin);
     EXPECT_EQ(builtin.command_line, "python3 old.py"); // left as it was
     EXPECT_EQ(builtin.working_folder, "/srv");
-    EXPECT_EQ(builtin.model, "mlp");       // unknown model: the MLP
-    EXPECT_EQ(builtin.epochs, 5);          // missing: the form's default
+    EXPECT_EQ(builtin.model, "mlp"); // unknown model: the MLP
+    EXPECT_EQ(builtin.epochs, 5);    // missing: the form's default
     EXPECT_EQ(builtin.learning_rate, 0.05);
-    EXPECT_FALSE(builtin.cosine);          // no schedule: constant
+    EXPECT_FALSE(builtin.cosine); // no schedule: constant
     EXPECT_EQ(builtin.cpus, 2);
     EXPECT_EQ(builtin.max_restarts, 2);
 
     JobForm unknown_optimizer = before;
     unknown_optimizer.optimizer = "adamw";
     EXPECT_EQ(job_form_from_request(QJsonObject{{"builtin", QJsonObject{{"optimizer", QJsonObject{{"type", "lion"}}}}}},
-                                    unknown_optimizer).optimizer,
+                                    unknown_optimizer)
+                  .optimizer,
               "adamw");
 
     JobForm csv;
