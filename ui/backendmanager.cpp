@@ -24,9 +24,7 @@ BackendManager::BackendManager(Catalog& catalog, CatalogWriter& writer, BackendF
 // The connector (a member) disconnects every worker as it goes, after this.
 BackendManager::~BackendManager() = default;
 
-void BackendManager::restore() {
-    connector_.restore();
-}
+void BackendManager::restore() { connector_.restore(); }
 
 void BackendManager::addRemote() {
     if (!connector_.canConnect()) {

@@ -74,12 +74,14 @@ void run_in_background(QObject* context, Work work, Done done, QThreadPool* pool
 
 // What work() of run_in_background_reporting() is handed: report(args...) from any thread runs progress(args...)
 // on the GUI thread while the context lives (the arguments are copied).
-template <typename Progress> class BackgroundReport {
+template <typename Progress>
+class BackgroundReport {
 public:
     BackgroundReport(QPointer<QObject> guard, Progress progress)
         : guard_(std::move(guard)), progress_(std::make_shared<Progress>(std::move(progress))) {}
 
-    template <typename... Args> void operator()(Args&&... args) const {
+    template <typename... Args>
+    void operator()(Args&&... args) const {
         QMetaObject::invokeMethod(
             QCoreApplication::instance(),
             [guard = guard_, progress = progress_, ... args = std::decay_t<Args>(std::forward<Args>(args))]() {

@@ -9,18 +9,14 @@ namespace traindeck {
 
 namespace {
 
-bool is_command(const JobForm& form) {
-    return form.kind == JobForm::Kind::command;
-}
+bool is_command(const JobForm& form) { return form.kind == JobForm::Kind::command; }
 
 // The data choice as the default job name says it.
 QString data_title(const QString& data) {
     return data == "csv" ? QStringLiteral("CSV") : QStringLiteral("Fashion-MNIST");
 }
 
-QStringList environment_lines(const JobForm& form) {
-    return form.environment.split('\n', Qt::SkipEmptyParts);
-}
+QStringList environment_lines(const JobForm& form) { return form.environment.split('\n', Qt::SkipEmptyParts); }
 
 } // namespace
 

@@ -225,13 +225,9 @@ QStringList MainWindow::alerts() const {
     return list;
 }
 
-QStringList MainWindow::backendNames() const {
-    return controller_->names();
-}
+QStringList MainWindow::backendNames() const { return controller_->names(); }
 
-QModelIndex MainWindow::currentJob() const {
-    return proxy_->mapToSource(table_->currentIndex());
-}
+QModelIndex MainWindow::currentJob() const { return proxy_->mapToSource(table_->currentIndex()); }
 
 JobController::Job MainWindow::jobAt(const QModelIndex& source) const {
     return {jobs_->data(source, JobTableModel::JobIdRole).toLongLong(),

@@ -239,8 +239,6 @@ void NewJobDialog::setForm(const JobForm& form) {
     seed_->setValue(form.seed);
 }
 
-void NewJobDialog::load(const QJsonObject& request) {
-    setForm(job_form_from_request(request, form()));
-}
+void NewJobDialog::load(const QJsonObject& request) { setForm(job_form_from_request(request, form())); }
 
 } // namespace traindeck

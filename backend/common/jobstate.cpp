@@ -56,9 +56,7 @@ std::string_view finished_states_sql() {
     return text;
 }
 
-bool is_finished_in_catalog(std::string_view state) {
-    return state == "lost" || is_finished(state);
-}
+bool is_finished_in_catalog(std::string_view state) { return state == "lost" || is_finished(state); }
 
 std::string_view catalog_finished_states_sql() {
     static const std::string text = std::string(finished_states_sql()) + ",'lost'";

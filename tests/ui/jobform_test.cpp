@@ -14,9 +14,7 @@
 
 QT_BEGIN_NAMESPACE
 // Readable failures: the text, not a byte dump.
-inline void PrintTo(const QString& text, std::ostream* out) {
-    *out << '"' << text.toStdString() << '"';
-}
+inline void PrintTo(const QString& text, std::ostream* out) { *out << '"' << text.toStdString() << '"'; }
 inline void PrintTo(const QJsonObject& object, std::ostream* out) {
     *out << QJsonDocument(object).toJson(QJsonDocument::Compact).toStdString();
 }
