@@ -68,7 +68,9 @@ StopReason recorded_stop_reason(JobState state, std::string_view reason) {
         return StopReason::preempt;
     if (state != JobState::stopping)
         return StopReason::none;
-    return reason.starts_with("cancel") ? StopReason::cancel : reason.starts_with("budget") ? StopReason::budget : StopReason::idle;
+    return reason.starts_with("cancel")   ? StopReason::cancel
+           : reason.starts_with("budget") ? StopReason::budget
+                                          : StopReason::idle;
 }
 
 } // namespace traindeck

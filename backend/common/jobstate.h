@@ -8,14 +8,14 @@
 namespace traindeck {
 
 enum class JobState {
-    queued,     // waiting for resources (or handed to a cluster that has not started it)
+    queued, // waiting for resources (or handed to a cluster that has not started it)
     running,
     preempting, // asked to checkpoint and leave for a higher-priority job; goes back to the queue
     stopping,   // asked to checkpoint and stop (cancel, budget, idle policy)
     succeeded,
     failed,
     cancelled,
-    stopped,    // by the budget or the idle policy, checkpoint kept; can be resumed
+    stopped, // by the budget or the idle policy, checkpoint kept; can be resumed
 };
 
 // What a stopping job was asked to do; decides what its exit means.

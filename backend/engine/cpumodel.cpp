@@ -50,8 +50,6 @@ void CpuModel::step(float lr, long step, double& loss_sum, long& correct) {
     correct = correct_;
 }
 
-const float* CpuModel::logits(const float* x, int batch) {
-    return net_.forward(x, batch, false, inference_rng_);
-}
+const float* CpuModel::logits(const float* x, int batch) { return net_.forward(x, batch, false, inference_rng_); }
 
 } // namespace traindeck::engine

@@ -51,9 +51,7 @@ std::vector<int32_t> random_labels(size_t count, uint64_t seed) {
     return y;
 }
 
-bool same_bits(const float* a, const float* b, size_t count) {
-    return std::memcmp(a, b, count * sizeof(float)) == 0;
-}
+bool same_bits(const float* a, const float* b, size_t count) { return std::memcmp(a, b, count * sizeof(float)) == 0; }
 
 } // namespace
 

@@ -1,7 +1,7 @@
-// The CUDA implementation of the GPU path (gpumodel.h), a Model (model.h) as the CPU engine is: the trainer's network as cuBLAS gemms, cuDNN convolutions and
-// pooling, and the kernels of cudakernels.cu, one stream per model, NCCL across ranks. Every CUDA, cuBLAS and
-// cuDNN status goes through TRAINDECK_CHECK / TRAINDECK_LAUNCH (cudastatus.h); a public method that throws
-// first marks the model failed and aborts its communicator, so the other ranks' waits end too.
+// The CUDA implementation of the GPU path (gpumodel.h), a Model (model.h) as the CPU engine is: the trainer's network
+// as cuBLAS gemms, cuDNN convolutions and pooling, and the kernels of cudakernels.cu, one stream per model, NCCL across
+// ranks. Every CUDA, cuBLAS and cuDNN status goes through TRAINDECK_CHECK / TRAINDECK_LAUNCH (cudastatus.h); a public
+// method that throws first marks the model failed and aborts its communicator, so the other ranks' waits end too.
 #include "gpumodel.h"
 
 #include "cudakernels.h"
