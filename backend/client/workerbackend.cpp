@@ -23,10 +23,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include <fcntl.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace traindeck {
 

@@ -21,15 +21,19 @@ uint32_t big_endian32(const unsigned char* p) {
     return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
 
+// What a failed gzread says, as the message for the user.
+std::string read_error(gzFile file, const std::string& path) {
+    int code = 0;
+    const char* message = gzerror(file, &code);
+    return path + ": cannot read: " + (message ? message : "zlib error") +
+           " (is the gzip stream truncated or corrupt?)";
+}
+
 // Reads exactly size bytes; false at the end of the file. A zlib failure is a message in error.
 bool read_exactly(gzFile file, void* out, unsigned size, const std::string& path, std::string& error) {
     const int got = gzread(file, out, size);
-    if (got < 0) {
-        int code = 0;
-        const char* message = gzerror(file, &code);
-        error = path + ": cannot read: " + (message ? message : "zlib error") +
-                " (is the gzip stream truncated or corrupt?)";
-    }
+    if (got < 0)
+        error = read_error(file, path);
     return got == static_cast<int>(size);
 }
 
@@ -86,12 +90,8 @@ Expected<IdxFile> read_idx(const std::string& path, int expected_dims, size_t ke
     uint64_t total = 0;
     for (;;) {
         const int got = gzread(file.get(), buffer.data(), static_cast<unsigned>(buffer.size()));
-        if (got < 0) {
-            int code = 0;
-            const char* message = gzerror(file.get(), &code);
-            return Error{path + ": cannot read: " + (message ? message : "zlib error") +
-                         " (is the gzip stream truncated or corrupt?)"};
-        }
+        if (got < 0)
+            return Error{read_error(file.get(), path)};
         if (got == 0)
             break;
         if (idx.data.size() < keep_bytes) {

@@ -21,11 +21,7 @@ Environment Environment::current() {
 
 Environment Environment::from_entries(const std::vector<std::string>& entries) {
     Environment env;
-    for (const std::string& entry : entries) {
-        const size_t eq = entry.find('=');
-        if (eq != std::string::npos)
-            env.set(std::string_view(entry).substr(0, eq), std::string_view(entry).substr(eq + 1));
-    }
+    env.set_entries(entries);
     return env;
 }
 
@@ -44,6 +40,14 @@ void Environment::set(std::string_view key, std::string_view value) {
             return;
         }
     entries_.push_back(std::move(entry));
+}
+
+void Environment::set_entries(const std::vector<std::string>& entries) {
+    for (const std::string& entry : entries) {
+        const size_t eq = entry.find('=');
+        if (eq != std::string::npos)
+            set(std::string_view(entry).substr(0, eq), std::string_view(entry).substr(eq + 1));
+    }
 }
 
 void Environment::erase(std::string_view key) {
@@ -66,13 +70,12 @@ pid_t spawn_process(const SpawnOptions& options, int& error_number) {
     posix_spawn_file_actions_init(&actions);
     if (!options.stdin_path.empty())
         posix_spawn_file_actions_addopen(&actions, 0, options.stdin_path.c_str(), O_RDONLY, 0);
-    if (options.output_fd >= 0) {
-        posix_spawn_file_actions_adddup2(&actions, options.output_fd, 1);
-        posix_spawn_file_actions_adddup2(&actions, options.output_fd, 2);
-    } else if (!options.output_path.empty()) {
+    if (!options.output_path.empty()) {
         posix_spawn_file_actions_addopen(&actions, 1, options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
         posix_spawn_file_actions_adddup2(&actions, 1, 2);
     }
+    for (const auto& [here, in_child] : options.fds)
+        posix_spawn_file_actions_adddup2(&actions, here, in_child);
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
     short flags = 0;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace traindeck {
@@ -19,7 +20,8 @@ public:
     static Environment from_entries(const std::vector<std::string>& entries);
 
     std::optional<std::string> get(std::string_view key) const;
-    void set(std::string_view key, std::string_view value); // replaces, or appends a new key
+    void set(std::string_view key, std::string_view value);    // replaces, or appends a new key
+    void set_entries(const std::vector<std::string>& entries); // each "KEY=value" as set(); one without '=' is ignored
     void erase(std::string_view key);
     template <typename Keep> // bool(std::string_view key)
     void keep_only(Keep keep) {
@@ -52,7 +54,7 @@ struct SpawnOptions {
     std::vector<int> blocked_signals;       // blocked in the child until it unblocks them
     std::string stdin_path;                 // opened read-only as fd 0; empty: inherited
     std::string output_path;                // appended to as fd 1 and 2 (mode 0600); empty: inherited
-    int output_fd = -1;                     // dup'ed to fd 1 and 2 instead (a pipe); -1: not used
+    std::vector<std::pair<int, int>> fds;   // {fd here, fd in the child}, dup'ed last: a pipe as 1 and 2, metrics as 3
 };
 
 // The child's pid, or -1 with error_number set to what failed (ENOENT: no such program, ...).

@@ -179,11 +179,7 @@ int run_job_shim(const std::string& job_dir) {
         if (g_early_signal)
             ::kill(child, g_early_signal);
     }
-    {
-        std::ofstream pid_file(job_dir + "/pid.tmp");
-        pid_file << child << "\n";
-    }
-    ::rename((job_dir + "/pid.tmp").c_str(), (job_dir + "/pid").c_str());
+    write_file_atomically(job_dir + "/pid", std::to_string(child) + "\n", 0600, error);
     std::string exec_error;
     char buffer[512];
     for (ssize_t n; (n = ::read(exec_pipe[0], buffer, sizeof(buffer))) != 0;) {

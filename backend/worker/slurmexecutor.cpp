@@ -110,7 +110,7 @@ bool SlurmExecutor::command(std::vector<std::string> argv, std::string& output, 
     if (!settings_.conf.empty())
         tool.environment->set("SLURM_CONF", settings_.conf);
     tool.search_path = true;
-    tool.output_fd = pipe_fds[1];
+    tool.fds = {{pipe_fds[1], 1}, {pipe_fds[1], 2}};
     int rc = 0;
     const pid_t pid = spawn_process(tool, rc);
     ::close(pipe_fds[1]);

@@ -44,10 +44,7 @@ bool ChildProcess::start() {
     child.argv = argv_;
     // The given entries replace this process's variables of the same name.
     child.environment = Environment::current();
-    for (const std::string& entry : environment_) {
-        const std::string_view key = Environment::key_of(entry);
-        child.environment->set(key, std::string_view(entry).substr(std::min(entry.size(), key.size() + 1)));
-    }
+    child.environment->set_entries(environment_);
     child.stdin_path = "/dev/null";
     child.output_path = log_path_;
 

@@ -1,15 +1,14 @@
 #include "testsupport.h"
 
+#include "process.h"
+
 #include <fstream>
 #include <random>
 #include <sstream>
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace traindeck::test {
 
@@ -65,30 +64,18 @@ std::string read_all(int fd) {
 
 int spawn(const std::vector<std::string>& args, const std::vector<std::string>& env, int out_fd, int err_fd,
           int metrics_fd = -1) {
-    std::vector<std::string> argv_storage = {TRAINDECK_TRAIN_BINARY};
-    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& arg : argv_storage)
-        argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_storage(env.begin(), env.end());
-    for (char** e = environ; *e; ++e)
-        env_storage.emplace_back(*e);
-    std::vector<char*> envp;
-    for (auto& entry : env_storage)
-        envp.push_back(entry.data());
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+    SpawnOptions train;
+    train.argv = {TRAINDECK_TRAIN_BINARY};
+    train.argv.insert(train.argv.end(), args.begin(), args.end());
+    train.environment = Environment::current();
+    train.environment->set_entries(env); // the test's variables win over this process's
+    train.fds = {{out_fd, 1}};
     if (err_fd >= 0)
-        posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
+        train.fds.emplace_back(err_fd, 2);
     if (metrics_fd >= 0)
-        posix_spawn_file_actions_adddup2(&actions, metrics_fd, 3);
-    pid_t pid = -1;
-    posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    return pid;
+        train.fds.emplace_back(metrics_fd, 3);
+    int error_number = 0;
+    return spawn_process(train, error_number);
 }
 
 int wait_exit(int pid) {
