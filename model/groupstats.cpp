@@ -1,0 +1,2 @@
+// groupstats.h
+#include "groupstats.h"

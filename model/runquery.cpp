@@ -1,0 +1,2 @@
+// runquery.h
+#include "runquery.h"

@@ -1,0 +1,3 @@
+#include "groupstats.h"
+
+#include <gtest/gtest.h>

@@ -1,0 +1,3 @@
+#include "runquery.h"
+
+#include <gtest/gtest.h>
