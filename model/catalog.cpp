@@ -1,7 +1,12 @@
 #include "catalog.h"
 
 #include "clock.h"
+#include "jobstate.h"
+#include "runconfig.h"
 
+#include <sqlite3.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -61,6 +66,26 @@ const char* const kMigrations[] = {
     ALTER TABLE jobs ADD COLUMN seq_offset INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE jobs ADD COLUMN migrate INTEGER NOT NULL DEFAULT 0;
     )",
+    // 4: runs as data. Each run's configuration as flattened keys; one summary row per series kept on ingest (best
+    // is derived from min/max by the goal: 1 minimise, 2 maximise, 0 none); tags, a note, star, archive, deletion
+    // with undo (deleted = when; purged at the next start); saved views; `changed` is the revision of a job's rows
+    // (readers re-read only the runs changed since the revision they saw).
+    R"(
+    CREATE TABLE job_config(job INTEGER NOT NULL, key TEXT NOT NULL, text TEXT NOT NULL, number REAL,
+        PRIMARY KEY(job, key)) WITHOUT ROWID;
+    CREATE TABLE metric_summaries(job INTEGER NOT NULL, name TEXT NOT NULL, last REAL, last_step INTEGER NOT NULL DEFAULT 0,
+        min REAL, max REAL, count INTEGER NOT NULL DEFAULT 0, goal INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY(job, name)) WITHOUT ROWID;
+    CREATE TABLE job_tags(job INTEGER NOT NULL, tag TEXT NOT NULL, PRIMARY KEY(job, tag)) WITHOUT ROWID;
+    ALTER TABLE jobs ADD COLUMN note TEXT NOT NULL DEFAULT '';
+    ALTER TABLE jobs ADD COLUMN starred INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN deleted REAL NOT NULL DEFAULT 0;
+    ALTER TABLE jobs ADD COLUMN changed INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX jobs_by_changed ON jobs(changed);
+    CREATE TABLE saved_views(name TEXT PRIMARY KEY, query TEXT NOT NULL, columns TEXT NOT NULL, grouping TEXT NOT NULL,
+        chart TEXT NOT NULL, created REAL NOT NULL);
+    )",
 };
 
 } // namespace
@@ -112,7 +137,8 @@ void Catalog::migrate(int from) {
 int64_t Catalog::add_job(const std::string& name, const std::string& backend, const std::string& remote_id,
                          const json& spec) {
     Statement insert =
-        db_.prepare("INSERT INTO jobs(name, backend, remote_id, spec, created, budget, migrate) VALUES(?, ?, ?, ?, ?, ?, ?)");
+        db_.prepare("INSERT INTO jobs(name, backend, remote_id, spec, created, budget, migrate, changed) "
+                    "VALUES(?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(changed), 0) + 1 FROM jobs))");
     const double budget = spec.is_object() && spec.contains("budget") && spec["budget"].is_number() ? spec["budget"].get<double>() : 0.0;
     // "console" holds what only the console acts on (the worker never sees it).
     const bool migrate = spec.is_object() && spec.contains("console") && spec["console"].is_object() &&
@@ -125,7 +151,12 @@ int64_t Catalog::add_job(const std::string& name, const std::string& backend, co
         .bind(6, budget)
         .bind(7, int64_t(migrate));
     insert.step();
-    return db_.last_insert_id();
+    // (The revision is set by the insert: touching the row again would copy a large spec a second time.)
+    const int64_t job = db_.last_insert_id();
+    // A built-in job's spec is its configuration until the trainer reports the full one (defaults filled in).
+    if (spec.is_object() && spec.contains("spec") && spec["spec"].is_object())
+        set_config(job, spec["spec"]);
+    return job;
 }
 
 void Catalog::add_backend(const BackendRow& b) {
@@ -214,6 +245,7 @@ void Catalog::mark_lost(int64_t job, const std::string& reason) {
     Statement update = db_.prepare("UPDATE jobs SET state='lost', reason=? WHERE id=?");
     update.bind(1, reason).bind(2, job);
     update.step();
+    touch(job);
 }
 
 void Catalog::reassign_job(int64_t job, const std::string& backend, const std::string& remote_id, const std::string& reason) {
@@ -222,6 +254,7 @@ void Catalog::reassign_job(int64_t job, const std::string& backend, const std::s
         "UPDATE jobs SET backend=?, remote_id=?, seq_offset=last_seq, state='queued', reason=? WHERE id=?");
     update.bind(1, backend).bind(2, remote_id).bind(3, reason).bind(4, job);
     update.step();
+    touch(job);
 }
 
 int64_t Catalog::series(int64_t job, const std::string& name, bool create) {
@@ -299,6 +332,7 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
         it->second.push_back({step, value});
     };
     const json* state_update = nullptr;
+    double state_time = 0;
     Statement alert = db_.prepare("INSERT INTO alerts(job, kind, message, time) VALUES(?, ?, ?, ?)");
     auto raise = [&](const std::string& kind, const std::string& message, double time) {
         alert.reset();
@@ -327,6 +361,16 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
             const std::string* record = string_at(data, "type");
             if (is(record, "event") && is(string_at(data, "event"), "nan_loss"))
                 raise("nan_loss", "the loss became NaN or infinite; the job stopped without a checkpoint", event_time);
+            if (is(record, "config")) {
+                if (const auto config = data.find("config"); config != data.end() && config->is_object())
+                    if (const std::string left_out = set_config(job, *config); !left_out.empty())
+                        raise("config_truncated", "the job's config record was too large: " + left_out, event_time);
+                if (const auto goals = data.find("goals"); goals != data.end() && goals->is_object())
+                    for (auto it = goals->begin(); it != goals->end(); ++it)
+                        if (it->is_string())
+                            set_goal(job, it.key(), goal_from(it->get_ref<const std::string&>()));
+                continue;
+            }
             int64_t step = 0;
             if (!integer_at(data, "step", step))
                 continue;
@@ -382,6 +426,7 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
             log.step();
         } else if (*type == "state") {
             state_update = &data;
+            state_time = event_time;
             if (is(string_at(data, "state"), "failed")) {
                 const std::string* reason = string_at(data, "reason");
                 raise("failed", "job failed: " + (reason ? *reason : std::string("no reason given")), event_time);
@@ -393,12 +438,14 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
                 raise(*kind, message ? *message : *kind, event_time);
         }
     }
-    for (auto& [name, list] : points)
+    for (auto& [name, list] : points) {
         store_->append(series(job, name, true), list);
+        summarise(job, name, list);
+    }
     Statement update = db_.prepare(
         "UPDATE jobs SET last_seq=?, loss=COALESCE(?, loss), accuracy=COALESCE(?, accuracy), "
-        "progress=COALESCE(?, progress), spend=COALESCE(?, spend), state=COALESCE(?, state), reason=COALESCE(?, reason) "
-        "WHERE id=?");
+        "progress=COALESCE(?, progress), spend=COALESCE(?, spend), state=COALESCE(?, state), reason=COALESCE(?, reason), "
+        "changed=(SELECT COALESCE(MAX(changed), 0) + 1 FROM jobs) WHERE id=?");
     update.bind(1, last);
     auto bind_number = [&](int index, double value) {
         if (std::isnan(value))
@@ -420,7 +467,277 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     }
     update.bind(8, job);
     update.step();
+    if (const std::string* state = state_update ? string_at(*state_update, "state") : nullptr; state && state_time > 0) {
+        // When it first ran and when it ended, by the worker's clock (a resumed job keeps its first start).
+        Statement times = db_.prepare(*state == "running" ? "UPDATE jobs SET started=?, finished=0 WHERE id=? AND started=0"
+                                      : is_finished(*state) ? "UPDATE jobs SET finished=? WHERE id=?"
+                                                            : "SELECT ?, ?");
+        times.bind(1, state_time).bind(2, job);
+        times.step();
+    }
     return last;
+}
+
+void Catalog::touch(int64_t job) {
+    Statement update = db_.prepare("UPDATE jobs SET changed=(SELECT COALESCE(MAX(changed), 0) + 1 FROM jobs) WHERE id=?");
+    update.bind(1, job);
+    update.step();
+}
+
+int64_t Catalog::revision() {
+    Statement select = db_.prepare("SELECT COALESCE(MAX(changed), 0) FROM jobs");
+    return select.step() ? select.integer(0) : 0;
+}
+
+std::string Catalog::set_config(int64_t job, const json& config) {
+    std::map<std::string, ConfigValue> flat;
+    const std::string left_out = flatten_config(config, flat);
+    Statement upsert = db_.prepare("INSERT OR REPLACE INTO job_config(job, key, text, number) VALUES(?, ?, ?, ?)");
+    for (const auto& [key, value] : flat) {
+        upsert.reset();
+        upsert.bind(1, job).bind(2, key).bind(3, value.text);
+        if (value.is_number())
+            upsert.bind(4, value.number);
+        else
+            upsert.bind_null(4);
+        upsert.step();
+    }
+    touch(job);
+    return left_out;
+}
+
+void Catalog::set_goal(int64_t job, const std::string& series_name, MetricGoal goal) {
+    Statement upsert = db_.prepare("INSERT INTO metric_summaries(job, name, goal) VALUES(?, ?, ?) "
+                                   "ON CONFLICT(job, name) DO UPDATE SET goal=excluded.goal");
+    upsert.bind(1, job).bind(2, series_name).bind(3, static_cast<int64_t>(goal));
+    upsert.step();
+    touch(job);
+}
+
+void Catalog::summarise(int64_t job, const std::string& series_name, const std::vector<MetricPoint>& points) {
+    if (points.empty())
+        return;
+    double low = points.front().value, high = low, last = low;
+    int64_t last_step = points.front().step;
+    for (const MetricPoint& p : points) {
+        low = std::min(low, p.value);
+        high = std::max(high, p.value);
+        if (p.step >= last_step) {
+            last_step = p.step;
+            last = p.value;
+        }
+    }
+    // A new row takes the metric's default goal; an existing one keeps its goal and folds the batch in. "last" is
+    // the value at the highest step seen (a resumed run repeating earlier steps does not move it back).
+    Statement upsert = db_.prepare(
+        "INSERT INTO metric_summaries(job, name, last, last_step, min, max, count, goal) VALUES(?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(job, name) DO UPDATE SET "
+        "last=CASE WHEN last IS NULL OR excluded.last_step >= last_step THEN excluded.last ELSE last END, "
+        "last_step=MAX(last_step, excluded.last_step), min=MIN(COALESCE(min, excluded.min), excluded.min), "
+        "max=MAX(COALESCE(max, excluded.max), excluded.max), count=count + excluded.count");
+    upsert.bind(1, job)
+        .bind(2, series_name)
+        .bind(3, last)
+        .bind(4, last_step)
+        .bind(5, low)
+        .bind(6, high)
+        .bind(7, static_cast<int64_t>(points.size()))
+        .bind(8, static_cast<int64_t>(default_goal(series_name)));
+    upsert.step();
+}
+
+namespace {
+
+std::vector<std::string> clean_tags(const std::vector<std::string>& tags) {
+    std::vector<std::string> out;
+    for (const std::string& tag : tags) {
+        const size_t from = tag.find_first_not_of(" \t\r\n");
+        if (from == std::string::npos)
+            continue;
+        out.push_back(tag.substr(from, tag.find_last_not_of(" \t\r\n") - from + 1));
+    }
+    return out;
+}
+
+} // namespace
+
+void Catalog::add_tags(int64_t job, const std::vector<std::string>& tags) {
+    Statement insert = db_.prepare("INSERT OR IGNORE INTO job_tags(job, tag) VALUES(?, ?)");
+    for (const std::string& tag : clean_tags(tags)) {
+        insert.reset();
+        insert.bind(1, job).bind(2, tag);
+        insert.step();
+    }
+    touch(job);
+}
+
+void Catalog::remove_tags(int64_t job, const std::vector<std::string>& tags) {
+    Statement remove = db_.prepare("DELETE FROM job_tags WHERE job=? AND tag=?");
+    for (const std::string& tag : clean_tags(tags)) {
+        remove.reset();
+        remove.bind(1, job).bind(2, tag);
+        remove.step();
+    }
+    touch(job);
+}
+
+void Catalog::set_note(int64_t job, const std::string& note) {
+    Statement update = db_.prepare("UPDATE jobs SET note=? WHERE id=?");
+    update.bind(1, note).bind(2, job);
+    update.step();
+    touch(job);
+}
+
+void Catalog::set_starred(int64_t job, bool starred) {
+    Statement update = db_.prepare("UPDATE jobs SET starred=? WHERE id=?");
+    update.bind(1, int64_t(starred)).bind(2, job);
+    update.step();
+    touch(job);
+}
+
+void Catalog::set_archived(int64_t job, bool archived) {
+    Statement update = db_.prepare("UPDATE jobs SET archived=? WHERE id=?");
+    update.bind(1, int64_t(archived)).bind(2, job);
+    update.step();
+    touch(job);
+}
+
+void Catalog::set_deleted(int64_t job, bool deleted) {
+    Statement update = db_.prepare("UPDATE jobs SET deleted=? WHERE id=?");
+    update.bind(1, deleted ? wall_seconds() : 0.0).bind(2, job);
+    update.step();
+    touch(job);
+}
+
+int Catalog::purge_deleted() {
+    std::vector<int64_t> gone;
+    {
+        Statement select = db_.prepare("SELECT id FROM jobs WHERE deleted > 0");
+        while (select.step())
+            gone.push_back(select.integer(0));
+    }
+    for (const int64_t job : gone) {
+        for (const char* sql : {"DELETE FROM metric_chunk_data WHERE series IN (SELECT id FROM series WHERE job=?1)",
+                                "DELETE FROM metric_chunks WHERE series IN (SELECT id FROM series WHERE job=?1)",
+                                "DELETE FROM series WHERE job=?1", "DELETE FROM job_logs WHERE job=?1",
+                                "DELETE FROM job_config WHERE job=?1", "DELETE FROM metric_summaries WHERE job=?1",
+                                "DELETE FROM job_tags WHERE job=?1", "DELETE FROM checkpoints WHERE job=?1",
+                                "DELETE FROM artifacts WHERE job=?1", "DELETE FROM budgets WHERE job=?1",
+                                "DELETE FROM alerts WHERE job=?1", "DELETE FROM jobs WHERE id=?1"}) {
+            Statement remove = db_.prepare(sql);
+            remove.bind(1, job);
+            remove.step();
+        }
+    }
+    if (!gone.empty())
+        discard_caches(); // the series store's open chunks may name series that are gone
+    return static_cast<int>(gone.size());
+}
+
+void Catalog::save_view(const SavedView& view) {
+    Statement upsert = db_.prepare("INSERT OR REPLACE INTO saved_views(name, query, columns, grouping, chart, created) "
+                                   "VALUES(?, ?, ?, ?, ?, ?)");
+    upsert.bind(1, view.name)
+        .bind(2, view.query)
+        .bind(3, view.columns)
+        .bind(4, view.grouping)
+        .bind(5, view.chart)
+        .bind(6, wall_seconds());
+    upsert.step();
+}
+
+void Catalog::delete_view(const std::string& name) {
+    Statement remove = db_.prepare("DELETE FROM saved_views WHERE name=?");
+    remove.bind(1, name);
+    remove.step();
+}
+
+std::vector<Catalog::SavedView> Catalog::views() {
+    std::vector<SavedView> out;
+    Statement select = db_.prepare("SELECT name, query, columns, grouping, chart FROM saved_views ORDER BY name");
+    while (select.step())
+        out.push_back({select.text(0), select.text(1), select.text(2), select.text(3), select.text(4)});
+    return out;
+}
+
+std::vector<RunRecord> Catalog::runs(int64_t after_revision, int64_t* revision_out) {
+    // One read transaction: the revision and the rows are of the same snapshot, so nothing committed between the
+    // two reads is skipped next time.
+    const bool own_transaction = sqlite3_get_autocommit(db_.handle()) != 0;
+    if (own_transaction)
+        db_.exec("BEGIN");
+    std::vector<RunRecord> runs;
+    try {
+        const int64_t now = revision();
+        const std::string changed = after_revision > 0 ? " changed > ?1" : " 1";
+        std::map<int64_t, size_t> at;
+        {
+            Statement select = db_.prepare("SELECT id, name, state, reason, backend, note, progress, spend, created, started, "
+                                           "finished, starred, archived, deleted FROM jobs WHERE" +
+                                           changed + " ORDER BY id");
+            if (after_revision > 0)
+                select.bind(1, after_revision);
+            while (select.step()) {
+                RunRecord run;
+                run.id = select.integer(0);
+                run.name = select.text(1);
+                run.state = select.text(2);
+                run.reason = select.text(3);
+                run.backend = select.text(4);
+                run.note = select.text(5);
+                run.progress = select.real(6);
+                run.spend = select.real(7);
+                run.created = select.real(8);
+                run.started = select.real(9);
+                run.finished = select.real(10);
+                run.starred = select.integer(11) != 0;
+                run.archived = select.integer(12) != 0;
+                run.deleted = select.real(13) > 0;
+                at.emplace(run.id, runs.size());
+                runs.push_back(std::move(run));
+            }
+        }
+        if (!runs.empty()) {
+            const std::string of_changed =
+                after_revision > 0 ? " WHERE job IN (SELECT id FROM jobs WHERE changed > ?1)" : "";
+            auto each = [&](const std::string& sql, auto&& fn) {
+                Statement select = db_.prepare(sql + of_changed);
+                if (after_revision > 0)
+                    select.bind(1, after_revision);
+                while (select.step())
+                    if (const auto it = at.find(select.integer(0)); it != at.end())
+                        fn(runs[it->second], select);
+            };
+            each("SELECT job, key, text, number FROM job_config", [](RunRecord& run, Statement& row) {
+                run.config.emplace_hint(run.config.end(), row.text(1),
+                                        ConfigValue{row.text(2), row.is_null(3) ? NAN : row.real(3)});
+            });
+            each("SELECT job, name, last, last_step, min, max, count, goal FROM metric_summaries",
+                 [](RunRecord& run, Statement& row) {
+                     MetricSummary summary;
+                     summary.last = row.is_null(2) ? NAN : row.real(2);
+                     summary.last_step = row.integer(3);
+                     summary.min = row.is_null(4) ? NAN : row.real(4);
+                     summary.max = row.is_null(5) ? NAN : row.real(5);
+                     summary.count = row.integer(6);
+                     summary.goal = static_cast<MetricGoal>(std::clamp<int64_t>(row.integer(7), 0, 2));
+                     summary.best = summary.goal == MetricGoal::minimize   ? summary.min
+                                    : summary.goal == MetricGoal::maximize ? summary.max
+                                                                           : NAN;
+                     run.summaries.emplace_hint(run.summaries.end(), row.text(1), summary);
+                 });
+            each("SELECT job, tag FROM job_tags", [](RunRecord& run, Statement& row) { run.tags.push_back(row.text(1)); });
+        }
+        if (revision_out)
+            *revision_out = now;
+    } catch (...) {
+        if (own_transaction)
+            db_.exec("ROLLBACK");
+        throw;
+    }
+    if (own_transaction)
+        db_.exec("COMMIT");
+    return runs;
 }
 
 CatalogWriter::CatalogWriter(Catalog& catalog) : catalog_(catalog), thread_([this] { run(); }) {}

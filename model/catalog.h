@@ -2,6 +2,7 @@
 // The console's catalog: one SQLite file (WAL) under the XDG data folder holding backends, datasets, jobs,
 // their events' metrics and telemetry, checkpoints, artifacts, prices, budgets and alerts. One writer thread
 // (CatalogWriter) ingests; any number of readers query through connections of their own.
+#include "runrecord.h"
 #include "seriesstore.h"
 #include "sqlitedb.h"
 
@@ -23,7 +24,7 @@ namespace traindeck {
 
 class Catalog {
 public:
-    static constexpr int kSchemaVersion = 3;
+    static constexpr int kSchemaVersion = 4;
 
     // Opens or creates; migrates an older schema; refuses a damaged or newer file with a message that says what
     // to do. read_only connections are for readers (views, item models).
@@ -79,11 +80,45 @@ public:
     };
     std::vector<Alert> take_alerts() { return std::exchange(alerts_, {}); }
 
+    // A run's configuration, merged key by key into what it has (a later "config" record overrides a key; keys it
+    // does not name stay). Returns what was left out over the limits of runconfig.h ("" when nothing was).
+    std::string set_config(int64_t job, const nlohmann::json& config);
+    // Which way is better for a metric of this job (a "config" record's "goals"); recomputes the summary's best.
+    void set_goal(int64_t job, const std::string& series, MetricGoal goal);
+
+    // Run hygiene. Tags are trimmed and unique; an empty tag is ignored. A deleted run is hidden everywhere until
+    // it is restored (undo) or purged (purge_deleted: its rows go for good; the console does it at its next start).
+    void add_tags(int64_t job, const std::vector<std::string>& tags);
+    void remove_tags(int64_t job, const std::vector<std::string>& tags);
+    void set_note(int64_t job, const std::string& note);
+    void set_starred(int64_t job, bool starred);
+    void set_archived(int64_t job, bool archived);
+    void set_deleted(int64_t job, bool deleted);
+    int purge_deleted();
+
+    // Saved views of the runs table: a query, its columns, grouping and chart settings (JSON texts the console
+    // reads; the catalog only keeps them).
+    struct SavedView {
+        std::string name, query, columns, grouping, chart;
+    };
+    void save_view(const SavedView& view); // replaces a view of the same name
+    void delete_view(const std::string& name);
+    std::vector<SavedView> views();
+
+    // The runs whose rows changed after `after_revision` (every run for 0), with their config, summaries and tags,
+    // deleted ones included (flagged, so a reader drops them); and the revision to ask after next time. Every
+    // change to a job (ingest, config, hygiene) moves it to a new revision, so a reader re-reads only those runs.
+    std::vector<RunRecord> runs(int64_t after_revision, int64_t* revision);
+    int64_t revision();
+
     // After a rolled-back transaction: forget what the writer cached of the database.
     void discard_caches();
 
 private:
     void migrate(int from);
+    void touch(int64_t job); // the job's rows changed: a new revision
+    // Folds a batch of one series' points into its summary row.
+    void summarise(int64_t job, const std::string& series, const std::vector<MetricPoint>& points);
 
     Database db_;
     std::string path_;

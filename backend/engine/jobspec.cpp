@@ -3,6 +3,7 @@
 #include "nametable.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -262,6 +263,7 @@ Expected<JobSpec> parse_job_spec(const json& root) {
         if (!preset)
             return Error{"spec: " + preset.error()};
         spec.layers = *preset;
+        spec.model = model.empty() ? "mlp" : model;
     }
     auto data = parse_data(r.child("data"));
     if (!data)
@@ -331,6 +333,84 @@ Expected<JobSpec> parse_job_spec(const json& root) {
         numeric.erase(key);
     spec.hash = fnv1a(numeric.dump());
     return spec;
+}
+
+namespace {
+
+// A float as the double that prints like it: 0.05f is 0.0500000007450580596923828125 as a double.
+double shortest(float value) {
+    char text[32];
+    const auto end = std::to_chars(text, text + sizeof(text), value).ptr;
+    return std::strtod(std::string(text, end).c_str(), nullptr);
+}
+
+json layer_to_json(const LayerSpec& layer) {
+    json out = {{"type", to_string(layer.type)}};
+    switch (layer.type) {
+    case LayerType::linear:
+        out["out"] = layer.out;
+        break;
+    case LayerType::conv2d:
+        out.update({{"out", layer.out}, {"kernel", layer.kernel}, {"stride", layer.stride}, {"padding", layer.padding}});
+        break;
+    case LayerType::maxpool:
+        out.update({{"size", layer.size}, {"stride", layer.stride}});
+        break;
+    case LayerType::dropout:
+        out["p"] = shortest(layer.p);
+        break;
+    case LayerType::relu:
+    case LayerType::gelu:
+    case LayerType::flatten:
+        break;
+    }
+    return out;
+}
+
+} // namespace
+
+json job_spec_to_json(const JobSpec& spec) {
+    json layers = json::array();
+    for (const LayerSpec& layer : spec.layers)
+        layers.push_back(layer_to_json(layer));
+    json data = {{"format", spec.data.format},
+                 {"val_fraction", spec.data.val_fraction},
+                 {"normalize", spec.data.normalize},
+                 {"limit", spec.data.limit}};
+    if (spec.data.format == "csv")
+        data.update({{"train_csv", spec.data.train_csv}, {"test_csv", spec.data.test_csv}, {"label_column", spec.data.label_column}});
+    else
+        data.update({{"train_images", spec.data.train_images},
+                     {"train_labels", spec.data.train_labels},
+                     {"test_images", spec.data.test_images},
+                     {"test_labels", spec.data.test_labels}});
+    json optimizer = {{"type", spec.optimizer.type}, {"lr", shortest(spec.optimizer.lr)},
+                      {"weight_decay", shortest(spec.optimizer.weight_decay)}};
+    if (spec.optimizer.type == "sgd")
+        optimizer["momentum"] = shortest(spec.optimizer.momentum);
+    else
+        optimizer.update({{"beta1", shortest(spec.optimizer.beta1)},
+                          {"beta2", shortest(spec.optimizer.beta2)},
+                          {"eps", shortest(spec.optimizer.eps)}});
+    json out = {{"name", spec.name},
+                {"layers", layers},
+                {"data", data},
+                {"optimizer", optimizer},
+                {"schedule",
+                 {{"warmup_steps", spec.schedule.warmup_steps},
+                  {"decay", spec.schedule.decay},
+                  {"min_lr_ratio", shortest(spec.schedule.min_lr_ratio)}}},
+                {"batch_size", spec.batch_size},
+                {"grad_accum", spec.grad_accum},
+                {"epochs", spec.epochs},
+                {"seed", spec.seed},
+                {"checkpoint_every", spec.checkpoint_every},
+                {"keep_checkpoints", spec.keep_checkpoints},
+                {"log_every", spec.log_every},
+                {"max_steps", spec.max_steps}};
+    if (!spec.model.empty())
+        out["model"] = spec.model;
+    return out;
 }
 
 Expected<JobSpec> load_job_spec(const std::string& path) {

@@ -56,6 +56,7 @@ struct ScheduleSpec {
 
 struct JobSpec {
     std::string name;
+    std::string model; // the preset ("mlp", "cnn") the layers came from; "" when the spec listed its layers
     std::vector<LayerSpec> layers;
     DataSpec data;
     OptimizerSpec optimizer;
@@ -74,6 +75,9 @@ struct JobSpec {
 // Parses and validates; unknown keys, wrong types and impossible values are errors naming the key.
 Expected<JobSpec> parse_job_spec(const nlohmann::json& json);
 Expected<JobSpec> load_job_spec(const std::string& path);
+// The spec with every default filled in, as the run's configuration (the trainer reports it in a "config" record,
+// the runs table shows and compares it). Floats are written as their shortest decimal (0.05, not 0.0500000007).
+nlohmann::json job_spec_to_json(const JobSpec& spec);
 
 // Where Debian's dataset-fashion-mnist puts the files.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";

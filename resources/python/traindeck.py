@@ -69,6 +69,32 @@ def evaluate(split, step, **metrics):
     write({"type": "eval", "split": split, "step": int(step), **metrics})
 
 
+def config(values=None, goals=None, **more):
+    """The run's parameters, shown, queried and compared as columns: config({"lr": 0.01, "model": {"depth": 4}})
+    or config(lr=0.01, seed=3). Nested keys are flattened by TrainDeck (model.depth); call again to add or change
+    keys. goals says which way is better for a metric when its name does not (loss-like names are minimised,
+    accuracy-like maximised): config(goals={"bleu4": "max"})."""
+    record = {"type": "config"}
+    merged = dict(values or {}, **more)
+    if merged:
+        record["config"] = _plain(merged)
+    if goals:
+        record["goals"] = {str(name): str(goal) for name, goal in goals.items()}
+    write(record)
+
+
+def _plain(value):
+    # What json can write: numpy/torch scalars become numbers, tuples lists, other objects their text.
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    value = _clean(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
 def status(state, **fields):
     write({"type": "status", "state": state, **fields})
 

@@ -74,3 +74,29 @@ TEST(JobSpec, RelativeDataPathsResolveAgainstTheDatasetDir) {
     ASSERT_TRUE(spec) << spec.error();
     EXPECT_EQ(spec->data.train_csv, "/data/v1/iris.csv");
 }
+
+TEST(JobSpec, ItsJsonHasEveryDefaultAndParsesBackToTheSameRun) {
+    auto spec = parse_job_spec({{"model", "cnn"}, {"optimizer", {{"type", "adamw"}}}, {"epochs", 2}});
+    ASSERT_TRUE(spec) << spec.error();
+    const json out = job_spec_to_json(*spec);
+    EXPECT_EQ(out["model"], "cnn");
+    EXPECT_EQ(out["epochs"], 2);
+    EXPECT_EQ(out["batch_size"], 128);               // a default, filled in
+    EXPECT_EQ(out["optimizer"]["lr"].dump(), "0.001"); // adamw's default, written as its shortest decimal
+    EXPECT_EQ(out["optimizer"]["beta2"].dump(), "0.999");
+    EXPECT_FALSE(out["optimizer"].contains("momentum")); // sgd's only
+    EXPECT_EQ(out["schedule"]["decay"], "constant");
+    EXPECT_EQ(out["data"]["format"], "idx");
+    ASSERT_EQ(out["layers"].size(), spec->layers.size());
+    EXPECT_EQ(out["layers"][0]["type"], "conv2d");
+    // The JSON (without "model", which would conflict with its "layers") describes the same run.
+    json again = out;
+    again.erase("model");
+    auto reparsed = parse_job_spec(again);
+    ASSERT_TRUE(reparsed) << reparsed.error();
+    EXPECT_EQ(job_spec_to_json(*reparsed).dump(), [&] {
+        json expected = out;
+        expected.erase("model");
+        return expected.dump();
+    }());
+}

@@ -1,4 +1,5 @@
 #include "catalog.h"
+#include "runconfig.h"
 #include "requireall.h"
 #include "smalldisk.h"
 
@@ -427,4 +428,187 @@ TEST(CatalogWriter, ALockedDatabaseIsWaitedForNotDropped) {
     other.exec("COMMIT");
     ASSERT_EQ(flush_until_written(writer, 1000), "");
     EXPECT_EQ(SeriesStore::points(catalog.db(), catalog.series(job, "loss", false), 0, 1'000'000).size(), 500u);
+}
+
+namespace {
+
+json record(int64_t seq, json data) { return {{"seq", seq}, {"time", 100.0 + seq}, {"type", "record"}, {"data", data}}; }
+
+const RunRecord* find_run(const std::vector<RunRecord>& runs, int64_t id) {
+    for (const RunRecord& run : runs)
+        if (run.id == id)
+            return &run;
+    return nullptr;
+}
+
+} // namespace
+
+TEST(Catalog, ConfigRecordsBecomeFlattenedKeysMergedKeyByKey) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    // A built-in job's request: its spec is the config until the trainer reports the full one.
+    const int64_t job = catalog.add_job("a", "local", "1", {{"spec", {{"model", "mlp"}, {"epochs", 2}}}});
+    std::vector<RunRecord> runs = catalog.runs(0, nullptr);
+    ASSERT_EQ(runs.size(), 1u);
+    ASSERT_EQ(runs[0].config.size(), 2u);
+    EXPECT_EQ(runs[0].config.at("model").text, "mlp");
+    EXPECT_EQ(runs[0].config.at("epochs").number, 2);
+
+    catalog.ingest(job, {record(1, {{"type", "config"},
+                                    {"config",
+                                     {{"optimizer", {{"lr", 0.05}, {"type", "sgd"}}},
+                                      {"hidden", {256, 128}},
+                                      {"normalize", true},
+                                      {"epochs", 3}}}}),
+                         record(2, {{"type", "config"}, {"config", {{"seed", 7}}}})});
+    runs = catalog.runs(0, nullptr);
+    ASSERT_EQ(runs.size(), 1u);
+    const auto& config = runs[0].config;
+    ASSERT_EQ(config.size(), 8u); // model, epochs (replaced), optimizer.lr, optimizer.type, hidden[0..1], normalize, seed
+    EXPECT_EQ(config.at("optimizer.lr").text, "0.05");
+    EXPECT_DOUBLE_EQ(config.at("optimizer.lr").number, 0.05);
+    EXPECT_EQ(config.at("optimizer.type").text, "sgd");
+    EXPECT_FALSE(config.at("optimizer.type").is_number());
+    EXPECT_EQ(config.at("hidden[1]").number, 128);
+    EXPECT_EQ(config.at("normalize").text, "true");
+    EXPECT_EQ(config.at("normalize").number, 1);
+    EXPECT_EQ(config.at("epochs").number, 3);
+    EXPECT_EQ(config.at("seed").text, "7");
+    EXPECT_EQ(config.at("model").text, "mlp"); // a key the record did not name stays
+}
+
+TEST(Catalog, OversizedConfigIsCutWithAnAlertNotSilently) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("a", "local", "1", json::object());
+    json big = json::object();
+    for (size_t i = 0; i < kMaxConfigKeys + 10; ++i)
+        big["k" + std::to_string(i)] = i;
+    catalog.ingest(job, {record(1, {{"type", "config"}, {"config", big}})});
+    const auto alerts = catalog.take_alerts();
+    ASSERT_EQ(alerts.size(), 1u);
+    EXPECT_EQ(alerts[0].kind, "config_truncated");
+    EXPECT_NE(alerts[0].message.find("10 config keys left out"), std::string::npos) << alerts[0].message;
+    EXPECT_EQ(catalog.runs(0, nullptr).at(0).config.size(), kMaxConfigKeys);
+}
+
+TEST(Catalog, SummariesAreKeptOnIngestWithBestByTheMetricsGoal) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("a", "local", "1", json::object());
+    // Two batches; loss falls then rises; val/accuracy rises then falls; "bleu4" gets its goal from the job.
+    catalog.ingest(job, {record(1, {{"type", "config"}, {"goals", {{"bleu4", "max"}}}}),
+                         record(2, {{"type", "metric"}, {"step", 1}, {"loss", 2.0}, {"bleu4", 0.1}, {"lr", 0.1}}),
+                         record(3, {{"type", "metric"}, {"step", 2}, {"loss", 0.5}, {"bleu4", 0.3}, {"lr", 0.05}}),
+                         record(4, {{"type", "eval"}, {"split", "val"}, {"step", 2}, {"accuracy", 0.8}})});
+    catalog.ingest(job, {record(5, {{"type", "metric"}, {"step", 3}, {"loss", 0.9}, {"bleu4", 0.2}, {"lr", 0.01}}),
+                         record(6, {{"type", "eval"}, {"split", "val"}, {"step", 3}, {"accuracy", 0.7}}),
+                         // A resumed run repeats step 2: the summary's last stays at step 3.
+                         record(7, {{"type", "metric"}, {"step", 2}, {"loss", 0.6}, {"bleu4", 0.25}, {"lr", 0.05}})});
+    const RunRecord run = catalog.runs(0, nullptr).at(0);
+    const MetricSummary& loss = run.summaries.at("loss");
+    EXPECT_EQ(loss.goal, MetricGoal::minimize);
+    EXPECT_EQ(loss.last, 0.9);
+    EXPECT_EQ(loss.last_step, 3);
+    EXPECT_EQ(loss.min, 0.5);
+    EXPECT_EQ(loss.max, 2.0);
+    EXPECT_EQ(loss.best, 0.5);
+    EXPECT_EQ(loss.count, 4);
+    const MetricSummary& accuracy = run.summaries.at("val/accuracy");
+    EXPECT_EQ(accuracy.goal, MetricGoal::maximize);
+    EXPECT_EQ(accuracy.best, 0.8);
+    EXPECT_EQ(accuracy.last, 0.7);
+    EXPECT_EQ(run.summaries.at("bleu4").goal, MetricGoal::maximize);
+    EXPECT_EQ(run.summaries.at("bleu4").best, 0.3);
+    EXPECT_EQ(run.summaries.at("lr").goal, MetricGoal::none);
+    EXPECT_TRUE(std::isnan(run.summaries.at("lr").best));
+    EXPECT_EQ(run.summaries.at("lr").last, 0.01);
+}
+
+TEST(Catalog, RunsAfterARevisionAreOnlyTheRunsThatChanged) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t a = catalog.add_job("a", "local", "1", json::object());
+    const int64_t b = catalog.add_job("b", "local", "2", json::object());
+    const int64_t c = catalog.add_job("c", "local", "3", json::object());
+    int64_t revision = 0;
+    ASSERT_EQ(catalog.runs(0, &revision).size(), 3u);
+    EXPECT_TRUE(catalog.runs(revision, nullptr).empty());
+    catalog.ingest(b, metrics(1, 3));
+    catalog.add_tags(c, {"baseline"});
+    int64_t next = 0;
+    const std::vector<RunRecord> changed = catalog.runs(revision, &next);
+    ASSERT_EQ(changed.size(), 2u);
+    EXPECT_EQ(changed[0].id, b);
+    EXPECT_EQ(changed[0].summaries.at("loss").count, 3);
+    EXPECT_EQ(changed[1].id, c);
+    ASSERT_EQ(changed[1].tags.size(), 1u);
+    EXPECT_GT(next, revision);
+    EXPECT_TRUE(catalog.runs(next, nullptr).empty());
+    EXPECT_EQ(find_run(catalog.runs(0, nullptr), a)->tags.size(), 0u);
+}
+
+TEST(Catalog, HygieneSurvivesReopeningAndDeletionCanBeUndoneUntilPurged) {
+    TempCatalog temp;
+    int64_t keep = 0, gone = 0, back = 0;
+    {
+        Catalog catalog;
+        ASSERT_EQ(catalog.open(temp.path()), "");
+        keep = catalog.add_job("keep", "local", "1", json::object());
+        gone = catalog.add_job("gone", "local", "2", json::object());
+        back = catalog.add_job("back", "local", "3", json::object());
+        catalog.ingest(gone, metrics(1, 600)); // two chunks of points, to see them purged
+        catalog.add_tags(keep, {" baseline ", "lr-sweep", "", "baseline"});
+        catalog.remove_tags(keep, {"lr-sweep"});
+        catalog.set_note(keep, "# Baseline\nthe **reference** run");
+        catalog.set_starred(keep, true);
+        catalog.set_archived(back, true);
+        catalog.set_deleted(gone, true);
+        catalog.set_deleted(back, true);
+        catalog.set_deleted(back, false); // undo
+        catalog.save_view({"sweep", "tag:baseline", "[\"optimizer.lr\"]", "[\"model\"]", "{}"});
+    }
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    std::vector<RunRecord> runs = catalog.runs(0, nullptr);
+    ASSERT_EQ(runs.size(), 3u);
+    const RunRecord* k = find_run(runs, keep);
+    ASSERT_TRUE(k);
+    ASSERT_EQ(k->tags, std::vector<std::string>{"baseline"});
+    EXPECT_EQ(k->note, "# Baseline\nthe **reference** run");
+    EXPECT_TRUE(k->starred);
+    EXPECT_FALSE(k->deleted);
+    EXPECT_TRUE(find_run(runs, gone)->deleted);
+    EXPECT_FALSE(find_run(runs, back)->deleted);
+    EXPECT_TRUE(find_run(runs, back)->archived);
+    ASSERT_EQ(catalog.views().size(), 1u);
+    EXPECT_EQ(catalog.views()[0].query, "tag:baseline");
+
+    EXPECT_EQ(catalog.purge_deleted(), 1);
+    runs = catalog.runs(0, nullptr);
+    ASSERT_EQ(runs.size(), 2u);
+    EXPECT_EQ(find_run(runs, gone), nullptr);
+    for (const char* table : {"series", "metric_chunks", "metric_chunk_data", "metric_summaries"}) {
+        Statement count = catalog.db().prepare(std::string("SELECT COUNT(*) FROM ") + table);
+        ASSERT_TRUE(count.step());
+        EXPECT_EQ(count.integer(0), 0) << table << " still holds rows of the purged run";
+    }
+}
+
+TEST(Catalog, StateEventsSetWhenARunStartedAndFinished) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("a", "local", "1", json::object());
+    catalog.ingest(job, {{{"seq", 1}, {"time", 1000.0}, {"type", "state"}, {"data", {{"state", "running"}}}}});
+    catalog.ingest(job, {{{"seq", 2}, {"time", 1010.0}, {"type", "state"}, {"data", {{"state", "preempting"}}}},
+                         {{"seq", 3}, {"time", 1020.0}, {"type", "state"}, {"data", {{"state", "running"}}}}});
+    catalog.ingest(job, {{{"seq", 4}, {"time", 1100.0}, {"type", "state"}, {"data", {{"state", "succeeded"}}}}});
+    const RunRecord run = catalog.runs(0, nullptr).at(0);
+    EXPECT_EQ(run.started, 1000.0); // the first start, not the resume
+    EXPECT_EQ(run.finished, 1100.0);
 }
