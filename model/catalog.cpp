@@ -442,10 +442,11 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
         store_->append(series(job, name, true), list);
         summarise(job, name, list);
     }
-    Statement update = db_.prepare(
-        "UPDATE jobs SET last_seq=?, loss=COALESCE(?, loss), accuracy=COALESCE(?, accuracy), "
-        "progress=COALESCE(?, progress), spend=COALESCE(?, spend), state=COALESCE(?, state), reason=COALESCE(?, reason), "
-        "changed=(SELECT COALESCE(MAX(changed), 0) + 1 FROM jobs) WHERE id=?");
+    Statement update =
+        db_.prepare("UPDATE jobs SET last_seq=?, loss=COALESCE(?, loss), accuracy=COALESCE(?, accuracy), "
+                    "progress=COALESCE(?, progress), spend=COALESCE(?, spend), state=COALESCE(?, state), "
+                    "reason=COALESCE(?, reason), "
+                    "changed=(SELECT COALESCE(MAX(changed), 0) + 1 FROM jobs) WHERE id=?");
     update.bind(1, last);
     auto bind_number = [&](int index, double value) {
         if (std::isnan(value))
@@ -467,11 +468,13 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     }
     update.bind(8, job);
     update.step();
-    if (const std::string* state = state_update ? string_at(*state_update, "state") : nullptr; state && state_time > 0) {
+    if (const std::string* state = state_update ? string_at(*state_update, "state") : nullptr;
+        state && state_time > 0) {
         // When it first ran and when it ended, by the worker's clock (a resumed job keeps its first start).
-        Statement times = db_.prepare(*state == "running" ? "UPDATE jobs SET started=?, finished=0 WHERE id=? AND started=0"
-                                      : is_finished(*state) ? "UPDATE jobs SET finished=? WHERE id=?"
-                                                            : "SELECT ?, ?");
+        Statement times =
+            db_.prepare(*state == "running"   ? "UPDATE jobs SET started=?, finished=0 WHERE id=? AND started=0"
+                        : is_finished(*state) ? "UPDATE jobs SET finished=? WHERE id=?"
+                                              : "SELECT ?, ?");
         times.bind(1, state_time).bind(2, job);
         times.step();
     }
@@ -479,7 +482,8 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
 }
 
 void Catalog::touch(int64_t job) {
-    Statement update = db_.prepare("UPDATE jobs SET changed=(SELECT COALESCE(MAX(changed), 0) + 1 FROM jobs) WHERE id=?");
+    Statement update =
+        db_.prepare("UPDATE jobs SET changed=(SELECT COALESCE(MAX(changed), 0) + 1 FROM jobs) WHERE id=?");
     update.bind(1, job);
     update.step();
 }
@@ -529,12 +533,13 @@ void Catalog::summarise(int64_t job, const std::string& series_name, const std::
     }
     // A new row takes the metric's default goal; an existing one keeps its goal and folds the batch in. "last" is
     // the value at the highest step seen (a resumed run repeating earlier steps does not move it back).
-    Statement upsert = db_.prepare(
-        "INSERT INTO metric_summaries(job, name, last, last_step, min, max, count, goal) VALUES(?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT(job, name) DO UPDATE SET "
-        "last=CASE WHEN last IS NULL OR excluded.last_step >= last_step THEN excluded.last ELSE last END, "
-        "last_step=MAX(last_step, excluded.last_step), min=MIN(COALESCE(min, excluded.min), excluded.min), "
-        "max=MAX(COALESCE(max, excluded.max), excluded.max), count=count + excluded.count");
+    Statement upsert =
+        db_.prepare("INSERT INTO metric_summaries(job, name, last, last_step, min, max, count, goal) VALUES(?, ?, ?, "
+                    "?, ?, ?, ?, ?) "
+                    "ON CONFLICT(job, name) DO UPDATE SET "
+                    "last=CASE WHEN last IS NULL OR excluded.last_step >= last_step THEN excluded.last ELSE last END, "
+                    "last_step=MAX(last_step, excluded.last_step), min=MIN(COALESCE(min, excluded.min), excluded.min), "
+                    "max=MAX(COALESCE(max, excluded.max), excluded.max), count=count + excluded.count");
     upsert.bind(1, job)
         .bind(2, series_name)
         .bind(3, last)
@@ -672,9 +677,10 @@ std::vector<RunRecord> Catalog::runs(int64_t after_revision, int64_t* revision_o
         const std::string changed = after_revision > 0 ? " changed > ?1" : " 1";
         std::map<int64_t, size_t> at;
         {
-            Statement select = db_.prepare("SELECT id, name, state, reason, backend, note, progress, spend, created, started, "
-                                           "finished, starred, archived, deleted FROM jobs WHERE" +
-                                           changed + " ORDER BY id");
+            Statement select =
+                db_.prepare("SELECT id, name, state, reason, backend, note, progress, spend, created, started, "
+                            "finished, starred, archived, deleted FROM jobs WHERE" +
+                            changed + " ORDER BY id");
             if (after_revision > 0)
                 select.bind(1, after_revision);
             while (select.step()) {
@@ -726,7 +732,8 @@ std::vector<RunRecord> Catalog::runs(int64_t after_revision, int64_t* revision_o
                                                                            : NAN;
                      run.summaries.emplace_hint(run.summaries.end(), row.text(1), summary);
                  });
-            each("SELECT job, tag FROM job_tags", [](RunRecord& run, Statement& row) { run.tags.push_back(row.text(1)); });
+            each("SELECT job, tag FROM job_tags",
+                 [](RunRecord& run, Statement& row) { run.tags.push_back(row.text(1)); });
         }
         if (revision_out)
             *revision_out = now;

@@ -74,8 +74,9 @@ std::string flatten_config(const json& config, std::map<std::string, ConfigValue
     flattener.walk(config, "");
     std::string message;
     if (flattener.left_out)
-        message = std::to_string(flattener.left_out) + " config keys left out (at most " + std::to_string(kMaxConfigKeys) +
-                  " keys of at most " + std::to_string(kMaxConfigKeyLength) + " characters)";
+        message = std::to_string(flattener.left_out) + " config keys left out (at most " +
+                  std::to_string(kMaxConfigKeys) + " keys of at most " + std::to_string(kMaxConfigKeyLength) +
+                  " characters)";
     if (flattener.cut)
         message += (message.empty() ? "" : "; ") + std::to_string(flattener.cut) + " config values cut to " +
                    std::to_string(kMaxConfigText) + " characters";
@@ -86,9 +87,9 @@ MetricGoal default_goal(std::string_view metric) {
     std::string lower(metric);
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
     static constexpr std::array<std::string_view, 11> minimised = {"loss", "error", "err", "perplexity", "ppl", "mse",
-                                                                   "mae", "rmse", "wer", "cer", "nll"};
-    static constexpr std::array<std::string_view, 12> maximised = {"accuracy", "acc", "f1", "auc", "precision", "recall",
-                                                                   "map", "bleu", "iou", "dice", "score", "reward"};
+                                                                   "mae",  "rmse",  "wer", "cer",        "nll"};
+    static constexpr std::array<std::string_view, 12> maximised = {
+        "accuracy", "acc", "f1", "auc", "precision", "recall", "map", "bleu", "iou", "dice", "score", "reward"};
     for (std::string_view word : minimised)
         if (contains_word(lower, word))
             return MetricGoal::minimize;

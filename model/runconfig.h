@@ -20,7 +20,7 @@ std::string flatten_config(const nlohmann::json& config, std::map<std::string, C
 
 // "loss", "val/loss", "error", "perplexity", ... are minimised; "accuracy", "f1", "auc", ... maximised; others: none.
 MetricGoal default_goal(std::string_view metric);
-const char* goal_name(MetricGoal goal); // "min", "max", ""
+const char* goal_name(MetricGoal goal);      // "min", "max", ""
 MetricGoal goal_from(std::string_view name); // "min"/"minimize" → minimize, "max"/"maximize" → maximize, else none
 
 } // namespace traindeck

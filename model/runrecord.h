@@ -35,8 +35,8 @@ struct RunRecord {
     double progress = 0, spend = 0;
     double created = 0, started = 0, finished = 0; // Unix seconds; 0 = not yet
     bool starred = false, archived = false;
-    bool deleted = false; // deleted this session (undo brings it back); hidden everywhere
-    std::vector<std::string> tags;                 // sorted, unique
+    bool deleted = false;                           // deleted this session (undo brings it back); hidden everywhere
+    std::vector<std::string> tags;                  // sorted, unique
     std::map<std::string, ConfigValue> config;      // flattened keys
     std::map<std::string, MetricSummary> summaries; // by series name ("loss", "val/accuracy", ...)
 };

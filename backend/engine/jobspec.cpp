@@ -351,7 +351,8 @@ json layer_to_json(const LayerSpec& layer) {
         out["out"] = layer.out;
         break;
     case LayerType::conv2d:
-        out.update({{"out", layer.out}, {"kernel", layer.kernel}, {"stride", layer.stride}, {"padding", layer.padding}});
+        out.update(
+            {{"out", layer.out}, {"kernel", layer.kernel}, {"stride", layer.stride}, {"padding", layer.padding}});
         break;
     case LayerType::maxpool:
         out.update({{"size", layer.size}, {"stride", layer.stride}});
@@ -378,13 +379,16 @@ json job_spec_to_json(const JobSpec& spec) {
                  {"normalize", spec.data.normalize},
                  {"limit", spec.data.limit}};
     if (spec.data.format == "csv")
-        data.update({{"train_csv", spec.data.train_csv}, {"test_csv", spec.data.test_csv}, {"label_column", spec.data.label_column}});
+        data.update({{"train_csv", spec.data.train_csv},
+                     {"test_csv", spec.data.test_csv},
+                     {"label_column", spec.data.label_column}});
     else
         data.update({{"train_images", spec.data.train_images},
                      {"train_labels", spec.data.train_labels},
                      {"test_images", spec.data.test_images},
                      {"test_labels", spec.data.test_labels}});
-    json optimizer = {{"type", spec.optimizer.type}, {"lr", shortest(spec.optimizer.lr)},
+    json optimizer = {{"type", spec.optimizer.type},
+                      {"lr", shortest(spec.optimizer.lr)},
                       {"weight_decay", shortest(spec.optimizer.weight_decay)}};
     if (spec.optimizer.type == "sgd")
         optimizer["momentum"] = shortest(spec.optimizer.momentum);

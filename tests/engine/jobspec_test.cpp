@@ -81,7 +81,7 @@ TEST(JobSpec, ItsJsonHasEveryDefaultAndParsesBackToTheSameRun) {
     const json out = job_spec_to_json(*spec);
     EXPECT_EQ(out["model"], "cnn");
     EXPECT_EQ(out["epochs"], 2);
-    EXPECT_EQ(out["batch_size"], 128);               // a default, filled in
+    EXPECT_EQ(out["batch_size"], 128);                 // a default, filled in
     EXPECT_EQ(out["optimizer"]["lr"].dump(), "0.001"); // adamw's default, written as its shortest decimal
     EXPECT_EQ(out["optimizer"]["beta2"].dump(), "0.999");
     EXPECT_FALSE(out["optimizer"].contains("momentum")); // sgd's only

@@ -432,7 +432,9 @@ TEST(CatalogWriter, ALockedDatabaseIsWaitedForNotDropped) {
 
 namespace {
 
-json record(int64_t seq, json data) { return {{"seq", seq}, {"time", 100.0 + seq}, {"type", "record"}, {"data", data}}; }
+json record(int64_t seq, json data) {
+    return {{"seq", seq}, {"time", 100.0 + seq}, {"type", "record"}, {"data", data}};
+}
 
 const RunRecord* find_run(const std::vector<RunRecord>& runs, int64_t id) {
     for (const RunRecord& run : runs)
@@ -465,7 +467,8 @@ TEST(Catalog, ConfigRecordsBecomeFlattenedKeysMergedKeyByKey) {
     runs = catalog.runs(0, nullptr);
     ASSERT_EQ(runs.size(), 1u);
     const auto& config = runs[0].config;
-    ASSERT_EQ(config.size(), 8u); // model, epochs (replaced), optimizer.lr, optimizer.type, hidden[0..1], normalize, seed
+    ASSERT_EQ(config.size(),
+              8u); // model, epochs (replaced), optimizer.lr, optimizer.type, hidden[0..1], normalize, seed
     EXPECT_EQ(config.at("optimizer.lr").text, "0.05");
     EXPECT_DOUBLE_EQ(config.at("optimizer.lr").number, 0.05);
     EXPECT_EQ(config.at("optimizer.type").text, "sgd");
