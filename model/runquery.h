@@ -21,11 +21,13 @@ struct QueryError {
 
 class RunQuery {
 public:
-    // An empty (or all-blank) text is the query that matches every run that is not archived.
+    // An empty (or all-blank) text is the query that matches every run that is not archived. Fields are resolved
+    // and regular expressions compiled here, once; error (may be null) is cleared on success. Never throws.
     static RunQuery parse(std::string_view text, QueryError* error);
     bool valid() const { return valid_; }
 
-    // now: Unix seconds, for relative times ("started > -2d").
+    // now: Unix seconds, for relative times ("started > -2d") and a running run's duration. An invalid query matches
+    // nothing. Never throws; allocates nothing unless the query has a '~'.
     bool matches(const RunRecord& run, double now) const;
     // Archived runs are hidden unless the query names archived: itself (archived:true, archived:any).
     bool shows_archived() const { return shows_archived_; }

@@ -181,6 +181,20 @@ def workerserver():
             request("PUT /v1/chunks/" + "0" * 64, "bytes that do not hash to that"))
 
 
+def runquery():
+    write("runquery", "readme-example",
+          'optimizer.lr < 0.01 and model == "cnn" and not tag:discarded or name ~ "seed.*"')
+    write("runquery", "precedence", "(model == cnn or model == mlp) and not (seed in [1, 2, 3]) or NOT tag:'a b'")
+    write("runquery", "times", "started>-2d and created >= 2026-12-01T10:30 and finished < 2026-12-10 and duration > 90m")
+    write("runquery", "summaries", "best.val_accuracy > 0.9 and last.val/accuracy >= .5 and min.loss < 1e-3 and "
+          "count.loss != 0 and last_step.loss <= 1000")
+    write("runquery", "prefixes", "archived:any and starred:true and state:running or backend:\"gpu box\" or tag:lr-sweep:2")
+    write("runquery", "values", "hidden[1] == -64 and augment = true and config.name = 'it\\'s' and model != resnet-50")
+    write("runquery", "regex", 'note ~ "\\*\\*(bold|strong)\\*\\*" or id ~ \'^[0-9]{2,}$\' or spend ~ "0\\.\\d+"')
+    write("runquery", "unterminated", 'name == "abc')
+    write("runquery", "nested", "(" * 99 + "seed == 1" + ")" * 99)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train", help="traindeck-train, for the checkpoint seeds")
@@ -191,6 +205,7 @@ def main():
     idx()
     csv()
     workerserver()
+    runquery()
     if args.train:
         checkpoint(os.path.abspath(args.train))
 
