@@ -20,7 +20,7 @@ packages=(
   # worker, client, catalog
   nlohmann-json3-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev
   # console
-  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libqt6sql6-sqlite qt6-tools-dev qtkeychain-qt6-dev libgl-dev
+  qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libqt6sql6-sqlite qt6-tools-dev qtkeychain-qt6-dev libgl-dev
   # export
   libonnx-dev libprotobuf-dev protobuf-compiler
   # data shipped by Debian: the demo job and the tests train on it
@@ -36,7 +36,7 @@ packages=(
 # clang with libFuzzer's runtime (packaged apart from clang) for the fuzz tests (tests/fuzz), and clang-format and
 # clang-tidy for the style checks (tests/style; git for the lines a change touched).
 test_packages=(slurmctld slurmd slurm-client slurmrestd munge slurm-wlm-jwt-plugin clang libclang-rt-14-dev
-  clang-format-14 clang-tidy-14 git)
+  clang-format-14 clang-tidy-14 git poppler-utils)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -1,0 +1,102 @@
+#pragma once
+// The compare view for a selection of runs (no cap on how many): the config keys that differ among them side by
+// side, their summary values side by side (the best run of each row in bold, by the metric's goal), parallel
+// coordinates of chosen keys against a chosen summary value (brushing an axis filters the runs table: brushChanged),
+// and a scatter of any key or summary value against any summary value. Each tab exports (Export…): the tables to
+// CSV, the plots to PNG, SVG or PDF at publication size (chartexport.h). Works on RunRecords handed to it; it reads
+// nothing itself.
+#include "runrecord.h"
+
+#include <QSet>
+#include <QStringList>
+#include <QWidget>
+
+#include <vector>
+
+class QCheckBox;
+class QChart;
+class QChartView;
+class QComboBox;
+class QLabel;
+class QListWidget;
+class QScatterSeries;
+class QStandardItemModel;
+class QTabWidget;
+class QTableView;
+class QAbstractItemModel;
+
+namespace traindeck {
+
+class ParallelCoordinates;
+
+class CompareView : public QWidget {
+    Q_OBJECT
+public:
+    enum Tab { configTab, summaryTab, parallelTab, scatterTab };
+
+    explicit CompareView(QWidget* parent = nullptr);
+
+    void setRuns(std::vector<RunRecord> runs);
+    ParallelCoordinates& parallel() { return *parallel_; }
+
+    // The config diff: column 0 the key, then one column per run (header = run name); one row per differing key,
+    // or per key of any run with showAllKeys.
+    const QAbstractItemModel& configModel() const;
+    void setShowAllKeys(bool all);
+    // The summaries: columns "metric", "summary" (last, min, max, best), then one per run.
+    const QAbstractItemModel& summaryModel() const;
+
+    // "last.loss", "best.val/accuracy", … for every series any run has.
+    QStringList summaryFields() const { return summary_fields_; }
+    // The scatter's axes: x a config key or a summary field, y a summary field.
+    void setScatterFields(const QString& x, const QString& y);
+    QChart* scatterChart() const { return scatter_chart_; }
+    void setCurrentTab(Tab tab);
+
+    // Exports the current tab to `path`: the tables as CSV, the plots as PNG, SVG or PDF (by the suffix; a table
+    // tab also takes .csv only). "" or what went wrong.
+    QString exportCurrent(const QString& path);
+
+    QSize sizeHint() const override { return {1200, 800}; }
+
+signals:
+    // The runs inside the parallel coordinates' brushes; active is false when there is no brush (all runs).
+    void brushChanged(QSet<qint64> ids, bool active);
+
+private:
+    void rebuildConfigTable();
+    void rebuildSummaryTable();
+    void rebuildAxisChooser();
+    void applyParallelAxes();
+    void rebuildScatter();
+    void updateBrushLabel();
+    void exportWithDialog();
+
+    std::vector<RunRecord> runs_;
+    std::vector<std::string> differing_, all_keys_;
+    QStringList summary_fields_;
+
+    QLabel* heading_;
+    QTabWidget* tabs_;
+    QStandardItemModel* config_model_;
+    QTableView* config_table_;
+    QCheckBox* show_all_keys_;
+    QStandardItemModel* summary_model_;
+    QTableView* summary_table_;
+    ParallelCoordinates* parallel_;
+    QListWidget* axis_list_;
+    QComboBox* metric_;
+    QLabel* brush_label_;
+    QComboBox* scatter_x_;
+    QComboBox* scatter_y_;
+    QChart* scatter_chart_;
+    QChartView* scatter_view_;
+    struct ScatterPoint {
+        QPointF at;
+        size_t run;
+    };
+    std::vector<ScatterPoint> scatter_points_;
+    bool updating_ = false;
+};
+
+} // namespace traindeck
