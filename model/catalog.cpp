@@ -154,8 +154,8 @@ int64_t Catalog::add_job(const std::string& name, const std::string& backend, co
     // (The revision is set by the insert: touching the row again would copy a large spec a second time.)
     const int64_t job = db_.last_insert_id();
     // A built-in job's spec is its configuration until the trainer reports the full one (defaults filled in).
-    if (spec.is_object() && spec.contains("spec") && spec["spec"].is_object())
-        set_config(job, spec["spec"]);
+    if (spec.is_object() && spec.contains("builtin") && spec["builtin"].is_object())
+        set_config(job, spec["builtin"]);
     return job;
 }
 
@@ -332,7 +332,7 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
         it->second.push_back({step, value});
     };
     const json* state_update = nullptr;
-    double state_time = 0;
+    double state_time = 0, first_running = 0;
     Statement alert = db_.prepare("INSERT INTO alerts(job, kind, message, time) VALUES(?, ?, ?, ?)");
     auto raise = [&](const std::string& kind, const std::string& message, double time) {
         alert.reset();
@@ -427,6 +427,8 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
         } else if (*type == "state") {
             state_update = &data;
             state_time = event_time;
+            if (is(string_at(data, "state"), "running") && first_running == 0)
+                first_running = event_time;
             if (is(string_at(data, "state"), "failed")) {
                 const std::string* reason = string_at(data, "reason");
                 raise("failed", "job failed: " + (reason ? *reason : std::string("no reason given")), event_time);
@@ -468,15 +470,17 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     }
     update.bind(8, job);
     update.step();
-    if (const std::string* state = state_update ? string_at(*state_update, "state") : nullptr;
-        state && state_time > 0) {
-        // When it first ran and when it ended, by the worker's clock (a resumed job keeps its first start).
-        Statement times =
-            db_.prepare(*state == "running"   ? "UPDATE jobs SET started=?, finished=0 WHERE id=? AND started=0"
-                        : is_finished(*state) ? "UPDATE jobs SET finished=? WHERE id=?"
-                                              : "SELECT ?, ?");
-        times.bind(1, state_time).bind(2, job);
-        times.step();
+    if (const std::string* state = state_update ? string_at(*state_update, "state") : nullptr) {
+        // When it first ran and when it ended, by the worker's clock (a resumed job keeps its first start; one that
+        // runs again after it ended has no end yet).
+        if (first_running > 0) {
+            Statement started = db_.prepare("UPDATE jobs SET started=? WHERE id=? AND started=0");
+            started.bind(1, first_running).bind(2, job);
+            started.step();
+        }
+        Statement finished = db_.prepare("UPDATE jobs SET finished=? WHERE id=?");
+        finished.bind(1, is_finished(*state) ? state_time : 0.0).bind(2, job);
+        finished.step();
     }
     return last;
 }
@@ -665,7 +669,7 @@ std::vector<Catalog::SavedView> Catalog::views() {
     return out;
 }
 
-std::vector<RunRecord> Catalog::runs(int64_t after_revision, int64_t* revision_out) {
+std::vector<RunRecord> Catalog::runs(int64_t after_revision, int64_t* revision_out, bool details) {
     // One read transaction: the revision and the rows are of the same snapshot, so nothing committed between the
     // two reads is skipped next time.
     const bool own_transaction = sqlite3_get_autocommit(db_.handle()) != 0;
@@ -675,11 +679,10 @@ std::vector<RunRecord> Catalog::runs(int64_t after_revision, int64_t* revision_o
     try {
         const int64_t now = revision();
         const std::string changed = after_revision > 0 ? " changed > ?1" : " 1";
-        std::map<int64_t, size_t> at;
         {
             Statement select =
                 db_.prepare("SELECT id, name, state, reason, backend, note, progress, spend, created, started, "
-                            "finished, starred, archived, deleted FROM jobs WHERE" +
+                            "finished, starred, archived, deleted, remote_id, loss, accuracy FROM jobs WHERE" +
                             changed + " ORDER BY id");
             if (after_revision > 0)
                 select.bind(1, after_revision);
@@ -699,20 +702,34 @@ std::vector<RunRecord> Catalog::runs(int64_t after_revision, int64_t* revision_o
                 run.starred = select.integer(11) != 0;
                 run.archived = select.integer(12) != 0;
                 run.deleted = select.real(13) > 0;
-                at.emplace(run.id, runs.size());
+                run.remote_id = select.text(14);
+                run.loss = select.is_null(15) ? NAN : select.real(15);
+                run.accuracy = select.is_null(16) ? NAN : select.real(16);
                 runs.push_back(std::move(run));
             }
         }
-        if (!runs.empty()) {
+        if (details && !runs.empty()) {
             const std::string of_changed =
                 after_revision > 0 ? " WHERE job IN (SELECT id FROM jobs WHERE changed > ?1)" : "";
+            // Rows come in job order (each table's key starts with the job), as runs do: a cursor finds each row's run
+            // without a lookup; a row out of order is found by a binary search.
             auto each = [&](const std::string& sql, auto&& fn) {
-                Statement select = db_.prepare(sql + of_changed);
+                Statement select = db_.prepare(sql + of_changed + " ORDER BY job");
                 if (after_revision > 0)
                     select.bind(1, after_revision);
-                while (select.step())
-                    if (const auto it = at.find(select.integer(0)); it != at.end())
-                        fn(runs[it->second], select);
+                size_t at = 0;
+                while (select.step()) {
+                    const int64_t job = select.integer(0);
+                    if (at >= runs.size() || runs[at].id != job) {
+                        at = static_cast<size_t>(
+                            std::lower_bound(runs.begin(), runs.end(), job,
+                                             [](const RunRecord& run, int64_t id) { return run.id < id; }) -
+                            runs.begin());
+                        if (at >= runs.size() || runs[at].id != job)
+                            continue; // a row of a job that is not (or no longer) there
+                    }
+                    fn(runs[at], select);
+                }
             };
             each("SELECT job, key, text, number FROM job_config", [](RunRecord& run, Statement& row) {
                 run.config.emplace_hint(run.config.end(), row.text(1),

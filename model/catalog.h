@@ -108,7 +108,8 @@ public:
     // The runs whose rows changed after `after_revision` (every run for 0), with their config, summaries and tags,
     // deleted ones included (flagged, so a reader drops them); and the revision to ask after next time. Every
     // change to a job (ingest, config, hygiene) moves it to a new revision, so a reader re-reads only those runs.
-    std::vector<RunRecord> runs(int64_t after_revision, int64_t* revision);
+    // details = false: the jobs' own fields only (a table's first paint), no config, summaries or tags.
+    std::vector<RunRecord> runs(int64_t after_revision, int64_t* revision, bool details = true);
     int64_t revision();
 
     // After a rolled-back transaction: forget what the writer cached of the database.

@@ -2,12 +2,20 @@
 // connection (WAL: a reader never waits for the writer).
 #include "jobtablemodel.h"
 
+#include "groupstats.h"
 #include "jobstate.h"
+#include "runfield.h"
 
 #include <QColor>
+#include <QCoreApplication>
+#include <QPointer>
+#include <QThreadPool>
+#include <QFont>
 #include <QDateTime>
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cmath>
 
 namespace traindeck {
@@ -23,141 +31,427 @@ QString duration_text(double seconds) {
         return QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
     return QStringLiteral("%1h %2m").arg(s / 3600).arg((s % 3600) / 60, 2, 10, QLatin1Char('0'));
 }
+
+double elapsed_of(const RunRecord& r, double now) {
+    // Finished as its worker counts it (jobstate.h's is_finished): its clock stops at `finished`. A job the catalog
+    // marked lost is not finished in this sense (its clock runs on).
+    const bool ended = is_finished(r.state);
+    const double end = ended && r.finished > 0 ? r.finished : now;
+    return r.started > 0 ? end - r.started : (r.state == "queued" ? 0 : end - r.created);
+}
+
+// A value to sort by: missing values go last in either order.
+struct SortKey {
+    bool missing = true;
+    double number = NAN; // NaN: a text
+    std::string text;
+};
+
 } // namespace
 
-JobTableModel::JobTableModel(const QString& catalog_path, QObject* parent) : QAbstractTableModel(parent) {
+JobTableModel::JobTableModel(const QString& catalog_path, QObject* parent)
+    : QAbstractTableModel(parent), catalog_path_(catalog_path) {
     error_ = QString::fromStdString(catalog_.open(catalog_path.toStdString(), true));
-    if (error_.isEmpty()) {
-        try {
-            Statement count = catalog_.db().prepare("SELECT COUNT(*) FROM jobs");
-            total_ = count.step() ? count.integer(0) : 0;
-        } catch (const std::exception& e) {
-            read_error_ = QString::fromUtf8(e.what());
-        }
-    }
+    query_ = RunQuery::parse("", &query_error_);
 }
 
-QVector<JobTableModel::Row> JobTableModel::load(qint64 below_id, int limit, qint64 from_id) {
-    QVector<Row> rows;
-    if (!error_.isEmpty())
-        return rows;
-    try {
-        Statement select = catalog_.db().prepare(
-            "SELECT id, name, state, reason, backend, remote_id, progress, loss, accuracy, spend, created, started, finished "
-            "FROM jobs WHERE id < ? AND id >= ? ORDER BY id DESC LIMIT ?");
-        select.bind(1, static_cast<int64_t>(below_id)).bind(2, static_cast<int64_t>(from_id)).bind(3, static_cast<int64_t>(limit));
-        while (select.step()) {
-            Row r;
-            r.id = select.integer(0);
-            r.name = QString::fromStdString(select.text(1));
-            r.ended = is_finished(select.text(2));
-            r.state = QString::fromStdString(select.text(2));
-            r.reason = QString::fromStdString(select.text(3));
-            r.backend = QString::fromStdString(select.text(4));
-            r.remote_id = QString::fromStdString(select.text(5));
-            r.progress = select.real(6);
-            r.loss = select.is_null(7) ? qQNaN() : select.real(7);
-            r.accuracy = select.is_null(8) ? qQNaN() : select.real(8);
-            r.spend = select.real(9);
-            r.created = select.real(10);
-            r.started = select.real(11);
-            r.finished = select.real(12);
-            rows.push_back(r);
-        }
-    } catch (const std::exception& e) {
-        read_error_ = QString::fromUtf8(e.what());
-        return {};
-    }
-    return rows;
+int JobTableModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+int JobTableModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : ColumnCount + static_cast<int>(extra_.size());
 }
 
-int JobTableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : rows_.size(); }
-int JobTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+const RunRecord* JobTableModel::runAt(int row) const {
+    return row >= 0 && row < static_cast<int>(rows_.size()) ? &runs_[rows_[row]] : nullptr;
+}
 
-bool JobTableModel::canFetchMore(const QModelIndex& parent) const { return !parent.isValid() && rows_.size() < total_; }
+int JobTableModel::rowOf(qint64 id) const {
+    const auto it = index_of_.find(id);
+    if (it == index_of_.end())
+        return -1;
+    const auto row = std::find(rows_.begin(), rows_.end(), it->second);
+    return row == rows_.end() ? -1 : static_cast<int>(row - rows_.begin());
+}
 
-void JobTableModel::fetchMore(const QModelIndex& parent) {
-    if (parent.isValid())
-        return;
-    const qint64 below = rows_.isEmpty() ? std::numeric_limits<qint64>::max() : rows_.back().id;
-    const QVector<Row> more = load(below, kPage);
-    if (more.isEmpty())
-        return;
-    beginInsertRows({}, rows_.size(), rows_.size() + more.size() - 1);
-    rows_ += more;
-    endInsertRows();
+std::vector<const RunRecord*> JobTableModel::visibleRuns() const {
+    std::vector<const RunRecord*> out;
+    out.reserve(rows_.size());
+    for (const int i : rows_)
+        out.push_back(&runs_[i]);
+    return out;
 }
 
 void JobTableModel::refresh() {
     if (!error_.isEmpty())
         return;
-    qint64 newest = 0;
+    if (details_loading_) {
+        // The first full read is still on its way: it brings everything up to its own revision.
+        if (!rows_.empty())
+            emit dataChanged(index(0, Elapsed), index(static_cast<int>(rows_.size()) - 1, Eta), {Qt::DisplayRole});
+        return;
+    }
     try {
-        Statement count = catalog_.db().prepare("SELECT COUNT(*), MAX(id) FROM jobs");
-        if (!count.step())
-            return;
-        total_ = count.integer(0);
-        newest = count.integer(1);
+        int64_t revision = 0;
+        const bool first_in_background = !loaded_ && background_;
+        std::vector<RunRecord> changed = catalog_.runs(loaded_ ? revision_ : 0, &revision, !first_in_background);
+        revision_ = revision;
         read_error_.clear();
+        if (first_in_background)
+            load_details();
+        else
+            details_loaded_ = true;
+        if (!loaded_ || !changed.empty()) {
+            loaded_ = true;
+            merge(std::move(changed));
+            relayout();
+            return;
+        }
     } catch (const std::exception& e) {
         read_error_ = QString::fromUtf8(e.what());
         return;
     }
-    if (rows_.isEmpty()) {
-        // Nothing loaded yet: the first page only; the view fetches more as it scrolls.
-        if (canFetchMore({}))
-            fetchMore({});
+    // Nothing changed in the catalog: only the clocks move.
+    if (!rows_.empty())
+        emit dataChanged(index(0, Elapsed), index(static_cast<int>(rows_.size()) - 1, Eta), {Qt::DisplayRole});
+}
+
+void JobTableModel::load_details() {
+    details_loading_ = true;
+    QPointer<JobTableModel> self(this);
+    QThreadPool::globalInstance()->start([self, path = catalog_path_.toStdString()] {
+        auto runs = std::make_shared<std::vector<RunRecord>>();
+        int64_t revision = 0;
+        std::string error;
+        Catalog catalog;
+        error = catalog.open(path, true);
+        if (error.empty()) {
+            try {
+                *runs = catalog.runs(0, &revision);
+            } catch (const std::exception& e) {
+                error = e.what();
+            }
+        }
+        QMetaObject::invokeMethod(
+            QCoreApplication::instance(),
+            [self, runs, revision, error] {
+                if (!self)
+                    return;
+                self->details_loading_ = false;
+                if (!error.empty()) {
+                    self->read_error_ = QString::fromStdString(error);
+                    return; // the next refresh tries again, in the foreground
+                }
+                self->details_loaded_ = true;
+                self->revision_ = revision;
+                self->merge(std::move(*runs));
+                self->relayout();
+                emit self->detailsReady();
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void JobTableModel::merge(std::vector<RunRecord> changed) {
+    if (runs_.empty()) {
+        // The first read: the runs as they come (by id), without the deleted ones.
+        runs_ = std::move(changed);
+        std::erase_if(runs_, [](const RunRecord& run) { return run.deleted; });
+        index_of_.reserve(runs_.size());
+        for (int i = 0; i < static_cast<int>(runs_.size()); ++i)
+            index_of_[runs_[i].id] = i;
         return;
     }
-    // New jobs go on top; the loaded ones are re-read in one query.
-    const qint64 top = rows_.front().id;
-    if (newest > top) {
-        const QVector<Row> fresh = load(newest + 1, static_cast<int>(std::min<qint64>(newest - top, 100000)), top + 1);
-        if (!fresh.isEmpty()) {
-            beginInsertRows({}, 0, fresh.size() - 1);
-            rows_ = fresh + rows_;
-            endInsertRows();
+    bool removed = false;
+    for (RunRecord& run : changed) {
+        const auto it = index_of_.find(run.id);
+        if (it != index_of_.end()) {
+            if (run.deleted) {
+                runs_[it->second].deleted = true;
+                removed = true;
+            } else {
+                runs_[it->second] = std::move(run);
+            }
+        } else if (!run.deleted) {
+            // Runs come in id order and new ids are the highest: appending keeps runs_ sorted.
+            const bool in_order = runs_.empty() || runs_.back().id < run.id;
+            runs_.push_back(std::move(run));
+            if (!in_order)
+                removed = true; // re-sort below
+            index_of_[runs_.back().id] = static_cast<int>(runs_.size()) - 1;
         }
     }
-    const QVector<Row> current = load(rows_.front().id + 1, rows_.size(), rows_.back().id);
-    for (int i = 0; i < current.size() && i < rows_.size(); ++i)
-        if (current[i].id == rows_[i].id)
-            rows_[i] = current[i];
-    emit dataChanged(index(0, 0), index(rows_.size() - 1, ColumnCount - 1));
+    if (removed) {
+        shown_ids_.clear();
+        for (const int row : rows_)
+            shown_ids_.push_back(runs_[row].id);
+        std::erase_if(runs_, [](const RunRecord& run) { return run.deleted; });
+        std::sort(runs_.begin(), runs_.end(), [](const RunRecord& a, const RunRecord& b) { return a.id < b.id; });
+        index_of_.clear();
+        for (int i = 0; i < static_cast<int>(runs_.size()); ++i)
+            index_of_[runs_[i].id] = i;
+        rows_.clear(); // positions moved: relayout maps the persistent indexes by the ids in shown_ids_
+    }
+}
+
+std::vector<int> JobTableModel::filtered() const {
+    std::vector<int> rows;
+    rows.reserve(runs_.size());
+    const double now = now_seconds();
+    for (int i = 0; i < static_cast<int>(runs_.size()); ++i)
+        if (query_.matches(runs_[i], now) && (!only_active_ || only_.contains(runs_[i].id)))
+            rows.push_back(i);
+    return rows;
+}
+
+void JobTableModel::sort_rows(std::vector<int>& rows) const {
+    if (sort_column_ < 0) {
+        std::reverse(rows.begin(), rows.end()); // newest first
+        return;
+    }
+    const double now = now_seconds();
+    std::vector<SortKey> keys(runs_.size());
+    for (const int i : rows) {
+        const RunRecord& run = runs_[i];
+        SortKey& key = keys[i];
+        key.missing = false;
+        switch (sort_column_) {
+        case Name:
+            key.text = run.name;
+            break;
+        case State:
+            key.text = run.state;
+            break;
+        case Backend:
+            key.text = run.backend;
+            break;
+        case Progress:
+            key.number = run.progress;
+            break;
+        case Loss:
+            key.number = run.loss;
+            key.missing = std::isnan(run.loss);
+            break;
+        case Accuracy:
+            key.number = run.accuracy;
+            key.missing = std::isnan(run.accuracy);
+            break;
+        case Elapsed:
+            key.number = elapsed_of(run, now);
+            break;
+        case Spend:
+            key.number = run.spend;
+            break;
+        case Eta:
+            key.number = run.progress > 0.001 && run.progress < 1
+                             ? elapsed_of(run, now) * (1 - run.progress) / run.progress
+                             : NAN;
+            key.missing = std::isnan(key.number);
+            break;
+        default: {
+            const FieldValue value = run_field(run, extra_fields_[sort_column_ - ColumnCount], now);
+            key.missing = !value.present;
+            key.number = value.number;
+            key.text = value.text;
+        }
+        }
+    }
+    const bool descending = sort_order_ == Qt::DescendingOrder;
+    std::stable_sort(rows.begin(), rows.end(), [&](int a, int b) {
+        const SortKey &x = keys[a], &y = keys[b];
+        if (x.missing != y.missing)
+            return y.missing; // missing last, either way
+        if (x.missing)
+            return runs_[a].id > runs_[b].id;
+        // Numbers by value, before texts; texts by their bytes.
+        const bool x_number = !std::isnan(x.number), y_number = !std::isnan(y.number);
+        int order = 0;
+        if (x_number && y_number)
+            order = x.number < y.number ? -1 : x.number > y.number ? 1 : 0;
+        else if (x_number != y_number)
+            order = x_number ? -1 : 1;
+        else
+            order = x.text.compare(y.text);
+        if (order == 0)
+            return runs_[a].id > runs_[b].id; // ties: newest first
+        return descending ? order > 0 : order < 0;
+    });
+}
+
+void JobTableModel::relayout() {
+    std::vector<int> rows = filtered();
+    sort_rows(rows);
+    if (rows == rows_ && shown_ids_.empty()) {
+        if (!rows_.empty())
+            emit dataChanged(index(0, 0), index(static_cast<int>(rows_.size()) - 1, columnCount() - 1));
+        return;
+    }
+    emit layoutAboutToBeChanged();
+    const QModelIndexList before = persistentIndexList();
+    // Old persistent indexes name rows by position; remember their runs by id before the positions change.
+    QVector<qint64> ids;
+    ids.reserve(before.size());
+    for (const QModelIndex& index : before) {
+        const int row = index.row();
+        if (!shown_ids_.empty())
+            ids.push_back(row < static_cast<int>(shown_ids_.size()) ? shown_ids_[row] : 0);
+        else
+            ids.push_back(row < static_cast<int>(rows_.size()) ? runs_[rows_[row]].id : 0);
+    }
+    shown_ids_.clear();
+    rows_ = std::move(rows);
+    std::unordered_map<int, int> row_of_position;
+    for (int row = 0; row < static_cast<int>(rows_.size()); ++row)
+        row_of_position[rows_[row]] = row;
+    QModelIndexList after;
+    after.reserve(before.size());
+    for (int i = 0; i < before.size(); ++i) {
+        const auto it = index_of_.find(ids[i]);
+        const auto row = it == index_of_.end() ? row_of_position.end() : row_of_position.find(it->second);
+        after.push_back(row == row_of_position.end() || before[i].column() >= columnCount()
+                            ? QModelIndex()
+                            : createIndex(row->second, before[i].column()));
+    }
+    changePersistentIndexList(before, after);
+    emit layoutChanged();
+}
+
+bool JobTableModel::setQuery(const QString& text) {
+    QueryError error;
+    RunQuery query = RunQuery::parse(text.toStdString(), &error);
+    if (!query.valid()) {
+        query_error_ = error;
+        return false;
+    }
+    query_error_ = {};
+    query_ = std::move(query);
+    query_text_ = text;
+    relayout();
+    return true;
+}
+
+void JobTableModel::setOnlyRuns(const QSet<qint64>& ids, bool active) {
+    only_ = ids;
+    only_active_ = active;
+    relayout();
+}
+
+void JobTableModel::sort(int column, Qt::SortOrder order) {
+    sort_column_ = column >= 0 && column < columnCount() ? column : -1;
+    sort_order_ = order;
+    relayout();
+}
+
+void JobTableModel::setExtraColumns(const QStringList& fields) {
+    if (fields == extra_)
+        return;
+    beginResetModel();
+    extra_ = fields;
+    extra_fields_.clear();
+    for (const QString& field : fields)
+        extra_fields_.push_back(field.toStdString());
+    if (sort_column_ >= columnCount())
+        sort_column_ = -1;
+    endResetModel();
+    relayout();
+}
+
+QStringList JobTableModel::availableColumns() const {
+    std::vector<const RunRecord*> all;
+    all.reserve(runs_.size());
+    for (const RunRecord& run : runs_)
+        all.push_back(&run);
+    QStringList out;
+    for (const std::string& key : config_keys_of(all))
+        out << QString::fromStdString(key);
+    for (const std::string& field : summary_fields_of(all))
+        out << QString::fromStdString(field);
+    return out;
+}
+
+QStringList JobTableModel::differingKeys() const {
+    const std::vector<const RunRecord*> runs = visibleRuns();
+    QStringList out;
+    for (const std::string& key : differing_config_keys(runs))
+        out << QString::fromStdString(key);
+    return out;
 }
 
 QVariant JobTableModel::data(const QModelIndex& index, int role) const {
-    if (!index.isValid() || index.row() >= rows_.size())
+    const RunRecord* run = index.isValid() ? runAt(index.row()) : nullptr;
+    if (!run)
         return {};
-    const Row& r = rows_[index.row()];
+    const RunRecord& r = *run;
     if (role == JobIdRole)
-        return r.id;
+        return static_cast<qint64>(r.id);
     if (role == RemoteIdRole)
-        return r.remote_id;
+        return QString::fromStdString(r.remote_id);
     if (role == BackendRole)
-        return r.backend;
+        return QString::fromStdString(r.backend);
     if (role == StateRole)
-        return r.state;
-    const double end = r.ended && r.finished > 0 ? r.finished : now_seconds();
-    const double elapsed = r.started > 0 ? end - r.started : (r.state == "queued" ? 0 : end - r.created);
+        return QString::fromStdString(r.state);
+    const double now = now_seconds();
+    const double elapsed = elapsed_of(r, now);
+    const bool ended = is_finished(r.state);
+    if (index.column() >= ColumnCount) {
+        const FieldValue value = run_field(r, extra_fields_[index.column() - ColumnCount], now);
+        if (role == Qt::DisplayRole) {
+            if (!value.present)
+                return QStringLiteral("–");
+            return value.is_number() && extra_[index.column() - ColumnCount].contains('.') &&
+                           r.config.find(extra_fields_[index.column() - ColumnCount]) == r.config.end()
+                       ? QString::number(value.number, 'g', 5) // a summary: 5 significant digits
+                       : QString::fromStdString(value.text);   // a config value: as the run gave it
+        }
+        if (role == SortRole)
+            return value.is_number() ? QVariant(value.number) : QVariant(QString::fromStdString(value.text));
+        if (role == Qt::TextAlignmentRole && value.is_number())
+            return int(Qt::AlignRight | Qt::AlignVCenter);
+        if (role == Qt::ToolTipRole)
+            return QString::fromStdString(value.text);
+        return {};
+    }
     if (role == Qt::DisplayRole) {
         switch (index.column()) {
-        case Name: return r.name;
-        case State: return r.state;
-        case Backend: return r.backend;
+        case Name:
+            return QString::fromStdString(r.name);
+        case State:
+            return QString::fromStdString(r.state);
+        case Backend:
+            return QString::fromStdString(r.backend);
         case Progress: return QStringLiteral("%1 %").arg(100.0 * r.progress, 0, 'f', 1);
         case Loss: return std::isnan(r.loss) ? QStringLiteral("–") : QString::number(r.loss, 'f', 4);
-        case Accuracy: return std::isnan(r.accuracy) ? QStringLiteral("–") : QStringLiteral("%1 %").arg(100 * r.accuracy, 0, 'f', 2);
+        case Accuracy:
+            return std::isnan(r.accuracy) ? QStringLiteral("–")
+                                          : QStringLiteral("%1 %").arg(100 * r.accuracy, 0, 'f', 2);
         case Elapsed: return duration_text(elapsed);
         case Spend: return QStringLiteral("$%1").arg(r.spend, 0, 'f', 4);
         case Eta:
-            if (r.ended || r.progress <= 0.001 || r.progress >= 1)
+            if (ended || r.progress <= 0.001 || r.progress >= 1)
                 return QStringLiteral("–");
             return duration_text(elapsed * (1 - r.progress) / r.progress);
         }
     }
-    if (role == Qt::ToolTipRole)
-        return r.reason;
+    if (role == Qt::ToolTipRole) {
+        QString tip = QString::fromStdString(r.reason);
+        if (!r.tags.empty()) {
+            QStringList tags;
+            for (const std::string& tag : r.tags)
+                tags << QString::fromStdString(tag);
+            tip += (tip.isEmpty() ? QString() : QStringLiteral("\n")) +
+                   tr("Tags: %1").arg(tags.join(QStringLiteral(", ")));
+        }
+        if (!r.note.empty())
+            tip += (tip.isEmpty() ? QString() : QStringLiteral("\n")) + QString::fromStdString(r.note);
+        return tip;
+    }
+    if (role == Qt::DecorationRole && index.column() == Name && r.starred)
+        return QColor(0xe0, 0xa8, 0x00); // a star: gold
+    if (role == Qt::FontRole && index.column() == Name && r.archived) {
+        QFont font;
+        font.setItalic(true);
+        return font;
+    }
     if (role == Qt::TextAlignmentRole && index.column() >= Progress)
         return int(Qt::AlignRight | Qt::AlignVCenter);
     if (role == Qt::ForegroundRole && index.column() == State) {
@@ -172,10 +466,12 @@ QVariant JobTableModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant JobTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+    if (orientation != Qt::Horizontal || (role != Qt::DisplayRole && role != Qt::ToolTipRole))
         return {};
     static const char* names[] = {"Job", "State", "Backend", "Progress", "Loss", "Val acc.", "Elapsed", "Spend", "ETA"};
-    return section < ColumnCount ? tr(names[section]) : QVariant();
+    if (section < ColumnCount)
+        return tr(names[section]);
+    return section < columnCount() ? QVariant(extra_[section - ColumnCount]) : QVariant();
 }
 
 CatalogReader::CatalogReader(const QString& catalog_path) {
@@ -229,9 +525,26 @@ QStringList CatalogReader::logTail(qint64 job, int lines) {
     }, QStringList());
 }
 
-} // namespace traindeck
+std::vector<Catalog::SavedView> CatalogReader::savedViews() {
+    return guarded([&] { return catalog_.views(); }, std::vector<Catalog::SavedView>());
+}
 
-namespace traindeck {
+QVector<QPointF> CatalogReader::points(qint64 job, const QString& series) {
+    return guarded(
+        [&] {
+            QVector<QPointF> out;
+            const int64_t id = catalog_.series(static_cast<int64_t>(job), series.toStdString(), false);
+            if (!id)
+                return out;
+            const std::vector<MetricPoint> points = SeriesStore::points(
+                catalog_.db(), id, std::numeric_limits<int64_t>::min() / 4, std::numeric_limits<int64_t>::max() / 4);
+            out.reserve(static_cast<qsizetype>(points.size()));
+            for (const MetricPoint& p : points)
+                out.push_back(QPointF(static_cast<double>(p.step), p.value));
+            return out;
+        },
+        QVector<QPointF>());
+}
 
 double CatalogReader::jobBudget(qint64 job) {
     return guarded([&] {

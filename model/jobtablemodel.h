@@ -1,14 +1,20 @@
 #pragma once
-// The jobs table: one row per catalog job, newest first, fetched lazily in pages so that a catalog with
-// 100 k jobs opens at once. refresh() re-reads the loaded rows (cheap: one indexed query). A query that fails (a
-// damaged catalog, a table gone) leaves the rows as they were and sets error(); no exception leaves this class, so
-// none reaches a slot or the event loop.
+// The runs table: every catalog run that is not deleted, as the query in the filter box selects them (runquery.h;
+// archived runs only when it asks), sorted by any column. The fixed columns are the job's own; any config key or
+// summary field ("optimizer.lr", "best.val/accuracy") can be added as a column. refresh() re-reads only the runs
+// whose catalog rows changed since the last read (Catalog::runs), so 10,000 runs stay cheap while twenty stream.
+// A query that fails (a damaged catalog, a table gone) leaves the rows as they were and sets error(); no exception
+// leaves this class, so none reaches a slot or the event loop.
 #include "catalog.h"
+#include "runquery.h"
 
 #include <QAbstractTableModel>
 #include <QPointF>
+#include <QSet>
 #include <QStringList>
 #include <QVector>
+
+#include <unordered_map>
 
 namespace traindeck {
 
@@ -16,40 +22,85 @@ class JobTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
     enum Column { Name, State, Backend, Progress, Loss, Accuracy, Elapsed, Spend, Eta, ColumnCount };
-    enum Role { JobIdRole = Qt::UserRole + 1, RemoteIdRole, BackendRole, StateRole };
-    static constexpr int kPage = 256;
+    enum Role { JobIdRole = Qt::UserRole + 1, RemoteIdRole, BackendRole, StateRole, SortRole };
 
     // Reads through its own read-only connection to the catalog file.
     explicit JobTableModel(const QString& catalog_path, QObject* parent = nullptr);
+
+    // The console's way: the first refresh reads only the runs' own fields (the table paints at once) and their
+    // configs, summaries and tags on a pool thread, through a connection of its own; detailsLoaded() says when they
+    // are in. Until then queries and extra columns see runs without config. Off (the default), the first refresh
+    // reads everything before it returns.
+    void setLoadDetailsInBackground(bool background) { background_ = background; }
+    bool detailsLoaded() const { return details_loaded_; }
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
-    bool canFetchMore(const QModelIndex& parent) const override;
-    void fetchMore(const QModelIndex& parent) override;
+    void sort(int column, Qt::SortOrder order = Qt::AscendingOrder) override;
 
-    qint64 totalJobs() const { return total_; }
+    // Runs in the catalog (not deleted), whether the query shows them or not.
+    qint64 totalJobs() const { return static_cast<qint64>(runs_.size()); }
     // Why the catalog could not be opened or last read; "" when the last read worked.
     QString error() const { return error_.isEmpty() ? read_error_ : error_; }
+
+    // The filter box's query. A bad one keeps the rows of the last good one and returns false; queryError() says
+    // where and what was expected.
+    bool setQuery(const QString& text);
+    QString query() const { return query_text_; }
+    const QueryError& queryError() const { return query_error_; }
+
+    // Only these runs (the compare view's brushes), on top of the query; active = false lifts it.
+    void setOnlyRuns(const QSet<qint64>& ids, bool active);
+    bool onlyRunsActive() const { return only_active_; }
+
+    // Columns after the fixed ones: config keys and summary fields, in order.
+    void setExtraColumns(const QStringList& fields);
+    QStringList extraColumns() const { return extra_; }
+    // What could be a column: the config keys and summary fields the runs have (config keys first).
+    QStringList availableColumns() const;
+    // The config keys whose values differ among the runs the query shows (what "only what differs" shows).
+    QStringList differingKeys() const;
+
+    // The run on a row (nullptr outside the table), and the row of a run (-1 when it is not shown).
+    const RunRecord* runAt(int row) const;
+    int rowOf(qint64 id) const;
+    // The runs the query shows, in the table's order.
+    std::vector<const RunRecord*> visibleRuns() const;
 
 public slots:
     void refresh();
 
+signals:
+    void detailsReady();
+
 private:
-    struct Row {
-        qint64 id = 0;
-        QString name, state, reason, backend, remote_id;
-        double progress = 0, loss = qQNaN(), accuracy = qQNaN(), spend = 0, created = 0, started = 0, finished = 0;
-        // Finished as its worker counts it (jobstate.h's is_finished): its elapsed time stops at `finished` and
-        // it has no ETA. A job the catalog marked lost is not finished in this sense (its clock runs on).
-        bool ended = false;
-    };
-    QVector<Row> load(qint64 below_id, int limit, qint64 from_id = 0);
+    void merge(std::vector<RunRecord> changed);
+    void load_details();
+    // Applies the query and the sort to runs_; rows that stay keep their selection (persistent indexes).
+    void relayout();
+    std::vector<int> filtered() const;
+    void sort_rows(std::vector<int>& rows) const;
+    QVariant sort_key(const RunRecord& run, int column) const;
 
     Catalog catalog_;
-    QVector<Row> rows_;
-    qint64 total_ = 0;
+    std::vector<RunRecord> runs_;               // by id, ascending; deleted runs are dropped
+    std::unordered_map<int64_t, int> index_of_; // id -> position in runs_
+    std::vector<int> rows_;                     // positions in runs_, as shown
+    std::vector<int64_t> shown_ids_;            // the rows' ids while positions in runs_ are being moved
+    int64_t revision_ = 0;
+    bool loaded_ = false, background_ = false, details_loaded_ = false, details_loading_ = false;
+    QString catalog_path_;
+    RunQuery query_;
+    QString query_text_;
+    QueryError query_error_;
+    QStringList extra_;
+    std::vector<std::string> extra_fields_;
+    QSet<qint64> only_;
+    bool only_active_ = false;
+    int sort_column_ = -1;
+    Qt::SortOrder sort_order_ = Qt::AscendingOrder;
     QString error_, read_error_;
 };
 
@@ -67,8 +118,12 @@ public:
     QStringList seriesNames(qint64 job);
     QStringList logTail(qint64 job, int lines);
     QByteArray jobRequest(qint64 job); // the JSON the job was submitted with
+    std::vector<Catalog::SavedView> savedViews();
+    // Every point of a series, for export (no cap).
+    QVector<QPointF> points(qint64 job, const QString& series);
     double jobBudget(qint64 job);      // 0 when the job has no cap
     QString error() const { return error_; } // why a query failed since clearError(); "" when none did
+    const std::string& path() const { return catalog_.path(); }
     void clearError() { error_.clear(); }
 
 private:

@@ -31,8 +31,9 @@ struct MetricSummary {
 
 struct RunRecord {
     int64_t id = 0;
-    std::string name, state, reason, backend, note;
+    std::string name, state, reason, backend, remote_id, note;
     double progress = 0, spend = 0;
+    double loss = NAN, accuracy = NAN; // the latest training loss and validation accuracy, as the jobs table shows
     double created = 0, started = 0, finished = 0; // Unix seconds; 0 = not yet
     bool starred = false, archived = false;
     bool deleted = false;                           // deleted this session (undo brings it back); hidden everywhere

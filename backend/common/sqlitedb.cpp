@@ -122,9 +122,14 @@ std::string Database::open(const std::string& path, bool read_only) {
             exec("PRAGMA synchronous=NORMAL");
         }
         exec("PRAGMA foreign_keys=ON");
-        Statement check(db_, "PRAGMA quick_check");
-        if (check.step() && check.text(0) != "ok")
-            return path + ": the database is damaged (" + check.text(0) + "); move it aside to start afresh";
+        // The writer's open checks the whole file (once, at start); readers open often (each view, each background
+        // read) and a check reads every page — seconds for a large catalog — so they rely on the writer's check
+        // and report what a query finds damaged when it finds it.
+        if (!read_only) {
+            Statement check(db_, "PRAGMA quick_check");
+            if (check.step() && check.text(0) != "ok")
+                return path + ": the database is damaged (" + check.text(0) + "); move it aside to start afresh";
+        }
     } catch (const std::exception& e) {
         return path + ": " + e.what();
     }

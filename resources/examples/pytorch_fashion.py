@@ -64,6 +64,10 @@ def main():
             {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "epoch": epoch,
              "position": position}, f))
 
+    # The run's parameters: columns of the runs table, terms of its query, keys to group and compare by.
+    traindeck.config({"model": "mlp-256-128", "optimizer": {"type": "sgd", "lr": args.lr, "momentum": 0.9},
+                      "epochs": args.epochs, "batch_size": args.batch_size, "limit": args.limit, "seed": 0,
+                      "framework": "pytorch " + torch.__version__})
     traindeck.status("running", resumed_from_step=step)
     batches = (len(x) + args.batch_size - 1) // args.batch_size
     while epoch < args.epochs:

@@ -450,7 +450,7 @@ TEST(Catalog, ConfigRecordsBecomeFlattenedKeysMergedKeyByKey) {
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
     // A built-in job's request: its spec is the config until the trainer reports the full one.
-    const int64_t job = catalog.add_job("a", "local", "1", {{"spec", {{"model", "mlp"}, {"epochs", 2}}}});
+    const int64_t job = catalog.add_job("a", "local", "1", {{"builtin", {{"model", "mlp"}, {"epochs", 2}}}});
     std::vector<RunRecord> runs = catalog.runs(0, nullptr);
     ASSERT_EQ(runs.size(), 1u);
     ASSERT_EQ(runs[0].config.size(), 2u);
@@ -614,4 +614,12 @@ TEST(Catalog, StateEventsSetWhenARunStartedAndFinished) {
     const RunRecord run = catalog.runs(0, nullptr).at(0);
     EXPECT_EQ(run.started, 1000.0); // the first start, not the resume
     EXPECT_EQ(run.finished, 1100.0);
+    // A whole run in one batch (a console that was closed while it ran): both times still land.
+    const int64_t other = catalog.add_job("b", "local", "2", json::object());
+    catalog.ingest(other, {{{"seq", 1}, {"time", 2000.0}, {"type", "state"}, {"data", {{"state", "running"}}}},
+                           {{"seq", 2}, {"time", 2050.0}, {"type", "state"}, {"data", {{"state", "succeeded"}}}}});
+    const RunRecord* b = find_run(catalog.runs(0, nullptr), other);
+    ASSERT_TRUE(b);
+    EXPECT_EQ(b->started, 2000.0);
+    EXPECT_EQ(b->finished, 2050.0);
 }

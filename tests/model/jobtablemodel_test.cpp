@@ -7,34 +7,137 @@
 using namespace traindeck;
 namespace fs = std::filesystem;
 
-TEST(JobTableModel, FetchesLazilyAndPicksUpNewJobsOnTop) {
-    std::string pattern = (fs::temp_directory_path() / "traindeck-model-XXXXXX").string();
-    const fs::path dir = ::mkdtemp(pattern.data());
-    const std::string path = (dir / "catalog.db").string();
+namespace {
+
+struct TempCatalogFile {
+    fs::path dir;
+    TempCatalogFile() {
+        std::string pattern = (fs::temp_directory_path() / "traindeck-model-XXXXXX").string();
+        dir = ::mkdtemp(pattern.data());
+    }
+    ~TempCatalogFile() { fs::remove_all(dir); }
+    std::string path() const { return (dir / "catalog.db").string(); }
+};
+
+nlohmann::json config_event(int64_t seq, nlohmann::json config) {
+    return {{"seq", seq}, {"time", 1.0}, {"type", "record"}, {"data", {{"type", "config"}, {"config", config}}}};
+}
+
+nlohmann::json metric_event(int64_t seq, int64_t step, double loss) {
+    return {{"seq", seq},
+            {"time", 1.0},
+            {"type", "record"},
+            {"data", {{"type", "metric"}, {"step", step}, {"loss", loss}}}};
+}
+
+QStringList names(const JobTableModel& model) {
+    QStringList out;
+    for (int row = 0; row < model.rowCount(); ++row)
+        out << model.data(model.index(row, JobTableModel::Name), Qt::DisplayRole).toString();
+    return out;
+}
+
+} // namespace
+
+TEST(JobTableModel, ShowsEveryRunNewestFirstAndPicksUpChangesOnly) {
+    TempCatalogFile temp;
     Catalog catalog;
-    ASSERT_EQ(catalog.open(path), "");
+    ASSERT_EQ(catalog.open(temp.path()), "");
     catalog.db().exec("BEGIN");
     for (int i = 1; i <= 1000; ++i)
         catalog.add_job("job " + std::to_string(i), "local", std::to_string(i), nlohmann::json::object());
     catalog.db().exec("COMMIT");
 
-    JobTableModel model(QString::fromStdString(path));
-    EXPECT_EQ(model.totalJobs(), 1000);
+    JobTableModel model(QString::fromStdString(temp.path()));
     model.refresh();
-    ASSERT_EQ(model.rowCount(), JobTableModel::kPage) << "only the first page is read";
+    ASSERT_EQ(model.rowCount(), 1000);
+    EXPECT_EQ(model.totalJobs(), 1000);
     EXPECT_EQ(model.data(model.index(0, JobTableModel::Name), Qt::DisplayRole).toString(), "job 1000");
-    EXPECT_TRUE(model.canFetchMore({}));
-    model.fetchMore({});
-    EXPECT_EQ(model.rowCount(), 2 * JobTableModel::kPage);
 
     const int64_t fresh = catalog.add_job("newest", "local", "x", nlohmann::json::object());
-    catalog.db().exec("UPDATE jobs SET state='running', progress=0.5, loss=0.25, started=1 WHERE id=" + std::to_string(fresh));
+    catalog.db().exec(
+        "UPDATE jobs SET state='running', progress=0.5, loss=0.25, started=1, changed=changed+1000000 WHERE id=" +
+        std::to_string(fresh));
     model.refresh();
-    EXPECT_EQ(model.rowCount(), 2 * JobTableModel::kPage + 1);
+    EXPECT_EQ(model.rowCount(), 1001);
     EXPECT_EQ(model.data(model.index(0, JobTableModel::Name), Qt::DisplayRole).toString(), "newest");
     EXPECT_EQ(model.data(model.index(0, JobTableModel::State), Qt::DisplayRole).toString(), "running");
     EXPECT_EQ(model.data(model.index(0, JobTableModel::Progress), Qt::DisplayRole).toString(), "50.0 %");
     EXPECT_EQ(model.data(model.index(0, JobTableModel::Loss), Qt::DisplayRole).toString(), "0.2500");
     EXPECT_EQ(model.data(model.index(0, 0), JobTableModel::JobIdRole).toLongLong(), fresh);
-    fs::remove_all(dir);
+
+    // A row the catalog did not change is not re-read: edit one behind the revision's back and it stays stale.
+    catalog.db().exec("UPDATE jobs SET name='renamed quietly' WHERE id=1");
+    model.refresh();
+    EXPECT_EQ(model.data(model.index(1000, JobTableModel::Name), Qt::DisplayRole).toString(), "job 1");
+    catalog.set_note(1, "now it changed");
+    model.refresh();
+    EXPECT_EQ(model.data(model.index(1000, JobTableModel::Name), Qt::DisplayRole).toString(), "renamed quietly");
+}
+
+TEST(JobTableModel, QueriesConfigColumnsSortAndDifferingKeys) {
+    TempCatalogFile temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const double lrs[] = {0.1, 0.01, 0.001};
+    int64_t seq = 0;
+    for (int i = 0; i < 3; ++i) {
+        const int64_t job =
+            catalog.add_job("run " + std::to_string(i), "local", std::to_string(i), nlohmann::json::object());
+        catalog.ingest(
+            job,
+            {config_event(++seq, {{"optimizer", {{"lr", lrs[i]}}}, {"model", i == 2 ? "cnn" : "mlp"}, {"epochs", 3}}),
+             metric_event(++seq, 1, 1.0 + i), metric_event(++seq, 2, 0.5 + i)});
+    }
+    JobTableModel model(QString::fromStdString(temp.path()));
+    model.refresh();
+    ASSERT_EQ(names(model), (QStringList{"run 2", "run 1", "run 0"}));
+    EXPECT_EQ(model.differingKeys(), (QStringList{"model", "optimizer.lr"})); // epochs is the same everywhere
+    EXPECT_TRUE(model.availableColumns().contains("best.loss"));
+
+    model.setExtraColumns({"optimizer.lr", "best.loss"});
+    ASSERT_EQ(model.columnCount(), JobTableModel::ColumnCount + 2);
+    EXPECT_EQ(model.headerData(JobTableModel::ColumnCount, Qt::Horizontal, Qt::DisplayRole).toString(), "optimizer.lr");
+    EXPECT_EQ(model.data(model.index(0, JobTableModel::ColumnCount), Qt::DisplayRole).toString(), "0.001");
+    EXPECT_EQ(model.data(model.index(0, JobTableModel::ColumnCount + 1), Qt::DisplayRole).toString(), "2.5");
+
+    model.sort(JobTableModel::ColumnCount, Qt::AscendingOrder); // by lr, as numbers
+    EXPECT_EQ(names(model), (QStringList{"run 2", "run 1", "run 0"}));
+    model.sort(JobTableModel::ColumnCount + 1, Qt::AscendingOrder); // by best loss
+    EXPECT_EQ(names(model), (QStringList{"run 0", "run 1", "run 2"}));
+
+    ASSERT_TRUE(model.setQuery("optimizer.lr < 0.05 and model == mlp"));
+    EXPECT_EQ(names(model), (QStringList{"run 1"}));
+    // A bad query keeps the last good result and says where it went wrong.
+    EXPECT_FALSE(model.setQuery("optimizer.lr <"));
+    EXPECT_EQ(model.queryError().position, 14u);
+    EXPECT_EQ(names(model), (QStringList{"run 1"}));
+    ASSERT_TRUE(model.setQuery(""));
+    EXPECT_EQ(model.rowCount(), 3);
+}
+
+TEST(JobTableModel, ArchivedRunsHideUnlessAskedForAndDeletedOnesGo) {
+    TempCatalogFile temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t a = catalog.add_job("kept", "local", "1", nlohmann::json::object());
+    const int64_t b = catalog.add_job("archived", "local", "2", nlohmann::json::object());
+    const int64_t c = catalog.add_job("deleted", "local", "3", nlohmann::json::object());
+    JobTableModel model(QString::fromStdString(temp.path()));
+    model.refresh();
+    ASSERT_EQ(model.rowCount(), 3);
+    QPersistentModelIndex kept(model.index(model.rowOf(a), 0));
+    catalog.set_archived(b, true);
+    catalog.set_deleted(c, true);
+    model.refresh();
+    EXPECT_EQ(names(model), (QStringList{"kept"}));
+    EXPECT_EQ(model.totalJobs(), 2);
+    ASSERT_TRUE(kept.isValid()); // the kept run's row moved; its index followed it
+    EXPECT_EQ(kept.data(JobTableModel::JobIdRole).toLongLong(), a);
+    ASSERT_TRUE(model.setQuery("archived:true"));
+    EXPECT_EQ(names(model), (QStringList{"archived"}));
+    catalog.set_deleted(c, false); // undo
+    ASSERT_TRUE(model.setQuery(""));
+    model.refresh();
+    EXPECT_EQ(names(model), (QStringList{"deleted", "kept"}));
 }
