@@ -8,6 +8,8 @@
 // for a run without x.
 #include "runquery.h"
 
+#include "runfield.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -121,26 +123,8 @@ std::string_view text_of(const Value& value, char (&buffer)[32]) {
     return std::string_view(buffer, printed.ec == std::errc() ? static_cast<size_t>(printed.ptr - buffer) : 0);
 }
 
-// '/' and '_' are one character here, so best.val_accuracy names the series "val/accuracy".
-bool same_series(std::string_view a, std::string_view b) {
-    if (a.size() != b.size())
-        return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-        const char x = a[i] == '/' ? '_' : a[i], y = b[i] == '/' ? '_' : b[i];
-        if (x != y)
-            return false;
-    }
-    return true;
-}
-
-const MetricSummary* find_series(const RunRecord& run, const std::string& series) {
-    if (const auto exact = run.summaries.find(series); exact != run.summaries.end())
-        return &exact->second;
-    for (const auto& [name, summary] : run.summaries)
-        if (same_series(name, series))
-            return &summary;
-    return nullptr;
-}
+// runfield.h's: '/' and '_' are one character, so best.val_accuracy names the series "val/accuracy".
+const MetricSummary* find_series(const RunRecord& run, const std::string& series) { return find_summary(run, series); }
 
 Value read_builtin(Builtin builtin, const RunRecord& run, double now) {
     switch (builtin) {
