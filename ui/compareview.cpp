@@ -68,7 +68,7 @@ QString default_metric(const QStringList& fields) {
 }
 
 // Numbers on a log scale when they are all positive and span three decades or more (learning rates).
-bool wants_log(double low, double high) { return low > 0 && high / low >= 1000; }
+bool wants_log(double low, double high) { return low > 0 && high / low >= 100; }
 
 QTableView* make_table(QStandardItemModel* model) {
     auto* table = new QTableView;
@@ -146,7 +146,8 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     // (3) Parallel coordinates with its axis chooser.
     parallel_ = new ParallelCoordinates;
     axis_list_ = new QListWidget;
-    axis_list_->setToolTip(tr("Checked keys are the axes, in this order"));
+    axis_list_->setToolTip(tr("Checked keys are the axes, in this order; drag a key to move its axis"));
+    axis_list_->setDragDropMode(QAbstractItemView::InternalMove);
     axis_list_->setMaximumWidth(220);
     metric_ = new QComboBox;
     metric_->setMaximumWidth(220);
@@ -197,6 +198,10 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     scatter_controls->addSpacing(16);
     scatter_controls->addWidget(new QLabel(tr("Y")));
     scatter_controls->addWidget(scatter_y_);
+    scatter_controls->addSpacing(16);
+    scatter_log_x_ = new QCheckBox(tr("Log X"));
+    scatter_log_x_->setToolTip(tr("A log scale for X (chosen for positive values spanning 100× or more)"));
+    scatter_controls->addWidget(scatter_log_x_);
     scatter_controls->addStretch();
     auto* scatter_page = new QWidget;
     auto* scatter_layout = new QVBoxLayout(scatter_page);
@@ -221,6 +226,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
 
     connect(show_all_keys_, &QCheckBox::toggled, this, &CompareView::rebuildConfigTable);
     connect(axis_list_, &QListWidget::itemChanged, this, &CompareView::applyParallelAxes);
+    connect(axis_list_->model(), &QAbstractItemModel::rowsMoved, this, &CompareView::applyParallelAxes);
     connect(metric_, &QComboBox::currentIndexChanged, this, &CompareView::applyParallelAxes);
     connect(clear_brushes, &QPushButton::clicked, parallel_, &ParallelCoordinates::clearBrushes);
     connect(parallel_, &ParallelCoordinates::brushChanged, this, [this] {
@@ -230,6 +236,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     });
     connect(scatter_x_, &QComboBox::currentIndexChanged, this, &CompareView::rebuildScatter);
     connect(scatter_y_, &QComboBox::currentIndexChanged, this, &CompareView::rebuildScatter);
+    connect(scatter_log_x_, &QCheckBox::toggled, this, &CompareView::rebuildScatter);
     connect(export_button, &QPushButton::clicked, this, &CompareView::exportWithDialog);
 }
 
@@ -474,8 +481,14 @@ void CompareView::rebuildAxisChooser() {
             item->setForeground(palette().color(QPalette::PlaceholderText));
         item->setToolTip(differs ? tr("differs among these runs") : tr("the same in every run"));
     };
+    // Seeds first: on the left they fan out, and the keys that matter meet the metric's axis.
+    auto is_seed = [](const std::string& key) { return key == "seed" || key.ends_with(".seed"); };
     for (const std::string& key : differing_)
-        add(key, true);
+        if (is_seed(key))
+            add(key, true);
+    for (const std::string& key : differing_)
+        if (!is_seed(key))
+            add(key, true);
     for (const std::string& key : all_keys_)
         if (!std::binary_search(differing_.begin(), differing_.end(), key))
             add(key, false);
@@ -494,7 +507,8 @@ void CompareView::applyParallelAxes() {
 
 void CompareView::updateBrushLabel() {
     if (!parallel_->hasBrush())
-        brush_label_->setText(tr("No brush: all %n run(s)", nullptr, static_cast<int>(runs_.size())));
+        brush_label_->setText(runs_.size() == 1 ? tr("No brush: the one run")
+                                                : tr("No brush: all %1 runs").arg(runs_.size()));
     else
         brush_label_->setText(
             tr("%1 of %2 runs inside the brushes").arg(parallel_->selectedRuns().size()).arg(runs_.size()));
@@ -596,6 +610,14 @@ void CompareView::rebuildScatter() {
     else
         scatter_chart_->legend()->hide();
 
+    // The log scale is chosen for each new X field, then it is the user's.
+    const bool can_log = x_numeric && std::isfinite(x_low) && x_low > 0;
+    if (x_field != log_chosen_for_) {
+        log_chosen_for_ = x_field;
+        const QSignalBlocker blocker(scatter_log_x_);
+        scatter_log_x_->setChecked(can_log && wants_log(x_low, x_high));
+    }
+    scatter_log_x_->setEnabled(can_log);
     QAbstractAxis* x_axis;
     if (!x_numeric) {
         auto* axis = new QCategoryAxis;
@@ -604,7 +626,7 @@ void CompareView::rebuildScatter() {
             axis->append(categories[c], static_cast<double>(c));
         axis->setRange(-0.5, std::max<double>(0.5, categories.size() - 0.5));
         x_axis = axis;
-    } else if (std::isfinite(x_low) && wants_log(x_low, x_high)) {
+    } else if (can_log && scatter_log_x_->isChecked()) {
         auto* axis = new QLogValueAxis;
         axis->setBase(10);
         axis->setLabelFormat("%g");

@@ -89,6 +89,8 @@ private:
     QLabel* brush_label_;
     QComboBox* scatter_x_;
     QComboBox* scatter_y_;
+    QCheckBox* scatter_log_x_;
+    QString log_chosen_for_; // the X field the log scale was last chosen for
     QChart* scatter_chart_;
     QChartView* scatter_view_;
     struct ScatterPoint {

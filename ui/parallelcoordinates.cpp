@@ -28,6 +28,8 @@ constexpr size_t kAntialiasedRuns = 3000;
 constexpr size_t kFewValues = 8;
 // From this many segments the lines are drawn by a thread per core, each on its own axis gaps.
 constexpr size_t kThreadedSegments = 20000;
+// Up to this many runs, lines 1.5 px wide.
+constexpr size_t kWideLineRuns = 200;
 
 // Viridis (matplotlib's perceptually uniform map, readable in grey and by most colour-blind readers), 17 stops.
 constexpr std::array<std::array<unsigned char, 3>, 17> kViridis{{{68, 1, 84},
@@ -109,13 +111,27 @@ inline void blend_full(quint32* pixel, quint32 colour, quint32 keep) {
 }
 
 // One pixel wide, not antialiased: one pixel a step along the major axis, in 16.16 fixed point.
-void raster_thin(const Canvas& canvas, QPointF from, QPointF to, quint32 colour) {
+// The pixel a point falls in, as 16-bit coordinates packed with another's into one key (images are far smaller).
+struct PixelSegment {
+    int x0, y0, x1, y1;
+};
+inline quint64 key_of(const PixelSegment& s) {
+    return (quint64(s.x0) << 48) | (quint64(s.y0) << 32) | (quint64(s.x1) << 16) | quint64(s.y1);
+}
+inline PixelSegment segment_of(quint64 key) {
+    return {int(key >> 48), int((key >> 32) & 0xffff), int((key >> 16) & 0xffff), int(key & 0xffff)};
+}
+inline PixelSegment pixels_of(const Canvas& canvas, QPointF from, QPointF to) {
+    return {std::clamp(static_cast<int>(std::floor(from.x())), 0, canvas.width - 1),
+            std::clamp(static_cast<int>(std::floor(from.y())), 0, canvas.height - 1),
+            std::clamp(static_cast<int>(std::floor(to.x())), 0, canvas.width - 1),
+            std::clamp(static_cast<int>(std::floor(to.y())), 0, canvas.height - 1)};
+}
+
+void raster_thin(const Canvas& canvas, const PixelSegment& segment, quint32 colour) {
     const quint32 keep = 256 - (colour >> 24);
     const int columns_from = canvas.columns_from, columns_to = canvas.columns_to;
-    int x0 = std::clamp(static_cast<int>(std::floor(from.x())), 0, canvas.width - 1);
-    int y0 = std::clamp(static_cast<int>(std::floor(from.y())), 0, canvas.height - 1);
-    int x1 = std::clamp(static_cast<int>(std::floor(to.x())), 0, canvas.width - 1);
-    int y1 = std::clamp(static_cast<int>(std::floor(to.y())), 0, canvas.height - 1);
+    int x0 = segment.x0, y0 = segment.y0, x1 = segment.x1, y1 = segment.y1;
     int dx = x1 - x0, dy = y1 - y0;
     if (std::abs(dx) >= std::abs(dy)) {
         if (dx < 0) {
@@ -616,12 +632,21 @@ std::vector<ParallelCoordinates::LineBatch> ParallelCoordinates::lineBatches(con
     const size_t axes = axes_.size();
     if (count == 0 || axes == 0)
         return {};
-    // More lines, fainter lines: where many runs agree the colour builds up instead of one solid mass.
-    const int alpha = std::clamp(static_cast<int>(255 * 12 / std::sqrt(static_cast<double>(count))), 28, 235);
+    // More lines, fainter lines: where many runs agree the colour builds up instead of one solid mass. Counted over
+    // the runs drawn in colour, so that a brush to a few of many shows them clearly.
+    const bool brushed = hasBrush();
+    size_t coloured = count;
+    if (brushed) {
+        coloured = 0;
+        for (size_t r = 0; r < count; ++r)
+            coloured += isSelected(r);
+    }
+    const int alpha =
+        std::clamp(static_cast<int>(255 * 12 / std::sqrt(static_cast<double>(std::max<size_t>(1, coloured)))), 28, 235);
+    const int faint_alpha = std::clamp(static_cast<int>(255 * 6 / std::sqrt(static_cast<double>(count))), 14, 120);
     // Bins 0..kColourBins-1 by colour, then runs without the metric, then runs outside the brushes.
     std::vector<QVector<QLineF>> bins(kColourBins + 2);
     const int no_metric = kColourBins, outside = kColourBins + 1;
-    const bool brushed = hasBrush();
     std::vector<double> y(axes);
     for (size_t r = 0; r < count; ++r) {
         int bin;
@@ -646,7 +671,7 @@ std::vector<ParallelCoordinates::LineBatch> ParallelCoordinates::lineBatches(con
         if (!bins[bin].isEmpty())
             batches.push_back({colour, std::move(bins[bin])});
     };
-    add(outside, QColor(175, 175, 175, std::max(20, alpha / 2)));
+    add(outside, QColor(175, 175, 175, faint_alpha));
     add(no_metric, QColor(120, 120, 120, alpha));
     // The better runs last, on top.
     for (int i = 0; i < kColourBins; ++i) {
@@ -677,8 +702,10 @@ void ParallelCoordinates::rasterLines(QImage& image, const Layout& layout, const
     if (image.format() != QImage::Format_ARGB32_Premultiplied)
         return;
     // A hairline on screen; in a high-resolution image about as wide as a screen's pixel.
-    const double width =
-        scale > 1.5 ? std::max(1.0, std::round(scale * (runs_.size() > kAntialiasedRuns ? 0.6 : 1))) : 1;
+    // A few runs are drawn a little wider than a hairline, many as hairlines; at a high resolution (a 300 dpi
+    // figure) as wide as they would be on screen.
+    const double screen_width = runs_.size() <= kWideLineRuns ? 1.5 : 1;
+    const double width = std::max(1.0, std::round(scale * screen_width * 2) / 2);
     const bool thin = !antialiased && width == 1;
     std::vector<quint32> colours;
     size_t segments = 0;
@@ -702,15 +729,36 @@ void ParallelCoordinates::rasterLines(QImage& image, const Layout& layout, const
             canvas.columns_from = static_cast<int>(std::floor(layout.x[first_gap] * scale));
         if (static_cast<size_t>(end_gap) < layout.x.size() && end_gap < gaps)
             canvas.columns_to = static_cast<int>(std::floor(layout.x[end_gap] * scale)) - 1;
+        std::vector<quint64> keys;
         for (int gap = first_gap; gap < end_gap; ++gap)
             for (size_t b = 0; b < batches.size(); ++b) {
                 const QVector<QLineF>& lines = batches[b].lines;
-                for (qsizetype i = gap; i < lines.size(); i += gaps) {
-                    const QPointF from = lines[i].p1() * scale, to = lines[i].p2() * scale;
-                    if (thin)
-                        raster_thin(canvas, from, to, colours[b]);
-                    else
-                        raster_wide(canvas, from, to, width, antialiased, colours[b]);
+                if (!thin) {
+                    for (qsizetype i = gap; i < lines.size(); i += gaps)
+                        raster_wide(canvas, lines[i].p1() * scale, lines[i].p2() * scale, width, antialiased,
+                                    colours[b]);
+                    continue;
+                }
+                // Runs that share a segment to the pixel (a grid's values, a category) are one line of the
+                // colour k times over: alpha 1 - (1 - a)^k, drawn once. Blends of one colour commute, so this
+                // is the image the k lines would give.
+                keys.clear();
+                for (qsizetype i = gap; i < lines.size(); i += gaps)
+                    keys.push_back(key_of(pixels_of(canvas, lines[i].p1() * scale, lines[i].p2() * scale)));
+                std::sort(keys.begin(), keys.end());
+                const QColor colour = batches[b].colour;
+                for (size_t i = 0; i < keys.size();) {
+                    size_t end = i + 1;
+                    while (end < keys.size() && keys[end] == keys[i])
+                        ++end;
+                    quint32 premultiplied = colours[b];
+                    if (end - i > 1) {
+                        QColor stacked = colour;
+                        stacked.setAlphaF(1 - std::pow(1 - colour.alphaF(), static_cast<double>(end - i)));
+                        premultiplied = qPremultiply(stacked.rgba());
+                    }
+                    raster_thin(canvas, segment_of(keys[i]), premultiplied);
+                    i = end;
                 }
             }
     };
@@ -752,7 +800,8 @@ void ParallelCoordinates::paintAxes(QPainter& painter, const Layout& layout) con
         const double x = layout.x[i];
         const Brush& brush = brushes_[i];
         if (brush.active) {
-            const double top = yOf(layout, brush.high), bottom = yOf(layout, brush.low);
+            // A brush set by value may reach past the axis's ends; drawn, it stops there.
+            const double top = yOf(layout, std::min(brush.high, 1.0)), bottom = yOf(layout, brush.low);
             QRectF band(x - 9, top - 2, 18, std::max(4.0, bottom - top + 4));
             painter.setPen(QPen(QColor(31, 119, 180, 220), 1));
             painter.setBrush(QColor(31, 119, 180, 60));

@@ -1,16 +1,19 @@
 #pragma once
 // Parallel coordinates of runs: one vertical axis per chosen config key and a last one for a metric's summary value
-// ("best.val/accuracy", "last.loss"), each run a polyline coloured by that value (viridis, with its legend). Number
-// axes run from the smallest to the largest value (a log scale when all are positive and span 1000× or more, as
-// learning rates do when searched log-uniformly), text-valued keys are categories in sorted order, and a run that lacks
-// a key meets that axis in a "missing" slot under it. Dragging along an axis brushes a range; runs outside any brush
-// turn grey.
+// ("best.val/accuracy", "last.loss"), each run a polyline coloured by that value (viridis, with its legend; the
+// better runs drawn last, on top). Number axes run from the smallest to the largest value, on a log scale where a
+// linear one would crowd most runs into its bottom tenth (learning rates searched log-uniformly), with ticks at the
+// values themselves when there are few (seeds, widths); text-valued keys are categories in natural order ("b2"
+// before "b10"); a run that lacks a key meets that axis in a "missing" slot under it. Dragging along an axis
+// brushes a range; runs outside any brush turn grey.
 //
 // Painted with QPainter, not Qt Charts: 10,000 runs must repaint in under 30 ms. The lines are drawn once into a
-// cached image (again only when the runs, the axes, the brushes or the size change), in one batch of lines per
-// colour by plain loops over the image's pixels (QPainter's raster engine takes a thread-pool round trip per batch
-// of spans: seconds for 10,000 runs), without antialiasing when there are many; hovering draws only the hovered run
-// over the cache. Files get vectors (SVG, PDF) or the lines at the file's resolution (PNG).
+// cached image (again only when the runs, the axes, the brushes or the size change) by plain loops over its pixels,
+// not by QPainter's raster engine, which takes a round trip through its thread pool for every batch of spans (1.3 s
+// for 10,000 runs on a busy 2-core machine): one colour bin after another, runs that share a segment drawn once
+// with their stacked alpha, the gaps between axes shared among threads (each its own columns, so the image is the
+// same with any number of them), antialiased up to 3,000 runs. Hovering draws only the hovered run over the cache.
+// Files get vectors (SVG, PDF) or the lines at the file's resolution (a PNG at 300 dpi).
 #include "runrecord.h"
 
 #include <QElapsedTimer>

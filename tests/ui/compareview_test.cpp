@@ -201,6 +201,25 @@ TEST(CompareView, FifteenRunsFitWithoutHorizontalScrolling) {
     }
 }
 
+TEST(CompareView, NoRunsOneRunAndHundreds) {
+    CompareView view;
+    view.resize(1200, 800);
+    view.setRuns({});
+    EXPECT_EQ(view.configModel().rowCount(), 0);
+    std::vector<RunRecord> one = four_runs();
+    one.resize(1);
+    view.setRuns(one);
+    EXPECT_EQ(view.configModel().rowCount(), 0); // one run: nothing differs
+    EXPECT_EQ(view.summaryModel().columnCount(), 3);
+    view.setShowAllKeys(true);
+    EXPECT_EQ(view.configModel().rowCount(), 3);
+    // No cap: a column per run.
+    view.setRuns(test::search_runs(300));
+    EXPECT_EQ(view.configModel().columnCount(), 301);
+    EXPECT_EQ(view.summaryModel().columnCount(), 302);
+    EXPECT_EQ(view.parallel().selectedRuns().size(), 300);
+}
+
 TEST(CompareView, ExportsEachTab) {
     QTemporaryDir dir;
     CompareView view;
