@@ -272,7 +272,8 @@ int64_t Catalog::series(int64_t job, const std::string& name, bool create) {
 
 std::vector<std::string> Catalog::series_names(int64_t job) {
     std::vector<std::string> names;
-    Statement select = db_.prepare("SELECT name FROM series WHERE job=? ORDER BY name");
+    // Names starting with "_" are the catalog's own (the record times, "_time"), not curves to list.
+    Statement select = db_.prepare("SELECT name FROM series WHERE job=? AND substr(name, 1, 1) != '_' ORDER BY name");
     select.bind(1, job);
     while (select.step())
         names.push_back(select.text(0));
@@ -382,6 +383,11 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
                         std::isfinite(it->get<double>()))
                         add_point(key, step, it->get<double>());
                 }
+                // When the step was reached, for the wall-time, relative-time and spend x-axes (xaxis.h).
+                double record_time = event_time;
+                number_at(data, "time", record_time);
+                if (record_time > 0 && std::isfinite(record_time))
+                    add_point("_time", step, record_time);
                 number_at(data, "loss", loss);
                 number_at(data, "progress", progress);
             } else if (is(record, "eval")) {
@@ -442,7 +448,8 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     }
     for (auto& [name, list] : points) {
         store_->append(series(job, name, true), list);
-        summarise(job, name, list);
+        if (name.empty() || name[0] != '_') // "_time" and the like are the catalog's own, not curves with a summary
+            summarise(job, name, list);
     }
     Statement update =
         db_.prepare("UPDATE jobs SET last_seq=?, loss=COALESCE(?, loss), accuracy=COALESCE(?, accuracy), "

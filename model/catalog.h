@@ -71,7 +71,7 @@ public:
 
     // The id of a job's series; 0 when it does not exist and create is false.
     int64_t series(int64_t job, const std::string& name, bool create);
-    std::vector<std::string> series_names(int64_t job);
+    std::vector<std::string> series_names(int64_t job); // the curves (not the catalog's own "_time")
     // Alerts raised by ingest() since the last call (also stored in the alerts table): NaN loss, job failed,
     // budget 80 % and 100 %, idle GPU.
     struct Alert {

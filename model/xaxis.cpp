@@ -1,0 +1,103 @@
+// to_x_axis and its units (xaxis.h).
+#include "xaxis.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace traindeck {
+
+namespace {
+
+// Linear between the two known neighbours; exact where the key is known; NaN outside the known range.
+double interpolate(std::span<const MetricPoint> known, double key) {
+    if (known.empty())
+        return NAN;
+    const auto after = std::lower_bound(known.begin(), known.end(), key,
+                                        [](const MetricPoint& p, double k) { return static_cast<double>(p.step) < k; });
+    if (after != known.end() && static_cast<double>(after->step) == key)
+        return after->value;
+    if (after == known.begin() || after == known.end())
+        return NAN;
+    const MetricPoint& before = *(after - 1);
+    const double t = (key - static_cast<double>(before.step)) / static_cast<double>(after->step - before.step);
+    return before.value + t * (after->value - before.value);
+}
+
+} // namespace
+
+std::vector<MetricPoint> to_x_axis(std::span<const MetricPoint> points, XAxis axis, const XAxisSources& sources,
+                                   size_t* dropped) {
+    std::vector<MetricPoint> out;
+    out.reserve(points.size());
+    size_t lost = 0;
+    const double start = sources.step_times.empty() ? NAN : sources.step_times.front().value;
+    for (const MetricPoint& p : points) {
+        double x = NAN;
+        switch (axis) {
+        case XAxis::step:
+            x = static_cast<double>(p.step);
+            break;
+        case XAxis::samples:
+            x = sources.samples_per_step > 0 ? static_cast<double>(p.step) * sources.samples_per_step : NAN;
+            break;
+        case XAxis::wall_time:
+            x = interpolate(sources.step_times, static_cast<double>(p.step)) * 1000.0;
+            break;
+        case XAxis::relative_time:
+            x = (interpolate(sources.step_times, static_cast<double>(p.step)) - start) * 1000.0;
+            break;
+        case XAxis::spend: {
+            const double time = interpolate(sources.step_times, static_cast<double>(p.step));
+            // Before the first spend sample the run had spent nothing yet that the worker reported.
+            const double spent =
+                std::isnan(time) || sources.spend.empty() ? NAN
+                : time * 1000.0 < static_cast<double>(sources.spend.front().step)
+                    ? 0.0
+                    : interpolate(sources.spend,
+                                  std::min(time * 1000.0, static_cast<double>(sources.spend.back().step)));
+            x = spent * 1e6;
+            break;
+        }
+        }
+        if (!std::isfinite(x) || std::fabs(x) > 9e15) {
+            ++lost;
+            continue;
+        }
+        out.push_back({static_cast<int64_t>(std::llround(x)), p.value});
+    }
+    if (dropped)
+        *dropped = lost;
+    return out;
+}
+
+double x_axis_scale(XAxis axis) {
+    switch (axis) {
+    case XAxis::wall_time:
+    case XAxis::relative_time:
+        return 1000.0;
+    case XAxis::spend:
+        return 1e6;
+    case XAxis::step:
+    case XAxis::samples:
+        return 1.0;
+    }
+    return 1.0;
+}
+
+const char* x_axis_title(XAxis axis) {
+    switch (axis) {
+    case XAxis::step:
+        return "step";
+    case XAxis::samples:
+        return "samples seen";
+    case XAxis::wall_time:
+        return "wall time";
+    case XAxis::relative_time:
+        return "seconds since start";
+    case XAxis::spend:
+        return "spend";
+    }
+    return "";
+}
+
+} // namespace traindeck

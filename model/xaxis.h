@@ -1,0 +1,34 @@
+#pragma once
+// The x-axes a run's curve can be drawn and grouped against, besides its optimiser step: samples seen, wall time,
+// time since the run started and money spent. Each is a function of the step, found from what the catalog keeps
+// per run: the time of each metric record (series "_time": step → Unix seconds, kept on ingest), the spend
+// telemetry ("telemetry/spend": milliseconds → currency) and the config's batch size. Values come back as integer
+// x (samples; milliseconds; millionths of the currency) so the group statistics' step buckets serve every axis.
+// Plain C++, no Qt.
+#include "seriesstore.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace traindeck {
+
+enum class XAxis { step, samples, wall_time, relative_time, spend };
+
+struct XAxisSources {
+    std::span<const MetricPoint> step_times; // "_time": (step, Unix seconds), ascending steps
+    std::span<const MetricPoint> spend;      // "telemetry/spend": (Unix milliseconds, spend), ascending
+    double samples_per_step = 0;             // batch_size × grad_accum; 0 when unknown
+};
+
+// The integer x of each point on the axis (step order kept). A point whose x cannot be known (no record time for
+// its step, no spend yet, no batch size) is left out and counted in *dropped.
+std::vector<MetricPoint> to_x_axis(std::span<const MetricPoint> points, XAxis axis, const XAxisSources& sources,
+                                   size_t* dropped = nullptr);
+
+// How to show an integer x of the axis: the divisor back to its unit and the unit's name.
+double x_axis_scale(XAxis axis);      // 1, 1, 1000, 1000, 1e6
+const char* x_axis_title(XAxis axis); // "step", "samples", "wall time", "seconds since start", "spend"
+
+} // namespace traindeck
