@@ -216,7 +216,7 @@ QString exportChart(QChart* chart, const QString& path, QSizeF size_mm, int dpi)
             chart->layout()->activate();
     };
     relayout(figure);
-    const QString error = write_figure(path, size_mm, dpi, [&](QPainter& painter, const QRectF& target) {
+    QString error = write_figure(path, size_mm, dpi, [&](QPainter& painter, const QRectF& target) {
         scene->render(&painter, target, QRectF(chart->scenePos(), figure), Qt::IgnoreAspectRatio);
     });
     relayout(on_screen);
@@ -231,7 +231,7 @@ QString exportWidget(QWidget* widget, const QString& path, QSizeF size_mm, int d
     const QSize on_screen = widget->size();
     const QSize figure = layout_size(size_mm).toSize();
     widget->resize(figure);
-    const QString error = write_figure(path, size_mm, dpi, [&](QPainter& painter, const QRectF& target) {
+    QString error = write_figure(path, size_mm, dpi, [&](QPainter& painter, const QRectF& target) {
         painter.save();
         painter.translate(target.topLeft());
         painter.scale(target.width() / figure.width(), target.height() / figure.height());

@@ -237,6 +237,10 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     connect(scatter_x_, &QComboBox::currentIndexChanged, this, &CompareView::rebuildScatter);
     connect(scatter_y_, &QComboBox::currentIndexChanged, this, &CompareView::rebuildScatter);
     connect(scatter_log_x_, &QCheckBox::toggled, this, &CompareView::rebuildScatter);
+    connect(tabs_, &QTabWidget::currentChanged, this, [this](int tab) {
+        if (tab == scatterTab && scatter_stale_)
+            rebuildScatterNow();
+    });
     connect(export_button, &QPushButton::clicked, this, &CompareView::exportWithDialog);
 }
 
@@ -522,9 +526,25 @@ void CompareView::setScatterFields(const QString& x, const QString& y) {
     rebuildScatter();
 }
 
+QChart* CompareView::scatterChart() {
+    if (scatter_stale_)
+        rebuildScatterNow();
+    return scatter_chart_;
+}
+
 void CompareView::rebuildScatter() {
     if (updating_)
         return;
+    // A brush drag asks on every mouse move; a hidden scatter waits until it is shown.
+    if (tabs_->currentIndex() != scatterTab) {
+        scatter_stale_ = true;
+        return;
+    }
+    rebuildScatterNow();
+}
+
+void CompareView::rebuildScatterNow() {
+    scatter_stale_ = false;
     scatter_chart_->removeAllSeries();
     for (QAbstractAxis* axis : scatter_chart_->axes()) {
         scatter_chart_->removeAxis(axis);
@@ -664,29 +684,34 @@ void CompareView::rebuildScatter() {
     for (QScatterSeries* series : {outside, inside}) {
         series->attachAxis(x_axis);
         series->attachAxis(y_axis);
-        connect(series, &QScatterSeries::hovered, this, [this, x_field, y_field](const QPointF& point, bool state) {
-            if (!state) {
-                QToolTip::hideText();
-                return;
-            }
-            const auto nearest = std::min_element(
-                scatter_points_.begin(), scatter_points_.end(), [&](const ScatterPoint& a, const ScatterPoint& b) {
-                    return QLineF(a.at, point).length() < QLineF(b.at, point).length();
-                });
-            if (nearest == scatter_points_.end())
-                return;
-            const RunRecord& run = runs_[nearest->run];
-            const auto x_config = run.config.find(x_field.toStdString());
-            const QString x_text = x_config != run.config.end() ? text_of(x_config->second.text)
-                                                                : ParallelCoordinates::formatNumber(nearest->at.x());
-            QToolTip::showText(QCursor::pos(),
-                               QStringLiteral("<b>%1</b> <span style='color:gray'>#%2</span><br>%3: %4<br>%5: %6")
-                                   .arg(text_of(run.name).toHtmlEscaped())
-                                   .arg(run.id)
-                                   .arg(x_field.toHtmlEscaped(), x_text.toHtmlEscaped(), y_field.toHtmlEscaped(),
-                                        ParallelCoordinates::formatNumber(nearest->at.y())),
-                               scatter_view_);
-        });
+        connect(
+            series, &QScatterSeries::hovered, this, [this, series, x_field, y_field](const QPointF& point, bool state) {
+                if (!state) {
+                    QToolTip::hideText();
+                    return;
+                }
+                // Nearest on the screen, not in the values (an lr of 0.001 and an accuracy of 0.9 are not one scale).
+                const QPointF here = scatter_chart_->mapToPosition(point, series);
+                const auto nearest = std::min_element(
+                    scatter_points_.begin(), scatter_points_.end(), [&](const ScatterPoint& a, const ScatterPoint& b) {
+                        return QLineF(scatter_chart_->mapToPosition(a.at, series), here).length() <
+                               QLineF(scatter_chart_->mapToPosition(b.at, series), here).length();
+                    });
+                if (nearest == scatter_points_.end())
+                    return;
+                const RunRecord& run = runs_[nearest->run];
+                const auto x_config = run.config.find(x_field.toStdString());
+                const QString x_text = x_config != run.config.end()
+                                           ? text_of(x_config->second.text)
+                                           : ParallelCoordinates::formatNumber(nearest->at.x());
+                QToolTip::showText(QCursor::pos(),
+                                   QStringLiteral("<b>%1</b> <span style='color:gray'>#%2</span><br>%3: %4<br>%5: %6")
+                                       .arg(text_of(run.name).toHtmlEscaped())
+                                       .arg(run.id)
+                                       .arg(x_field.toHtmlEscaped(), x_text.toHtmlEscaped(), y_field.toHtmlEscaped(),
+                                            ParallelCoordinates::formatNumber(nearest->at.y())),
+                                   scatter_view_);
+            });
     }
 }
 
@@ -701,7 +726,7 @@ QString CompareView::exportCurrent(const QString& path) {
     case parallelTab:
         return exportWidget(parallel_, path);
     case scatterTab:
-        return exportChart(scatter_chart_, path);
+        return exportChart(scatterChart(), path);
     default:
         return tr("Nothing to export on this tab.");
     }

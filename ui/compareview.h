@@ -50,7 +50,8 @@ public:
     QStringList summaryFields() const { return summary_fields_; }
     // The scatter's axes: x a config key or a summary field, y a summary field.
     void setScatterFields(const QString& x, const QString& y);
-    QChart* scatterChart() const { return scatter_chart_; }
+    // The scatter, brought up to date first (while its tab is hidden it is rebuilt only when shown).
+    QChart* scatterChart();
     void setCurrentTab(Tab tab);
 
     // Exports the current tab to `path`: the tables as CSV, the plots as PNG, SVG or PDF (by the suffix; a table
@@ -68,7 +69,8 @@ private:
     void rebuildSummaryTable();
     void rebuildAxisChooser();
     void applyParallelAxes();
-    void rebuildScatter();
+    void rebuildScatter(); // now when the scatter's tab is shown, else when it is next shown
+    void rebuildScatterNow();
     void updateBrushLabel();
     void exportWithDialog();
 
@@ -99,6 +101,7 @@ private:
     };
     std::vector<ScatterPoint> scatter_points_;
     bool updating_ = false;
+    bool scatter_stale_ = false;
 };
 
 } // namespace traindeck

@@ -20,7 +20,9 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QToolTip>
 
+#include <algorithm>
 #include <set>
 
 namespace traindeck {
@@ -179,6 +181,29 @@ TEST(CompareView, ScatterHasAPointPerRun) {
             inside = static_cast<QScatterSeries*>(series);
     ASSERT_NE(inside, nullptr);
     EXPECT_EQ(inside->count(), 10);
+}
+
+TEST(CompareView, ScatterPointsTellTheirRun) {
+    CompareView view;
+    std::vector<RunRecord> runs = test::sweep_runs();
+    view.setRuns(runs);
+    view.resize(1200, 800);
+    view.setCurrentTab(CompareView::scatterTab);
+    view.show();
+    view.setScatterFields("optimizer.lr", "best.val/accuracy");
+    settle();
+    auto* series = static_cast<QScatterSeries*>(view.scatterChart()->series().back());
+    ASSERT_EQ(series->count(), 15);
+    // The best run: the point highest up.
+    const QList<QPointF> points = series->points();
+    const QPointF top = *std::max_element(points.begin(), points.end(),
+                                          [](const QPointF& a, const QPointF& b) { return a.y() < b.y(); });
+    const auto best = std::max_element(runs.begin(), runs.end(), [](const RunRecord& a, const RunRecord& b) {
+        return a.summaries.at("val/accuracy").best < b.summaries.at("val/accuracy").best;
+    });
+    emit series->hovered(top, true);
+    EXPECT_TRUE(QToolTip::text().contains(QString::fromStdString(best->name))) << QToolTip::text().toStdString();
+    EXPECT_TRUE(QToolTip::text().contains("optimizer.lr")) << QToolTip::text().toStdString();
 }
 
 TEST(CompareView, FifteenRunsFitWithoutHorizontalScrolling) {

@@ -8,6 +8,7 @@
 
 #include <QApplication>
 #include <QMouseEvent>
+#include <QToolTip>
 
 #include <cstdio>
 #include <ctime>
@@ -151,6 +152,19 @@ TEST_F(Parallel, MouseDragBrushesAndClickClears) {
     mouse(QEvent::MouseMove, {between, lr.bottom}, Qt::LeftButton);
     mouse(QEvent::MouseButtonRelease, {between, lr.bottom}, Qt::NoButton);
     EXPECT_FALSE(view_.hasBrush());
+}
+
+TEST_F(Parallel, HoverNamesTheRunAndItsValues) {
+    view_.show();
+    const ParallelCoordinates::AxisGeometry lr = view_.axisGeometry(0);
+    // lr 0.1 (the top of the log axis) is run 5's alone.
+    mouse(QEvent::MouseMove, {lr.x + 2, lr.top}, Qt::NoButton);
+    const QString tip = QToolTip::text();
+    EXPECT_TRUE(tip.contains("run-5")) << tip.toStdString();
+    EXPECT_TRUE(tip.contains("0.1")) << tip.toStdString();
+    EXPECT_TRUE(tip.contains("sgd")) << tip.toStdString();
+    EXPECT_TRUE(tip.contains("missing")) << tip.toStdString(); // its layers
+    EXPECT_TRUE(tip.contains("0.42")) << tip.toStdString();
 }
 
 TEST_F(Parallel, BrushSurvivesTheSameRunsAgain) {
