@@ -3,6 +3,9 @@
 #include "mainwindow.h"
 
 #include "background.h"
+#include "chartexport.h"
+#include "compareview.h"
+#include "groupchart.h"
 #include "backendref.h"
 #include "exportdialog.h"
 #include "newjobdialog.h"
@@ -10,6 +13,12 @@
 #include <QAction>
 #include <QApplication>
 #include <QFile>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QInputDialog>
+#include <QJsonArray>
+#include <QMenu>
+#include <QToolButton>
 #include <QHeaderView>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -17,7 +26,6 @@
 #include <QLineEdit>
 #include <QListWidget>
 #include <QPointer>
-#include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -32,18 +40,29 @@
 namespace traindeck {
 
 MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& backend, QWidget* parent)
-    : QMainWindow(parent), reader_(catalog_path) {
+    : QMainWindow(parent), writer_(sync.writer()), reader_(catalog_path) {
     setWindowTitle(tr("TrainDeck"));
+    // Runs deleted in an earlier session (whose undo is gone with it) go for good now.
+    writer_.post([](Catalog& catalog) { catalog.purge_deleted(); });
     jobs_ = new JobTableModel(catalog_path, this);
-    proxy_ = new QSortFilterProxyModel(this);
-    proxy_->setSourceModel(jobs_);
-    proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
-    proxy_->setFilterKeyColumn(-1);
-    proxy_->setSortRole(Qt::DisplayRole);
+    jobs_->setLoadDetailsInBackground(true); // the table paints at once; configs and summaries follow
+    connect(jobs_, &JobTableModel::detailsReady, this, [this] {
+        if (only_differing_->isChecked())
+            setOnlyDiffering(true);
+    });
 
     table_ = new QTableView;
-    table_->setModel(proxy_);
+    table_->setModel(jobs_);
     table_->setSortingEnabled(true);
+    table_->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder); // newest first until a header is clicked
+    // Config and summary columns are what a comparison reads first: they go right after the run's name.
+    connect(jobs_, &QAbstractItemModel::modelReset, this, [this] {
+        QHeaderView* header = table_->horizontalHeader();
+        for (int i = 0; i < jobs_->extraColumns().size(); ++i)
+            header->moveSection(header->visualIndex(JobTableModel::ColumnCount + i), 1 + i);
+    });
+    table_->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(table_, &QWidget::customContextMenuRequested, this, &MainWindow::showTableMenu);
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
     // Several rows: the current one is shown, the others' loss curves are overlaid for comparison.
     table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
@@ -56,9 +75,47 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     table_->setWordWrap(false);
     table_->setAlternatingRowColors(true);
     filter_ = new QLineEdit;
-    filter_->setPlaceholderText(tr("Filter jobs (name, state, backend)…"));
+    filter_->setPlaceholderText(
+        tr("Query runs: optimizer.lr < 0.01 and not tag:discarded, name ~ \"seed\", best.val/accuracy > 0.9…"));
     filter_->setClearButtonEnabled(true);
-    connect(filter_, &QLineEdit::textChanged, proxy_, &QSortFilterProxyModel::setFilterFixedString);
+    filter_->setToolTip(tr("Comparisons (== != < <= > >=), in [..], ~ regex, and/or/not, ( ), tag: state: backend: "
+                           "archived: starred:, summaries (best.loss, last.val/accuracy), times (started > -2d)"));
+    connect(filter_, &QLineEdit::textChanged, this, &MainWindow::setQuery);
+    query_error_ = new QLabel;
+    query_error_->setStyleSheet(QStringLiteral("color: #b3261e"));
+    query_error_->setTextFormat(Qt::RichText);
+    query_error_->hide();
+    columns_button_ = new QToolButton;
+    columns_button_->setText(tr("Columns"));
+    columns_button_->setToolTip(tr("Add any config key or summary value as a column"));
+    connect(columns_button_, &QToolButton::clicked, this, &MainWindow::showColumnsMenu);
+    only_differing_ = new QAction(tr("Only what differs"), this);
+    only_differing_->setCheckable(true);
+    only_differing_->setToolTip(tr("Show as columns the config keys whose values differ among the runs shown"));
+    connect(only_differing_, &QAction::toggled, this, &MainWindow::setOnlyDiffering);
+    auto* differing_button = new QToolButton;
+    differing_button->setDefaultAction(only_differing_);
+    views_button_ = new QToolButton;
+    views_button_->setText(tr("Views"));
+    views_button_->setToolTip(tr("Saved views: a query with its columns and grouping"));
+    views_button_->setPopupMode(QToolButton::InstantPopup);
+    auto* views_menu = new QMenu(views_button_);
+    views_button_->setMenu(views_menu);
+    connect(views_menu, &QMenu::aboutToShow, this, [this, views_menu] {
+        views_menu->clear();
+        views_menu->addAction(tr("Save current view…"), this, [this] {
+            bool ok = false;
+            const QString name = QInputDialog::getText(this, tr("Save view"), tr("Name:"), QLineEdit::Normal, {}, &ok);
+            if (ok && !name.trimmed().isEmpty())
+                saveView(name.trimmed());
+        });
+        views_menu->addSeparator();
+        for (const Catalog::SavedView& view : reader_.savedViews()) {
+            const QString name = QString::fromStdString(view.name);
+            QAction* apply = views_menu->addAction(name, this, [this, name] { applyView(name); });
+            apply->setToolTip(QString::fromStdString(view.query));
+        }
+    });
 
     backends_model_ = new BackendTableModel(this);
     backends_view_ = new QTableView;
@@ -74,7 +131,13 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     auto* left = new QWidget;
     auto* left_layout = new QVBoxLayout(left);
     left_layout->setContentsMargins(0, 0, 0, 0);
-    left_layout->addWidget(filter_);
+    auto* query_row = new QHBoxLayout;
+    query_row->addWidget(filter_, 1);
+    query_row->addWidget(columns_button_);
+    query_row->addWidget(differing_button);
+    query_row->addWidget(views_button_);
+    left_layout->addLayout(query_row);
+    left_layout->addWidget(query_error_);
     left_layout->addWidget(table_, 1);
     left_layout->addWidget(new QLabel(tr("<b>Backends</b>")));
     left_layout->addWidget(backends_view_);
@@ -112,9 +175,23 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
         refresh();
     });
     connect(migrator_, &JobMigrator::problem, this, &MainWindow::addAlert);
+    groups_ = new GroupChart(catalog_path);
+    compare_ = new CompareView;
+    connect(compare_, &CompareView::brushChanged, this,
+            [this](const QSet<qint64>& ids, bool active) { jobs_->setOnlyRuns(ids, active); });
+    auto* compare_split = new QSplitter(Qt::Vertical);
+    compare_split->addWidget(groups_);
+    compare_split->addWidget(compare_);
+    compare_split->setSizes({540, 320});
+    compare_tab_ = compare_split;
     tabs_ = new QTabWidget;
     tabs_->addTab(splitter, tr("Jobs"));
+    tabs_->addTab(compare_tab_, tr("Compare"));
     tabs_->addTab(datasets_, tr("Datasets"));
+    connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+        if (tabs_->currentWidget() == compare_tab_)
+            updateCompare();
+    });
     setCentralWidget(tabs_);
 
     QToolBar* tools = addToolBar(tr("Jobs"));
@@ -136,21 +213,22 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     tools->addAction(tr("Add remote worker…"), this, &MainWindow::addRemoteWorkerRequested);
     tools->addAction(tr("Cancel job"), this, &MainWindow::cancelSelected);
     tools->addAction(tr("Resume job"), this, &MainWindow::resumeSelected);
+    tools->addSeparator();
+    QAction* undo = tools->addAction(tr("Undo delete"), this, &MainWindow::undoDelete);
+    undo->setShortcut(QKeySequence::Undo);
+    tools->addAction(tr("Export table…"), this, &MainWindow::exportTableCsv);
 
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
         if (!current.isValid())
             return;
-        const QModelIndex source = proxy_->mapToSource(current);
-        detail_->showJob(jobs_->data(source, JobTableModel::JobIdRole).toLongLong(),
-                         jobs_->data(jobs_->index(source.row(), JobTableModel::Name), Qt::DisplayRole).toString());
+        detail_->showJob(jobs_->data(current, JobTableModel::JobIdRole).toLongLong(),
+                         jobs_->data(jobs_->index(current.row(), JobTableModel::Name), Qt::DisplayRole).toString());
     });
     connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
         QList<QPair<qint64, QString>> others;
-        for (const QModelIndex& row : table_->selectionModel()->selectedRows()) {
-            const QModelIndex source = proxy_->mapToSource(row);
-            others.push_back({jobs_->data(source, JobTableModel::JobIdRole).toLongLong(),
-                              jobs_->data(jobs_->index(source.row(), JobTableModel::Name), Qt::DisplayRole).toString()});
-        }
+        for (const QModelIndex& row : table_->selectionModel()->selectedRows())
+            others.push_back({jobs_->data(row, JobTableModel::JobIdRole).toLongLong(),
+                              jobs_->data(jobs_->index(row.row(), JobTableModel::Name), Qt::DisplayRole).toString()});
         detail_->setOverlays(others.size() > 1 ? others : QList<QPair<qint64, QString>>());
     });
     // Alerts from the jobs (NaN loss, failure, budget 80 %/100 %, idle): a row here and a desktop notification.
@@ -166,8 +244,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     updateResources();
 
     jobs_->refresh();
-    proxy_->sort(-1);
-    if (proxy_->rowCount() > 0)
+    if (jobs_->rowCount() > 0)
         selectRow(0);
     statusBar()->showMessage(backend.describe());
     resize(1400, 860);
@@ -203,7 +280,7 @@ void MainWindow::connectSync(JobSync& sync) {
     });
     connect(&sync, &JobSync::submitted, this, [this](qint64) {
         refresh();
-        if (proxy_->rowCount() > 0)
+        if (jobs_->rowCount() > 0)
             selectRow(0);
     });
 }
@@ -227,7 +304,7 @@ QStringList MainWindow::alerts() const {
 
 QStringList MainWindow::backendNames() const { return controller_->names(); }
 
-QModelIndex MainWindow::currentJob() const { return proxy_->mapToSource(table_->currentIndex()); }
+QModelIndex MainWindow::currentJob() const { return table_->currentIndex(); }
 
 JobController::Job MainWindow::jobAt(const QModelIndex& source) const {
     return {jobs_->data(source, JobTableModel::JobIdRole).toLongLong(),
@@ -240,6 +317,8 @@ void MainWindow::refresh() {
     jobs_->refresh();
     detail_->refresh();
     // A catalog that cannot be read (damaged, or changed under us) is said once per new message, not per refresh.
+    if (only_differing_->isChecked())
+        setOnlyDiffering(true); // new runs may differ in new keys
     for (const QString& error : {jobs_->error(), detail_->error()})
         if (!error.isEmpty() && error != last_catalog_error_) {
             last_catalog_error_ = error;
@@ -375,6 +454,292 @@ void MainWindow::updateResources() {
                 backends_model_->update(name, fetched.address, fetched.resources, fetched.error);
         });
     }
+}
+
+void MainWindow::setQuery(const QString& text) {
+    if (filter_->text() != text)
+        filter_->setText(text); // comes back here through textChanged
+    if (jobs_->setQuery(text)) {
+        query_error_->hide();
+        filter_->setStyleSheet({});
+        return;
+    }
+    const QueryError& error = jobs_->queryError();
+    const QString before = text.left(static_cast<int>(error.position)).toHtmlEscaped();
+    const QString at = text.mid(static_cast<int>(error.position)).toHtmlEscaped();
+    query_error_->setText(tr("Column %1: %2 — <tt>%3<u><b>%4</b></u></tt> (the table shows the last valid query)")
+                              .arg(error.position + 1)
+                              .arg(QString::fromStdString(error.message).toHtmlEscaped(), before,
+                                   at.isEmpty() ? QStringLiteral("&nbsp;") : at));
+    query_error_->show();
+    filter_->setStyleSheet(QStringLiteral("QLineEdit { border: 1px solid #b3261e; }"));
+}
+
+QString MainWindow::queryError() const { return query_error_->isVisible() ? query_error_->text() : QString(); }
+
+void MainWindow::setOnlyDiffering(bool on) {
+    if (only_differing_->isChecked() != on) {
+        only_differing_->setChecked(on); // comes back here through toggled
+        return;
+    }
+    // On: the differing keys, then what the user picked; off: what the user picked.
+    QStringList columns = on ? jobs_->differingKeys() : QStringList();
+    for (const QString& chosen : chosen_columns_)
+        if (!columns.contains(chosen))
+            columns << chosen;
+    jobs_->setExtraColumns(columns);
+}
+
+void MainWindow::showColumnsMenu() {
+    QMenu menu(this);
+    const QStringList available = jobs_->availableColumns();
+    if (available.isEmpty())
+        menu.addAction(tr("The runs report no config or metrics yet"))->setEnabled(false);
+    QMenu* summaries = nullptr;
+    for (const QString& field : available) {
+        const bool summary = field.startsWith("best.") || field.startsWith("last.") || field.startsWith("min.") ||
+                             field.startsWith("max.");
+        QMenu* into = &menu;
+        if (summary) {
+            if (!summaries)
+                summaries = menu.addMenu(tr("Summaries"));
+            into = summaries;
+        }
+        QAction* action = into->addAction(field);
+        action->setCheckable(true);
+        action->setChecked(jobs_->extraColumns().contains(field));
+        connect(action, &QAction::toggled, this, [this, field](bool checked) {
+            if (checked && !chosen_columns_.contains(field))
+                chosen_columns_ << field;
+            if (!checked)
+                chosen_columns_.removeAll(field);
+            QStringList columns = jobs_->extraColumns();
+            if (checked && !columns.contains(field))
+                columns << field;
+            if (!checked)
+                columns.removeAll(field);
+            jobs_->setExtraColumns(columns);
+        });
+    }
+    menu.exec(columns_button_->mapToGlobal(QPoint(0, columns_button_->height())));
+}
+
+QList<qint64> MainWindow::selectedIds() const {
+    QList<qint64> ids;
+    for (const QModelIndex& row : table_->selectionModel()->selectedRows())
+        ids << jobs_->data(row, JobTableModel::JobIdRole).toLongLong();
+    if (ids.isEmpty() && table_->currentIndex().isValid())
+        ids << jobs_->data(table_->currentIndex(), JobTableModel::JobIdRole).toLongLong();
+    return ids;
+}
+
+void MainWindow::writeRuns(const QList<qint64>& ids, std::function<void(Catalog&, int64_t)> fn) {
+    if (ids.isEmpty()) {
+        addAlert(tr("Select one or more runs first"));
+        return;
+    }
+    writer_.post([ids, fn = std::move(fn)](Catalog& catalog) {
+        for (const qint64 id : ids)
+            fn(catalog, id);
+    });
+    CatalogWriter* writer = &writer_;
+    run_in_background(
+        this, [writer] { return QString::fromStdString(writer->flush()); },
+        [this](const QString& error) {
+            if (!error.isEmpty())
+                addAlert(error);
+            refresh();
+        });
+}
+
+void MainWindow::tagSelected(const QStringList& tags, bool add) {
+    std::vector<std::string> list;
+    for (const QString& tag : tags)
+        list.push_back(tag.toStdString());
+    writeRuns(selectedIds(), [list, add](Catalog& catalog, int64_t id) {
+        if (add)
+            catalog.add_tags(id, list);
+        else
+            catalog.remove_tags(id, list);
+    });
+}
+
+void MainWindow::starSelected(bool starred) {
+    writeRuns(selectedIds(), [starred](Catalog& catalog, int64_t id) { catalog.set_starred(id, starred); });
+}
+
+void MainWindow::archiveSelected(bool archived) {
+    writeRuns(selectedIds(), [archived](Catalog& catalog, int64_t id) { catalog.set_archived(id, archived); });
+}
+
+void MainWindow::setNoteOfCurrent(const QString& note) {
+    const QModelIndex current = currentJob();
+    if (!current.isValid())
+        return;
+    writeRuns({jobs_->data(current, JobTableModel::JobIdRole).toLongLong()},
+              [note = note.toStdString()](Catalog& catalog, int64_t id) { catalog.set_note(id, note); });
+}
+
+void MainWindow::deleteSelected() {
+    const QList<qint64> ids = selectedIds();
+    if (ids.isEmpty())
+        return;
+    last_deleted_ = ids;
+    writeRuns(ids, [](Catalog& catalog, int64_t id) { catalog.set_deleted(id, true); });
+    addAlert(tr("%n run(s) deleted — Undo delete (Ctrl+Z) brings them back until the console closes", nullptr,
+                static_cast<int>(ids.size())));
+}
+
+void MainWindow::undoDelete() {
+    if (last_deleted_.isEmpty()) {
+        addAlert(tr("Nothing deleted to undo"));
+        return;
+    }
+    const QList<qint64> ids = std::exchange(last_deleted_, {});
+    writeRuns(ids, [](Catalog& catalog, int64_t id) { catalog.set_deleted(id, false); });
+    addAlert(tr("%n run(s) restored", nullptr, static_cast<int>(ids.size())));
+}
+
+void MainWindow::showTableMenu(const QPoint& at) {
+    const QModelIndex index = table_->indexAt(at);
+    if (index.isValid() && !table_->selectionModel()->isRowSelected(index.row(), {}))
+        table_->selectRow(index.row());
+    const RunRecord* run = index.isValid() ? jobs_->runAt(index.row()) : nullptr;
+    QMenu menu(this);
+    menu.addAction(tr("Star"), this, [this] { starSelected(true); });
+    menu.addAction(tr("Unstar"), this, [this] { starSelected(false); });
+    menu.addAction(tr("Add tag…"), this, [this] {
+        bool ok = false;
+        const QString text =
+            QInputDialog::getText(this, tr("Add tag"), tr("Tags (comma-separated):"), QLineEdit::Normal, {}, &ok);
+        if (ok)
+            tagSelected(text.split(QLatin1Char(','), Qt::SkipEmptyParts), true);
+    });
+    if (run && !run->tags.empty()) {
+        QMenu* remove = menu.addMenu(tr("Remove tag"));
+        for (const std::string& tag : run->tags) {
+            const QString name = QString::fromStdString(tag);
+            remove->addAction(name, this, [this, name] { tagSelected({name}, false); });
+        }
+    }
+    menu.addAction(tr("Note…"), this, [this, note = run ? QString::fromStdString(run->note) : QString()] {
+        bool ok = false;
+        const QString text = QInputDialog::getMultiLineText(this, tr("Note (markdown)"), tr("Note:"), note, &ok);
+        if (ok)
+            setNoteOfCurrent(text);
+    });
+    menu.addSeparator();
+    if (run && run->archived)
+        menu.addAction(tr("Unarchive"), this, [this] { archiveSelected(false); });
+    else
+        menu.addAction(tr("Archive"), this, [this] { archiveSelected(true); });
+    menu.addAction(tr("Delete"), this, &MainWindow::deleteSelected);
+    menu.addSeparator();
+    menu.addAction(tr("Compare selected"), this, [this] {
+        tabs_->setCurrentWidget(compare_tab_);
+        updateCompare();
+    });
+    menu.addAction(tr("Export series as CSV…"), this, &MainWindow::exportCurrentSeriesCsv);
+    menu.exec(table_->viewport()->mapToGlobal(at));
+}
+
+std::vector<RunRecord> MainWindow::compareRuns() const {
+    std::vector<RunRecord> runs;
+    const QModelIndexList rows = table_->selectionModel()->selectedRows();
+    if (rows.size() >= 2) {
+        for (const QModelIndex& row : rows)
+            if (const RunRecord* run = jobs_->runAt(row.row()))
+                runs.push_back(*run);
+    } else {
+        for (const RunRecord* run : jobs_->visibleRuns())
+            runs.push_back(*run);
+    }
+    return runs;
+}
+
+void MainWindow::updateCompare() {
+    std::vector<RunRecord> runs = compareRuns();
+    compare_->setRuns(runs);
+    groups_->setRuns(std::move(runs));
+}
+
+void MainWindow::saveView(const QString& name) {
+    Catalog::SavedView view;
+    view.name = name.toStdString();
+    view.query = filter_->text().toStdString();
+    view.columns =
+        QJsonDocument(QJsonArray::fromStringList(jobs_->extraColumns())).toJson(QJsonDocument::Compact).toStdString();
+    view.grouping =
+        QJsonDocument(QJsonArray::fromStringList(groups_->groupKeys())).toJson(QJsonDocument::Compact).toStdString();
+    view.chart =
+        QJsonDocument(QJsonObject{{"metric", groups_->metric()}, {"only_differing", only_differing_->isChecked()}})
+            .toJson(QJsonDocument::Compact)
+            .toStdString();
+    writer_.post([view](Catalog& catalog) { catalog.save_view(view); });
+    CatalogWriter* writer = &writer_;
+    run_in_background(
+        this, [writer] { return QString::fromStdString(writer->flush()); },
+        [this, name](const QString& error) { addAlert(error.isEmpty() ? tr("View “%1” saved").arg(name) : error); });
+}
+
+bool MainWindow::applyView(const QString& name) {
+    for (const Catalog::SavedView& view : reader_.savedViews()) {
+        if (QString::fromStdString(view.name) != name)
+            continue;
+        auto strings = [](const std::string& text) {
+            QStringList out;
+            for (const QJsonValue& value : QJsonDocument::fromJson(QByteArray::fromStdString(text)).array())
+                out << value.toString();
+            return out;
+        };
+        const QJsonObject chart = QJsonDocument::fromJson(QByteArray::fromStdString(view.chart)).object();
+        setQuery(QString::fromStdString(view.query));
+        chosen_columns_ = strings(view.columns);
+        only_differing_->setChecked(false);
+        jobs_->setExtraColumns(chosen_columns_);
+        groups_->setGroupKeys(strings(view.grouping));
+        if (const QString metric = chart.value("metric").toString(); !metric.isEmpty())
+            groups_->setMetric(metric);
+        return true;
+    }
+    addAlert(tr("No saved view named “%1”").arg(name));
+    return false;
+}
+
+void MainWindow::exportTableCsv() {
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export the runs table"), QStringLiteral("runs.csv"), tr("CSV (*.csv)"));
+    if (path.isEmpty())
+        return;
+    const QString error = writeModelCsv(*jobs_, path);
+    addAlert(error.isEmpty() ? tr("%1 runs written to %2").arg(jobs_->rowCount()).arg(path) : error);
+}
+
+void MainWindow::exportCurrentSeriesCsv() {
+    const QModelIndex current = currentJob();
+    if (!current.isValid())
+        return;
+    const qint64 job = jobs_->data(current, JobTableModel::JobIdRole).toLongLong();
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export the run's series"),
+                                                      QStringLiteral("job-%1-series.csv").arg(job), tr("CSV (*.csv)"));
+    if (path.isEmpty())
+        return;
+    // Every point of every series: read and written off the GUI thread.
+    const QString catalog = QString::fromStdString(reader_.path());
+    run_in_background(
+        this,
+        [catalog, job, path] {
+            CatalogReader reader(catalog);
+            QStringList names = reader.seriesNames(job);
+            QVector<QVector<QPointF>> series;
+            for (const QString& name : names)
+                series.push_back(reader.points(job, name));
+            QString error = writeSeriesCsv(path, names, series);
+            return error.isEmpty() && !reader.error().isEmpty() ? reader.error() : error;
+        },
+        [this, path](const QString& error) {
+            addAlert(error.isEmpty() ? tr("Series written to %1").arg(path) : error);
+        });
 }
 
 } // namespace traindeck

@@ -1,7 +1,8 @@
 #pragma once
-// The console's main window: jobs table (sortable, filterable), the selected job's live curves, the backend's
-// resources and the alerts. It reads models and acts on jobs through its JobController (which backend, upload then
-// submit) and their JobSync; no SQL, no HTTP here.
+// The console's main window: the runs table (query box, any config key or summary as a column, tags, notes, stars,
+// archive, delete with undo, saved views), the selected job's live curves, the Compare tab (groups with bands, config
+// diff, summaries, parallel coordinates, scatter), the backend's resources and the alerts. It reads models and acts on
+// jobs through its JobController (which backend, upload then submit) and their JobSync; no SQL, no HTTP here.
 #include "backendtablemodel.h"
 #include "datasetsview.h"
 #include "datasetsync.h"
@@ -12,12 +13,15 @@
 #include "jobtablemodel.h"
 
 #include <QMainWindow>
+
+#include <functional>
 #include <QModelIndex>
 
 class QListWidget;
 class QLabel;
 class QLineEdit;
-class QSortFilterProxyModel;
+class QMenu;
+class QToolButton;
 class QTabWidget;
 class QTableView;
 class QTimer;
@@ -45,6 +49,30 @@ public:
     DatasetSync& datasetSync() { return *dataset_sync_; }
     QTabWidget& tabs() { return *tabs_; }
     JobMigrator& migrator() { return *migrator_; }
+    class GroupChart& groups() {
+        return *groups_;
+    }
+    class CompareView& compare() {
+        return *compare_;
+    }
+    // The query box (its error, if any, is shown under it, and the table keeps its last good result).
+    void setQuery(const QString& text);
+    QString queryError() const;
+    // "Only what differs": the config keys that differ among the runs shown become the extra columns.
+    void setOnlyDiffering(bool on);
+    // Run hygiene on the selected runs, through the catalog's writer; the table refreshes once they are written.
+    void tagSelected(const QStringList& tags, bool add);
+    void starSelected(bool starred);
+    void archiveSelected(bool archived);
+    void setNoteOfCurrent(const QString& note);
+    void deleteSelected();
+    void undoDelete();
+    // Saved views: the query, the extra columns and the grouping, under a name, in the catalog.
+    void saveView(const QString& name);
+    bool applyView(const QString& name);
+    // The runs the Compare tab shows: the selected rows when two or more are, else every run the table shows.
+    std::vector<RunRecord> compareRuns() const;
+    void updateCompare();
     JobController& controller() { return *controller_; }
     void selectRow(int row);
     // The alerts panel's rows, newest first (each as shown: time, then the message).
@@ -72,12 +100,28 @@ private:
     // The jobs table's current row, in the jobs model (invalid when there is none), and the job on a row.
     QModelIndex currentJob() const;
     JobController::Job jobAt(const QModelIndex& source) const;
+    QList<qint64> selectedIds() const;
+    // Runs fn on the writer thread for each id, then refreshes once it is committed.
+    void writeRuns(const QList<qint64>& ids, std::function<void(Catalog&, int64_t)> fn);
+    void showTableMenu(const QPoint& at);
+    void showColumnsMenu();
+    void exportTableCsv();
+    void exportCurrentSeriesCsv();
 
     JobController* controller_;
     JobTableModel* jobs_;
-    QSortFilterProxyModel* proxy_;
+    CatalogWriter& writer_;
     QTableView* table_;
     QLineEdit* filter_;
+    QLabel* query_error_;
+    QToolButton* columns_button_;
+    QToolButton* views_button_;
+    QAction* only_differing_;
+    QStringList chosen_columns_; // the extra columns the user picked (kept while "only what differs" is on)
+    QList<qint64> last_deleted_;
+    class GroupChart* groups_;
+    class CompareView* compare_;
+    QWidget* compare_tab_;
     JobDetailView* detail_;
     CatalogReader reader_;
     BackendTableModel* backends_model_;

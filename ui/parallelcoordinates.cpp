@@ -1,5 +1,7 @@
 #include "parallelcoordinates.h"
 
+#include "runfield.h"
+
 #include <QLocale>
 #include <QMouseEvent>
 #include <QPaintEngine>
@@ -277,19 +279,10 @@ std::optional<double> ParallelCoordinates::summaryValue(const RunRecord& run, co
         return std::nullopt;
     const qsizetype dot = field.indexOf('.');
     const QString prefix = field.left(dot);
-    const std::string series = field.mid(dot + 1).toStdString();
-    auto found = run.summaries.find(series);
-    if (found == run.summaries.end()) {
-        // As the query language reads them: '/' and '_' alike (best.val_accuracy is best.val/accuracy).
-        auto same = [](char a, char b) { return a == b || ((a == '/' || a == '_') && (b == '/' || b == '_')); };
-        found = std::find_if(run.summaries.begin(), run.summaries.end(), [&](const auto& entry) {
-            return entry.first.size() == series.size() &&
-                   std::equal(series.begin(), series.end(), entry.first.begin(), same);
-        });
-        if (found == run.summaries.end())
-            return std::nullopt;
-    }
-    const MetricSummary& summary = found->second;
+    const MetricSummary* found = find_summary(run, field.mid(dot + 1).toStdString()); // '/' and '_' alike
+    if (!found)
+        return std::nullopt;
+    const MetricSummary& summary = *found;
     const double value = prefix == u"last"  ? summary.last
                          : prefix == u"min" ? summary.min
                          : prefix == u"max" ? summary.max

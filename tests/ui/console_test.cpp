@@ -9,6 +9,8 @@
 // tool skips only through TRAINDECK_REQUIRE (a failure under TRAINDECK_REQUIRE_ALL=1); a helper worker that fails
 // to start fails the test.
 #include "catalog.h"
+#include "compareview.h"
+#include "groupchart.h"
 #include "datasetsync.h"
 #include "exportdialog.h"
 #include "fakeworker.h"
@@ -39,6 +41,7 @@
 #include <QStandardPaths>
 #include <QTableView>
 #include <QTabWidget>
+#include <QItemSelectionModel>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUrlQuery>
@@ -421,6 +424,7 @@ private slots:
     void watchingManyJobsHoldsOneRequest();
     void localWorkerIsFoundAgainOnANewPort();
     void localWorkerTheConsoleStartedIsStartedAgain();
+    void runsAreQueriedGroupedComparedAndKeptTidy();
 };
 
 void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
@@ -973,6 +977,24 @@ void ConsoleTest::slurmJobsFromThePluginToTheFinishedCurve() {
         QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "slurm pytorch")), QString("succeeded"), 180000);
         const qint64 torch_job = window.jobs().data(window.jobs().index(row_of(window, "slurm pytorch"), 0), JobTableModel::JobIdRole).toLongLong();
         QCOMPARE(reader.curve(torch_job, "loss", 100000).points, qint64(20));
+        // The script's traindeck.config() arrived as the run's config: a column and a query term like any other.
+        window.refresh();
+        const RunRecord* torch_run = window.jobs().runAt(row_of(window, "slurm pytorch"));
+        QVERIFY(torch_run);
+        QVERIFY(torch_run->config.count("optimizer.lr"));
+        QCOMPARE(torch_run->config.at("optimizer.lr").number, 0.05);
+        QCOMPARE(torch_run->config.at("limit").text, std::string("2560"));
+        QVERIFY(torch_run->config.at("framework").text.rfind("pytorch ", 0) == 0);
+        // And the built-in job's config is its whole spec, every default filled in by the trainer.
+        const RunRecord* builtin_run = window.jobs().runAt(row_of(window, "slurm builtin"));
+        QVERIFY(builtin_run);
+        QVERIFY(builtin_run->config.count("optimizer.momentum"));
+        QVERIFY(builtin_run->config.count("schedule.decay"));
+        window.setQuery("optimizer.lr == 0.05 and limit == 2560");
+        QCOMPARE(window.queryError(), QString());
+        QCOMPARE(window.jobs().rowCount(), 1);
+        QCOMPARE(window.jobs().runAt(0)->name, std::string("slurm pytorch"));
+        window.setQuery("");
     }
     window.selectRow(row_of(window, "slurm builtin"));
     window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/slurm-job.png"));
@@ -1478,8 +1500,6 @@ void ConsoleTest::watchingManyJobsHoldsOneRequest() {
     QVERIFY(console.openWith(temp.filePath("catalog.db"), backend));
     MainWindow& window = *console.window;
     const auto all_finished = [&] {
-        while (window.jobs().canFetchMore({})) // the table loads 256 rows at a time, as a user scrolls
-            window.jobs().fetchMore({});
         for (int row = 0; row < window.jobs().rowCount(); ++row)
             if (state_of(window, row) != "succeeded")
                 return false;
@@ -1606,3 +1626,192 @@ void ConsoleTest::pluginsAreKnownByTheirMetadataAndOldOnesRefused() {
 
 QTEST_MAIN(ConsoleTest)
 #include "console_test.moc"
+
+namespace {
+
+// 3 learning rates × 5 seeds, as a worker's events would bring them: a config record, a loss per step, the validation
+// accuracy every 20 steps, the state changes. The fifth seed of lr 0.01 stops at step 150 (N drops along its curve).
+void fill_sweep(Catalog& catalog) {
+    const double lrs[] = {0.1, 0.03, 0.01};
+    for (const double lr : lrs)
+        for (int seed = 1; seed <= 5; ++seed) {
+            const std::string name = "lr " + QString::number(lr).toStdString() + " seed " + std::to_string(seed);
+            const int64_t job = catalog.add_job(name, "local", "r" + name, nlohmann::json::object());
+            std::vector<nlohmann::json> events;
+            int64_t seq = 0;
+            auto event = [&](const char* type, nlohmann::json data, double time) {
+                events.push_back({{"seq", ++seq}, {"time", time}, {"type", type}, {"data", std::move(data)}});
+            };
+            event("state", {{"state", "running"}}, 1000.0 + seed);
+            event("record",
+                  {{"type", "config"},
+                   {"config", {{"optimizer", {{"lr", lr}, {"type", "sgd"}}}, {"model", "mlp"}, {"seed", seed}}}},
+                  1000.0);
+            const int steps = lr == 0.01 && seed == 5 ? 150 : 200;
+            for (int step = 1; step <= steps; ++step) {
+                const double loss =
+                    0.25 + 2.0 * std::exp(-step * lr * 0.15) + 0.03 * seed * (1 + std::sin(step * 0.3 + seed));
+                event("record", {{"type", "metric"}, {"step", step}, {"loss", loss}, {"progress", step / 200.0}},
+                      1000.0 + step);
+                if (step % 20 == 0)
+                    event("record",
+                          {{"type", "eval"},
+                           {"split", "val"},
+                           {"step", step},
+                           {"accuracy", 0.9 - 0.4 * std::exp(-step * lr * 0.1) + 0.005 * seed}},
+                          1000.0 + step);
+            }
+            event("state", {{"state", "succeeded"}}, 1000.0 + steps + 1);
+            catalog.ingest(job, events);
+        }
+}
+
+QStringList run_names(MainWindow& window) {
+    QStringList names;
+    for (int row = 0; row < window.jobs().rowCount(); ++row)
+        names << QString::fromStdString(window.jobs().runAt(row)->name);
+    return names;
+}
+
+void select_runs(MainWindow& window, const QStringList& names) {
+    QItemSelectionModel* selection = window.table().selectionModel();
+    selection->clearSelection();
+    for (const QString& name : names) {
+        const int row = row_of(window, name);
+        QVERIFY2(row >= 0, qPrintable(name));
+        selection->select(window.jobs().index(row, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    }
+}
+
+} // namespace
+
+void ConsoleTest::runsAreQueriedGroupedComparedAndKeptTidy() {
+    QTemporaryDir temp;
+    const QString catalog_path = temp.filePath("catalog.db");
+    const QString worker_dir = temp.filePath("worker");
+    WorkerReaper reaper{worker_dir};
+    {
+        Catalog catalog;
+        QVERIFY(catalog.open(catalog_path.toStdString()).empty());
+        catalog.db().exec("BEGIN");
+        fill_sweep(catalog);
+        catalog.db().exec("COMMIT");
+    }
+    {
+        Console console;
+        QVERIFY(console.open(catalog_path, worker_dir));
+        MainWindow& window = *console.window;
+        QCOMPARE(window.jobs().rowCount(), 15);                         // painted at once, from the runs' own fields
+        QTRY_VERIFY_WITH_TIMEOUT(window.jobs().detailsLoaded(), 10000); // their configs and summaries follow
+
+        // The query language in the filter box; a bad query is shown in place and the table keeps its rows.
+        window.setQuery("optimizer.lr < 0.05 and seed >= 4");
+        QCOMPARE(window.queryError(), QString());
+        QCOMPARE(window.jobs().rowCount(), 4);
+        window.setQuery("optimizer.lr < 0.05 and seed >=");
+        QVERIFY2(window.queryError().contains("Column 32"), qPrintable(window.queryError()));
+        QCOMPARE(window.jobs().rowCount(), 4);
+        window.setQuery("best.val_accuracy > 0.84 and not optimizer.lr in [0.03]");
+        QCOMPARE(window.queryError(), QString());
+        QCOMPARE(window.jobs().rowCount(), 5);
+        for (const QString& name : run_names(window))
+            QVERIFY2(name.startsWith("lr 0.1 "), qPrintable(name)); // lr 0.01 never gets there in 200 steps
+        window.setQuery("");
+
+        // "Only what differs": the keys whose values differ among the runs shown, and nothing else.
+        window.setOnlyDiffering(true);
+        QCOMPARE(window.jobs().extraColumns(), QStringList({"optimizer.lr", "seed"}));
+        window.jobs().sort(JobTableModel::ColumnCount, Qt::DescendingOrder); // by lr, largest first
+        QVERIFY(run_names(window).front().startsWith("lr 0.1 "));
+        window.table().resizeColumnsToContents();
+        window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/runs-table.png"));
+
+        // Hygiene through the writer: tags, a star, a note, archive, delete and undo.
+        select_runs(window, {"lr 0.1 seed 1", "lr 0.1 seed 2"});
+        window.tagSelected({"discarded", "first-try"}, true);
+        window.starSelected(true);
+        QTRY_VERIFY_WITH_TIMEOUT(window.jobs().runAt(row_of(window, "lr 0.1 seed 2"))->starred, 10000);
+        select_runs(window, {"lr 0.1 seed 2"});
+        window.tagSelected({"first-try"}, false);
+        window.table().setCurrentIndex(window.jobs().index(row_of(window, "lr 0.03 seed 3"), 0));
+        window.setNoteOfCurrent("**best so far** — check the warm-up");
+        select_runs(window, {"lr 0.01 seed 1"});
+        window.archiveSelected(true);
+        QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 14, 10000);
+        select_runs(window, {"lr 0.01 seed 2"});
+        window.deleteSelected();
+        QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 13, 10000);
+        window.undoDelete();
+        QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 14, 10000);
+        select_runs(window, {"lr 0.01 seed 3"});
+        window.deleteSelected(); // this one stays deleted: gone for good at the next start
+        QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 13, 10000);
+        window.setQuery("tag:discarded");
+        QCOMPARE(run_names(window).size(), 2);
+        window.setQuery("tag:first-try");
+        QCOMPARE(run_names(window), QStringList({"lr 0.1 seed 1"}));
+        window.setQuery("archived:true");
+        QCOMPARE(run_names(window), QStringList({"lr 0.01 seed 1"}));
+        window.setQuery("");
+        window.saveView("lr sweep");
+        QTRY_VERIFY_WITH_TIMEOUT(window.alerts().join("\n").contains("View “lr sweep” saved"), 10000);
+
+        // Groups: the default grouping is every differing key but the seed; 3 groups, N = 5 (4 where runs are
+        // missing: one archived and one deleted of lr 0.01 are not in the table, so that group has 3, ending at 2).
+        window.table().clearSelection();
+        window.tabs().setCurrentWidget(window.tabs().widget(1));
+        QTRY_COMPARE_WITH_TIMEOUT(window.groups().legendNames().size(), 3, 20000);
+        QCOMPARE(window.groups().groupKeys(), QStringList({"optimizer.lr"}));
+        const QStringList legend = window.groups().legendNames();
+        QVERIFY2(legend.filter("(N=5)").size() == 2, qPrintable(legend.join(" | ")));
+        QVERIFY2(legend.filter("(N=3→2)").size() == 1, qPrintable(legend.join(" | ")));
+        // The group summaries: N and mean ± std of the runs' own best and last loss.
+        const QStringList summaries = window.groups().summaryRows();
+        QCOMPARE(summaries.size(), 3);
+        QVERIFY2(summaries[0].startsWith("optimizer.lr=0.01 | 3 | "), qPrintable(summaries[0]));
+        QVERIFY2(summaries[2].contains(" ± "), qPrintable(summaries[2]));
+        QTest::qWait(300); // the chart lays its axes and legend out in posted events: let them run before the picture
+        window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/compare-groups.png"));
+        // The same groups by time since each run started: the records came one a second from step 1, so step s is
+        // at s - 1 seconds and the curves end just before 200 s (not at step 200 read as seconds... nor at 0).
+        QSignalSpy redrawn(&window.groups(), &GroupChart::updated);
+        window.groups().setXAxis(XAxis::relative_time);
+        QTRY_VERIFY_WITH_TIMEOUT(!redrawn.isEmpty() && !window.groups().curves().empty() &&
+                                     !window.groups().curves().front().x.empty(),
+                                 20000);
+        for (const GroupCurve& curve : window.groups().curves()) {
+            QVERIFY(!curve.x.empty());
+            QVERIFY2(curve.x.front() / 1000 < 1.0 && curve.x.back() / 1000 > 190 && curve.x.back() / 1000 < 199,
+                     qPrintable(QString("x from %1 to %2 s").arg(curve.x.front() / 1000).arg(curve.x.back() / 1000)));
+        }
+        window.groups().setXAxis(XAxis::step);
+        window.compare().setCurrentTab(CompareView::parallelTab);
+        QTest::qWait(100);
+        window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/compare-parallel.png"));
+        window.tabs().setCurrentIndex(0);
+    }
+    // The next start: everything the hygiene did is there; the deleted run is gone for good.
+    Console console;
+    QVERIFY(console.open(catalog_path, worker_dir));
+    MainWindow& window = *console.window;
+    QTRY_VERIFY_WITH_TIMEOUT(window.jobs().detailsLoaded(), 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(window.jobs().totalJobs(), qint64(14), 10000);
+    QCOMPARE(console.writer->flush(), std::string());
+    {
+        Statement count = console.catalog.db().prepare("SELECT COUNT(*) FROM jobs");
+        QVERIFY(count.step());
+        QCOMPARE(count.integer(0), int64_t(14)); // purged, not only hidden
+    }
+    QCOMPARE(window.jobs().rowCount(), 13); // the archived one hides
+    QCOMPARE(row_of(window, "lr 0.01 seed 3"), -1);
+    QVERIFY(row_of(window, "lr 0.01 seed 2") >= 0); // undone
+    const RunRecord* starred = window.jobs().runAt(row_of(window, "lr 0.1 seed 1"));
+    QVERIFY(starred && starred->starred);
+    QCOMPARE(starred->tags, std::vector<std::string>({"discarded", "first-try"}));
+    QCOMPARE(window.jobs().runAt(row_of(window, "lr 0.03 seed 3"))->note,
+             std::string("**best so far** — check the warm-up"));
+    QVERIFY(window.applyView("lr sweep"));
+    QCOMPARE(window.jobs().extraColumns(), QStringList({"optimizer.lr", "seed"}));
+    window.setQuery("starred:true");
+    QCOMPARE(run_names(window), QStringList({"lr 0.1 seed 2", "lr 0.1 seed 1"}));
+}
