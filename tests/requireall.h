@@ -21,6 +21,6 @@ inline bool require_all() {
     case 0:                                                                                                            \
     default:                                                                                                           \
         if (!::traindeck::test::require_all())                                                                         \
-            GTEST_SKIP() << message;                                                                                   \
+            GTEST_SKIP() << (message);                                                                                 \
         else                                                                                                           \
-            GTEST_FAIL() << message << " (TRAINDECK_REQUIRE_ALL=1: nothing may be skipped)"
+            GTEST_FAIL() << (message) << " (TRAINDECK_REQUIRE_ALL=1: nothing may be skipped)"

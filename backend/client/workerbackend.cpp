@@ -538,7 +538,7 @@ QString WorkerBackend::fetchCheckpoint(const QString& remoteId, const QString& d
         return fail(QString::fromStdString(bytes.message()));
     if (!QDir().mkpath(dir))
         return fail(tr("cannot create %1; check its permissions and free space").arg(dir));
-    const QString path = QDir(dir).filePath(QString::fromStdString(name));
+    QString path = QDir(dir).filePath(QString::fromStdString(name));
     QSaveFile file(path); // temp file + rename: a reader never sees half a checkpoint
     if (!file.open(QIODevice::WriteOnly) || file.write(bytes.body.data(), static_cast<qint64>(bytes.body.size())) !=
                                                     static_cast<qint64>(bytes.body.size()) || !file.commit())
@@ -670,7 +670,7 @@ void WorkerBackend::watch_all() {
     }
 }
 
-void WorkerBackend::stream(QString remoteId, qint64 after) {
+void WorkerBackend::stream(const QString& remoteId, qint64 after) {
     std::unique_ptr<client::WorkerClient> client;
     uint64_t client_endpoint = 0;
     Watching watching{closing_};

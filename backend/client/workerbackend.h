@@ -89,7 +89,7 @@ private:
     };
     void deliver(const QString& remoteId, const nlohmann::json& events, bool finished);
     void watch_all();                       // the one long poll of every watched job
-    void stream(QString remoteId, qint64 after); // one job's long poll, for a worker without /v1/events/watch
+    void stream(const QString& remoteId, qint64 after); // one job's long poll, for a worker without /v1/events/watch
     void start_stream(const QString& remoteId, qint64 after); // under streams_mutex_
 
     mutable std::mutex mutex_; // guards everything below up to streams_mutex_

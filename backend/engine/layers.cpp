@@ -164,7 +164,8 @@ void maxpool_forward(float* y, const float* x, int batch, int h, int w, int c, i
             float* out = y + b * oh_count * ow_count * c;
             for (int oh = 0; oh < oh_count; ++oh) {
                 for (int ow = 0; ow < ow_count; ++ow, out += c) {
-                    const float* start = image + (static_cast<size_t>(oh * stride) * w + ow * stride) * c;
+                    const float* start =
+                        image + (static_cast<size_t>(oh) * stride * w + static_cast<size_t>(ow) * stride) * c;
                     copy_channels(out, start, c);
                     for (int kh = 0; kh < size; ++kh)
                         for (int kw = kh == 0 ? 1 : 0; kw < size; ++kw)
@@ -191,7 +192,8 @@ void maxpool_backward(float* dx, const float* dy, const float* x, const float* y
             const float* grad = dy + b * oh_count * ow_count * c;
             for (int oh = 0; oh < oh_count; ++oh) {
                 for (int ow = 0; ow < ow_count; ++ow, out += c, grad += c) {
-                    const size_t corner = image_offset + (static_cast<size_t>(oh * stride) * w + ow * stride) * c;
+                    const size_t corner =
+                        image_offset + (static_cast<size_t>(oh) * stride * w + static_cast<size_t>(ow) * stride) * c;
                     std::fill(winner.begin(), winner.end(), window);
                     for (int k = window - 1; k >= 0; --k) // last to first, so the first match stays
                         mark_winner(winner.data(), x + corner + (static_cast<size_t>(k / size) * w + k % size) * c, out,

@@ -33,13 +33,13 @@ public:
         t->set_raw_data(std::string(static_cast<const char*>(data), bytes));
     }
     std::string floats(const std::string& stem, const std::vector<int64_t>& dims, const std::vector<float>& values) {
-        const std::string n = name(stem);
+        std::string n = name(stem);
         tensor(n, dims, onnx::TensorProto::FLOAT, values.data(), values.size() * sizeof(float));
         return n;
     }
     std::string scalar(const std::string& stem, float value) { return floats(stem, {}, {value}); }
 
-    onnx::NodeProto* node(const std::string& op, std::vector<std::string> inputs, const std::string& output) {
+    onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& inputs, const std::string& output) {
         onnx::NodeProto* n = graph_->add_node();
         n->set_op_type(op);
         n->set_name(name(op));
@@ -48,12 +48,12 @@ public:
         n->add_output(output);
         return n;
     }
-    std::string apply(const std::string& op, std::vector<std::string> inputs, const std::string& stem) {
-        const std::string out = name(stem);
-        node(op, std::move(inputs), out);
+    std::string apply(const std::string& op, const std::vector<std::string>& inputs, const std::string& stem) {
+        std::string out = name(stem);
+        node(op, inputs, out);
         return out;
     }
-    static void ints(onnx::NodeProto* n, const char* attr, std::vector<int64_t> values) {
+    static void ints(onnx::NodeProto* n, const char* attr, const std::vector<int64_t>& values) {
         onnx::AttributeProto* a = n->add_attribute();
         a->set_name(attr);
         a->set_type(onnx::AttributeProto::INTS);

@@ -34,13 +34,18 @@ json JobRequest::to_json() const {
 
 namespace {
 
+// The error for a field the request does not have, with the ones it has.
+std::string unknown_field(const std::string& where, const std::string& key, const std::set<std::string>& known) {
+    std::string list;
+    for (const auto& k : known)
+        list += (list.empty() ? "" : ", ") + k;
+    return where + "unknown field \"" + key + "\" (known: " + list + ")";
+}
+
 bool check_keys(const json& object, const std::set<std::string>& known, const std::string& where, std::string& error) {
     for (const auto& [key, value] : object.items()) {
         if (!known.count(key)) {
-            std::string list;
-            for (const auto& k : known)
-                list += (list.empty() ? "" : ", ") + k;
-            error = where + "unknown field \"" + key + "\" (known: " + list + ")";
+            error = unknown_field(where, key, known);
             return false;
         }
     }

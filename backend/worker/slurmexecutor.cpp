@@ -198,7 +198,7 @@ std::string SlurmExecutor::submit(const std::string& shim, const std::string& di
     std::string output;
     if (!command(argv, output, error))
         return {};
-    const std::string id = output.substr(0, output.find_first_of(";\n"));
+    std::string id = output.substr(0, output.find_first_of(";\n"));
     if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
         error = "sbatch printed no job id: " + output;
         return {};

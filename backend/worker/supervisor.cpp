@@ -206,10 +206,12 @@ void Supervisor::tick(bool meter_now) {
     // than a bounded backlog; their offsets resume the reading once the database takes writes again.
     const bool backlog = pending_events_.size() > 200000 || pending_text_.size() > (256u << 20);
     std::vector<Job*> active;
+    active.reserve(jobs_.size());
     for (auto& [id, job] : jobs_)
         active.push_back(job.get());
     if (meter_now) {
         std::vector<const JobRun*> active_runs;
+        active_runs.reserve(active.size());
         for (const Job* job : active)
             active_runs.push_back(&job->run);
         executor_->refresh(active_runs);
@@ -357,7 +359,9 @@ Supervisor::Result Supervisor::call(std::function<void(const Reply&)> command) {
 void Supervisor::reply_after_commit(const Reply& reply, std::function<Result()> committed_result,
                                     std::function<void()> undo, std::string what_failed, std::string what_to_do) {
     const size_t events_mark = pending_events_.size(), text_mark = pending_text_.size();
-    after_commit_.push_back([=, this](bool committed, const std::string& error) {
+    after_commit_.push_back([=, this, committed_result = std::move(committed_result), undo = std::move(undo),
+                             what_failed = std::move(what_failed),
+                             what_to_do = std::move(what_to_do)](bool committed, const std::string& error) {
         if (committed) {
             reply->set_value(committed_result());
             return;

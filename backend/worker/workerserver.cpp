@@ -154,7 +154,7 @@ bool refused_without_token(const std::string& token, const httplib::Request& req
 }
 
 // An exception out of an endpoint (httplib's exception handler).
-void exception_reply(httplib::Response& res, std::exception_ptr error) {
+void exception_reply(httplib::Response& res, const std::exception_ptr& error) {
     std::string message = "internal error";
     try {
         std::rethrow_exception(error);
@@ -243,7 +243,9 @@ std::string WorkerServer::bind(const std::string& host, int port, const std::str
         return refused_without_token(token_, req, res) ? httplib::Server::HandlerResponse::Handled
                                                        : httplib::Server::HandlerResponse::Unhandled;
     });
-    s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr error) { exception_reply(res, error); });
+    s.set_exception_handler([](const httplib::Request&, httplib::Response& res, const std::exception_ptr& error) {
+        exception_reply(res, error);
+    });
     s.set_error_handler([](const httplib::Request&, httplib::Response& res) { error_page(res); });
     for (const Routes::Route& route : routes_->list) {
         if (route.method == "GET")
@@ -389,7 +391,8 @@ void WorkerServer::routes() {
             return error_reply(res, 404, "no checkpoint " + name + " (the trainer keeps only the newest few)");
         std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         res.status = 200;
-        res.set_content(std::move(bytes), "application/octet-stream");
+        res.body = std::move(bytes); // set_content would copy it: httplib 0.11 takes only a const std::string&
+        res.set_header("Content-Type", "application/octet-stream");
     });
     s.Post(R"(/v1/jobs/(\d+)/resume)", [this](const httplib::Request& req, httplib::Response& res) {
         const json body = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);

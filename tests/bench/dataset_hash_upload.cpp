@@ -51,8 +51,9 @@ std::vector<std::pair<std::string, int64_t>> make_folder(const std::string& root
                                    : (64 << 20) + static_cast<int64_t>(rng() % (64 << 20)); // 5 %: 64 – 128 MB
         size = std::min(size, total_bytes - made);
         const std::string relative = "class" + std::to_string(i % 10) + "/sample" + std::to_string(i) + ".bin";
-        fs::create_directories(fs::path(root + "/" + relative).parent_path());
-        std::ofstream out(root + "/" + relative, std::ios::binary);
+        const fs::path path = fs::path(root) / relative;
+        fs::create_directories(path.parent_path());
+        std::ofstream out(path, std::ios::binary);
         for (int64_t left = size; left > 0;) {
             for (auto& word : buffer)
                 word = rng();
@@ -190,7 +191,7 @@ int main(int argc, char** argv) {
     std::shuffle(order.begin(), order.end(), rng);
     for (size_t k = 0; k < changed; ++k) {
         const auto& [relative, size] = files[order[k]];
-        std::fstream file(root + "/" + relative, std::ios::in | std::ios::out | std::ios::binary);
+        std::fstream file(fs::path(root) / relative, std::ios::in | std::ios::out | std::ios::binary);
         file.seekp(static_cast<std::streamoff>(rng() % std::max<int64_t>(1, size - 8)));
         file.write("CHANGED!", std::min<int64_t>(8, size));
     }

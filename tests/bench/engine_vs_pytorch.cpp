@@ -62,7 +62,8 @@ std::vector<json> run_json_lines(const std::string& command, const std::string& 
 double sgemm_gflops(int threads) {
     openblas_set_num_threads(threads);
     const int n = 1024;
-    std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+    const size_t elements = static_cast<size_t>(n) * n;
+    std::vector<float> a(elements, 0.5f), b(elements, 0.25f), c(elements);
     std::vector<double> rates;
     for (int rep = 0; rep < 9; ++rep) {
         const auto start = std::chrono::steady_clock::now();

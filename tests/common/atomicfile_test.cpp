@@ -95,7 +95,7 @@ TEST(AtomicFile, AFullDiskIsENOSPCAndLeavesThePreviousFile) {
     }
     const std::string path = disk + "/checkpoint";
     const int small = write_file_atomically(path, "previous");
-    const int big = write_file_atomically(path, std::string(200 * 1024, 'x'));
+    const int big = write_file_atomically(path, std::string(size_t{200} * 1024, 'x'));
     const std::string content = read_file(path);
     const size_t entries = entries_in(disk);
     std::system(("umount -l " + disk).c_str());

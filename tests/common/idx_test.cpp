@@ -74,7 +74,7 @@ TEST(Idx, DamagedFilesAreRefusedWithTheirPathAndWhatIsWrong) {
         std::string says;
     } cases[] = {
         {"empty", "", 1, "no header"},
-        {"magic", "\x01\x02\x08\x01\x00\x00\x00\x01x", 1, "bad magic"},
+        {"magic", std::string("\x01\x02\x08\x01\x00\x00\x00\x01x", 9), 1, "bad magic"},
         {"floats", idx_bytes({2}, 8, 0x0d), 1, "element type 0x0d"},
         {"swapped", idx_bytes({2, 2, 2}, 8), 1, "3 dimensions, expected 1"},
         {"cut-header", idx_bytes({2, 2, 2}, 0).substr(0, 9), 3, "truncated IDX header"},

@@ -241,7 +241,7 @@ TEST(Inspect, FashionMnistIsAnIdxSetWithLabels) {
 
 TEST(Inspect, CorruptIdxHeaderAndTruncatedDataAreRefused) {
     TempDir dir;
-    const std::string pixels(3 * 4 * 4, '\x7f');
+    const std::string pixels(size_t{3} * 4 * 4, '\x7f');
     write_gzip(dir.file("train-images-idx3-ubyte.gz"), idx_header(3, {3, 4, 4}) + pixels);
     write_gzip(dir.file("train-labels-idx1-ubyte.gz"), idx_header(1, {3}) + std::string("\x01\x02\x03"));
     Preview preview;

@@ -346,9 +346,9 @@ TEST(Chaos, Kill9OfTrainerWorkerAndConsoleLosesAndRepeatsNothing) {
 
     ChildProcess console(
         {TRAINDECK_CONSOLE_BINARY, "--catalog", catalog_path, "--worker-state-dir", state_dir, "--no-demo"},
-        {"QT_QPA_PLATFORM=offscreen", "TRAINDECK_PLUGIN_DIR=" TRAINDECK_PLUGIN_DIR, "XDG_DATA_HOME=" + dir + "/xdg",
-         "XDG_CONFIG_HOME=" + dir + "/xdg/config", "XDG_CACHE_HOME=" + dir + "/xdg/cache",
-         "XDG_RUNTIME_DIR=" + dir + "/runtime"},
+        {"QT_QPA_PLATFORM=offscreen", std::string("TRAINDECK_PLUGIN_DIR=") + TRAINDECK_PLUGIN_DIR,
+         "XDG_DATA_HOME=" + dir + "/xdg", "XDG_CONFIG_HOME=" + dir + "/xdg/config",
+         "XDG_CACHE_HOME=" + dir + "/xdg/cache", "XDG_RUNTIME_DIR=" + dir + "/runtime"},
         dir + "/console.log");
     Database catalog_reader;
     ASSERT_EQ(catalog_reader.open(catalog_path, true), "");

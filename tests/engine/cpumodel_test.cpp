@@ -63,7 +63,7 @@ TEST(CpuModel, LogitsAreNetworksForwardPassBitForBit) {
     Rng unused;
     for (int batch : {kBatch, 3}) { // a full batch and an epoch's short last one
         const float* expected = reference.forward(x.data(), batch, false, unused);
-        const std::vector<float> copy(expected, expected + batch * kClasses);
+        const std::vector<float> copy(expected, expected + static_cast<size_t>(batch) * kClasses);
         const float* got = model.logits(x.data(), batch);
         EXPECT_TRUE(same_bits(got, copy.data(), copy.size())) << "batch " << batch;
     }
@@ -77,7 +77,7 @@ TEST(CpuModel, StepsAreTheHandWrittenLoopBitForBit) {
     CpuModel model(trained, adamw);
     model.write_parameters(trained.params(), optimizer.state());
     Rng reference_dropout(9), model_dropout(9);
-    std::vector<float> probs(kBatch * kClasses), dlogits(probs.size());
+    std::vector<float> probs(static_cast<size_t>(kBatch) * kClasses), dlogits(probs.size());
     const int micro_batches = 2, steps = 4;
     for (int step = 1; step <= steps; ++step) {
         const float scale = 1.0f / (kBatch * micro_batches);
@@ -91,7 +91,7 @@ TEST(CpuModel, StepsAreTheHandWrittenLoopBitForBit) {
             const float* logits = reference.forward(x.data(), kBatch, true, reference_dropout);
             reference_loss += softmax_cross_entropy_forward(probs.data(), logits, y.data(), kBatch, kClasses);
             for (int b = 0; b < kBatch; ++b) {
-                const float* row = probs.data() + b * kClasses;
+                const float* row = probs.data() + static_cast<size_t>(b) * kClasses;
                 reference_correct += std::max_element(row, row + kClasses) - row == y[b];
             }
             softmax_cross_entropy_backward(dlogits.data(), probs.data(), y.data(), kBatch, kClasses, scale);

@@ -72,14 +72,14 @@ TEST(Dataset, ReadsPlainAndGzipIdx) {
 TEST(Dataset, TruncatedOrCorruptIdxIsAClearError) {
     TempDir dir;
     write_gzip(dir.file("labels.gz"), label_bytes(10));
-    write_text(dir.file("short"), idx_bytes(10, 28, 28, 28 * 28 * 5));
+    write_text(dir.file("short"), idx_bytes(10, 28, 28, size_t{28} * 28 * 5));
     auto truncated = load_idx(dir.file("short"), dir.file("labels.gz"));
     ASSERT_FALSE(truncated);
     EXPECT_NE(truncated.error().find("truncated IDX file"), std::string::npos) << truncated.error();
     EXPECT_NE(truncated.error().find("7840 bytes of data but 3920"), std::string::npos) << truncated.error();
 
     // A gzip stream cut in half: zlib reports the broken stream.
-    write_gzip(dir.file("full.gz"), idx_bytes(10, 28, 28, 28 * 28 * 10));
+    write_gzip(dir.file("full.gz"), idx_bytes(10, 28, 28, size_t{28} * 28 * 10));
     std::ifstream in(dir.file("full.gz"), std::ios::binary);
     std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     write_text(dir.file("cut.gz"), gz.substr(0, gz.size() / 2));

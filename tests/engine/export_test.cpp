@@ -138,7 +138,7 @@ TEST(Export, CnnRunsInOnnxRuntimeWithTheSamePredictions) {
     EXPECT_EQ(tensors["layers.3.weight"]["shape"], json::array({12, 8, 3, 3}));
     EXPECT_TRUE(tensors["__metadata__"].contains("traindeck_spec"));
     const std::vector<float> params = find_latest_checkpoint(dir.file("ck"))->checkpoint.params;
-    std::vector<float> first(8 * 9);
+    std::vector<float> first(size_t{8} * 9);
     in.seekg(static_cast<std::streamoff>(8 + header_size + tensors["layers.0.weight"]["data_offsets"][0].get<int64_t>()));
     in.read(reinterpret_cast<char*>(first.data()), static_cast<std::streamsize>(first.size() * 4));
     EXPECT_EQ(std::vector<float>(params.begin(), params.begin() + 72), first); // one input channel: same order

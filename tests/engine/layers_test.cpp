@@ -53,9 +53,10 @@ double dot(const std::vector<float>& a, const std::vector<float>& b) {
 TEST(Layers, LinearGradients) {
     Rng rng(7);
     const int batch = 3, in = 5, out = 4;
-    auto x = random_vector(batch * in, rng), w = random_vector(out * in, rng), b = random_vector(out, rng);
-    const auto probe = random_vector(batch * out, rng); // loss = <y, probe>, so dy = probe
-    std::vector<float> y(batch * out), dx(x.size()), dw(w.size(), 0.0f), db(b.size(), 0.0f);
+    auto x = random_vector(static_cast<size_t>(batch) * in, rng), w = random_vector(static_cast<size_t>(out) * in, rng),
+         b = random_vector(out, rng);
+    const auto probe = random_vector(static_cast<size_t>(batch) * out, rng); // loss = <y, probe>, so dy = probe
+    std::vector<float> y(probe.size()), dx(x.size()), dw(w.size(), 0.0f), db(b.size(), 0.0f);
     auto loss = [&] {
         linear_forward(y.data(), x.data(), w.data(), b.data(), batch, in, out);
         return dot(y, probe);
@@ -144,7 +145,7 @@ TEST(Layers, MaxPoolActivationsAndSoftmaxGradients) {
     }
     {
         const int batch = 4, classes = 5;
-        auto logits = random_vector(batch * classes, rng, 4.0f);
+        auto logits = random_vector(static_cast<size_t>(batch) * classes, rng, 4.0f);
         std::vector<int32_t> labels = {0, 3, 4, 1};
         std::vector<float> probs(logits.size()), dlogits(logits.size());
         auto loss = [&] { return softmax_cross_entropy_forward(probs.data(), logits.data(), labels.data(), batch, classes); };
@@ -195,7 +196,7 @@ TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
     const int batch = 4;
     auto x = random_vector(size_t(batch) * 72, rng);
     std::vector<int32_t> labels = {0, 2, 1, 2};
-    std::vector<float> probs(batch * 3), dlogits(batch * 3);
+    std::vector<float> probs(static_cast<size_t>(batch) * 3), dlogits(probs.size());
     Rng unused;
     auto loss = [&] {
         const float* logits = net.forward(x.data(), batch, true, unused);

@@ -32,11 +32,11 @@ Network make_network() {
 TEST(Network, ObservedInferenceIsTheForwardPassBitForBit) {
     Network net = make_network();
     Rng data(1), unused;
-    std::vector<float> x(6 * 7 * 7 * 2);
+    std::vector<float> x(size_t{6} * 7 * 7 * 2);
     for (float& v : x)
         v = data.uniform(-1.0f, 1.0f);
     const float* plain = net.forward(x.data(), 6, false, unused);
-    const std::vector<float> expected(plain, plain + 6 * 4);
+    const std::vector<float> expected(plain, plain + size_t{6} * 4);
     std::vector<std::pair<size_t, size_t>> seen;
     const float* observed = net.forward(x.data(), 6, [&](size_t layer, const float* input, size_t count) {
         seen.emplace_back(layer, count);
@@ -52,16 +52,16 @@ TEST(Network, ObservedInferenceIsTheForwardPassBitForBit) {
 
 TEST(Network, ReplacedInputIsTheOneTheLayerComputesWith) {
     Network net = make_network();
-    std::vector<float> x(2 * 7 * 7 * 2, 0.5f);
-    const std::vector<float> zeros(2 * 98, 0.0f);
+    std::vector<float> x(size_t{2} * 7 * 7 * 2, 0.5f);
+    const std::vector<float> zeros(size_t{2} * 98, 0.0f);
     // Zeroing the first layer's input leaves only biases to flow through: the same as a zero sample.
     const float* replaced = net.forward(
         x.data(), 2, [&](size_t layer, const float* input, size_t) { return layer == 0 ? zeros.data() : input; });
-    const std::vector<float> got(replaced, replaced + 2 * 4);
+    const std::vector<float> got(replaced, replaced + size_t{2} * 4);
     Rng unused;
     const float* zero_input = net.forward(zeros.data(), 2, false, unused);
-    EXPECT_EQ(std::vector<float>(zero_input, zero_input + 2 * 4), got);
+    EXPECT_EQ(std::vector<float>(zero_input, zero_input + size_t{2} * 4), got);
     const float* original = net.forward(x.data(), 2, false, unused);
-    EXPECT_NE(std::vector<float>(original, original + 2 * 4), got) << "the replacement must have mattered";
+    EXPECT_NE(std::vector<float>(original, original + size_t{2} * 4), got) << "the replacement must have mattered";
     EXPECT_EQ(x, std::vector<float>(x.size(), 0.5f)) << "the caller's samples are never written";
 }

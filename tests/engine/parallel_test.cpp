@@ -38,7 +38,7 @@ TEST(Parallel, ResizingRightAfterStartNeverHangs) {
 }
 
 TEST(Parallel, SplitGemmEqualsSingleThreadedGemm) {
-    std::vector<float> a(300 * 200), b(200 * 150), c1(300 * 150), c2(300 * 150);
+    std::vector<float> a(size_t{300} * 200), b(size_t{200} * 150), c1(size_t{300} * 150), c2(c1.size());
     for (size_t i = 0; i < a.size(); ++i)
         a[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f - 0.5f;
     for (size_t i = 0; i < b.size(); ++i)
@@ -53,7 +53,7 @@ TEST(Parallel, SplitGemmEqualsSingleThreadedGemm) {
                 ASSERT_NEAR(c1[i], c2[i], 1e-4f) << ta << tb << " at " << i;
         }
     // Split along N (M small) too: 4 x 150 x 2000 is big enough to be split.
-    std::vector<float> a2(4 * 2000), b2(2000 * 150), d1(4 * 150), d2(4 * 150);
+    std::vector<float> a2(size_t{4} * 2000), b2(size_t{2000} * 150), d1(size_t{4} * 150), d2(d1.size());
     for (size_t i = 0; i < a2.size(); ++i)
         a2[i] = a[i % a.size()];
     for (size_t i = 0; i < b2.size(); ++i)

@@ -26,7 +26,7 @@ TEST(PortableLayout, ConvWeightsMoveChannelsBeforeTheKernel) {
                                 {5, 5, 3}, 4, 1);
     ASSERT_TRUE(built) << built.error();
     const Layer& conv = built->layers()[0];
-    const std::vector<float> w = counting(2 * 3 * 3 * 3); // ours: [O=2, KH=3, KW=3, C=3]
+    const std::vector<float> w = counting(size_t{2} * 3 * 3 * 3); // ours: [O=2, KH=3, KW=3, C=3]
     const PortableWeights p = portable_weights(conv, w.data(), {5, 5, 3});
     EXPECT_EQ(p.dims, (std::vector<int64_t>{2, 3, 3, 3}));
     for (int o = 0; o < 2; ++o)
@@ -64,7 +64,7 @@ TEST(PortableLayout, LinearAfterAnImageReadsColumnsInNchwOrder) {
 }
 
 TEST(PortableLayout, SamplesGoFromNhwcToNchw) {
-    const std::vector<float> x = counting(2 * 2 * 3 * 2); // 2 samples, h=2, w=3, c=2
+    const std::vector<float> x = counting(size_t{2} * 2 * 3 * 2); // 2 samples, h=2, w=3, c=2
     const std::vector<float> out = to_nchw(x.data(), 2, 2, 3, 2);
     ASSERT_EQ(out.size(), x.size());
     for (int n = 0; n < 2; ++n)

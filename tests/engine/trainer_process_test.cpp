@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string write_spec(const TempDir& dir, const std::string& name, const json& spec) {
-    const std::string path = dir.file(name);
+    std::string path = dir.file(name);
     write_text(path, spec.dump(2));
     return path;
 }

@@ -7,6 +7,7 @@
 #include "checkpoint.h"
 #include "fuzzsupport.h"
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -50,8 +51,9 @@ void read_and_check(MemoryFile& file, const uint8_t* data, size_t size) {
     FUZZ_CHECK(static_cast<bool>(again), "a written checkpoint does not read back");
     const auto& s = checkpoint.state;
     const auto& t = again->state;
-    FUZZ_CHECK(s.spec_hash == t.spec_hash && s.step == t.step && s.epoch == t.epoch && s.batch_in_epoch == t.batch_in_epoch &&
-                   s.samples_seen == t.samples_seen && std::memcmp(&s.train_seconds, &t.train_seconds, sizeof(double)) == 0 &&
+    FUZZ_CHECK(s.spec_hash == t.spec_hash && s.step == t.step && s.epoch == t.epoch &&
+                   s.batch_in_epoch == t.batch_in_epoch && s.samples_seen == t.samples_seen &&
+                   std::bit_cast<uint64_t>(s.train_seconds) == std::bit_cast<uint64_t>(t.train_seconds) &&
                    s.epoch_rng == t.epoch_rng && s.dropout_rng == t.dropout_rng,
                "the training state changed through a write and a read");
     FUZZ_CHECK(again->optimizer == checkpoint.optimizer && same_floats(again->params, checkpoint.params) &&

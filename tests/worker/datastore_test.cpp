@@ -49,7 +49,7 @@ dataset::Manifest scan(const std::string& root) {
 }
 
 client::UploadProgress upload(WorkerProcess& worker, const dataset::Manifest& manifest, const std::string& root,
-                              client::UploadOptions options = {}) {
+                              const client::UploadOptions& options = {}) {
     client::UploadProgress progress;
     std::string error;
     EXPECT_TRUE(client::upload_dataset(worker.client(), manifest, root, progress, error, options)) << error;

@@ -503,7 +503,7 @@ TEST(Worker, TheSlurmExecutorNeverRunsJobsAsRootByDefault) {
 
 TEST(Worker, ServesHttpsWithTheTokenWhenGivenACertificate) {
     WorkerProcess scratch;
-    const std::string dir = scratch.state_dir();
+    const std::string& dir = scratch.state_dir();
     const std::string make_cert = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -addext "
                                   "subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " + dir + "/key.pem -out " + dir +
                                   "/cert.pem >/dev/null 2>&1";

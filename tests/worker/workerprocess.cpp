@@ -33,7 +33,7 @@ WorkerProcess::WorkerProcess(std::vector<std::string> extra_args, std::string st
         state_dir_ = ::mkdtemp(pattern.data());
         owns_state_dir_ = true;
     } else {
-        state_dir_ = state_dir;
+        state_dir_ = std::move(state_dir);
     }
     output_path_ = state_dir_ + "/worker-output.log";
     start();
@@ -152,7 +152,7 @@ std::vector<nlohmann::json> WorkerProcess::drain(int64_t job, double timeout_s) 
 nlohmann::json WorkerProcess::wait_for_state(int64_t id, const std::vector<std::string>& states, double timeout_s) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     while (std::chrono::steady_clock::now() < deadline) {
-        const nlohmann::json j = job(id);
+        nlohmann::json j = job(id);
         if (j.is_object())
             for (const auto& state : states)
                 if (j["state"] == state)

@@ -132,7 +132,7 @@ struct Problem {
 
 Problem make_problem(std::vector<LayerSpec> layers, SampleShape shape, int classes, int batch, int steps,
                      OptimizerSpec optimizer) {
-    Problem p{std::move(layers), shape, classes, batch, steps, optimizer, {}, {}};
+    Problem p{std::move(layers), shape, classes, batch, steps, std::move(optimizer), {}, {}};
     Rng rng(7);
     const size_t samples = size_t(batch) * steps;
     p.x.resize(samples * shape.size());
