@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The style checks of HACKING.md, on what changed since tests/style/base (the commit the checks started from: older
-# code is reformatted when it is touched, not in one sweep that would bury its history).
-#   style.sh format SOURCE_DIR            the changed lines must be as clang-format (.clang-format) writes them
-#   style.sh tidy SOURCE_DIR BUILD_DIR    clang-tidy (.clang-tidy) clean on the changed C++ files, compiled as the
-#                                         build compiles them (its compile_commands.json)
+# The style checks of HACKING.md, on what changed since a base commit.
+#   style.sh format SOURCE_DIR            the lines changed since tests/style/base (the commit the checks started
+#                                         from: older code is reformatted when it is touched, not in one sweep that
+#                                         would bury its history) must be as clang-format (.clang-format) writes them
+#   style.sh tidy SOURCE_DIR BUILD_DIR    clang-tidy (.clang-tidy) clean on the C++ files changed since
+#                                         tests/style/tidy-base (the commit at which every translation unit of the tree
+#                                         was checked clean by hand; tests/style/base while there is no such file),
+#                                         compiled as the build compiles them (its compile_commands.json)
 # Exit 77 (skipped) when the tool or the git history is missing; TRAINDECK_REQUIRE_ALL=1 makes that a failure.
 set -euo pipefail
 mode=$1
@@ -17,10 +20,12 @@ skip() {
   exit 77
 }
 cd "$src"
-base=$(tr -d '[:space:]' < tests/style/base)
+base_file=tests/style/base
+[ "$mode" = tidy ] && [ -f tests/style/tidy-base ] && base_file=tests/style/tidy-base
+base=$(tr -d '[:space:]' < "$base_file")
 git rev-parse --git-dir > /dev/null 2>&1 || skip "$src is not a git checkout: cannot tell which lines changed"
 git cat-file -e "$base^{commit}" 2> /dev/null ||
-  skip "commit $base (tests/style/base) is not in this clone; a shallow clone needs: git fetch --unshallow"
+  skip "commit $base ($base_file) is not in this clone; a shallow clone needs: git fetch --unshallow"
 mapfile -t changed < <(git diff --name-only --diff-filter=ACMR "$base" -- '*.cpp' '*.h' '*.cu')
 
 case "$mode" in
