@@ -506,7 +506,7 @@ int64_t Catalog::revision() {
 
 std::string Catalog::set_config(int64_t job, const json& config) {
     std::map<std::string, ConfigValue> flat;
-    const std::string left_out = flatten_config(config, flat);
+    std::string left_out = flatten_config(config, flat);
     Statement upsert = db_.prepare("INSERT OR REPLACE INTO job_config(job, key, text, number) VALUES(?, ?, ?, ?)");
     for (const auto& [key, value] : flat) {
         upsert.reset();

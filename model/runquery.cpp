@@ -393,9 +393,9 @@ private:
         int open_brackets = 0;
         while (end < text_.size()) {
             const char c = text_[end];
-            if (is_letter(c) || is_digit(c) || c == '_' || c == '.' || c == '/') {
-                ++end;
-            } else if (c == '-' && (is_letter(at_or_nul(end + 1)) || is_digit(at_or_nul(end + 1)))) {
+            // A letter, digit, _ . / continues the word; so does a - before a letter or digit (resnet-50).
+            if (is_letter(c) || is_digit(c) || c == '_' || c == '.' || c == '/' ||
+                (c == '-' && (is_letter(at_or_nul(end + 1)) || is_digit(at_or_nul(end + 1))))) {
                 ++end;
             } else if (c == '[' && !equals_ignoring_case(text_.substr(at, end - at), "in")) {
                 ++open_brackets;

@@ -149,7 +149,7 @@ bool DatasetSync::upload(const QString& version, const QString& root, Backend& b
             return upload;
         },
         [this](qint64 sent, qint64 total, double seconds) { emit progress(tr("Uploading"), sent, total, seconds); },
-        [this, version, backend_name, done](const Upload& upload) {
+        [this, version, backend_name, done = std::move(done)](const Upload& upload) {
             busy_ = false;
             uploading_ = nullptr;
             if (upload.ok) {

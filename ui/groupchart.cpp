@@ -138,6 +138,7 @@ GroupChart::GroupChart(const QString& catalog_path, QWidget* parent) : QWidget(p
 
 QStringList GroupChart::suggestedKeys(const std::vector<RunRecord>& runs) {
     std::vector<const RunRecord*> pointers;
+    pointers.reserve(runs.size());
     for (const RunRecord& run : runs)
         pointers.push_back(&run);
     QStringList keys;

@@ -31,7 +31,7 @@ std::optional<JobController::Connected> JobController::find(const QString& name)
 }
 
 std::optional<JobController::Connected> JobController::connectedOrSay(const Job& job) {
-    const std::optional<Connected> connected = backendOf(job);
+    std::optional<Connected> connected = backendOf(job);
     if (!connected)
         emit problem(tr("The job's backend is not connected"));
     return connected;

@@ -131,8 +131,17 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     system_view_->setMinimumHeight(220);
     log_->setMinimumHeight(90);
     splitter->setSizes({520, 280, 140});
+    note_ = new QLabel;
+    note_->setTextFormat(Qt::MarkdownText);
+    note_->setWordWrap(true);
+    note_->setTextInteractionFlags(Qt::TextBrowserInteraction);
+    note_->setOpenExternalLinks(true);
+    note_->setStyleSheet(QStringLiteral("QLabel { background: palette(alternate-base); padding: 4px; }"));
+    note_->setToolTip(tr("The run's note (right-click the run: Note…)"));
+    note_->hide();
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(controls);
+    layout->addWidget(note_);
     layout->addWidget(splitter);
 
     connect(log_axis_, &QCheckBox::toggled, this, [this] {
@@ -235,6 +244,13 @@ QStringList JobDetailView::systemCurveNames() const {
         names << series->name();
     return names;
 }
+
+void JobDetailView::setNote(const QString& markdown) {
+    note_->setText(markdown);
+    note_->setVisible(!markdown.trimmed().isEmpty());
+}
+
+QString JobDetailView::note() const { return note_->isVisible() ? note_->text() : QString(); }
 
 void JobDetailView::showJob(qint64 job, const QString& title) {
     if (job != job_) {

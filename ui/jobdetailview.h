@@ -26,6 +26,9 @@ class JobDetailView : public QWidget {
 public:
     explicit JobDetailView(const QString& catalog_path, QWidget* parent = nullptr);
     void showJob(qint64 job, const QString& title);
+    // The run's note (markdown), shown under the title; "" hides it.
+    void setNote(const QString& markdown);
+    QString note() const;
     // Other jobs whose loss curves are drawn over this one's, for comparison (job id, name).
     void setOverlays(const QList<QPair<qint64, QString>>& jobs);
     int overlayCount() const { return overlays_.size(); }
@@ -45,6 +48,7 @@ private:
     qint64 job_ = 0;
     QLabel* title_;
     QLabel* coverage_;
+    QLabel* note_;
     QChartView* loss_view_;
     QChartView* system_view_;
     QChart* loss_chart_;

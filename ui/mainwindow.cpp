@@ -223,6 +223,8 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
             return;
         detail_->showJob(jobs_->data(current, JobTableModel::JobIdRole).toLongLong(),
                          jobs_->data(jobs_->index(current.row(), JobTableModel::Name), Qt::DisplayRole).toString());
+        const RunRecord* run = jobs_->runAt(current.row());
+        detail_->setNote(run ? QString::fromStdString(run->note) : QString());
     });
     connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
         QList<QPair<qint64, QString>> others;
@@ -315,6 +317,8 @@ JobController::Job MainWindow::jobAt(const QModelIndex& source) const {
 void MainWindow::refresh() {
     refresh_pending_ = false;
     jobs_->refresh();
+    if (const RunRecord* run = jobs_->runAt(table_->currentIndex().row()))
+        detail_->setNote(QString::fromStdString(run->note));
     detail_->refresh();
     // A catalog that cannot be read (damaged, or changed under us) is said once per new message, not per refresh.
     if (only_differing_->isChecked())
@@ -688,7 +692,7 @@ bool MainWindow::applyView(const QString& name) {
             continue;
         auto strings = [](const std::string& text) {
             QStringList out;
-            for (const QJsonValue& value : QJsonDocument::fromJson(QByteArray::fromStdString(text)).array())
+            for (const auto& value : QJsonDocument::fromJson(QByteArray::fromStdString(text)).array())
                 out << value.toString();
             return out;
         };

@@ -54,8 +54,11 @@ public:
         for (const auto& [key, value] : object_.items()) {
             if (!seen_.count(key)) {
                 std::string known;
-                for (const auto& k : seen_)
-                    known += (known.empty() ? "" : ", ") + k;
+                for (const auto& k : seen_) {
+                    if (!known.empty())
+                        known += ", ";
+                    known += k;
+                }
                 fail("unknown key \"" + key + "\" (known: " + known + ")");
                 return;
             }

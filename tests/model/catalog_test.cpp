@@ -149,7 +149,7 @@ TEST(Catalog, BucketsAreExactMinMaxLastAtAnyZoom) {
         for (const auto& p : all)
             if (p.step >= from && p.step <= to)
                 inside.push_back(p);
-        if (inside.size() <= 2u * buckets) {
+        if (inside.size() <= size_t{2} * buckets) {
             ASSERT_EQ(got.size(), inside.size());
             continue;
         }

@@ -134,7 +134,7 @@ TEST(CompareView, ParallelStartsOnTheDifferingKeysAndForwardsBrushes) {
     QSet<qint64> got;
     bool active = false;
     int signals_seen = 0;
-    QObject::connect(&view, &CompareView::brushChanged, [&](QSet<qint64> ids, bool is_active) {
+    QObject::connect(&view, &CompareView::brushChanged, [&](const QSet<qint64>& ids, bool is_active) {
         got = ids;
         active = is_active;
         ++signals_seen;

@@ -222,7 +222,7 @@ struct TlsWorker {
     QString url, token;
     // "" or why it did not start (the caller checked that openssl is there: any failure here is a failure).
     QString start(const QString& dir) {
-        if (const QString error = make_certificate(dir); !error.isEmpty())
+        if (QString error = make_certificate(dir); !error.isEmpty())
             return error;
         process.setProcessChannelMode(QProcess::ForwardedErrorChannel);
         process.start(TRAINDECK_WORKER_BINARY, {"--listen", "127.0.0.1:0", "--state-dir", dir + "/remote", "--tls-cert",
@@ -283,7 +283,7 @@ struct GpuBox {
         if (!factory)
             return "the remote-worker plugin did not load";
         backend.reset(factory->create(nullptr));
-        if (const QString error = open_remote(*backend, remote.url, remote.token); !error.isEmpty())
+        if (QString error = open_remote(*backend, remote.url, remote.token); !error.isEmpty())
             return error;
         sync = std::make_unique<JobSync>(console.catalog, *console.writer, *backend, "gpu-box");
         console.window->addBackend("gpu-box", *sync, *backend);
@@ -954,10 +954,12 @@ void ConsoleTest::slurmJobsFromThePluginToTheFinishedCurve() {
     dialog.setBackends(window.backendNames(), "slurm");
     window.submitDialog(dialog);
     // And the PyTorch example.
-    const QJsonObject pytorch{{"name", "slurm pytorch"},
-                              {"argv", QJsonArray{"/usr/bin/python3", TRAINDECK_SOURCE_DIR "/resources/examples/pytorch_fashion.py",
-                                                  "--epochs", "1", "--limit", "2560"}},
-                              {"resources", QJsonObject{{"cpus", 1}}}};
+    const QJsonObject pytorch{
+        {"name", "slurm pytorch"},
+        {"argv",
+         QJsonArray{"/usr/bin/python3", QStringLiteral(TRAINDECK_SOURCE_DIR) + "/resources/examples/pytorch_fashion.py",
+                    "--epochs", "1", "--limit", "2560"}},
+        {"resources", QJsonObject{{"cpus", 1}}}};
     const bool torch = TRAINDECK_HAVE_OPTIONAL(QProcess::execute("/usr/bin/python3", {"-c", "import torch"}) == 0,
                                                "the PyTorch part needs python3-torch (bash installer/install-deps.sh --tests)");
     if (torch)
@@ -1560,7 +1562,7 @@ void ConsoleTest::localWorkerIsFoundAgainOnANewPort() {
     // The console found it there: the job's curve goes on to its end, every step once.
     QTRY_COMPARE_WITH_TIMEOUT(state_of(window, 0), QString("succeeded"), 180000);
     console.writer->flush();
-    QVERIFY(is_one_to(loss_steps(catalog_path, job), 2 * ((2700 + 63) / 64)));
+    QVERIFY(is_one_to(loss_steps(catalog_path, job), int64_t{2} * ((2700 + 63) / 64)));
     QVERIFY2(console.backend->describe().contains(second_port), qPrintable(console.backend->describe()));
     // It did not start a worker of its own (it logs to the folder's worker.log): this one is not its to start.
     QVERIFY(!QFile::exists(worker_dir + "/worker.log"));
@@ -1592,7 +1594,7 @@ void ConsoleTest::localWorkerTheConsoleStartedIsStartedAgain() {
     QCOMPARE(::kill(second_pid.toInt(), 0), 0);
     QTRY_COMPARE_WITH_TIMEOUT(state_of(window, 0), QString("succeeded"), 180000);
     console.writer->flush();
-    QVERIFY(is_one_to(loss_steps(catalog_path, job), 2 * ((2700 + 63) / 64)));
+    QVERIFY(is_one_to(loss_steps(catalog_path, job), int64_t{2} * ((2700 + 63) / 64)));
     QCOMPARE(first_line(worker_dir + "/pid"), second_pid); // one restart, not a string of them
 }
 
@@ -1810,6 +1812,8 @@ void ConsoleTest::runsAreQueriedGroupedComparedAndKeptTidy() {
     QCOMPARE(starred->tags, std::vector<std::string>({"discarded", "first-try"}));
     QCOMPARE(window.jobs().runAt(row_of(window, "lr 0.03 seed 3"))->note,
              std::string("**best so far** — check the warm-up"));
+    window.selectRow(row_of(window, "lr 0.03 seed 3"));
+    QCOMPARE(window.detail().note(), QString("**best so far** — check the warm-up")); // shown, rendered as markdown
     QVERIFY(window.applyView("lr sweep"));
     QCOMPARE(window.jobs().extraColumns(), QStringList({"optimizer.lr", "seed"}));
     window.setQuery("starred:true");

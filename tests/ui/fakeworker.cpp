@@ -155,7 +155,7 @@ QString FakeWorker::url() const { return QStringLiteral("%1://127.0.0.1:%2").arg
 
 void FakeWorker::route(const QByteArray& method, const QByteArray& prefix, Handler handler) {
     QMutexLocker lock(&mutex_);
-    routes_.push_back({{method, prefix}, std::move(handler)});
+    routes_.emplaceBack(QPair<QByteArray, QByteArray>(method, prefix), std::move(handler));
 }
 
 FakeWorker::Reply FakeWorker::reply_for(const Request& request) {

@@ -35,7 +35,7 @@ JobForm command(const QString& line) {
 }
 
 QString touch(const QTemporaryDir& dir, const QString& name) {
-    const QString path = dir.filePath(name);
+    QString path = dir.filePath(name);
     QFile file(path);
     EXPECT_TRUE(file.open(QIODevice::WriteOnly)) << path.toStdString();
     file.write("a,b,label\n1,2,0\n");
