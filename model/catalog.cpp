@@ -597,33 +597,19 @@ void Catalog::remove_tags(int64_t job, const std::vector<std::string>& tags) {
     touch(job);
 }
 
-void Catalog::set_note(int64_t job, const std::string& note) {
-    Statement update = db_.prepare("UPDATE jobs SET note=? WHERE id=?");
-    update.bind(1, note).bind(2, job);
+// One column of a job's row, and the job's new revision. `column` is one of ours, never outside input.
+template <typename Value>
+void Catalog::update_job(int64_t job, const char* column, const Value& value) {
+    Statement update = db_.prepare(std::string("UPDATE jobs SET ") + column + "=? WHERE id=?");
+    update.bind(1, value).bind(2, job);
     update.step();
     touch(job);
 }
 
-void Catalog::set_starred(int64_t job, bool starred) {
-    Statement update = db_.prepare("UPDATE jobs SET starred=? WHERE id=?");
-    update.bind(1, int64_t(starred)).bind(2, job);
-    update.step();
-    touch(job);
-}
-
-void Catalog::set_archived(int64_t job, bool archived) {
-    Statement update = db_.prepare("UPDATE jobs SET archived=? WHERE id=?");
-    update.bind(1, int64_t(archived)).bind(2, job);
-    update.step();
-    touch(job);
-}
-
-void Catalog::set_deleted(int64_t job, bool deleted) {
-    Statement update = db_.prepare("UPDATE jobs SET deleted=? WHERE id=?");
-    update.bind(1, deleted ? wall_seconds() : 0.0).bind(2, job);
-    update.step();
-    touch(job);
-}
+void Catalog::set_note(int64_t job, const std::string& note) { update_job(job, "note", std::string_view(note)); }
+void Catalog::set_starred(int64_t job, bool starred) { update_job(job, "starred", int64_t(starred)); }
+void Catalog::set_archived(int64_t job, bool archived) { update_job(job, "archived", int64_t(archived)); }
+void Catalog::set_deleted(int64_t job, bool deleted) { update_job(job, "deleted", deleted ? wall_seconds() : 0.0); }
 
 int Catalog::purge_deleted() {
     std::vector<int64_t> gone;

@@ -118,6 +118,8 @@ public:
 private:
     void migrate(int from);
     void touch(int64_t job); // the job's rows changed: a new revision
+    template <typename Value>
+    void update_job(int64_t job, const char* column, const Value& value);
     // Folds a batch of one series' points into its summary row.
     void summarise(int64_t job, const std::string& series, const std::vector<MetricPoint>& points);
 

@@ -53,13 +53,15 @@ public:
     void reject_unknown() {
         for (const auto& [key, value] : object_.items()) {
             if (!seen_.count(key)) {
-                std::string known;
+                std::string message = "unknown key \"" + key + "\" (known: ";
                 for (const auto& k : seen_) {
-                    if (!known.empty())
-                        known += ", ";
-                    known += k;
+                    message += k;
+                    message += ", ";
                 }
-                fail("unknown key \"" + key + "\" (known: " + known + ")");
+                if (!seen_.empty())
+                    message.resize(message.size() - 2); // the last ", "
+                message += ")";
+                fail(message);
                 return;
             }
         }

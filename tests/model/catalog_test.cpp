@@ -3,6 +3,8 @@
 #include "requireall.h"
 #include "smalldisk.h"
 
+#include "tempcatalog.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,15 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempCatalog {
-    fs::path dir;
-    TempCatalog() {
-        std::string pattern = (fs::temp_directory_path() / "traindeck-catalog-XXXXXX").string();
-        dir = ::mkdtemp(pattern.data());
-    }
-    ~TempCatalog() { fs::remove_all(dir); }
-    std::string path() const { return (dir / "catalog.db").string(); }
-};
+using test::TempCatalog;
 
 json metric(int64_t seq, int64_t step, double loss) {
     return {{"seq", seq}, {"time", 1.0 * seq}, {"type", "record"},

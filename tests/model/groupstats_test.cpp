@@ -4,6 +4,8 @@
 #include "catalog.h"
 #include "groupstats.h"
 
+#include "tempcatalog.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,15 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempCatalog {
-    fs::path dir;
-    TempCatalog() {
-        std::string pattern = (fs::temp_directory_path() / "traindeck-groupstats-XXXXXX").string();
-        dir = ::mkdtemp(pattern.data());
-    }
-    ~TempCatalog() { fs::remove_all(dir); }
-    std::string path() const { return (dir / "catalog.db").string(); }
-};
+using test::TempCatalog;
 
 using Points = std::vector<MetricPoint>;
 

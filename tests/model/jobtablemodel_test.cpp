@@ -1,4 +1,5 @@
 #include "jobtablemodel.h"
+#include "tempcatalog.h"
 
 #include <gtest/gtest.h>
 
@@ -8,16 +9,6 @@ using namespace traindeck;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempCatalogFile {
-    fs::path dir;
-    TempCatalogFile() {
-        std::string pattern = (fs::temp_directory_path() / "traindeck-model-XXXXXX").string();
-        dir = ::mkdtemp(pattern.data());
-    }
-    ~TempCatalogFile() { fs::remove_all(dir); }
-    std::string path() const { return (dir / "catalog.db").string(); }
-};
 
 nlohmann::json config_event(int64_t seq, nlohmann::json config) {
     return {{"seq", seq}, {"time", 1.0}, {"type", "record"}, {"data", {{"type", "config"}, {"config", config}}}};
@@ -40,7 +31,7 @@ QStringList names(const JobTableModel& model) {
 } // namespace
 
 TEST(JobTableModel, ShowsEveryRunNewestFirstAndPicksUpChangesOnly) {
-    TempCatalogFile temp;
+    test::TempCatalog temp;
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
     catalog.db().exec("BEGIN");
@@ -76,7 +67,7 @@ TEST(JobTableModel, ShowsEveryRunNewestFirstAndPicksUpChangesOnly) {
 }
 
 TEST(JobTableModel, QueriesConfigColumnsSortAndDifferingKeys) {
-    TempCatalogFile temp;
+    test::TempCatalog temp;
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
     const double lrs[] = {0.1, 0.01, 0.001};
@@ -117,7 +108,7 @@ TEST(JobTableModel, QueriesConfigColumnsSortAndDifferingKeys) {
 }
 
 TEST(JobTableModel, ArchivedRunsHideUnlessAskedForAndDeletedOnesGo) {
-    TempCatalogFile temp;
+    test::TempCatalog temp;
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
     const int64_t a = catalog.add_job("kept", "local", "1", nlohmann::json::object());
