@@ -5,10 +5,12 @@
 #include "groupstats.h"
 #include "jobstate.h"
 #include "runfield.h"
+#include "xaxis.h"
 
 #include <QColor>
 #include <QCoreApplication>
 #include <QPointer>
+#include <QRegularExpression>
 #include <QThreadPool>
 #include <QFont>
 #include <QDateTime>
@@ -153,6 +155,9 @@ void JobTableModel::load_details() {
 }
 
 void JobTableModel::merge(std::vector<RunRecord> changed) {
+    for (auto& values : reach_values_)
+        for (const RunRecord& run : changed)
+            values.erase(run.id); // what a run reached may change with its new points
     if (runs_.empty()) {
         // The first read: the runs as they come (by id), without the deleted ones.
         runs_ = std::move(changed);
@@ -249,7 +254,7 @@ void JobTableModel::sort_rows(std::vector<int>& rows) const {
             key.missing = std::isnan(key.number);
             break;
         default: {
-            const FieldValue value = run_field(run, extra_fields_[sort_column_ - ColumnCount], now);
+            const FieldValue value = field_value(run, sort_column_ - ColumnCount, now);
             key.missing = !value.present;
             key.number = value.number;
             key.text = value.text;
@@ -348,12 +353,52 @@ void JobTableModel::setExtraColumns(const QStringList& fields) {
     beginResetModel();
     extra_ = fields;
     extra_fields_.clear();
-    for (const QString& field : fields)
+    reach_.clear();
+    reach_values_.assign(static_cast<size_t>(fields.size()), {});
+    for (const QString& field : fields) {
         extra_fields_.push_back(field.toStdString());
+        SpendToReach reach;
+        reach_.push_back(parseSpendToReach(field, &reach) ? std::optional(reach) : std::nullopt);
+    }
     if (sort_column_ >= columnCount())
         sort_column_ = -1;
     endResetModel();
     relayout();
+}
+
+bool JobTableModel::parseSpendToReach(const QString& field, SpendToReach* out) {
+    static const QRegularExpression pattern(QStringLiteral(R"(^spend to reach (\S+) (>=|<=) (\S+)$)"));
+    const QRegularExpressionMatch match = pattern.match(field);
+    bool number = false;
+    const double threshold = match.hasMatch() ? match.captured(3).toDouble(&number) : 0.0;
+    if (!number)
+        return false;
+    if (out)
+        *out = {match.captured(1).toStdString(), threshold, match.captured(2) == QLatin1String(">=")};
+    return true;
+}
+
+FieldValue JobTableModel::field_value(const RunRecord& run, int extra, double now) const {
+    const std::optional<SpendToReach>& reach = reach_[static_cast<size_t>(extra)];
+    if (!reach)
+        return run_field(run, extra_fields_[static_cast<size_t>(extra)], now);
+    // Read once per run and column (the one chunk where it happens), again only when the run changes.
+    auto& values = reach_values_[static_cast<size_t>(extra)];
+    auto it = values.find(run.id);
+    if (it == values.end()) {
+        double spent = NAN;
+        try {
+            // The catalog's reads are const in meaning; its connection object is not.
+            spent =
+                spend_to_reach(const_cast<Catalog&>(catalog_), run.id, reach->series, reach->threshold, reach->above);
+        } catch (const std::exception&) {
+            // A damaged catalog: the column says "–" and the next refresh reports the error.
+        }
+        it = values.emplace(run.id, spent).first;
+    }
+    if (std::isnan(it->second))
+        return {};
+    return {true, it->second, number_text(it->second)};
 }
 
 QStringList JobTableModel::availableColumns() const {
@@ -394,10 +439,13 @@ QVariant JobTableModel::data(const QModelIndex& index, int role) const {
     const double elapsed = elapsed_of(r, now);
     const bool ended = is_finished(r.state);
     if (index.column() >= ColumnCount) {
-        const FieldValue value = run_field(r, extra_fields_[index.column() - ColumnCount], now);
+        const int extra = index.column() - ColumnCount;
+        const FieldValue value = field_value(r, extra, now);
         if (role == Qt::DisplayRole) {
             if (!value.present)
                 return QStringLiteral("–");
+            if (reach_[extra])
+                return QStringLiteral("$%1").arg(value.number, 0, 'f', 4);
             return value.is_number() && extra_[index.column() - ColumnCount].contains('.') &&
                            r.config.find(extra_fields_[index.column() - ColumnCount]) == r.config.end()
                        ? QString::number(value.number, 'g', 5) // a summary: 5 significant digits
@@ -471,7 +519,14 @@ QVariant JobTableModel::headerData(int section, Qt::Orientation orientation, int
     static const char* names[] = {"Job", "State", "Backend", "Progress", "Loss", "Val acc.", "Elapsed", "Spend", "ETA"};
     if (section < ColumnCount)
         return tr(names[section]);
-    return section < columnCount() ? QVariant(extra_[section - ColumnCount]) : QVariant();
+    if (section >= columnCount())
+        return {};
+    const int extra = section - ColumnCount;
+    if (const std::optional<SpendToReach>& reach = reach_[static_cast<size_t>(extra)]; reach && role == Qt::DisplayRole)
+        return tr("$ to %1 %2 %3")
+            .arg(QString::fromStdString(reach->series), reach->above ? QStringLiteral("≥") : QStringLiteral("≤"))
+            .arg(reach->threshold);
+    return extra_[extra];
 }
 
 CatalogReader::CatalogReader(const QString& catalog_path) {

@@ -6,6 +6,7 @@
 // A query that fails (a damaged catalog, a table gone) leaves the rows as they were and sets error(); no exception
 // leaves this class, so none reaches a slot or the event loop.
 #include "catalog.h"
+#include "runfield.h"
 #include "runquery.h"
 
 #include <QAbstractTableModel>
@@ -14,6 +15,7 @@
 #include <QStringList>
 #include <QVector>
 
+#include <optional>
 #include <unordered_map>
 
 namespace traindeck {
@@ -58,6 +60,14 @@ public:
     // Columns after the fixed ones: config keys and summary fields, in order.
     void setExtraColumns(const QStringList& fields);
     QStringList extraColumns() const { return extra_; }
+    // A column "spend to reach SERIES >= X" (or <=): what each run had spent when the series first got there
+    // (xaxis.h's spend_to_reach), "–" when it never did. parseSpendToReach tells such a column's name apart.
+    struct SpendToReach {
+        std::string series;
+        double threshold = 0;
+        bool above = true;
+    };
+    static bool parseSpendToReach(const QString& field, SpendToReach* out = nullptr);
     // What could be a column: the config keys and summary fields the runs have (config keys first).
     QStringList availableColumns() const;
     // The config keys whose values differ among the runs the query shows (what "only what differs" shows).
@@ -82,7 +92,8 @@ private:
     void relayout();
     std::vector<int> filtered() const;
     void sort_rows(std::vector<int>& rows) const;
-    QVariant sort_key(const RunRecord& run, int column) const;
+    // An extra column's value for a run: run_field's, or a spend-to-reach read (cached per run until it changes).
+    FieldValue field_value(const RunRecord& run, int extra, double now) const;
 
     Catalog catalog_;
     std::vector<RunRecord> runs_;               // by id, ascending; deleted runs are dropped
@@ -97,6 +108,8 @@ private:
     QueryError query_error_;
     QStringList extra_;
     std::vector<std::string> extra_fields_;
+    std::vector<std::optional<SpendToReach>> reach_;                        // per extra column
+    mutable std::vector<std::unordered_map<int64_t, double>> reach_values_; // per extra column: run id -> spent
     QSet<qint64> only_;
     bool only_active_ = false;
     int sort_column_ = -1;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace traindeck {
 
@@ -68,6 +69,39 @@ std::vector<MetricPoint> to_x_axis(std::span<const MetricPoint> points, XAxis ax
     if (dropped)
         *dropped = lost;
     return out;
+}
+
+double spend_to_reach(Catalog& catalog, int64_t job, const std::string& series, double threshold, bool above) {
+    const int64_t id = catalog.series(job, series, false);
+    if (!id || std::isnan(threshold))
+        return NAN;
+    Statement chunk = catalog.db().prepare(
+        above ? "SELECT first_step, last_step FROM metric_chunks WHERE series=? AND max >= ? ORDER BY chunk LIMIT 1"
+              : "SELECT first_step, last_step FROM metric_chunks WHERE series=? AND min <= ? ORDER BY chunk LIMIT 1");
+    chunk.bind(1, id).bind(2, threshold);
+    if (!chunk.step())
+        return NAN;
+    const int64_t from = chunk.integer(0), to = chunk.integer(1);
+    const std::vector<MetricPoint> points = SeriesStore::points(catalog.db(), id, from, to);
+    const auto reached = std::find_if(points.begin(), points.end(), [&](const MetricPoint& p) {
+        return above ? p.value >= threshold : p.value <= threshold;
+    });
+    if (reached == points.end())
+        return NAN; // a chunk whose summary says so holds the point; a replaced value may have moved it
+    // The record time of the step and the whole spend telemetry (a point every few seconds).
+    const int64_t times_id = catalog.series(job, "_time", false),
+                  spend_id = catalog.series(job, "telemetry/spend", false);
+    if (!times_id || !spend_id)
+        return NAN;
+    // Usually the step has its own record time; otherwise its neighbours within a few thousand steps serve.
+    std::vector<MetricPoint> times = SeriesStore::points(catalog.db(), times_id, reached->step, reached->step);
+    if (times.empty())
+        times = SeriesStore::points(catalog.db(), times_id, reached->step - 4096, reached->step + 4096);
+    const std::vector<MetricPoint> spend = SeriesStore::points(
+        catalog.db(), spend_id, std::numeric_limits<int64_t>::min() / 4, std::numeric_limits<int64_t>::max() / 4);
+    const MetricPoint point[] = {*reached};
+    const std::vector<MetricPoint> x = to_x_axis(point, XAxis::spend, {times, spend, 0});
+    return x.empty() ? NAN : static_cast<double>(x.front().step) / x_axis_scale(XAxis::spend);
 }
 
 double x_axis_scale(XAxis axis) {

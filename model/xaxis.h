@@ -5,6 +5,7 @@
 // telemetry ("telemetry/spend": milliseconds → currency) and the config's batch size. Values come back as integer
 // x (samples; milliseconds; millionths of the currency) so the group statistics' step buckets serve every axis.
 // Plain C++, no Qt.
+#include "catalog.h"
 #include "seriesstore.h"
 
 #include <cstdint>
@@ -26,6 +27,11 @@ struct XAxisSources {
 // its step, no spend yet, no batch size) is left out and counted in *dropped.
 std::vector<MetricPoint> to_x_axis(std::span<const MetricPoint> points, XAxis axis, const XAxisSources& sources,
                                    size_t* dropped = nullptr);
+
+// What a run had spent when `series` first reached `threshold` (>= it when `above`, else <= it): the step of the first
+// such point, its record time, the spend telemetry at that time. NaN when it never got there or the worker reported no
+// spend. Reads only the one chunk where it happens and the times around it (the chunks' min/max find it).
+double spend_to_reach(Catalog& catalog, int64_t job, const std::string& series, double threshold, bool above);
 
 // How to show an integer x of the axis: the divisor back to its unit and the unit's name.
 double x_axis_scale(XAxis axis);      // 1, 1, 1000, 1000, 1e6

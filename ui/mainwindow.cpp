@@ -18,6 +18,7 @@
 #include <QInputDialog>
 #include <QJsonArray>
 #include <QMenu>
+#include <QRegularExpression>
 #include <QToolButton>
 #include <QHeaderView>
 #include <QJsonDocument>
@@ -525,7 +526,38 @@ void MainWindow::showColumnsMenu() {
             jobs_->setExtraColumns(columns);
         });
     }
+    menu.addSeparator();
+    menu.addAction(tr("Spend to reach…"), this, [this] {
+        bool ok = false;
+        const QString target =
+            QInputDialog::getText(this, tr("Spend to reach"),
+                                  tr("What each run had spent when a metric first reached a value, e.g. "
+                                     "val/accuracy >= 0.9 or loss <= 0.3:"),
+                                  QLineEdit::Normal, QStringLiteral("val/accuracy >= 0.9"), &ok);
+        if (ok)
+            addSpendToReachColumn(target);
+    });
     menu.exec(columns_button_->mapToGlobal(QPoint(0, columns_button_->height())));
+}
+
+bool MainWindow::addSpendToReachColumn(const QString& target) {
+    static const QRegularExpression pattern(QStringLiteral(R"(^\s*(\S+?)\s*(>=|<=)\s*(\S+)\s*$)"));
+    const QRegularExpressionMatch match = pattern.match(target);
+    const QString field =
+        match.hasMatch()
+            ? QStringLiteral("spend to reach %1 %2 %3").arg(match.captured(1), match.captured(2), match.captured(3))
+            : QString();
+    if (!JobTableModel::parseSpendToReach(field)) {
+        addAlert(tr("“%1” is not a target like val/accuracy >= 0.9 (a series, >= or <=, a number)").arg(target));
+        return false;
+    }
+    if (!chosen_columns_.contains(field))
+        chosen_columns_ << field;
+    QStringList columns = jobs_->extraColumns();
+    if (!columns.contains(field))
+        columns << field;
+    jobs_->setExtraColumns(columns);
+    return true;
 }
 
 QList<qint64> MainWindow::selectedIds() const {

@@ -60,6 +60,9 @@ public:
     QString queryError() const;
     // "Only what differs": the config keys that differ among the runs shown become the extra columns.
     void setOnlyDiffering(bool on);
+    // A column of what each run had spent when a metric first reached a value ("val/accuracy >= 0.9"); false (and an
+    // alert saying the form) when the text is not such a target.
+    bool addSpendToReachColumn(const QString& target);
     // Run hygiene on the selected runs, through the catalog's writer; the table refreshes once they are written.
     void tagSelected(const QStringList& tags, bool add);
     void starSelected(bool starred);

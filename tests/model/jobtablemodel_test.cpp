@@ -132,3 +132,66 @@ TEST(JobTableModel, ArchivedRunsHideUnlessAskedForAndDeletedOnesGo) {
     model.refresh();
     EXPECT_EQ(names(model), (QStringList{"deleted", "kept"}));
 }
+
+TEST(JobTableModel, SpendToReachIsWhatARunHadSpentWhenItsMetricFirstGotThere) {
+    test::TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    // Metric records one a second from t = 1001 (step s at 1000 + s); spend telemetry every 10 s at $0.001 a second;
+    // the validation accuracy every 10 steps. "fast" reaches 0.9 at step 30 (t = 1030: $0.030); "slow" never does;
+    // "unbilled" reaches it but its worker reported no spend.
+    auto fill = [&](const std::string& name, const std::vector<double>& accuracy, bool billed) {
+        const int64_t job = catalog.add_job(name, "local", name, nlohmann::json::object());
+        std::vector<nlohmann::json> events;
+        int64_t seq = 0;
+        for (int step = 1; step <= 50; ++step) {
+            const double time = 1000.0 + step;
+            events.push_back({{"seq", ++seq},
+                              {"time", time},
+                              {"type", "record"},
+                              {"data", {{"type", "metric"}, {"step", step}, {"loss", 1.0 / step}}}});
+            if (step % 10 == 0)
+                events.push_back(
+                    {{"seq", ++seq},
+                     {"time", time},
+                     {"type", "record"},
+                     {"data",
+                      {{"type", "eval"}, {"split", "val"}, {"step", step}, {"accuracy", accuracy[step / 10 - 1]}}}});
+            if (billed && step % 10 == 0)
+                events.push_back(
+                    {{"seq", ++seq}, {"time", time}, {"type", "telemetry"}, {"data", {{"spend", 0.001 * step}}}});
+        }
+        catalog.ingest(job, events);
+        return job;
+    };
+    fill("fast", {0.6, 0.8, 0.92, 0.95, 0.97}, true);
+    fill("slow", {0.5, 0.6, 0.7, 0.8, 0.85}, true);
+    fill("unbilled", {0.6, 0.8, 0.92, 0.95, 0.97}, false);
+
+    JobTableModel model(QString::fromStdString(temp.path()));
+    model.refresh();
+    ASSERT_EQ(model.rowCount(), 3);
+    JobTableModel::SpendToReach parsed;
+    ASSERT_TRUE(JobTableModel::parseSpendToReach("spend to reach val/accuracy >= 0.9", &parsed));
+    EXPECT_EQ(parsed.series, "val/accuracy");
+    EXPECT_EQ(parsed.threshold, 0.9);
+    EXPECT_TRUE(parsed.above);
+    EXPECT_FALSE(JobTableModel::parseSpendToReach("spend to reach val/accuracy >= high"));
+    model.setExtraColumns({"spend to reach val/accuracy >= 0.9", "spend to reach loss <= 0.05"});
+    const auto cell = [&](const char* name, int extra) {
+        for (int row = 0; row < model.rowCount(); ++row)
+            if (model.data(model.index(row, JobTableModel::Name), Qt::DisplayRole).toString() == name)
+                return model.data(model.index(row, JobTableModel::ColumnCount + extra), Qt::DisplayRole).toString();
+        return QStringLiteral("no such run");
+    };
+    EXPECT_EQ(model.headerData(JobTableModel::ColumnCount, Qt::Horizontal, Qt::DisplayRole).toString(),
+              "$ to val/accuracy ≥ 0.9");
+    EXPECT_EQ(model.headerData(JobTableModel::ColumnCount, Qt::Horizontal, Qt::ToolTipRole).toString(),
+              "spend to reach val/accuracy >= 0.9");
+    EXPECT_EQ(cell("fast", 0), "$0.0300");
+    EXPECT_EQ(cell("slow", 0), "–");
+    EXPECT_EQ(cell("unbilled", 0), "–");
+    EXPECT_EQ(cell("fast", 1), "$0.0200"); // loss 1/step reaches 0.05 at step 20
+    model.sort(JobTableModel::ColumnCount, Qt::DescendingOrder);
+    EXPECT_EQ(model.data(model.index(0, JobTableModel::Name), Qt::DisplayRole).toString(), "fast"); // missing last
+}

@@ -1727,6 +1727,16 @@ void ConsoleTest::runsAreQueriedGroupedComparedAndKeptTidy() {
         QVERIFY(run_names(window).front().startsWith("lr 0.1 "));
         window.table().resizeColumnsToContents();
         window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/runs-table.png"));
+        // Spend to reach a target: these runs report no spend, so every cell says "–" rather than a made-up $0.
+        QVERIFY(!window.addSpendToReachColumn("val/accuracy >> 0.9"));
+        QVERIFY(window.alerts().front().contains("is not a target like"));
+        QVERIFY(window.addSpendToReachColumn("val/accuracy>=0.85"));
+        QCOMPARE(window.jobs().extraColumns().back(), QString("spend to reach val/accuracy >= 0.85"));
+        QCOMPARE(
+            window.jobs().data(window.jobs().index(0, window.jobs().columnCount() - 1), Qt::DisplayRole).toString(),
+            QString("–"));
+        window.setOnlyDiffering(false);
+        window.setOnlyDiffering(true);
 
         // Hygiene through the writer: tags, a star, a note, archive, delete and undo.
         select_runs(window, {"lr 0.1 seed 1", "lr 0.1 seed 2"});
@@ -1815,7 +1825,8 @@ void ConsoleTest::runsAreQueriedGroupedComparedAndKeptTidy() {
     window.selectRow(row_of(window, "lr 0.03 seed 3"));
     QCOMPARE(window.detail().note(), QString("**best so far** — check the warm-up")); // shown, rendered as markdown
     QVERIFY(window.applyView("lr sweep"));
-    QCOMPARE(window.jobs().extraColumns(), QStringList({"optimizer.lr", "seed"}));
+    QCOMPARE(window.jobs().extraColumns(),
+             QStringList({"optimizer.lr", "seed", "spend to reach val/accuracy >= 0.85"}));
     window.setQuery("starred:true");
     QCOMPARE(run_names(window), QStringList({"lr 0.1 seed 2", "lr 0.1 seed 1"}));
 }
