@@ -4,6 +4,7 @@
 #include <QChart>
 #include <QChartView>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLegend>
@@ -67,6 +68,11 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     coverage_->setToolTip(tr("Curves are drawn from exact per-bucket min/max/last of every point; the band shows the "
                              "spread inside each bucket. Nothing is sampled away."));
     log_axis_ = new QCheckBox(tr("Log scale"));
+    x_axis_ = new QComboBox;
+    for (const XAxis axis : {XAxis::step, XAxis::relative_time, XAxis::spend})
+        x_axis_->addItem(tr(x_axis_title(axis)), static_cast<int>(axis));
+    x_axis_->setToolTip(
+        tr("Draw the loss and accuracy against the step, the time since the run started, or its spend"));
     smoothing_ = new QSlider(Qt::Horizontal);
     smoothing_->setRange(0, 99);
     smoothing_->setValue(60);
@@ -123,6 +129,7 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     controls->addWidget(new QLabel(tr("Smoothing")));
     controls->addWidget(smoothing_);
     controls->addWidget(log_axis_);
+    controls->addWidget(x_axis_);
     auto* splitter = new QSplitter(Qt::Vertical);
     splitter->addWidget(loss_view_);
     splitter->addWidget(system_view_);
@@ -144,6 +151,10 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     layout->addWidget(note_);
     layout->addWidget(splitter);
 
+    connect(x_axis_, &QComboBox::currentIndexChanged, this, [this] {
+        rebuildAxes();
+        refresh();
+    });
     connect(log_axis_, &QCheckBox::toggled, this, [this] {
         rebuildAxes();
         refresh();
@@ -158,8 +169,9 @@ void JobDetailView::rebuildAxes() {
             delete axis;
         }
     auto* step = new QValueAxis;
-    step->setTitleText(tr("step"));
-    step->setLabelFormat("%d");
+    const XAxis x_axis = x_axis_ ? static_cast<XAxis>(x_axis_->currentData().toInt()) : XAxis::step;
+    step->setTitleText(tr(x_axis_title(x_axis)));
+    step->setLabelFormat(x_axis == XAxis::spend ? "%.4g" : "%d");
     QAbstractAxis* loss_axis;
     if (log_axis_ && log_axis_->isChecked()) {
         auto* axis = new QLogValueAxis;
@@ -245,6 +257,10 @@ QStringList JobDetailView::systemCurveNames() const {
     return names;
 }
 
+void JobDetailView::setXAxis(XAxis axis) { x_axis_->setCurrentIndex(x_axis_->findData(static_cast<int>(axis))); }
+
+QVector<QPointF> JobDetailView::lossPoints() const { return loss_->points(); }
+
 void JobDetailView::setNote(const QString& markdown) {
     note_->setText(markdown);
     note_->setVisible(!markdown.trimmed().isEmpty());
@@ -272,8 +288,31 @@ void JobDetailView::refresh() {
     reader_.clearError();
     // About two buckets per pixel column of the plot area.
     const int buckets = std::max(200, 2 * static_cast<int>(loss_chart_->plotArea().width()));
-    const CatalogReader::Curve loss = reader_.curve(job_, "loss", buckets);
-    const CatalogReader::Curve accuracy = reader_.curve(job_, "val/accuracy", buckets);
+    CatalogReader::Curve loss = reader_.curve(job_, "loss", buckets);
+    CatalogReader::Curve accuracy = reader_.curve(job_, "val/accuracy", buckets);
+    // Another x-axis: each bucket's last step mapped through the run's record times (and spend), as xaxis.h does.
+    const XAxis x_axis = static_cast<XAxis>(x_axis_->currentData().toInt());
+    auto on_axis = [&](qint64 job, QVector<QPointF> points) {
+        if (x_axis == XAxis::step)
+            return points;
+        std::vector<MetricPoint> times, spend, steps;
+        for (const QPointF& p : reader_.curve(job, "_time", buckets).last)
+            times.push_back({static_cast<int64_t>(p.x()), p.y()});
+        for (const QPointF& p : reader_.curve(job, "telemetry/spend", buckets).last)
+            spend.push_back({static_cast<int64_t>(p.x()), p.y()});
+        for (const QPointF& p : points)
+            steps.push_back({static_cast<int64_t>(p.x()), p.y()});
+        QVector<QPointF> out;
+        for (const MetricPoint& p : to_x_axis(steps, x_axis, {times, spend, 0}))
+            out.push_back(QPointF(static_cast<double>(p.step) / x_axis_scale(x_axis), p.value));
+        return out;
+    };
+    if (x_axis != XAxis::step) {
+        loss.last = on_axis(job_, loss.last);
+        loss.min = on_axis(job_, loss.min);
+        loss.max = on_axis(job_, loss.max);
+        accuracy.last = on_axis(job_, accuracy.last);
+    }
     const double weight = smoothing_->value() / 100.0;
     const bool log_scale = log_axis_->isChecked();
     auto positive = [&](QVector<QPointF> points) {
@@ -288,7 +327,8 @@ void JobDetailView::refresh() {
     val_accuracy_->replace(accuracy.last);
     double overlay_end = 0, overlay_low = 1e300, overlay_high = -1e300;
     for (auto& [id, series] : overlays_) {
-        const CatalogReader::Curve other = reader_.curve(id, "loss", buckets);
+        CatalogReader::Curve other = reader_.curve(id, "loss", buckets);
+        other.last = on_axis(id, other.last);
         series->replace(positive(smooth(other.last, weight)));
         for (const QPointF& p : other.last) {
             overlay_end = std::max(overlay_end, p.x());

@@ -3,11 +3,13 @@
 // accuracy, and CPU / spend on a second chart; log/linear axis, smoothing, the log tail. Reads through
 // CatalogReader (bucketed queries), never raw series.
 #include "jobtablemodel.h"
+#include "xaxis.h"
 
 #include <QMap>
 #include <QWidget>
 
 class QCheckBox;
+class QComboBox;
 class QLabel;
 class QPlainTextEdit;
 class QSlider;
@@ -29,6 +31,10 @@ public:
     // The run's note (markdown), shown under the title; "" hides it.
     void setNote(const QString& markdown);
     QString note() const;
+    // The loss chart's x-axis: the step (default), seconds since the run started, or its spend.
+    void setXAxis(XAxis axis);
+    // The loss curve as drawn (x on the chosen axis), for tests.
+    QVector<QPointF> lossPoints() const;
     // Other jobs whose loss curves are drawn over this one's, for comparison (job id, name).
     void setOverlays(const QList<QPair<qint64, QString>>& jobs);
     int overlayCount() const { return overlays_.size(); }
@@ -64,6 +70,7 @@ private:
     QLineSeries* budget_;
     QMap<QString, QLineSeries*> gpu_series_; // catalog series name -> curve
     QCheckBox* log_axis_;
+    QComboBox* x_axis_ = nullptr; // step, time since start, spend (xaxis.h)
     QSlider* smoothing_;
     QPlainTextEdit* log_;
 };

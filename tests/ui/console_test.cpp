@@ -1758,6 +1758,18 @@ void ConsoleTest::runsAreQueriedGroupedComparedAndKeptTidy() {
         select_runs(window, {"lr 0.01 seed 3"});
         window.deleteSelected(); // this one stays deleted: gone for good at the next start
         QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 13, 10000);
+        // The job view's x-axis: the same curve against the time since the run started (a record a second from
+        // step 1: step 200 is at 199 s), then back to the step.
+        window.selectRow(row_of(window, "lr 0.1 seed 5"));
+        window.detail().setXAxis(XAxis::relative_time);
+        QVector<QPointF> drawn = window.detail().lossPoints();
+        QVERIFY(!drawn.isEmpty());
+        QVERIFY2(drawn.front().x() < 2 && drawn.back().x() > 190 && drawn.back().x() <= 199,
+                 qPrintable(QString("x from %1 to %2").arg(drawn.front().x()).arg(drawn.back().x())));
+        window.detail().setXAxis(XAxis::step);
+        drawn = window.detail().lossPoints();
+        QVERIFY(!drawn.isEmpty());
+        QCOMPARE(drawn.back().x(), 200.0);
         window.setQuery("tag:discarded");
         QCOMPARE(run_names(window).size(), 2);
         window.setQuery("tag:first-try");
