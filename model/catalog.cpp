@@ -564,36 +564,28 @@ void Catalog::summarise(int64_t job, const std::string& series_name, const std::
 
 namespace {
 
-std::vector<std::string> clean_tags(const std::vector<std::string>& tags) {
-    std::vector<std::string> out;
+// Runs `sql` (job, tag) for each tag, trimmed; blank tags are skipped.
+void for_each_tag(Database& db, const char* sql, int64_t job, const std::vector<std::string>& tags) {
+    Statement statement = db.prepare(sql);
     for (const std::string& tag : tags) {
         const size_t from = tag.find_first_not_of(" \t\r\n");
         if (from == std::string::npos)
             continue;
-        out.push_back(tag.substr(from, tag.find_last_not_of(" \t\r\n") - from + 1));
+        statement.reset();
+        statement.bind(1, job).bind(2, std::string_view(tag).substr(from, tag.find_last_not_of(" \t\r\n") - from + 1));
+        statement.step();
     }
-    return out;
 }
 
 } // namespace
 
 void Catalog::add_tags(int64_t job, const std::vector<std::string>& tags) {
-    Statement insert = db_.prepare("INSERT OR IGNORE INTO job_tags(job, tag) VALUES(?, ?)");
-    for (const std::string& tag : clean_tags(tags)) {
-        insert.reset();
-        insert.bind(1, job).bind(2, tag);
-        insert.step();
-    }
+    for_each_tag(db_, "INSERT OR IGNORE INTO job_tags(job, tag) VALUES(?, ?)", job, tags);
     touch(job);
 }
 
 void Catalog::remove_tags(int64_t job, const std::vector<std::string>& tags) {
-    Statement remove = db_.prepare("DELETE FROM job_tags WHERE job=? AND tag=?");
-    for (const std::string& tag : clean_tags(tags)) {
-        remove.reset();
-        remove.bind(1, job).bind(2, tag);
-        remove.step();
-    }
+    for_each_tag(db_, "DELETE FROM job_tags WHERE job=? AND tag=?", job, tags);
     touch(job);
 }
 

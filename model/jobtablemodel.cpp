@@ -107,6 +107,7 @@ void JobTableModel::refresh() {
             loaded_ = true;
             merge(std::move(changed));
             relayout();
+            emit runsChanged();
             return;
         }
     } catch (const std::exception& e) {
@@ -148,7 +149,7 @@ void JobTableModel::load_details() {
                 self->revision_ = revision;
                 self->merge(std::move(*runs));
                 self->relayout();
-                emit self->detailsReady();
+                emit self->runsChanged();
             },
             Qt::QueuedConnection);
     });

@@ -31,8 +31,8 @@ public:
 
     // The console's way: the first refresh reads only the runs' own fields (the table paints at once) and their
     // configs, summaries and tags on a pool thread, through a connection of its own; detailsLoaded() says when they
-    // are in. Until then queries and extra columns see runs without config. Off (the default), the first refresh
-    // reads everything before it returns.
+    // are in (runsChanged). Until then queries and extra columns see runs without config. Off (the default), the first
+    // refresh reads everything before it returns.
     void setLoadDetailsInBackground(bool background) { background_ = background; }
     bool detailsLoaded() const { return details_loaded_; }
 
@@ -83,7 +83,10 @@ public slots:
     void refresh();
 
 signals:
-    void detailsReady();
+    // Runs were added, changed or removed (a refresh that found changes, the background details arriving): what
+    // depends on the runs' configs (the differing keys) is worth recomputing; a refresh that only moves the
+    // clocks does not emit it.
+    void runsChanged();
 
 private:
     void merge(std::vector<RunRecord> changed);

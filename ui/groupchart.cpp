@@ -4,6 +4,7 @@
 #include "background.h"
 #include "catalog.h"
 #include "chartexport.h"
+#include "chartview.h"
 #include "runfield.h"
 
 #include <QAreaSeries>
@@ -83,12 +84,7 @@ GroupChart::GroupChart(const QString& catalog_path, QWidget* parent) : QWidget(p
     status_->setStyleSheet(QStringLiteral("color: palette(mid)"));
 
     chart_ = new QChart;
-    chart_->legend()->setAlignment(Qt::AlignBottom);
-    chart_->setMargins(QMargins(4, 4, 4, 4));
-    chart_->setBackgroundRoundness(0);
-    view_ = new QChartView(chart_);
-    view_->setRenderHint(QPainter::Antialiasing);
-    view_->setRubberBand(QChartView::RectangleRubberBand);
+    view_ = make_chart_view(chart_);
     view_->setMinimumHeight(300);
 
     summary_ = new QTableWidget(0, 4);

@@ -1,5 +1,7 @@
 #include "jobdetailview.h"
 
+#include "chartview.h"
+
 #include <QAreaSeries>
 #include <QChart>
 #include <QChartView>
@@ -21,16 +23,6 @@
 namespace traindeck {
 
 namespace {
-
-QChartView* make_view(QChart* chart) {
-    chart->legend()->setAlignment(Qt::AlignBottom);
-    chart->setMargins(QMargins(4, 4, 4, 4));
-    chart->setBackgroundRoundness(0);
-    auto* view = new QChartView(chart);
-    view->setRenderHint(QPainter::Antialiasing);
-    view->setRubberBand(QChartView::RectangleRubberBand); // drag to zoom, right-click to zoom out
-    return view;
-}
 
 // Exponential moving average, as TensorBoard's slider does; 0 = raw.
 QVector<QPointF> smooth(const QVector<QPointF>& points, double weight) {
@@ -96,7 +88,7 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     loss_chart_->addSeries(loss_band_);
     loss_chart_->addSeries(loss_);
     loss_chart_->addSeries(val_accuracy_);
-    loss_view_ = make_view(loss_chart_);
+    loss_view_ = make_chart_view(loss_chart_);
 
     system_chart_ = new QChart;
     system_chart_->setTitle(tr("CPU, GPU and spend"));
@@ -113,7 +105,7 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     system_chart_->addSeries(cpu_);
     system_chart_->addSeries(spend_);
     system_chart_->addSeries(budget_);
-    system_view_ = make_view(system_chart_);
+    system_view_ = make_chart_view(system_chart_);
     rebuildAxes();
 
     log_ = new QPlainTextEdit;
@@ -292,26 +284,39 @@ void JobDetailView::refresh() {
     CatalogReader::Curve accuracy = reader_.curve(job_, "val/accuracy", buckets);
     // Another x-axis: each bucket's last step mapped through the run's record times (and spend), as xaxis.h does.
     const XAxis x_axis = static_cast<XAxis>(x_axis_->currentData().toInt());
-    auto on_axis = [&](qint64 job, QVector<QPointF> points) {
+    // A job's record times and spend, read once per job and refresh, whatever number of its curves use them.
+    struct Sources {
+        std::vector<MetricPoint> times, spend;
+    };
+    auto sources_of = [&](qint64 job) {
+        Sources sources;
+        if (x_axis == XAxis::step)
+            return sources;
+        for (const QPointF& p : reader_.curve(job, "_time", buckets).last)
+            sources.times.push_back({static_cast<int64_t>(p.x()), p.y()});
+        if (x_axis == XAxis::spend)
+            for (const QPointF& p : reader_.curve(job, "telemetry/spend", buckets).last)
+                sources.spend.push_back({static_cast<int64_t>(p.x()), p.y()});
+        return sources;
+    };
+    auto on_axis = [&](const Sources& sources, QVector<QPointF> points) {
         if (x_axis == XAxis::step)
             return points;
-        std::vector<MetricPoint> times, spend, steps;
-        for (const QPointF& p : reader_.curve(job, "_time", buckets).last)
-            times.push_back({static_cast<int64_t>(p.x()), p.y()});
-        for (const QPointF& p : reader_.curve(job, "telemetry/spend", buckets).last)
-            spend.push_back({static_cast<int64_t>(p.x()), p.y()});
+        std::vector<MetricPoint> steps;
+        steps.reserve(static_cast<size_t>(points.size()));
         for (const QPointF& p : points)
             steps.push_back({static_cast<int64_t>(p.x()), p.y()});
         QVector<QPointF> out;
-        for (const MetricPoint& p : to_x_axis(steps, x_axis, {times, spend, 0}))
+        for (const MetricPoint& p : to_x_axis(steps, x_axis, {sources.times, sources.spend, 0}))
             out.push_back(QPointF(static_cast<double>(p.step) / x_axis_scale(x_axis), p.value));
         return out;
     };
     if (x_axis != XAxis::step) {
-        loss.last = on_axis(job_, loss.last);
-        loss.min = on_axis(job_, loss.min);
-        loss.max = on_axis(job_, loss.max);
-        accuracy.last = on_axis(job_, accuracy.last);
+        const Sources own = sources_of(job_);
+        loss.last = on_axis(own, loss.last);
+        loss.min = on_axis(own, loss.min);
+        loss.max = on_axis(own, loss.max);
+        accuracy.last = on_axis(own, accuracy.last);
     }
     const double weight = smoothing_->value() / 100.0;
     const bool log_scale = log_axis_->isChecked();
@@ -328,7 +333,7 @@ void JobDetailView::refresh() {
     double overlay_end = 0, overlay_low = 1e300, overlay_high = -1e300;
     for (auto& [id, series] : overlays_) {
         CatalogReader::Curve other = reader_.curve(id, "loss", buckets);
-        other.last = on_axis(id, other.last);
+        other.last = on_axis(sources_of(id), other.last);
         series->replace(positive(smooth(other.last, weight)));
         for (const QPointF& p : other.last) {
             overlay_end = std::max(overlay_end, p.x());

@@ -47,10 +47,8 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     writer_.post([](Catalog& catalog) { catalog.purge_deleted(); });
     jobs_ = new JobTableModel(catalog_path, this);
     jobs_->setLoadDetailsInBackground(true); // the table paints at once; configs and summaries follow
-    connect(jobs_, &JobTableModel::detailsReady, this, [this] {
-        if (only_differing_->isChecked())
-            setOnlyDiffering(true);
-    });
+    // New or changed runs may differ in new keys: "only what differs" follows them (not on every clock tick).
+    connect(jobs_, &JobTableModel::runsChanged, this, &MainWindow::followDifferingKeys);
 
     table_ = new QTableView;
     table_->setModel(jobs_);
@@ -178,8 +176,10 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     connect(migrator_, &JobMigrator::problem, this, &MainWindow::addAlert);
     groups_ = new GroupChart(catalog_path);
     compare_ = new CompareView;
-    connect(compare_, &CompareView::brushChanged, this,
-            [this](const QSet<qint64>& ids, bool active) { jobs_->setOnlyRuns(ids, active); });
+    connect(compare_, &CompareView::brushChanged, this, [this](const QSet<qint64>& ids, bool active) {
+        jobs_->setOnlyRuns(ids, active);
+        followDifferingKeys();
+    });
     auto* compare_split = new QSplitter(Qt::Vertical);
     compare_split->addWidget(groups_);
     compare_split->addWidget(compare_);
@@ -322,8 +322,6 @@ void MainWindow::refresh() {
         detail_->setNote(QString::fromStdString(run->note));
     detail_->refresh();
     // A catalog that cannot be read (damaged, or changed under us) is said once per new message, not per refresh.
-    if (only_differing_->isChecked())
-        setOnlyDiffering(true); // new runs may differ in new keys
     for (const QString& error : {jobs_->error(), detail_->error()})
         if (!error.isEmpty() && error != last_catalog_error_) {
             last_catalog_error_ = error;
@@ -465,6 +463,7 @@ void MainWindow::setQuery(const QString& text) {
     if (filter_->text() != text)
         filter_->setText(text); // comes back here through textChanged
     if (jobs_->setQuery(text)) {
+        followDifferingKeys(); // the keys that differ among the runs now shown
         query_error_->hide();
         filter_->setStyleSheet({});
         return;
@@ -495,6 +494,11 @@ void MainWindow::setOnlyDiffering(bool on) {
     jobs_->setExtraColumns(columns);
 }
 
+void MainWindow::followDifferingKeys() {
+    if (only_differing_->isChecked())
+        setOnlyDiffering(true);
+}
+
 void MainWindow::showColumnsMenu() {
     QMenu menu(this);
     const QStringList available = jobs_->availableColumns();
@@ -513,18 +517,7 @@ void MainWindow::showColumnsMenu() {
         QAction* action = into->addAction(field);
         action->setCheckable(true);
         action->setChecked(jobs_->extraColumns().contains(field));
-        connect(action, &QAction::toggled, this, [this, field](bool checked) {
-            if (checked && !chosen_columns_.contains(field))
-                chosen_columns_ << field;
-            if (!checked)
-                chosen_columns_.removeAll(field);
-            QStringList columns = jobs_->extraColumns();
-            if (checked && !columns.contains(field))
-                columns << field;
-            if (!checked)
-                columns.removeAll(field);
-            jobs_->setExtraColumns(columns);
-        });
+        connect(action, &QAction::toggled, this, [this, field](bool checked) { chooseColumn(field, checked); });
     }
     menu.addSeparator();
     menu.addAction(tr("Spend to reach…"), this, [this] {
@@ -551,13 +544,20 @@ bool MainWindow::addSpendToReachColumn(const QString& target) {
         addAlert(tr("“%1” is not a target like val/accuracy >= 0.9 (a series, >= or <=, a number)").arg(target));
         return false;
     }
-    if (!chosen_columns_.contains(field))
-        chosen_columns_ << field;
-    QStringList columns = jobs_->extraColumns();
-    if (!columns.contains(field))
-        columns << field;
-    jobs_->setExtraColumns(columns);
+    chooseColumn(field, true);
     return true;
+}
+
+void MainWindow::chooseColumn(const QString& field, bool shown) {
+    // The user's choice outlives "only what differs" turning the differing keys on and off.
+    QStringList columns = jobs_->extraColumns();
+    for (QStringList* list : {&chosen_columns_, &columns}) {
+        if (!shown)
+            list->removeAll(field);
+        else if (!list->contains(field))
+            *list << field;
+    }
+    jobs_->setExtraColumns(columns);
 }
 
 QList<qint64> MainWindow::selectedIds() const {

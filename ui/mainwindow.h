@@ -108,6 +108,10 @@ private:
     void writeRuns(const QList<qint64>& ids, std::function<void(Catalog&, int64_t)> fn);
     void showTableMenu(const QPoint& at);
     void showColumnsMenu();
+    // With "only what differs" on, the extra columns become the keys that differ among the runs shown now.
+    void followDifferingKeys();
+    // Adds the column (a config key, a summary, a spend-to-reach target) at the end, or removes it.
+    void chooseColumn(const QString& field, bool shown);
     void exportTableCsv();
     void exportCurrentSeriesCsv();
 

@@ -6,6 +6,7 @@
 #include "chartexport.h"
 #include "parallelcoordinates.h"
 #include "sampleruns.h"
+#include "unittest.h"
 
 #include <gtest/gtest.h>
 
@@ -31,13 +32,7 @@ namespace {
 using test::number_value;
 using test::text_value;
 
-// Lets the view finish what it posted: layouts, and Qt Charts' deletion of replaced axes (deleteLater, which
-// processEvents alone leaves for the event loop).
-void settle() {
-    QCoreApplication::processEvents();
-    QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
-    QCoreApplication::processEvents();
-}
+using test::settle;
 
 QStringList column(const QAbstractItemModel& model, int column) {
     QStringList values;

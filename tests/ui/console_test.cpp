@@ -24,6 +24,7 @@
 #include "backendmanager.h"
 #include "backendref.h"
 #include "tokenstore.h"
+#include "unittest.h"
 
 #include <QAbstractButton>
 #include <QApplication>
@@ -1794,7 +1795,7 @@ void ConsoleTest::runsAreQueriedGroupedComparedAndKeptTidy() {
         QCOMPARE(summaries.size(), 3);
         QVERIFY2(summaries[0].startsWith("optimizer.lr=0.01 | 3 | "), qPrintable(summaries[0]));
         QVERIFY2(summaries[2].contains(" ± "), qPrintable(summaries[2]));
-        QTest::qWait(300); // the chart lays its axes and legend out in posted events: let them run before the picture
+        test::settle(); // the chart lays its axes and legend out in posted events: run them before the picture
         window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/compare-groups.png"));
         // The same groups by time since each run started: the records came one a second from step 1, so step s is
         // at s - 1 seconds and the curves end just before 200 s (not at step 200 read as seconds... nor at 0).
@@ -1810,7 +1811,7 @@ void ConsoleTest::runsAreQueriedGroupedComparedAndKeptTidy() {
         }
         window.groups().setXAxis(XAxis::step);
         window.compare().setCurrentTab(CompareView::parallelTab);
-        QTest::qWait(100);
+        test::settle();
         window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/compare-parallel.png"));
         window.tabs().setCurrentIndex(0);
     }

@@ -21,4 +21,13 @@ inline bool process_until(const std::function<bool()>& done, int limit_ms = 2000
     return true;
 }
 
+// Lets widgets finish what they posted: layouts (a chart lays out its axes and legend in posted events), and Qt
+// Charts' deletion of replaced axes (deleteLater, which processEvents alone leaves for the event loop). No waiting:
+// what is posted is run, then it is done.
+inline void settle() {
+    QCoreApplication::processEvents();
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::DeferredDelete);
+    QCoreApplication::processEvents();
+}
+
 } // namespace traindeck::test
