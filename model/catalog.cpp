@@ -603,7 +603,7 @@ void Catalog::set_starred(int64_t job, bool starred) { update_job(job, "starred"
 void Catalog::set_archived(int64_t job, bool archived) { update_job(job, "archived", int64_t(archived)); }
 void Catalog::set_deleted(int64_t job, bool deleted) { update_job(job, "deleted", deleted ? wall_seconds() : 0.0); }
 
-int Catalog::purge_deleted() {
+std::vector<int64_t> Catalog::purge_deleted() {
     std::vector<int64_t> gone;
     {
         Statement select = db_.prepare("SELECT id FROM jobs WHERE deleted > 0");
@@ -625,7 +625,7 @@ int Catalog::purge_deleted() {
     }
     if (!gone.empty())
         discard_caches(); // the series store's open chunks may name series that are gone
-    return static_cast<int>(gone.size());
+    return gone;
 }
 
 void Catalog::save_view(const SavedView& view) {

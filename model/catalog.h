@@ -94,7 +94,7 @@ public:
     void set_starred(int64_t job, bool starred);
     void set_archived(int64_t job, bool archived);
     void set_deleted(int64_t job, bool deleted);
-    int purge_deleted();
+    std::vector<int64_t> purge_deleted(); // the ids that went
 
     // Saved views of the runs table: a query, its columns, grouping and chart settings (JSON texts the console
     // reads; the catalog only keeps them).

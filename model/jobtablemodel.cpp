@@ -610,6 +610,20 @@ double CatalogReader::jobBudget(qint64 job) {
     }, 0.0);
 }
 
+double CatalogReader::samplesPerStep(qint64 job) {
+    return guarded(
+        [&] {
+            Statement select = catalog_.db().prepare(
+                "SELECT key, text, number FROM job_config WHERE job=? AND key IN ('batch_size', 'grad_accum')");
+            select.bind(1, static_cast<int64_t>(job));
+            std::map<std::string, ConfigValue> config;
+            while (select.step())
+                config[select.text(0)] = {select.text(1), select.is_null(2) ? NAN : select.real(2)};
+            return samples_per_step(config);
+        },
+        0.0);
+}
+
 QByteArray CatalogReader::jobRequest(qint64 job) {
     return guarded([&] {
         Statement select = catalog_.db().prepare("SELECT spec FROM jobs WHERE id=?");

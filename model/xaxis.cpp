@@ -71,6 +71,16 @@ std::vector<MetricPoint> to_x_axis(std::span<const MetricPoint> points, XAxis ax
     return out;
 }
 
+double samples_per_step(const std::map<std::string, ConfigValue>& config) {
+    const auto batch = config.find("batch_size");
+    if (batch == config.end() || !batch->second.is_number() || batch->second.number <= 0)
+        return 0;
+    const auto accumulate = config.find("grad_accum");
+    const bool accumulates =
+        accumulate != config.end() && accumulate->second.is_number() && accumulate->second.number > 0;
+    return batch->second.number * (accumulates ? accumulate->second.number : 1.0);
+}
+
 double spend_to_reach(Catalog& catalog, int64_t job, const std::string& series, double threshold, bool above) {
     const int64_t id = catalog.series(job, series, false);
     if (!id || std::isnan(threshold))

@@ -9,6 +9,7 @@
 #include "seriesstore.h"
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ struct XAxisSources {
 // its step, no spend yet, no batch size) is left out and counted in *dropped.
 std::vector<MetricPoint> to_x_axis(std::span<const MetricPoint> points, XAxis axis, const XAxisSources& sources,
                                    size_t* dropped = nullptr);
+
+// The samples one optimiser step sees, from a run's flattened config: batch_size × grad_accum (grad_accum 1 when the
+// config has none, as a user script's usually does). 0 when the config names no numeric batch size.
+double samples_per_step(const std::map<std::string, ConfigValue>& config);
 
 // What a run had spent when `series` first reached `threshold` (>= it when `above`, else <= it): the step of the first
 // such point, its record time, the spend telemetry at that time. NaN when it never got there or the worker reported no

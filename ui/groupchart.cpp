@@ -248,14 +248,9 @@ void GroupChart::recompute() {
     const XAxis axis = xAxis();
     // Samples per step from each run's config (batch_size × grad_accum), for the samples axis.
     std::unordered_map<int64_t, double> samples_per_step;
-    for (const RunRecord& run : runs_) {
-        const auto batch = run.config.find("batch_size");
-        const auto accumulate = run.config.find("grad_accum");
-        if (batch != run.config.end() && batch->second.is_number())
-            samples_per_step[run.id] =
-                batch->second.number *
-                (accumulate != run.config.end() && accumulate->second.is_number() ? accumulate->second.number : 1.0);
-    }
+    for (const RunRecord& run : runs_)
+        if (const double samples = traindeck::samples_per_step(run.config); samples > 0)
+            samples_per_step[run.id] = samples;
     const int buckets = std::clamp(view_->width() * 2, 200, 4000); // ~2 per pixel column, as the job charts
     status_->setText(tr("Reading %1 runs…").arg(runs_.size()));
     run_in_background(

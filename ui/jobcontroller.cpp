@@ -51,6 +51,13 @@ bool JobController::resume(const Job& job) {
     return connected.has_value();
 }
 
+bool JobController::removeFiles(const Job& job) {
+    const std::optional<Connected> connected = connectedOrSay(job);
+    if (connected)
+        connected->sync->removeFiles(job.id, job.remote_id);
+    return connected.has_value();
+}
+
 void JobController::submit(const QString& backend_name, const QString& job_name, const QJsonObject& request) {
     const std::optional<Connected> connected = find(backend_name);
     if (!connected) {

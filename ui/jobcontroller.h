@@ -47,6 +47,8 @@ public:
     // On the job's backend; false, and problem(), when that backend is not connected.
     bool cancel(const Job& job);
     bool resume(const Job& job);
+    // Deletes a finished job's files on its backend for good (JobSync::removeFiles).
+    bool removeFiles(const Job& job);
     // Submits to the named backend; a request with a "dataset" version has that version uploaded there first (only
     // the chunks it lacks). What stops it is said through problem(), as "Not submitted: …".
     void submit(const QString& backend_name, const QString& job_name, const QJsonObject& request);

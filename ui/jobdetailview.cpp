@@ -7,6 +7,8 @@
 #include <QChartView>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDateTime>
+#include <QDateTimeAxis>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLegend>
@@ -42,6 +44,13 @@ void fit(QAbstractAxis* axis, double low, double high) {
         low -= 0.5;
         high += 0.5;
     }
+    if (auto* dates = qobject_cast<QDateTimeAxis*>(axis)) {
+        // Wall time in milliseconds; the date too once the run spans more than a day.
+        dates->setFormat(high - low > 86'400'000.0 ? QStringLiteral("MMM d HH:mm") : QStringLiteral("HH:mm:ss"));
+        dates->setRange(QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(low)),
+                        QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(high)));
+        return;
+    }
     axis->setRange(low, high);
     // Round ticks (0, 20, 40 …) instead of repeated, truncated labels.
     if (auto* value_axis = qobject_cast<QValueAxis*>(axis))
@@ -61,10 +70,11 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
                              "spread inside each bucket. Nothing is sampled away."));
     log_axis_ = new QCheckBox(tr("Log scale"));
     x_axis_ = new QComboBox;
-    for (const XAxis axis : {XAxis::step, XAxis::relative_time, XAxis::spend})
+    for (const XAxis axis : {XAxis::step, XAxis::samples, XAxis::wall_time, XAxis::relative_time, XAxis::spend})
         x_axis_->addItem(tr(x_axis_title(axis)), static_cast<int>(axis));
-    x_axis_->setToolTip(
-        tr("Draw the loss and accuracy against the step, the time since the run started, or its spend"));
+    x_axis_->setToolTip(tr("Draw the loss and accuracy against the step, the samples seen (the run's batch size × "
+                           "gradient accumulation), the wall-clock time, the time since the run started, or its "
+                           "spend"));
     smoothing_ = new QSlider(Qt::Horizontal);
     smoothing_->setRange(0, 99);
     smoothing_->setValue(60);
@@ -160,10 +170,16 @@ void JobDetailView::rebuildAxes() {
             chart->removeAxis(axis);
             delete axis;
         }
-    auto* step = new QValueAxis;
     const XAxis x_axis = x_axis_ ? static_cast<XAxis>(x_axis_->currentData().toInt()) : XAxis::step;
+    QAbstractAxis* step;
+    if (x_axis == XAxis::wall_time) {
+        step = new QDateTimeAxis;
+    } else {
+        auto* values = new QValueAxis;
+        values->setLabelFormat(x_axis == XAxis::spend ? "%.4g" : x_axis == XAxis::step ? "%d" : "%.0f");
+        step = values;
+    }
     step->setTitleText(tr(x_axis_title(x_axis)));
-    step->setLabelFormat(x_axis == XAxis::spend ? "%.4g" : "%d");
     QAbstractAxis* loss_axis;
     if (log_axis_ && log_axis_->isChecked()) {
         auto* axis = new QLogValueAxis;
@@ -287,10 +303,13 @@ void JobDetailView::refresh() {
     // A job's record times and spend, read once per job and refresh, whatever number of its curves use them.
     struct Sources {
         std::vector<MetricPoint> times, spend;
+        double samples_per_step = 0;
     };
     auto sources_of = [&](qint64 job) {
         Sources sources;
-        if (x_axis == XAxis::step)
+        if (x_axis == XAxis::samples)
+            sources.samples_per_step = reader_.samplesPerStep(job);
+        if (x_axis == XAxis::step || x_axis == XAxis::samples)
             return sources;
         for (const QPointF& p : reader_.curve(job, "_time", buckets).last)
             sources.times.push_back({static_cast<int64_t>(p.x()), p.y()});
@@ -307,8 +326,9 @@ void JobDetailView::refresh() {
         for (const QPointF& p : points)
             steps.push_back({static_cast<int64_t>(p.x()), p.y()});
         QVector<QPointF> out;
-        for (const MetricPoint& p : to_x_axis(steps, x_axis, {sources.times, sources.spend, 0}))
-            out.push_back(QPointF(static_cast<double>(p.step) / x_axis_scale(x_axis), p.value));
+        const double scale = x_axis == XAxis::wall_time ? 1.0 : x_axis_scale(x_axis); // a date axis takes ms
+        for (const MetricPoint& p : to_x_axis(steps, x_axis, {sources.times, sources.spend, sources.samples_per_step}))
+            out.push_back(QPointF(static_cast<double>(p.step) / scale, p.value));
         return out;
     };
     if (x_axis != XAxis::step) {
@@ -410,6 +430,8 @@ void JobDetailView::refresh() {
         budget_->clear();
     }
     fit(system_axes[0], 0, time_end);
+    if (auto* seconds_axis = qobject_cast<QValueAxis*>(system_axes[0]))
+        seconds_axis->setLabelFormat(time_end > 10 ? "%d" : "%.1f"); // no "0 0 0 1" before telemetry arrives
     fit(system_axes[1], 0, cpu_high * 1.05);
     fit(system_axes[2], 0, spend_high * 1.1);
 

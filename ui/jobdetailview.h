@@ -31,7 +31,8 @@ public:
     // The run's note (markdown), shown under the title; "" hides it.
     void setNote(const QString& markdown);
     QString note() const;
-    // The loss chart's x-axis: the step (default), seconds since the run started, or its spend.
+    // The loss chart's x-axis: the step (default), samples seen, wall time (a date axis: x in Unix milliseconds),
+    // seconds since the run started, or its spend.
     void setXAxis(XAxis axis);
     // The loss curve as drawn (x on the chosen axis), for tests.
     QVector<QPointF> lossPoints() const;
@@ -70,7 +71,7 @@ private:
     QLineSeries* budget_;
     QMap<QString, QLineSeries*> gpu_series_; // catalog series name -> curve
     QCheckBox* log_axis_;
-    QComboBox* x_axis_ = nullptr; // step, time since start, spend (xaxis.h)
+    QComboBox* x_axis_ = nullptr; // step, samples, wall time, time since start, spend (xaxis.h)
     QSlider* smoothing_;
     QPlainTextEdit* log_;
 };

@@ -90,6 +90,32 @@ void JobSync::cancel(qint64 job, const QString& remote_id) {
     });
 }
 
+void JobSync::removeFiles(qint64 job, const QString& remote_id) {
+    const BackendRef ref = BackendRef::of(&backend_);
+    struct Removed {
+        QString error;
+        qint64 bytes = 0;
+    };
+    run_in_background(
+        this,
+        [ref, remote_id, job] {
+            Removed removed{tr("the console is closing")};
+            const BackendRef::Use backend = ref.use();
+            if (!backend || !backend->removeJob(remote_id, &removed.bytes, &removed.error))
+                return removed;
+            removed.error.clear();
+            QDir(checkpointDir(job)).removeRecursively(); // the console's copy goes with the worker's
+            return removed;
+        },
+        [this, job](const Removed& removed) {
+            if (!removed.error.isEmpty())
+                emit failed(
+                    tr("The files of run %1 were not deleted on %2: %3").arg(job).arg(backend_name_, removed.error));
+            else
+                emit filesRemoved(job, removed.bytes);
+        });
+}
+
 void JobSync::resume(qint64 job, const QString& remote_id) {
     const BackendRef ref = BackendRef::of(&backend_);
     run_in_background(this, [ref, remote_id] {

@@ -20,6 +20,9 @@ public:
     void submit(const QString& name, const QJsonObject& request);
     void cancel(qint64 job, const QString& remote_id);
     void resume(qint64 job, const QString& remote_id);
+    // Deletes the job's record and files (checkpoints, logs, exports) on its worker for good, and the console's own
+    // copy of its checkpoint; filesRemoved or failed says how it went.
+    void removeFiles(qint64 job, const QString& remote_id);
     // Records an export's files as the job's artifacts.
     void recordArtifacts(qint64 job, const QJsonObject& report);
     CatalogWriter& writer() { return writer_; }
@@ -35,6 +38,7 @@ signals:
     void submitted(qint64 job);
     void alertRaised(qint64 job, const QString& kind, const QString& message);
     void checkpointSynced(qint64 job, const QString& path);
+    void filesRemoved(qint64 job, qint64 bytes); // bytes of files the worker removed
 
 private:
     void onEvents(const QString& remote_id, const QByteArray& events, bool finished);

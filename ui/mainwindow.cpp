@@ -8,10 +8,12 @@
 #include "groupchart.h"
 #include "backendref.h"
 #include "exportdialog.h"
+#include "jobstate.h"
 #include "newjobdialog.h"
 
 #include <QAction>
 #include <QApplication>
+#include <QDir>
 #include <QFile>
 #include <QFileDialog>
 #include <QHBoxLayout>
@@ -26,6 +28,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QLocale>
+#include <QMessageBox>
 #include <QPointer>
 #include <QSplitter>
 #include <QStandardPaths>
@@ -43,8 +47,12 @@ namespace traindeck {
 MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& backend, QWidget* parent)
     : QMainWindow(parent), writer_(sync.writer()), reader_(catalog_path) {
     setWindowTitle(tr("TrainDeck"));
-    // Runs deleted in an earlier session (whose undo is gone with it) go for good now.
-    writer_.post([](Catalog& catalog) { catalog.purge_deleted(); });
+    // Runs deleted in an earlier session (whose undo is gone with it) go for good now, with the console's checkpoint
+    // copies (a later run may get a purged run's id).
+    writer_.post([](Catalog& catalog) {
+        for (const int64_t job : catalog.purge_deleted())
+            QDir(JobSync::checkpointDir(job)).removeRecursively();
+    });
     jobs_ = new JobTableModel(catalog_path, this);
     jobs_->setLoadDetailsInBackground(true); // the table paints at once; configs and summaries follow
     // New or changed runs may differ in new keys: "only what differs" follows them (not on every clock tick).
@@ -280,6 +288,9 @@ void MainWindow::connectSync(JobSync& sync) {
         if (tray_)
             tray_->showMessage(tr("TrainDeck: %1").arg(kind), message,
                                kind == "failed" || kind == "nan_loss" ? QSystemTrayIcon::Critical : QSystemTrayIcon::Warning);
+    });
+    connect(&sync, &JobSync::filesRemoved, this, [this, name = sync.backendName()](qint64 job, qint64 bytes) {
+        addAlert(tr("run %1: its files on %2 are deleted (%3)").arg(job).arg(name, QLocale().formattedDataSize(bytes)));
     });
     connect(&sync, &JobSync::submitted, this, [this](qint64) {
         refresh();
@@ -616,14 +627,37 @@ void MainWindow::setNoteOfCurrent(const QString& note) {
               [note = note.toStdString()](Catalog& catalog, int64_t id) { catalog.set_note(id, note); });
 }
 
-void MainWindow::deleteSelected() {
-    const QList<qint64> ids = selectedIds();
+void MainWindow::deleteSelected(bool with_files) {
+    QList<qint64> ids = selectedIds();
+    if (with_files) {
+        // A worker deletes only what has finished; a run still going is left whole rather than half deleted.
+        QStringList active;
+        QList<qint64> finished;
+        for (const qint64 id : ids) {
+            const int row = jobs_->rowOf(id);
+            const RunRecord* run = jobs_->runAt(row);
+            if (!run)
+                continue;
+            if (!is_finished_in_catalog(run->state)) {
+                active << QString::fromStdString(run->name);
+                continue;
+            }
+            finished << id;
+            controller_->removeFiles(jobAt(jobs_->index(row, 0)));
+        }
+        if (!active.isEmpty())
+            addAlert(tr("Not deleted, still active (cancel first): %1").arg(active.join(QStringLiteral(", "))));
+        ids = finished;
+    }
     if (ids.isEmpty())
         return;
     last_deleted_ = ids;
     writeRuns(ids, [](Catalog& catalog, int64_t id) { catalog.set_deleted(id, true); });
-    addAlert(tr("%n run(s) deleted — Undo delete (Ctrl+Z) brings them back until the console closes", nullptr,
-                static_cast<int>(ids.size())));
+    addAlert(with_files ? tr("%n run(s) deleted with their files on the worker — Undo delete (Ctrl+Z) brings back "
+                             "their records and curves, not the files",
+                             nullptr, static_cast<int>(ids.size()))
+                        : tr("%n run(s) deleted — Undo delete (Ctrl+Z) brings them back until the console closes",
+                             nullptr, static_cast<int>(ids.size())));
 }
 
 void MainWindow::undoDelete() {
@@ -669,7 +703,17 @@ void MainWindow::showTableMenu(const QPoint& at) {
         menu.addAction(tr("Unarchive"), this, [this] { archiveSelected(false); });
     else
         menu.addAction(tr("Archive"), this, [this] { archiveSelected(true); });
-    menu.addAction(tr("Delete"), this, &MainWindow::deleteSelected);
+    menu.addAction(tr("Delete"), this, [this] { deleteSelected(); });
+    menu.addAction(tr("Delete with files on the worker…"), this, [this] {
+        const int count = static_cast<int>(selectedIds().size());
+        if (QMessageBox::question(this, tr("Delete with files"),
+                                  tr("Delete %n run(s) and, on their workers, their checkpoints, logs and exports?\n\n"
+                                     "The files cannot be brought back; Undo delete restores only the records and "
+                                     "curves in the catalog.",
+                                     nullptr, count),
+                                  QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel) == QMessageBox::Yes)
+            deleteSelected(true);
+    });
     menu.addSeparator();
     menu.addAction(tr("Compare selected"), this, [this] {
         tabs_->setCurrentWidget(compare_tab_);

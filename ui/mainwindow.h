@@ -68,7 +68,10 @@ public:
     void starSelected(bool starred);
     void archiveSelected(bool archived);
     void setNoteOfCurrent(const QString& note);
-    void deleteSelected();
+    // Deletes the selected runs from the catalog (undo brings them back until the console closes). With files: only
+    // finished runs, and their record and files on their worker go too, for good (undo brings back the catalog's
+    // record only); an active run is left alone and said so.
+    void deleteSelected(bool with_files = false);
     void undoDelete();
     // Saved views: the query, the extra columns and the grouping, under a name, in the catalog.
     void saveView(const QString& name);

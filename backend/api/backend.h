@@ -31,6 +31,9 @@ public:
     // A stopped, cancelled or failed job continues from its checkpoint; newBudget > 0 raises its budget.
     virtual bool resume(const QString& remoteId, double newBudget, QString* error) = 0;
     virtual QJsonObject resources(QString* error) = 0;
+    // Deletes a finished job on the backend for good: its record there and its files (checkpoints, logs, exports).
+    // An active job is refused. *freedBytes gets the bytes of files removed.
+    virtual bool removeJob(const QString& remoteId, qint64* freedBytes, QString* error) = 0;
 
     // Sends a dataset version (its manifest JSON, made from the folder or file at root) to the backend's
     // content-addressed store; only the chunks it lacks travel. progress(bytes sent, bytes to send, seconds).
@@ -75,5 +78,5 @@ public:
 
 } // namespace traindeck
 
-#define TrainDeckBackendFactory_iid "org.traindeck.BackendFactory/3"
+#define TrainDeckBackendFactory_iid "org.traindeck.BackendFactory/4"
 Q_DECLARE_INTERFACE(traindeck::BackendFactory, TrainDeckBackendFactory_iid)

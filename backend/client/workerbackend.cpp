@@ -399,7 +399,9 @@ client::HttpResponse WorkerBackend::call(const std::string& method, const std::s
     Pooled pooled = take_client();
     if (!pooled.client)
         return {0, {}, closing_->load() ? "the console is closing" : "not connected"};
-    client::HttpResponse response = method == "GET" ? pooled.client->get(path, timeout_ms) : pooled.client->post(path, body, timeout_ms);
+    client::HttpResponse response = method == "GET"      ? pooled.client->get(path, timeout_ms)
+                                    : method == "DELETE" ? pooled.client->del(path, timeout_ms)
+                                                         : pooled.client->post(path, body, timeout_ms);
     return_client(std::move(pooled));
     lost_connection(response);
     return response;
@@ -431,6 +433,29 @@ bool WorkerBackend::cancel(const QString& remoteId, QString* error) {
     if (!response.ok() && error)
         *error = QString::fromStdString(response.message());
     return response.ok();
+}
+
+bool WorkerBackend::removeJob(const QString& remoteId, qint64* freedBytes, QString* error) {
+    // The id goes into a path: only the worker's own kind of id (digits) is sent, never a path of the catalog's.
+    const std::string id = remoteId.toStdString();
+    if (id.empty() || id.size() > 18 ||
+        !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        if (error)
+            *error = QStringLiteral("“%1” is not a worker job id").arg(remoteId);
+        return false;
+    }
+    const auto response = call("DELETE", "/v1/jobs/" + id);
+    if (!response.ok()) {
+        if (error)
+            *error = QString::fromStdString(response.message());
+        return false;
+    }
+    const nlohmann::json reply = response.json();
+    if (freedBytes)
+        *freedBytes = reply.is_object() && reply.value("bytes", nlohmann::json()).is_number_unsigned()
+                          ? static_cast<qint64>(std::min<uint64_t>(reply["bytes"].get<uint64_t>(), INT64_MAX))
+                          : 0;
+    return true;
 }
 
 QJsonObject WorkerBackend::resources(QString* error) {

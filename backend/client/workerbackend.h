@@ -35,6 +35,7 @@ public:
     QString describe() const override;
     QString submit(const QJsonObject& request, QString* error) override;
     bool cancel(const QString& remoteId, QString* error) override;
+    bool removeJob(const QString& remoteId, qint64* freedBytes, QString* error) override;
     bool resume(const QString& remoteId, double newBudget, QString* error) override;
     QJsonObject resources(QString* error) override;
     void watch(const QString& remoteId, qint64 afterSeq) override;

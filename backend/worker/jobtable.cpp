@@ -89,10 +89,29 @@ JobRow read_job_row(const Statement& select) {
 
 int64_t insert_job(Database& db, const std::string& name, const std::string& request_json, int64_t priority,
                    double submitted) {
-    Statement insert = db.prepare("INSERT INTO jobs(name, request, state, priority, submitted) VALUES(?, ?, 'queued', ?, ?)");
+    // Above every id there is and every id there was (meta's highest_deleted_id, kept by delete_job).
+    Statement insert = db.prepare(
+        "INSERT INTO jobs(id, name, request, state, priority, submitted) VALUES("
+        "max(coalesce((SELECT max(id) FROM jobs), 0), "
+        "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key='highest_deleted_id'), 0)) + 1, ?, ?, 'queued', "
+        "?, ?)");
     insert.bind(1, name).bind(2, request_json).bind(3, priority).bind(4, submitted);
     insert.step();
     return db.last_insert_id();
+}
+
+void delete_job(Database& db, int64_t id) {
+    Statement events = db.prepare("DELETE FROM events WHERE job=?");
+    events.bind(1, id);
+    events.step();
+    Statement job = db.prepare("DELETE FROM jobs WHERE id=?");
+    job.bind(1, id);
+    job.step();
+    Statement highest =
+        db.prepare("INSERT INTO meta(key, value) VALUES('highest_deleted_id', ?1) ON CONFLICT(key) DO UPDATE SET "
+                   "value=CAST(max(CAST(value AS INTEGER), ?1) AS TEXT)");
+    highest.bind(1, id);
+    highest.step();
 }
 
 void update_job(Database& db, Statement& update, const JobRow& row) {

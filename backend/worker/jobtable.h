@@ -41,11 +41,14 @@ std::string select_jobs_sql(std::string_view clause);
 // The row a select_jobs_sql() statement stands on. Throws when the row holds a state no worker writes.
 JobRow read_job_row(const Statement& select);
 
-// A new queued job; returns its id.
+// A new queued job; returns its id. Ids are never reused, not even the id of a deleted last job: a console that
+// still names that id must never be answered with another job's events.
 int64_t insert_job(Database& db, const std::string& name, const std::string& request_json, int64_t priority,
                    double submitted);
 // Writes everything that changes while a job lives. `update` is prepared on first use and kept by the caller.
 void update_job(Database& db, Statement& update, const JobRow& row);
 void update_job_request(Database& db, int64_t id, const std::string& request_json);
+// Removes a job's row and its events (the caller removes its folder once this commits).
+void delete_job(Database& db, int64_t id);
 
 } // namespace traindeck::worker

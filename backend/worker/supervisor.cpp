@@ -504,6 +504,41 @@ Supervisor::Result Supervisor::resume(int64_t id, double new_budget) {
     });
 }
 
+Supervisor::Result Supervisor::remove(int64_t id) {
+    return call([this, id](const Reply& reply) {
+        if (jobs_.count(id)) {
+            reply->set_value({409, {{"error", "job " + std::to_string(id) + " is still active; cancel it first"}}});
+            return;
+        }
+        Statement select = db_.prepare("SELECT 1 FROM jobs WHERE id=?");
+        select.bind(1, id);
+        if (!select.step()) {
+            reply->set_value({404, {{"error", "no job " + std::to_string(id)}}});
+            return;
+        }
+        // The folder goes only once the row has: a failed commit leaves the job whole, files and all.
+        reply_after_commit(
+            reply,
+            [this, id] {
+                std::error_code ec;
+                uintmax_t bytes = 0;
+                for (const auto& entry : fs::recursive_directory_iterator(job_dir(id), ec))
+                    if (entry.is_regular_file(ec))
+                        bytes += entry.file_size(ec);
+                fs::remove_all(job_dir(id), ec);
+                if (ec)
+                    return Result{200,
+                                  {{"id", id},
+                                   {"deleted", true},
+                                   {"bytes", bytes},
+                                   {"warning", "some files could not be removed: " + ec.message()}}};
+                return Result{200, {{"id", id}, {"deleted", true}, {"bytes", bytes}}};
+            },
+            [] {}, "the job could not be deleted", "nothing was removed; try again");
+        delete_job(db_, id);
+    });
+}
+
 void Supervisor::signal_job(Job& job, StopReason kind, int signal) {
     if (job.stop == StopReason::none || kind == StopReason::cancel)
         job.stop = kind;

@@ -54,6 +54,9 @@ public:
     // A stopped, cancelled or failed job goes back to the queue and continues from its checkpoint; a budget-stopped
     // job needs new_budget above what it spent (0 keeps the old budget).
     Result resume(int64_t job, double new_budget);
+    // Deletes a finished job for good: its row and events, then its folder (checkpoints, logs, exports). An active
+    // job is refused (409: cancel it first). The reply says how many bytes of files went.
+    Result remove(int64_t job);
 
     const WorkerConfig& config() const { return config_; }
     std::string database_path() const { return config_.state_dir + "/worker.db"; }

@@ -131,6 +131,9 @@ struct WorkerServer::Routes {
     void Get(const std::string& pattern, httplib::Server::Handler handler) { add("GET", pattern, std::move(handler)); }
     void Post(const std::string& pattern, httplib::Server::Handler handler) { add("POST", pattern, std::move(handler)); }
     void Put(const std::string& pattern, httplib::Server::Handler handler) { add("PUT", pattern, std::move(handler)); }
+    void Delete(const std::string& pattern, httplib::Server::Handler handler) {
+        add("DELETE", pattern, std::move(handler));
+    }
 
 private:
     void add(const char* method, const std::string& pattern, httplib::Server::Handler handler) {
@@ -252,6 +255,8 @@ std::string WorkerServer::bind(const std::string& host, int port, const std::str
             s.Get(route.pattern, route.handler);
         else if (route.method == "POST")
             s.Post(route.pattern, route.handler);
+        else if (route.method == "DELETE")
+            s.Delete(route.pattern, route.handler);
         else
             s.Put(route.pattern, route.handler);
     }
@@ -364,6 +369,13 @@ void WorkerServer::routes() {
         if (!job_id(req, res, id))
             return;
         const Supervisor::Result result = supervisor_.cancel(id);
+        reply(res, result.status, result.body);
+    });
+    s.Delete(R"(/v1/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+        int64_t id = 0;
+        if (!job_id(req, res, id))
+            return;
+        const Supervisor::Result result = supervisor_.remove(id);
         reply(res, result.status, result.body);
     });
     s.Get(R"(/v1/jobs/(\d+)/checkpoints)", [this](const httplib::Request& req, httplib::Response& res) {

@@ -585,7 +585,7 @@ TEST(Catalog, HygieneSurvivesReopeningAndDeletionCanBeUndoneUntilPurged) {
     ASSERT_EQ(catalog.views().size(), 1u);
     EXPECT_EQ(catalog.views()[0].query, "tag:baseline");
 
-    EXPECT_EQ(catalog.purge_deleted(), 1);
+    EXPECT_EQ(catalog.purge_deleted(), std::vector<int64_t>{gone});
     runs = catalog.runs(0, nullptr);
     ASSERT_EQ(runs.size(), 2u);
     EXPECT_EQ(find_run(runs, gone), nullptr);

@@ -15,6 +15,7 @@ const std::vector<MetricPoint> kSpend = {{1'002'000, 0.10}, {1'008'000, 0.30}};
 
 std::vector<int64_t> xs(const std::vector<MetricPoint>& points) {
     std::vector<int64_t> out;
+    out.reserve(points.size());
     for (const MetricPoint& p : points)
         out.push_back(p.step);
     return out;
@@ -30,6 +31,16 @@ TEST(XAxis, StepIsTheStepAndSamplesNeedABatchSize) {
     size_t dropped = 0;
     EXPECT_TRUE(to_x_axis(kLoss, XAxis::samples, {}, &dropped).empty());
     EXPECT_EQ(dropped, 4u); // no batch size: nothing to place, and said so
+}
+
+TEST(XAxis, SamplesPerStepIsTheBatchTimesTheAccumulation) {
+    std::map<std::string, ConfigValue> config = {{"batch_size", {"64", 64}}};
+    EXPECT_EQ(samples_per_step(config), 64); // a user script's config: no accumulation
+    config["grad_accum"] = {"4", 4};
+    EXPECT_EQ(samples_per_step(config), 256); // the built-in trainer: one step is grad_accum batches
+    config["batch_size"] = {"large", NAN};
+    EXPECT_EQ(samples_per_step(config), 0); // not a number: unknown, not 4
+    EXPECT_EQ(samples_per_step({{"grad_accum", {"4", 4}}}), 0);
 }
 
 TEST(XAxis, TimesComeFromTheRecordTimesBetweenKnownSteps) {

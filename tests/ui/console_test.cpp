@@ -681,6 +681,13 @@ void ConsoleTest::submitWatchCancelAndRestart() {
         // Close the console mid-run (the job keeps training in the worker).
         QCOMPARE(state_of(window, row), QString("running"));
         long_remote = window.jobs().data(window.jobs().index(row, 0), JobTableModel::RemoteIdRole).toString();
+        // Deleting with files refuses a run still going: it stays whole, in the table and on its worker.
+        window.selectRow(row);
+        window.deleteSelected(true);
+        QVERIFY2(window.alerts().front().contains("Not deleted, still active (cancel first): long"),
+                 qPrintable(window.alerts().front()));
+        QCOMPARE(window.jobs().rowCount(), 2);
+        QVERIFY(QFileInfo::exists(worker_dir + "/jobs/" + long_remote + "/metrics.jsonl"));
     }
     // With no console watching, the job trains on: its own metrics file in the worker's folder shows step 100.
     write_file(temp.filePath("release-long"), "go\n");
@@ -721,6 +728,20 @@ void ConsoleTest::submitWatchCancelAndRestart() {
         window.refresh();
         QTest::qWait(300);
         window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/console-finished.png"));
+
+        // Deleted with its files: the worker's record and folder (its checkpoint) go for good; undo brings back
+        // the catalog's record only.
+        const QString doomed_dir = worker_dir + "/jobs/" + doomed_remote;
+        QVERIFY(!QDir(doomed_dir + "/checkpoints").entryList({"ckpt-*.tdck"}, QDir::Files).isEmpty());
+        window.selectRow(row_of(window, "doomed"));
+        window.deleteSelected(true);
+        QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 1, 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(window.alerts().front().contains("its files on local are deleted"), 30000);
+        QVERIFY(!QFileInfo::exists(doomed_dir));
+        QCOMPARE(console.backend->removeJob(doomed_remote, nullptr, nullptr), false); // the worker has no such job now
+        window.undoDelete();
+        QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 2, 10000);
+        QCOMPARE(state_of(window, row_of(window, "doomed")), QString("cancelled"));
     }
 }
 
@@ -1648,7 +1669,11 @@ void fill_sweep(Catalog& catalog) {
             event("state", {{"state", "running"}}, 1000.0 + seed);
             event("record",
                   {{"type", "config"},
-                   {"config", {{"optimizer", {{"lr", lr}, {"type", "sgd"}}}, {"model", "mlp"}, {"seed", seed}}}},
+                   {"config",
+                    {{"optimizer", {{"lr", lr}, {"type", "sgd"}}},
+                     {"model", "mlp"},
+                     {"seed", seed},
+                     {"batch_size", 32}}}},
                   1000.0);
             const int steps = lr == 0.01 && seed == 5 ? 150 : 200;
             for (int step = 1; step <= steps; ++step) {
@@ -1767,6 +1792,16 @@ void ConsoleTest::runsAreQueriedGroupedComparedAndKeptTidy() {
         QVERIFY(!drawn.isEmpty());
         QVERIFY2(drawn.front().x() < 2 && drawn.back().x() > 190 && drawn.back().x() <= 199,
                  qPrintable(QString("x from %1 to %2").arg(drawn.front().x()).arg(drawn.back().x())));
+        // Samples seen (batch_size 32, no accumulation: step 200 has seen 6,400) and the wall-clock time (a date
+        // axis in Unix milliseconds: step 200 was recorded at 1,200 s).
+        window.detail().setXAxis(XAxis::samples);
+        drawn = window.detail().lossPoints();
+        QVERIFY(!drawn.isEmpty());
+        QCOMPARE(drawn.back().x(), 6400.0);
+        window.detail().setXAxis(XAxis::wall_time);
+        drawn = window.detail().lossPoints();
+        QVERIFY(!drawn.isEmpty());
+        QCOMPARE(drawn.back().x(), 1'200'000.0);
         window.detail().setXAxis(XAxis::step);
         drawn = window.detail().lossPoints();
         QVERIFY(!drawn.isEmpty());

@@ -60,7 +60,7 @@ public:
     QString describe() const override { return QStringLiteral("fake"); }
 
     std::mutex mutex;
-    QStringList submitted, cancelled, resumed, uploaded; // guarded by mutex: pool threads call these
+    QStringList submitted, cancelled, resumed, uploaded, removed; // guarded by mutex: pool threads call these
     QString submit(const QJsonObject& request, QString*) override {
         std::lock_guard lock(mutex);
         submitted << request.value("name").toString();
@@ -74,6 +74,12 @@ public:
     bool resume(const QString& remote_id, double, QString*) override {
         std::lock_guard lock(mutex);
         resumed << remote_id;
+        return true;
+    }
+    bool removeJob(const QString& remote_id, qint64* freed, QString*) override {
+        std::lock_guard lock(mutex);
+        removed << remote_id;
+        *freed = 0;
         return true;
     }
     QJsonObject resources(QString*) override { return QJsonObject{{"cpus", 1}}; }

@@ -461,6 +461,42 @@ TEST(Worker, CancelStopsRunningAndQueuedJobs) {
     EXPECT_EQ(worker.client().post("/v1/jobs/" + std::to_string(running) + "/cancel", std::string("{}")).status, 409);
 }
 
+TEST(Worker, DeleteRemovesAFinishedJobForGoodAndNeverReusesItsId) {
+    WorkerProcess worker({"--cpus", "1"});
+    // A job that leaves a 100 kB checkpoint in its folder, and one still running.
+    const int64_t done = worker.submit(
+        {{"argv", {"/bin/sh", "-c", "head -c 100000 /dev/zero > \"$TRAINDECK_CHECKPOINT_DIR/ckpt-0000000001.tdck\""}}});
+    ASSERT_EQ(worker.wait_for_state(done, {"succeeded", "failed"})["state"], "succeeded");
+    const int64_t running = worker.submit({{"argv", {"/bin/sleep", "60"}}});
+    ASSERT_FALSE(worker.wait_for_state(running, {"running"}).is_null());
+    const std::string path = "/v1/jobs/" + std::to_string(running);
+    const auto refused = worker.client().del(path);
+    EXPECT_EQ(refused.status, 409);
+    EXPECT_NE(refused.message().find("cancel it first"), std::string::npos) << refused.message();
+    EXPECT_EQ(worker.job(running)["state"], "running");
+    EXPECT_TRUE(std::filesystem::is_directory(job_dir(worker, running)));
+
+    ASSERT_TRUE(std::filesystem::exists(job_dir(worker, done) + "/checkpoints/ckpt-0000000001.tdck"));
+    const auto deleted = worker.client().del("/v1/jobs/" + std::to_string(done));
+    ASSERT_EQ(deleted.status, 200) << deleted.body;
+    EXPECT_GE(deleted.json()["bytes"].get<int64_t>(), 100000);
+    EXPECT_FALSE(std::filesystem::exists(job_dir(worker, done)));
+    EXPECT_EQ(worker.client().get("/v1/jobs/" + std::to_string(done)).status, 404);
+    EXPECT_EQ(worker.client().del("/v1/jobs/" + std::to_string(done)).status, 404);
+    EXPECT_EQ(worker.client().del("/v1/jobs/" + std::to_string(done + 1000)).status, 404);
+
+    // The running job, once cancelled, can go too; it was the newest, and the next job does not get its id.
+    ASSERT_EQ(worker.client().post(path + "/cancel", std::string("{}")).status, 202);
+    ASSERT_FALSE(worker.wait_for_state(running, {"cancelled"}, 20).is_null());
+    ASSERT_EQ(worker.client().del(path).status, 200);
+    const int64_t next = worker.submit({{"argv", {"/bin/true"}}});
+    EXPECT_GT(next, running);
+    const json listed = worker.client().get("/v1/jobs").json();
+    ASSERT_TRUE(listed.is_object()) << listed.dump();
+    for (const json& job : listed["jobs"])
+        EXPECT_TRUE(job["id"] != done && job["id"] != running) << job.dump();
+}
+
 TEST(Worker, ResourcesReportHostAndNoGpuHonestly) {
     WorkerProcess worker({"--price-gpu", "2.5", "--cpus", "2"});
     const json resources = worker.client().get("/v1/resources").json();
