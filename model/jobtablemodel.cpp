@@ -156,9 +156,12 @@ void JobTableModel::load_details() {
 }
 
 void JobTableModel::merge(std::vector<RunRecord> changed) {
-    for (auto& values : reach_values_)
-        for (const RunRecord& run : changed)
-            values.erase(run.id); // what a run reached may change with its new points
+    for (size_t extra = 0; extra < reach_values_.size(); ++extra)
+        for (const RunRecord& run : changed) {
+            reach_values_[extra].erase(run.id); // what a run reached may change with its new points
+            if (reach_loading_[extra])
+                reach_changed_[extra].insert(run.id); // the read under way may have seen it before the change
+        }
     if (runs_.empty()) {
         // The first read: the runs as they come (by id), without the deleted ones.
         runs_ = std::move(changed);
@@ -285,6 +288,7 @@ void JobTableModel::sort_rows(std::vector<int>& rows) const {
 }
 
 void JobTableModel::relayout() {
+    load_reach();
     std::vector<int> rows = filtered();
     sort_rows(rows);
     if (rows == rows_ && shown_ids_.empty()) {
@@ -356,6 +360,9 @@ void JobTableModel::setExtraColumns(const QStringList& fields) {
     extra_fields_.clear();
     reach_.clear();
     reach_values_.assign(static_cast<size_t>(fields.size()), {});
+    reach_loading_.assign(static_cast<size_t>(fields.size()), 0);
+    reach_changed_.assign(static_cast<size_t>(fields.size()), {});
+    ++reach_generation_;
     for (const QString& field : fields) {
         extra_fields_.push_back(field.toStdString());
         SpendToReach reach;
@@ -383,23 +390,68 @@ FieldValue JobTableModel::field_value(const RunRecord& run, int extra, double no
     const std::optional<SpendToReach>& reach = reach_[static_cast<size_t>(extra)];
     if (!reach)
         return run_field(run, extra_fields_[static_cast<size_t>(extra)], now);
-    // Read once per run and column (the one chunk where it happens), again only when the run changes.
-    auto& values = reach_values_[static_cast<size_t>(extra)];
-    auto it = values.find(run.id);
-    if (it == values.end()) {
-        double spent = NAN;
-        try {
-            // The catalog's reads are const in meaning; its connection object is not.
-            spent =
-                spend_to_reach(const_cast<Catalog&>(catalog_), run.id, reach->series, reach->threshold, reach->above);
-        } catch (const std::exception&) {
-            // A damaged catalog: the column says "–" and the next refresh reports the error.
-        }
-        it = values.emplace(run.id, spent).first;
-    }
-    if (std::isnan(it->second))
+    const auto& values = reach_values_[static_cast<size_t>(extra)];
+    const auto it = values.find(run.id);
+    if (it == values.end() || std::isnan(it->second))
         return {};
     return {true, it->second, number_text(it->second)};
+}
+
+bool JobTableModel::spendToReachLoading() const {
+    return std::any_of(reach_loading_.begin(), reach_loading_.end(), [](char loading) { return loading != 0; });
+}
+
+void JobTableModel::load_reach() {
+    for (size_t extra = 0; extra < reach_.size(); ++extra) {
+        if (!reach_[extra] || reach_loading_[extra])
+            continue;
+        std::vector<int64_t> missing;
+        for (const RunRecord& run : runs_)
+            if (!reach_values_[extra].count(run.id))
+                missing.push_back(run.id);
+        if (missing.empty())
+            continue;
+        reach_loading_[extra] = 1;
+        QPointer<JobTableModel> self(this);
+        QThreadPool::globalInstance()->start([self, path = catalog_path_.toStdString(), reach = *reach_[extra],
+                                              missing = std::move(missing), extra, generation = reach_generation_] {
+            // One read per run: the one chunk where it happens and the times around it (xaxis.h).
+            auto spent = std::make_shared<std::vector<std::pair<int64_t, double>>>();
+            Catalog catalog;
+            std::string error = catalog.open(path, true);
+            for (size_t i = 0; error.empty() && i < missing.size(); ++i) {
+                try {
+                    spent->push_back(
+                        {missing[i], spend_to_reach(catalog, missing[i], reach.series, reach.threshold, reach.above)});
+                } catch (const std::exception& e) {
+                    error = e.what();
+                }
+            }
+            QMetaObject::invokeMethod(
+                QCoreApplication::instance(),
+                [self, spent, missing, extra, generation, error] {
+                    if (!self || generation != self->reach_generation_)
+                        return;
+                    auto& values = self->reach_values_[extra];
+                    std::unordered_set<int64_t>& changed = self->reach_changed_[extra];
+                    for (const auto& [id, value] : *spent)
+                        if (!changed.count(id))
+                            values[id] = value;
+                    if (!error.empty()) {
+                        // A catalog that cannot be read: "–" for the rest (not read again until they change),
+                        // and the error for the window to say.
+                        self->read_error_ = QString::fromStdString(error);
+                        for (const int64_t id : missing)
+                            if (!changed.count(id))
+                                values.emplace(id, NAN);
+                    }
+                    changed.clear();
+                    self->reach_loading_[extra] = 0;
+                    self->relayout(); // sorts by the new values, and reads what changed meanwhile
+                },
+                Qt::QueuedConnection);
+        });
+    }
 }
 
 QStringList JobTableModel::availableColumns() const {
@@ -444,7 +496,9 @@ QVariant JobTableModel::data(const QModelIndex& index, int role) const {
         const FieldValue value = field_value(r, extra, now);
         if (role == Qt::DisplayRole) {
             if (!value.present)
-                return QStringLiteral("–");
+                return reach_[extra] && !reach_values_[static_cast<size_t>(extra)].count(r.id)
+                           ? QStringLiteral("…") // being read
+                           : QStringLiteral("–");
             if (reach_[extra])
                 return QStringLiteral("$%1").arg(value.number, 0, 'f', 4);
             return value.is_number() && extra_[index.column() - ColumnCount].contains('.') &&

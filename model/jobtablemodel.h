@@ -17,6 +17,7 @@
 
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace traindeck {
 
@@ -68,6 +69,8 @@ public:
         bool above = true;
     };
     static bool parseSpendToReach(const QString& field, SpendToReach* out = nullptr);
+    // True while some spend-to-reach values are read on a pool thread (their cells say "…").
+    bool spendToReachLoading() const;
     // What could be a column: the config keys and summary fields the runs have (config keys first).
     QStringList availableColumns() const;
     // The config keys whose values differ among the runs the query shows (what "only what differs" shows).
@@ -91,11 +94,15 @@ signals:
 private:
     void merge(std::vector<RunRecord> changed);
     void load_details();
+    // Reads on a pool thread what each run that lacks one had spent to reach each spend-to-reach column's target;
+    // its cells say "…" until the answer comes (then the table sorts again).
+    void load_reach();
     // Applies the query and the sort to runs_; rows that stay keep their selection (persistent indexes).
     void relayout();
     std::vector<int> filtered() const;
     void sort_rows(std::vector<int>& rows) const;
-    // An extra column's value for a run: run_field's, or a spend-to-reach read (cached per run until it changes).
+    // An extra column's value for a run: run_field's, or the spend-to-reach value load_reach read (kept per run until
+    // the run changes; missing while it is read).
     FieldValue field_value(const RunRecord& run, int extra, double now) const;
 
     Catalog catalog_;
@@ -112,7 +119,10 @@ private:
     QStringList extra_;
     std::vector<std::string> extra_fields_;
     std::vector<std::optional<SpendToReach>> reach_;                        // per extra column
-    mutable std::vector<std::unordered_map<int64_t, double>> reach_values_; // per extra column: run id -> spent
+    std::vector<std::unordered_map<int64_t, double>> reach_values_; // per extra column: run id -> spent (NaN: never)
+    std::vector<char> reach_loading_;                               // per extra column: a read under way
+    std::vector<std::unordered_set<int64_t>> reach_changed_; // per extra column: runs that changed during the read
+    int reach_generation_ = 0; // setExtraColumns moves it on: an answer for the columns before is dropped
     QSet<qint64> only_;
     bool only_active_ = false;
     int sort_column_ = -1;

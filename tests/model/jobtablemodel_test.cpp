@@ -1,8 +1,10 @@
 #include "jobtablemodel.h"
 #include "tempcatalog.h"
 
+#include <QCoreApplication>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 
 using namespace traindeck;
@@ -134,6 +136,10 @@ TEST(JobTableModel, ArchivedRunsHideUnlessAskedForAndDeletedOnesGo) {
 }
 
 TEST(JobTableModel, SpendToReachIsWhatARunHadSpentWhenItsMetricFirstGotThere) {
+    int argc = 1;
+    char name[] = "model_tests";
+    char* argv[] = {name, nullptr};
+    QCoreApplication app(argc, argv); // the pool thread's answer comes back through the event loop
     test::TempCatalog temp;
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
@@ -178,6 +184,13 @@ TEST(JobTableModel, SpendToReachIsWhatARunHadSpentWhenItsMetricFirstGotThere) {
     EXPECT_TRUE(parsed.above);
     EXPECT_FALSE(JobTableModel::parseSpendToReach("spend to reach val/accuracy >= high"));
     model.setExtraColumns({"spend to reach val/accuracy >= 0.9", "spend to reach loss <= 0.05"});
+    // Read on a pool thread: "…" until the answer is back through the event loop.
+    EXPECT_TRUE(model.spendToReachLoading());
+    EXPECT_EQ(model.data(model.index(0, JobTableModel::ColumnCount), Qt::DisplayRole).toString(), "…");
+    for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+         model.spendToReachLoading() && std::chrono::steady_clock::now() < deadline;)
+        QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 100);
+    ASSERT_FALSE(model.spendToReachLoading());
     const auto cell = [&](const char* name, int extra) {
         for (int row = 0; row < model.rowCount(); ++row)
             if (model.data(model.index(row, JobTableModel::Name), Qt::DisplayRole).toString() == name)
