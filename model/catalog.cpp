@@ -11,6 +11,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <stdexcept>
 
 namespace traindeck {
 
@@ -86,6 +87,13 @@ const char* const kMigrations[] = {
     CREATE TABLE saved_views(name TEXT PRIMARY KEY, query TEXT NOT NULL, columns TEXT NOT NULL, grouping TEXT NOT NULL,
         chart TEXT NOT NULL, created REAL NOT NULL);
     )",
+    // 5: the revision is a counter of its own (one row), no longer MAX(jobs.changed): purging deleted runs removes
+    // the newest-changed rows, and a maximum that falls back hands out revisions a reader has already seen, so it
+    // would miss the changes made under them. It starts where the maximum is now.
+    R"(
+    CREATE TABLE catalog_revision(id INTEGER PRIMARY KEY CHECK(id = 1), value INTEGER NOT NULL);
+    INSERT INTO catalog_revision(id, value) SELECT 1, COALESCE(MAX(changed), 0) FROM jobs;
+    )",
 };
 
 } // namespace
@@ -138,7 +146,7 @@ int64_t Catalog::add_job(const std::string& name, const std::string& backend, co
                          const json& spec) {
     Statement insert =
         db_.prepare("INSERT INTO jobs(name, backend, remote_id, spec, created, budget, migrate, changed) "
-                    "VALUES(?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(changed), 0) + 1 FROM jobs))");
+                    "VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
     const double budget = spec.is_object() && spec.contains("budget") && spec["budget"].is_number() ? spec["budget"].get<double>() : 0.0;
     // "console" holds what only the console acts on (the worker never sees it).
     const bool migrate = spec.is_object() && spec.contains("console") && spec["console"].is_object() &&
@@ -149,7 +157,8 @@ int64_t Catalog::add_job(const std::string& name, const std::string& backend, co
         .bind(4, spec.dump())
         .bind(5, wall_seconds())
         .bind(6, budget)
-        .bind(7, int64_t(migrate));
+        .bind(7, int64_t(migrate))
+        .bind(8, next_revision());
     insert.step();
     // (The revision is set by the insert: touching the row again would copy a large spec a second time.)
     const int64_t job = db_.last_insert_id();
@@ -447,15 +456,15 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
         }
     }
     for (auto& [name, list] : points) {
-        store_->append(series(job, name, true), list);
+        const int64_t series_id = series(job, name, true);
+        store_->append(series_id, list);
         if (name.empty() || name[0] != '_') // "_time" and the like are the catalog's own, not curves with a summary
-            summarise(job, name, list);
+            summarise(job, series_id, name, list);
     }
     Statement update =
         db_.prepare("UPDATE jobs SET last_seq=?, loss=COALESCE(?, loss), accuracy=COALESCE(?, accuracy), "
                     "progress=COALESCE(?, progress), spend=COALESCE(?, spend), state=COALESCE(?, state), "
-                    "reason=COALESCE(?, reason), "
-                    "changed=(SELECT COALESCE(MAX(changed), 0) + 1 FROM jobs) WHERE id=?");
+                    "reason=COALESCE(?, reason), changed=? WHERE id=?");
     update.bind(1, last);
     auto bind_number = [&](int index, double value) {
         if (std::isnan(value))
@@ -475,7 +484,7 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
         update.bind_null(6);
         update.bind_null(7);
     }
-    update.bind(8, job);
+    update.bind(8, next_revision()).bind(9, job);
     update.step();
     if (const std::string* state = state_update ? string_at(*state_update, "state") : nullptr) {
         // When it first ran and when it ended, by the worker's clock (a resumed job keeps its first start; one that
@@ -492,15 +501,22 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     return last;
 }
 
+int64_t Catalog::next_revision() {
+    Statement update = db_.prepare("UPDATE catalog_revision SET value=value + 1 RETURNING value");
+    if (!update.step())
+        throw std::runtime_error("the catalog has no revision counter (catalog_revision is empty); open it with "
+                                 "TrainDeck to migrate it, or restore it from a backup");
+    return update.integer(0);
+}
+
 void Catalog::touch(int64_t job) {
-    Statement update =
-        db_.prepare("UPDATE jobs SET changed=(SELECT COALESCE(MAX(changed), 0) + 1 FROM jobs) WHERE id=?");
-    update.bind(1, job);
+    Statement update = db_.prepare("UPDATE jobs SET changed=? WHERE id=?");
+    update.bind(1, next_revision()).bind(2, job);
     update.step();
 }
 
 int64_t Catalog::revision() {
-    Statement select = db_.prepare("SELECT COALESCE(MAX(changed), 0) FROM jobs");
+    Statement select = db_.prepare("SELECT value FROM catalog_revision");
     return select.step() ? select.integer(0) : 0;
 }
 
@@ -529,37 +545,55 @@ void Catalog::set_goal(int64_t job, const std::string& series_name, MetricGoal g
     touch(job);
 }
 
-void Catalog::summarise(int64_t job, const std::string& series_name, const std::vector<MetricPoint>& points) {
+void Catalog::summarise(int64_t job, int64_t series_id, const std::string& series_name,
+                        const std::vector<MetricPoint>& points) {
     if (points.empty())
         return;
-    double low = points.front().value, high = low, last = low;
-    int64_t last_step = points.front().step;
-    for (const MetricPoint& p : points) {
-        low = std::min(low, p.value);
-        high = std::max(high, p.value);
-        if (p.step >= last_step) {
-            last_step = p.step;
-            last = p.value;
-        }
+    double low = points.front().value, high = low;
+    bool ascending = true;
+    for (size_t i = 0; i < points.size(); ++i) {
+        low = std::min(low, points[i].value);
+        high = std::max(high, points[i].value);
+        if (i > 0 && points[i].step <= points[i - 1].step)
+            ascending = false;
     }
-    // A new row takes the metric's default goal; an existing one keeps its goal and folds the batch in. "last" is
-    // the value at the highest step seen (a resumed run repeating earlier steps does not move it back).
-    Statement upsert =
-        db_.prepare("INSERT INTO metric_summaries(job, name, last, last_step, min, max, count, goal) VALUES(?, ?, ?, "
-                    "?, ?, ?, ?, ?) "
-                    "ON CONFLICT(job, name) DO UPDATE SET "
-                    "last=CASE WHEN last IS NULL OR excluded.last_step >= last_step THEN excluded.last ELSE last END, "
-                    "last_step=MAX(last_step, excluded.last_step), min=MIN(COALESCE(min, excluded.min), excluded.min), "
-                    "max=MAX(COALESCE(max, excluded.max), excluded.max), count=count + excluded.count");
-    upsert.bind(1, job)
-        .bind(2, series_name)
-        .bind(3, last)
-        .bind(4, last_step)
-        .bind(5, low)
-        .bind(6, high)
-        .bind(7, static_cast<int64_t>(points.size()))
-        .bind(8, static_cast<int64_t>(default_goal(series_name)));
-    upsert.step();
+    const int64_t goal = static_cast<int64_t>(default_goal(series_name));
+    // The usual batch only appends: it is folded in, one statement. A new row takes the metric's default goal; an
+    // existing one keeps its goal, and is updated only when the batch starts after every step it has counted (the
+    // WHERE): when nothing changed, the batch went back to steps the store already had.
+    if (ascending) {
+        Statement upsert = db_.prepare(
+            "INSERT INTO metric_summaries(job, name, last, last_step, min, max, count, goal) "
+            "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+            "ON CONFLICT(job, name) DO UPDATE SET last=excluded.last, last_step=excluded.last_step, "
+            "min=MIN(COALESCE(min, excluded.min), excluded.min), max=MAX(COALESCE(max, excluded.max), excluded.max), "
+            "count=count + excluded.count "
+            "WHERE metric_summaries.count = 0 OR metric_summaries.last_step < ?9");
+        upsert.bind(1, job)
+            .bind(2, series_name)
+            .bind(3, points.back().value)
+            .bind(4, points.back().step)
+            .bind(5, low)
+            .bind(6, high)
+            .bind(7, static_cast<int64_t>(points.size()))
+            .bind(8, goal)
+            .bind(9, points.front().step);
+        upsert.step();
+        if (sqlite3_changes(db_.handle()) > 0)
+            return;
+    }
+    // The batch repeats steps (a resumed run re-sends those after its checkpoint, and the store replaced their
+    // values): folding would keep the replaced values in min, max and count. The summary is read again from the
+    // series' chunk summaries (exact per chunk after the append), not from its points.
+    Statement recompute = db_.prepare(
+        "INSERT INTO metric_summaries(job, name, last, last_step, min, max, count, goal) "
+        "SELECT ?1, ?2, (SELECT last FROM metric_chunks WHERE series=?3 ORDER BY last_step DESC LIMIT 1), "
+        "COALESCE(MAX(last_step), 0), MIN(min), MAX(max), COALESCE(SUM(count), 0), ?4 FROM metric_chunks WHERE "
+        "series=?3 "
+        "ON CONFLICT(job, name) DO UPDATE SET last=excluded.last, last_step=excluded.last_step, min=excluded.min, "
+        "max=excluded.max, count=excluded.count");
+    recompute.bind(1, job).bind(2, series_name).bind(3, series_id).bind(4, goal);
+    recompute.step();
 }
 
 namespace {

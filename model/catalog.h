@@ -24,7 +24,7 @@ namespace traindeck {
 
 class Catalog {
 public:
-    static constexpr int kSchemaVersion = 4;
+    static constexpr int kSchemaVersion = 5;
 
     // Opens or creates; migrates an older schema; refuses a damaged or newer file with a message that says what
     // to do. read_only connections are for readers (views, item models).
@@ -110,7 +110,7 @@ public:
     // change to a job (ingest, config, hygiene) moves it to a new revision, so a reader re-reads only those runs.
     // details = false: the jobs' own fields only (a table's first paint), no config, summaries or tags.
     std::vector<RunRecord> runs(int64_t after_revision, int64_t* revision, bool details = true);
-    int64_t revision();
+    int64_t revision(); // a counter: it only grows (purging deleted runs does not move it back)
 
     // After a rolled-back transaction: forget what the writer cached of the database.
     void discard_caches();
@@ -118,10 +118,12 @@ public:
 private:
     void migrate(int from);
     void touch(int64_t job); // the job's rows changed: a new revision
+    int64_t next_revision(); // moves the catalog's revision counter on and returns it (never falls back)
     template <typename Value>
     void update_job(int64_t job, const char* column, const Value& value);
-    // Folds a batch of one series' points into its summary row.
-    void summarise(int64_t job, const std::string& series, const std::vector<MetricPoint>& points);
+    // Folds a batch of one series' points (already appended to the store) into its summary row; a batch that
+    // replaced stored steps has the summary recomputed from the series' chunks instead.
+    void summarise(int64_t job, int64_t series_id, const std::string& series, const std::vector<MetricPoint>& points);
 
     Database db_;
     std::string path_;

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -503,26 +504,118 @@ TEST(Catalog, SummariesAreKeptOnIngestWithBestByTheMetricsGoal) {
                          record(4, {{"type", "eval"}, {"split", "val"}, {"step", 2}, {"accuracy", 0.8}})});
     catalog.ingest(job, {record(5, {{"type", "metric"}, {"step", 3}, {"loss", 0.9}, {"bleu4", 0.2}, {"lr", 0.01}}),
                          record(6, {{"type", "eval"}, {"split", "val"}, {"step", 3}, {"accuracy", 0.7}}),
-                         // A resumed run repeats step 2: the summary's last stays at step 3.
+                         // A resumed run repeats step 2: its new values replace the old ones (0.5 and 0.3 are
+                         // gone from the curve, so from min, best and count too); last stays at step 3.
                          record(7, {{"type", "metric"}, {"step", 2}, {"loss", 0.6}, {"bleu4", 0.25}, {"lr", 0.05}})});
     const RunRecord run = catalog.runs(0, nullptr).at(0);
     const MetricSummary& loss = run.summaries.at("loss");
     EXPECT_EQ(loss.goal, MetricGoal::minimize);
     EXPECT_EQ(loss.last, 0.9);
     EXPECT_EQ(loss.last_step, 3);
-    EXPECT_EQ(loss.min, 0.5);
+    EXPECT_EQ(loss.min, 0.6);
     EXPECT_EQ(loss.max, 2.0);
-    EXPECT_EQ(loss.best, 0.5);
-    EXPECT_EQ(loss.count, 4);
+    EXPECT_EQ(loss.best, 0.6);
+    EXPECT_EQ(loss.count, 3);
     const MetricSummary& accuracy = run.summaries.at("val/accuracy");
     EXPECT_EQ(accuracy.goal, MetricGoal::maximize);
     EXPECT_EQ(accuracy.best, 0.8);
     EXPECT_EQ(accuracy.last, 0.7);
+    EXPECT_EQ(accuracy.count, 2);
     EXPECT_EQ(run.summaries.at("bleu4").goal, MetricGoal::maximize);
-    EXPECT_EQ(run.summaries.at("bleu4").best, 0.3);
+    EXPECT_EQ(run.summaries.at("bleu4").best, 0.25);
     EXPECT_EQ(run.summaries.at("lr").goal, MetricGoal::none);
     EXPECT_TRUE(std::isnan(run.summaries.at("lr").best));
     EXPECT_EQ(run.summaries.at("lr").last, 0.01);
+}
+
+TEST(Catalog, SummariesStayExactWhenAResumedRunReplacesSteps) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("a", "local", "1", json::object());
+    // What the curve holds after each batch, step by step (a replaced step keeps only its newest value).
+    std::map<int64_t, double> truth;
+    int64_t seq = 0;
+    auto send = [&](int64_t from, int64_t to, double offset) {
+        std::vector<json> events;
+        for (int64_t step = from; step <= to; ++step) {
+            const double loss = offset + std::sin(0.01 * static_cast<double>(step));
+            events.push_back(record(++seq, {{"type", "metric"}, {"step", step}, {"loss", loss}}));
+            truth[step] = loss;
+        }
+        catalog.ingest(job, events);
+    };
+    auto expect_exact = [&](const char* when) {
+        const MetricSummary summary = catalog.runs(0, nullptr).at(0).summaries.at("loss");
+        double low = truth.begin()->second, high = low;
+        for (const auto& [step, value] : truth) {
+            low = std::min(low, value);
+            high = std::max(high, value);
+        }
+        EXPECT_EQ(summary.count, static_cast<int64_t>(truth.size())) << when;
+        EXPECT_EQ(summary.min, low) << when;
+        EXPECT_EQ(summary.max, high) << when;
+        EXPECT_EQ(summary.best, low) << when;
+        EXPECT_EQ(summary.last_step, truth.rbegin()->first) << when;
+        EXPECT_EQ(summary.last, truth.rbegin()->second) << when;
+    };
+    send(1, 1500, 1.0); // two chunks of points, and a third begun
+    expect_exact("after appending");
+    // Resumed from a checkpoint at step 400: steps 400..1500 again, in sealed chunks and the open one, higher now
+    // (the old minimum, at step 471, is replaced).
+    send(400, 1500, 3.0);
+    expect_exact("after a resume that re-sent steps in sealed chunks");
+    // Resumed again from step 1490, running on past the old end.
+    send(1490, 1600, -1.0);
+    expect_exact("after a resume that ran past the old end");
+    // Everything again from the start, lower: the old maximum is replaced too.
+    send(1, 1600, -2.0);
+    expect_exact("after a resume from the first step");
+    send(1601, 1700, 0.5); // and an append after a resume is folded in again
+    expect_exact("after appending to a resumed run");
+}
+
+TEST(Catalog, TheRevisionNeverFallsBackWhenRunsArePurged) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t older = catalog.add_job("older", "local", "1", json::object());
+    const int64_t newest = catalog.add_job("newest", "local", "2", json::object());
+    catalog.add_tags(older, {"a"});
+    catalog.set_note(newest, "the newest change");
+    catalog.set_deleted(newest, true);
+    int64_t seen = 0;
+    catalog.runs(0, &seen); // what a runs table read before the console purged at its next start
+    ASSERT_EQ(catalog.purge_deleted(), std::vector<int64_t>{newest}); // the newest-changed row goes
+    EXPECT_GE(catalog.revision(), seen);
+    catalog.set_starred(older, true);
+    const std::vector<RunRecord> changed = catalog.runs(seen, nullptr);
+    ASSERT_EQ(changed.size(), 1u) << "a change after the purge is newer than every revision read before it";
+    EXPECT_EQ(changed[0].id, older);
+    EXPECT_TRUE(changed[0].starred);
+    const int64_t job = catalog.add_job("after", "local", "3", json::object());
+    EXPECT_EQ(catalog.runs(seen, nullptr).size(), 2u);
+    EXPECT_EQ(find_run(catalog.runs(seen, nullptr), job)->name, "after");
+}
+
+TEST(Catalog, AnOlderCatalogsRevisionCounterStartsAtItsNewestChange) {
+    TempCatalog temp;
+    int64_t newest = 0;
+    {
+        Catalog catalog;
+        ASSERT_EQ(catalog.open(temp.path()), "");
+        const int64_t job = catalog.add_job("a", "local", "1", json::object());
+        catalog.add_tags(job, {"x"});
+        catalog.runs(0, &newest);
+        // Back to schema 4, where the revision was the newest row's `changed`.
+        catalog.db().exec("DROP TABLE catalog_revision; PRAGMA user_version=4");
+    }
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    EXPECT_EQ(catalog.schema_version(), Catalog::kSchemaVersion);
+    EXPECT_EQ(catalog.revision(), newest);
+    catalog.add_job("b", "local", "2", json::object());
+    EXPECT_EQ(catalog.runs(newest, nullptr).size(), 1u);
 }
 
 TEST(Catalog, RunsAfterARevisionAreOnlyTheRunsThatChanged) {
