@@ -6,6 +6,7 @@
 #include "jobspec.h"
 #include "metricswriter.h"
 #include "process.h"
+#include "sweepcommand.h"
 #include "trainer.h"
 
 #include <atomic>
@@ -55,6 +56,8 @@ void print_usage() {
         "  --hold-at STEP:FILE   after step STEP, report a \"held\" event and wait until FILE exists (pacing for\n"
         "                        tests; also TRAINDECK_HOLD_AT=STEP:FILE[,STEP:FILE...]); SIGTERM still stops it\n"
         "  --help                this text\n"
+        "\n"
+        "       traindeck-train sweep SPEC.json --worker URL [--token-file FILE] [--watch]   (see sweep --help)\n"
         "\n"
         "       traindeck-train export SPEC.json --checkpoint FILE|DIR --out DIR [export options]\n"
         "\n"
@@ -298,6 +301,8 @@ int main(int argc, char** argv) {
     using namespace traindeck::engine;
     if (argc > 1 && std::strcmp(argv[1], "export") == 0)
         return run_export(argc - 1, argv + 1);
+    if (argc > 1 && std::strcmp(argv[1], "sweep") == 0)
+        return traindeck::app::run_sweep(argc - 1, argv + 1);
     std::string spec_path, device = "auto", checkpoint_dir;
     std::vector<std::string> overrides;
     TrainOptions options;

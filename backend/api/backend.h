@@ -35,6 +35,16 @@ public:
     // An active job is refused. *freedBytes gets the bytes of files removed.
     virtual bool removeJob(const QString& remoteId, qint64* freedBytes, QString* error) = 0;
 
+    // Sweeps (README: Sweeps): the backend's worker runs them, each trial one of its jobs, and keeps them going
+    // while no console watches. createSweep returns the sweep's id ("" and *error when the spec is refused: the
+    // message names the key). sweeps() answers {"sweeps": [...]} (each with its state, spend and best trial);
+    // sweep() one sweep with its spec, rungs and trials (each with its job's id: the remote id of a run).
+    // sweepAction: "stop", "resume" or "extend" (body {"max_trials", "budget", "gpu_hours"}).
+    virtual QString createSweep(const QJsonObject& spec, QString* error) = 0;
+    virtual QJsonObject sweeps(QString* error) = 0;
+    virtual QJsonObject sweep(const QString& id, QString* error) = 0;
+    virtual bool sweepAction(const QString& id, const QString& action, const QJsonObject& body, QString* error) = 0;
+
     // Sends a dataset version (its manifest JSON, made from the folder or file at root) to the backend's
     // content-addressed store; only the chunks it lacks travel. progress(bytes sent, bytes to send, seconds).
     // Resumable: calling again after a failure sends what is still missing.

@@ -458,6 +458,65 @@ bool WorkerBackend::removeJob(const QString& remoteId, qint64* freedBytes, QStri
     return true;
 }
 
+namespace {
+
+// Ids go into paths: only digits, as the worker makes them.
+bool is_worker_id(const QString& id) {
+    return !id.isEmpty() && id.size() <= 18 &&
+           std::all_of(id.begin(), id.end(), [](QChar c) { return c.isDigit() && c.unicode() < 128; });
+}
+
+QJsonObject object_of(const client::HttpResponse& response) {
+    return QJsonDocument::fromJson(QByteArray::fromStdString(response.body)).object();
+}
+
+} // namespace
+
+QString WorkerBackend::createSweep(const QJsonObject& spec, QString* error) {
+    const auto response =
+        call("POST", "/v1/sweeps", QJsonDocument(spec).toJson(QJsonDocument::Compact).toStdString(), 60000);
+    const QJsonObject reply = object_of(response);
+    if (!response.ok() || !reply.value("id").isDouble()) {
+        if (error)
+            *error = response.ok() ? QStringLiteral("the worker's answer names no sweep")
+                                   : QString::fromStdString(response.message());
+        return {};
+    }
+    return QString::number(static_cast<qint64>(reply.value("id").toDouble()));
+}
+
+QJsonObject WorkerBackend::sweeps(QString* error) {
+    const auto response = call("GET", "/v1/sweeps");
+    if (!response.ok() && error)
+        *error = QString::fromStdString(response.message());
+    return response.ok() ? object_of(response) : QJsonObject();
+}
+
+QJsonObject WorkerBackend::sweep(const QString& id, QString* error) {
+    if (!is_worker_id(id)) {
+        if (error)
+            *error = QStringLiteral("“%1” is not a sweep id").arg(id);
+        return {};
+    }
+    const auto response = call("GET", "/v1/sweeps/" + id.toStdString());
+    if (!response.ok() && error)
+        *error = QString::fromStdString(response.message());
+    return response.ok() ? object_of(response) : QJsonObject();
+}
+
+bool WorkerBackend::sweepAction(const QString& id, const QString& action, const QJsonObject& body, QString* error) {
+    if (!is_worker_id(id) || (action != "stop" && action != "resume" && action != "extend")) {
+        if (error)
+            *error = QStringLiteral("no such sweep action: %1 on “%2”").arg(action, id);
+        return false;
+    }
+    const auto response = call("POST", "/v1/sweeps/" + id.toStdString() + "/" + action.toStdString(),
+                               QJsonDocument(body).toJson(QJsonDocument::Compact).toStdString());
+    if (!response.ok() && error)
+        *error = QString::fromStdString(response.message());
+    return response.ok();
+}
+
 QJsonObject WorkerBackend::resources(QString* error) {
     const auto response = call("GET", "/v1/resources");
     if (!response.ok()) {

@@ -36,6 +36,10 @@ public:
     QString submit(const QJsonObject& request, QString* error) override;
     bool cancel(const QString& remoteId, QString* error) override;
     bool removeJob(const QString& remoteId, qint64* freedBytes, QString* error) override;
+    QString createSweep(const QJsonObject& spec, QString* error) override;
+    QJsonObject sweeps(QString* error) override;
+    QJsonObject sweep(const QString& id, QString* error) override;
+    bool sweepAction(const QString& id, const QString& action, const QJsonObject& body, QString* error) override;
     bool resume(const QString& remoteId, double newBudget, QString* error) override;
     QJsonObject resources(QString* error) override;
     void watch(const QString& remoteId, qint64 afterSeq) override;

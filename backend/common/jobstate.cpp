@@ -28,6 +28,7 @@ constexpr auto kStopReasons = name_table<StopReason>({
     {StopReason::cancel, "cancel"},
     {StopReason::budget, "budget"},
     {StopReason::idle, "idle"},
+    {StopReason::pause, "pause"},
 });
 
 } // namespace
@@ -70,6 +71,7 @@ StopReason recorded_stop_reason(JobState state, std::string_view reason) {
         return StopReason::none;
     return reason.starts_with("cancel")   ? StopReason::cancel
            : reason.starts_with("budget") ? StopReason::budget
+           : reason.starts_with("paused") ? StopReason::pause
                                           : StopReason::idle;
 }
 

@@ -19,7 +19,8 @@ enum class JobState {
 };
 
 // What a stopping job was asked to do; decides what its exit means.
-enum class StopReason { none, preempt, cancel, budget, idle };
+// pause: a sweep's trial at an ASHA rung (checkpointed; resumed when promoted).
+enum class StopReason { none, preempt, cancel, budget, idle, pause };
 
 std::string_view to_string(JobState state);
 std::optional<JobState> job_state_from_string(std::string_view text);

@@ -33,6 +33,10 @@ ExitDecision classify_exit(const ExitStatus& status, const ExitContext& context)
     } else if (context.stop == StopReason::idle) {
         decision.state = JobState::stopped;
         decision.reason = "stopped by the idle policy (" + how + "); checkpoint kept";
+    } else if (context.stop == StopReason::pause && (status.signal || status.exit_code != 0)) {
+        // A trial that finished before the pause reached it succeeded (below); one that stopped waits at its rung.
+        decision.state = JobState::stopped;
+        decision.reason = "paused by its sweep (" + how + "); checkpoint kept, resumes when its sweep goes on with it";
     } else if (!status.signal && status.exit_code == 0) {
         decision.state = JobState::succeeded;
         decision.reason = "finished";

@@ -80,6 +80,9 @@ std::string Supervisor::start() {
         return error;
     try {
         create_job_tables(db_);
+        SweepController::create_tables(db_);
+        sweeps_ = std::make_unique<SweepController>(db_, static_cast<SweepHost&>(*this));
+        sweeps_->load(); // before the jobs: a trial's job that ended while we were away is the sweep's news
         recover();
     } catch (const std::exception& e) {
         return database_path() + ": " + e.what();
@@ -238,7 +241,16 @@ void Supervisor::tick(bool meter_now) {
         }
     }
     schedule();
-    commit(nullptr);
+    // The sweeps decide after the jobs moved: trials they start are scheduled next tick (10 ms on).
+    std::vector<int64_t> touched;
+    if (!commit([&] {
+            if (sweeps_->has_running())
+                sweeps_->tick(&touched);
+        })) {
+        sweeps_->undo_tick();
+        for (const int64_t id : touched)
+            jobs_.erase(id); // their rows are not there: a started trial never existed, a promoted one stays paused
+    }
     if (meter_now) {
         json snapshot = resources();
         std::lock_guard lock(resources_mutex_);
@@ -247,6 +259,8 @@ void Supervisor::tick(bool meter_now) {
 }
 
 void Supervisor::add_event(Job& job, const char* type, std::string_view data) {
+    if (sweeps_ && type[0] == 'r' && std::string_view(type) == "record" && sweeps_->is_trial(job.id))
+        sweeps_->on_record(job.id, data);
     pending_events_.push_back({job.id, job.next_seq, wall_seconds(), type, pending_text_.size(), data.size()});
     pending_text_.append(data);
     ++job.next_seq;
@@ -267,6 +281,8 @@ void Supervisor::write_pending() {
     for (auto& [id, job] : jobs_)
         if (job->dirty)
             save_job(*job);
+    if (sweeps_)
+        sweeps_->write();
 }
 
 bool Supervisor::commit(const std::function<void()>& work, std::string* error_out) {
@@ -295,6 +311,8 @@ bool Supervisor::commit(const std::function<void()>& work, std::string* error_ou
         // buffered events stay buffered (numbered as they are), and no reader is told of seqs it cannot read.
         for (auto& [id, job] : jobs_)
             job->dirty = true;
+        if (sweeps_)
+            sweeps_->unwritten();
         pending_announcements_.clear();
         if (error != last_commit_error_)
             std::fprintf(stderr, "traindeck-worker: cannot write the database (%s); keeping %zu event(s) in memory and "
@@ -314,6 +332,8 @@ bool Supervisor::commit(const std::function<void()>& work, std::string* error_ou
     }
     pending_events_.clear();
     pending_text_.clear();
+    if (sweeps_)
+        sweeps_->written();
     for (auto& [id, announcement] : pending_announcements_)
         board_.publish(id, announcement.first, announcement.second);
     pending_announcements_.clear();
@@ -412,22 +432,29 @@ Supervisor::Result Supervisor::submit(const JobRequest& request) {
                 }
             },
             "the job could not be stored", "nothing was kept, submit it again");
-        job->id = *id = insert_job(db_, request.name, request.to_json().dump(), request.priority, job->submitted);
-        std::error_code ec;
-        fs::create_directories(job_dir(job->id) + "/checkpoints", ec);
-        std::string error;
-        if (!request.builtin.is_null())
-            write_file_atomically(job_dir(job->id) + "/spec.json", request.builtin.dump(2), 0600, error);
-        // A job moved here from a lost worker starts from the checkpoint it brought.
-        if (!request.checkpoint_from.empty())
-            for (const auto& entry : fs::directory_iterator(store_.dataset_path(request.checkpoint_from), ec))
-                if (entry.path().extension() == ".tdck")
-                    fs::copy_file(entry.path(), job_dir(job->id) + "/checkpoints/" + entry.path().filename().string(),
-                                  fs::copy_options::overwrite_existing, ec);
-        job->reason = "waiting for resources";
-        add_state_event(*job);
-        jobs_[job->id] = std::move(job);
+        *id = add_job(std::move(job));
     });
+}
+
+int64_t Supervisor::add_job(std::unique_ptr<Job> job) {
+    const JobRequest& request = job->request;
+    job->id = insert_job(db_, request.name, request.to_json().dump(), request.priority, job->submitted);
+    std::error_code ec;
+    fs::create_directories(job_dir(job->id) + "/checkpoints", ec);
+    std::string error;
+    if (!request.builtin.is_null())
+        write_file_atomically(job_dir(job->id) + "/spec.json", request.builtin.dump(2), 0600, error);
+    // A job moved here from a lost worker starts from the checkpoint it brought.
+    if (!request.checkpoint_from.empty())
+        for (const auto& entry : fs::directory_iterator(store_.dataset_path(request.checkpoint_from), ec))
+            if (entry.path().extension() == ".tdck")
+                fs::copy_file(entry.path(), job_dir(job->id) + "/checkpoints/" + entry.path().filename().string(),
+                              fs::copy_options::overwrite_existing, ec);
+    job->reason = "waiting for resources";
+    add_state_event(*job);
+    const int64_t id = job->id;
+    jobs_[id] = std::move(job);
+    return id;
 }
 
 Supervisor::Result Supervisor::cancel(int64_t id) {
@@ -462,46 +489,139 @@ Supervisor::Result Supervisor::cancel(int64_t id) {
 
 Supervisor::Result Supervisor::resume(int64_t id, double new_budget) {
     return call([this, id, new_budget](const Reply& reply) {
-        if (jobs_.count(id)) {
-            reply->set_value({409, {{"error", "job " + std::to_string(id) + " is still active"}}});
+        Result refused;
+        std::unique_ptr<Job> job = resumable(id, new_budget, refused);
+        if (!job) {
+            reply->set_value(refused);
             return;
         }
-        Statement select = db_.prepare(select_jobs_sql("WHERE id=?"));
-        select.bind(1, id);
-        if (!select.step()) {
-            reply->set_value({404, {{"error", "no job " + std::to_string(id)}}});
-            return;
-        }
-        std::unique_ptr<Job> job = job_from_row(select);
-        if (job->state == JobState::succeeded) {
-            reply->set_value({409, {{"error", "job " + std::to_string(id) + " already finished"}}});
-            return;
-        }
-        if (new_budget > 0)
-            job->request.budget = new_budget;
-        if (job->request.budget > 0 && job->spend >= job->request.budget) {
-            reply->set_value({422, {{"error", "the job has spent " + std::to_string(job->spend) + " of its budget; give a "
-                                                  "higher \"budget\" to resume it"}}});
-            return;
-        }
-        // Back to the queue: it restarts from its last checkpoint (built-in jobs with --resume, scripts see
-        // TRAINDECK_RESUME=1), keeping its events, spend and counters.
-        job->gpus.clear();
-        job->run.shim = job->pid = -1;
-        job->finished = 0;
-        job->exit_code = -1;
-        job->state = JobState::queued;
-        job->reason = "resumed by the user; continues from its last checkpoint";
         // A failed commit leaves the job as it was in the database: out of the active table again.
         reply_after_commit(
             reply, [id] { return Result{202, {{"id", id}, {"state", to_string(JobState::queued)}}}; },
             [this, id] { jobs_.erase(id); }, "the resume could not be stored", "try again");
-        Job& resumed = *job;
-        jobs_[id] = std::move(job);
-        update_job_request(db_, id, resumed.request.to_json().dump());
-        add_state_event(resumed);
-        resumed.dirty = true;
+        requeue(std::move(job), "resumed by the user; continues from its last checkpoint");
     });
+}
+
+std::unique_ptr<Supervisor::Job> Supervisor::resumable(int64_t id, double new_budget, Result& refused) {
+    if (jobs_.count(id)) {
+        refused = {409, {{"error", "job " + std::to_string(id) + " is still active"}}};
+        return nullptr;
+    }
+    Statement select = db_.prepare(select_jobs_sql("WHERE id=?"));
+    select.bind(1, id);
+    if (!select.step()) {
+        refused = {404, {{"error", "no job " + std::to_string(id)}}};
+        return nullptr;
+    }
+    std::unique_ptr<Job> job = job_from_row(select);
+    if (job->state == JobState::succeeded) {
+        refused = {409, {{"error", "job " + std::to_string(id) + " already finished"}}};
+        return nullptr;
+    }
+    if (new_budget > 0)
+        job->request.budget = new_budget;
+    if (job->request.budget > 0 && job->spend >= job->request.budget) {
+        refused = {422,
+                   {{"error", "the job has spent " + std::to_string(job->spend) +
+                                  " of its budget; give a higher \"budget\" to resume it"}}};
+        return nullptr;
+    }
+    return job;
+}
+
+void Supervisor::requeue(std::unique_ptr<Job> job, const std::string& reason) {
+    // Back to the queue: it restarts from its last checkpoint (built-in jobs with --resume, scripts see
+    // TRAINDECK_RESUME=1), keeping its events, spend and counters.
+    job->gpus.clear();
+    job->run.shim = job->pid = -1;
+    job->finished = 0;
+    job->exit_code = -1;
+    job->stop = StopReason::none;
+    job->stop_sent = 0;
+    job->state = JobState::queued;
+    job->reason = reason;
+    Job& resumed = *job;
+    jobs_[resumed.id] = std::move(job);
+    update_job_request(db_, resumed.id, resumed.request.to_json().dump());
+    add_state_event(resumed);
+    resumed.dirty = true;
+}
+
+Supervisor::Result Supervisor::sweep_command(std::function<SweepController::Answer(SweepController&)> command) {
+    return call([this, command = std::move(command)](const Reply& reply) {
+        const SweepController::Answer answer = command(*sweeps_);
+        if (answer.status >= 300) {
+            reply->set_value({answer.status, answer.body});
+            return;
+        }
+        reply_after_commit(
+            reply,
+            [answer] {
+                return Result{answer.status, answer.body};
+            },
+            [this] { sweeps_->load(); }, "the sweep could not be stored", "nothing changed; try again");
+    });
+}
+
+int64_t Supervisor::start_trial(const JobRequest& request) {
+    auto job = std::make_unique<Job>();
+    job->request = request;
+    job->submitted = wall_seconds();
+    return add_job(std::move(job));
+}
+
+std::string Supervisor::resume_trial(int64_t id, double budget, const std::string& reason) {
+    // A trial that stopped in this very tick is still in memory (the commit lets go of finished jobs): requeued from
+    // there, as its row will say once this transaction commits.
+    if (const auto it = jobs_.find(id); it != jobs_.end() && is_finished(it->second->state)) {
+        if (it->second->state == JobState::succeeded)
+            return "job " + std::to_string(id) + " already finished";
+        std::unique_ptr<Job> job = std::move(it->second);
+        jobs_.erase(it);
+        if (budget > 0)
+            job->request.budget = budget;
+        job->meter.last = wall_seconds();
+        requeue(std::move(job), reason);
+        return {};
+    }
+    Result refused;
+    std::unique_ptr<Job> job = resumable(id, budget, refused);
+    if (!job)
+        return refused.body.value("error", "cannot resume job " + std::to_string(id));
+    requeue(std::move(job), reason);
+    return {};
+}
+
+void Supervisor::stop_trial(int64_t id, StopReason why, bool kill) {
+    const auto it = jobs_.find(id);
+    if (it == jobs_.end())
+        return; // ended already: its end is the sweep's news
+    Job& job = *it->second;
+    if (job.state == JobState::queued) {
+        // Never started: it stops where it is, with no checkpoint to write.
+        finish_run(job, why == StopReason::cancel ? JobState::cancelled : JobState::stopped,
+                   why == StopReason::cancel ? "stopped by its sweep before it started"
+                                             : "stopped by its sweep before it started; resumes with it");
+        return;
+    }
+    if (is_active(job.state))
+        signal_job(job, why, kill ? SIGKILL : SIGTERM);
+}
+
+SweepHost::TrialJob Supervisor::trial_job(int64_t id) {
+    if (const auto it = jobs_.find(id); it != jobs_.end())
+        return {true, it->second->state, it->second->spend,
+                it->second->run_seconds * std::max(it->second->request.resources.gpus, 0)};
+    Statement select = db_.prepare(select_jobs_sql("WHERE id=?"));
+    select.bind(1, id);
+    if (!select.step())
+        return {};
+    const JobRow row = read_job_row(select);
+    JobRequest request;
+    std::string error;
+    parse_job_request(json::parse(row.request_json, nullptr, false), request, error);
+    return {true, row.state, row.spend, row.run_seconds * std::max(request.resources.gpus, 0)};
 }
 
 Supervisor::Result Supervisor::remove(int64_t id) {
@@ -546,9 +666,11 @@ void Supervisor::signal_job(Job& job, StopReason kind, int signal) {
         job.stop_sent = wall_seconds();
     executor_->signal(job.run, job_dir(job.id), signal);
     job.state = kind == StopReason::preempt ? JobState::preempting : JobState::stopping;
-    job.reason = kind == StopReason::preempt  ? "preempted by job " + std::to_string(job.preempted_by) + "; checkpointing"
+    job.reason = kind == StopReason::preempt
+                     ? "preempted by job " + std::to_string(job.preempted_by) + "; checkpointing"
                  : kind == StopReason::cancel ? "cancel requested; checkpointing"
                  : kind == StopReason::budget ? "budget reached; checkpointing"
+                 : kind == StopReason::pause  ? "paused by its sweep; checkpointing"
                                               : "idle; checkpointing";
     add_state_event(job);
 }
@@ -718,6 +840,8 @@ void Supervisor::finish_run(Job& job, JobState state, const std::string& reason)
         job.finished = wall_seconds();
     add_state_event(job);
     job.dirty = true;
+    if (sweeps_)
+        sweeps_->on_job_state(job.id, state);
 }
 
 void Supervisor::schedule() {

@@ -13,6 +13,7 @@
 #include "jobstate.h"
 #include "jobtable.h"
 #include "sqlitedb.h"
+#include "sweepcontroller.h"
 #include "telemetry.h"
 #include "workerconfig.h"
 
@@ -36,7 +37,7 @@ struct ExitDecision;
 // USER, TMPDIR); the job's own env and the TRAINDECK_*/CUDA/rank variables are set by the worker on top.
 bool inherited_by_jobs(std::string_view name);
 
-class Supervisor {
+class Supervisor : private SweepHost {
 public:
     Supervisor(WorkerConfig config, EventBoard& board);
     ~Supervisor();
@@ -57,6 +58,8 @@ public:
     // Deletes a finished job for good: its row and events, then its folder (checkpoints, logs, exports). An active
     // job is refused (409: cancel it first). The reply says how many bytes of files went.
     Result remove(int64_t job);
+    // Sweeps (sweepcontroller.h): each command one transaction on the loop's thread, answered after its commit.
+    Result sweep_command(std::function<SweepController::Answer(SweepController&)> command);
 
     const WorkerConfig& config() const { return config_; }
     std::string database_path() const { return config_.state_dir + "/worker.db"; }
@@ -90,6 +93,18 @@ private:
     void schedule();
     void meter(Job& job, double now);
     void signal_job(Job& job, StopReason kind, int signal);
+    // SweepHost: what the sweeps' controller does with its trials' jobs.
+    int64_t start_trial(const JobRequest& request) override;
+    std::string resume_trial(int64_t job, double budget, const std::string& reason) override;
+    void stop_trial(int64_t job, StopReason why, bool kill) override;
+    TrialJob trial_job(int64_t job) override;
+    int gpu_count() const override { return static_cast<int>(gpu_busy_.size()); }
+    // A new queued job from a checked request (its row, folder and first state event); returns its id.
+    int64_t add_job(std::unique_ptr<Job> job);
+    // The checks of a resume: the job as its row has it, ready to requeue, or null and why not in *refused.
+    std::unique_ptr<Job> resumable(int64_t id, double new_budget, Result& refused);
+    // Back to the queue, to continue from its last checkpoint.
+    void requeue(std::unique_ptr<Job> job, const std::string& reason);
     void add_event(Job& job, const char* type, std::string_view data);
     // One transaction: `work` (a command's own statements), then every buffered event and changed job. On failure
     // the database holds none of it and memory still holds all of it, for the next commit to write.
@@ -107,6 +122,7 @@ private:
     Telemetry telemetry_;
     dataset::ContentStore store_;
     std::unique_ptr<Executor> executor_; // local processes or a cluster (config_.executor)
+    std::unique_ptr<SweepController> sweeps_;
     std::map<int64_t, std::unique_ptr<Job>> jobs_; // jobs not yet finished
     std::vector<bool> gpu_busy_;
     std::mutex commands_mutex_;

@@ -371,6 +371,44 @@ void WorkerServer::routes() {
         const Supervisor::Result result = supervisor_.cancel(id);
         reply(res, result.status, result.body);
     });
+    s.Post("/v1/sweeps", [this](const httplib::Request& req, httplib::Response& res) {
+        if (too_large(req, res, supervisor_.config().max_body_bytes))
+            return;
+        json body = json::parse(req.body, nullptr, false);
+        if (body.is_discarded())
+            return error_reply(res, 400, "the body is not valid JSON");
+        const Supervisor::Result result = supervisor_.sweep_command(
+            [body = std::move(body)](SweepController& sweeps) { return sweeps.create(body); });
+        reply(res, result.status, result.body);
+    });
+    s.Get("/v1/sweeps", [this](const httplib::Request&, httplib::Response& res) {
+        reply(res, 200, SweepController::describe(reader(supervisor_.database_path()), 0));
+    });
+    s.Get(R"(/v1/sweeps/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+        int64_t id = 0;
+        if (!parse_int(req.matches[1], id))
+            return error_reply(res, 404, "no sweep " + std::string(req.matches[1]));
+        json sweep = SweepController::describe(reader(supervisor_.database_path()), id);
+        if (sweep.is_null())
+            return error_reply(res, 404, "no sweep " + std::string(req.matches[1]));
+        reply(res, 200, sweep);
+    });
+    s.Post(R"(/v1/sweeps/(\d+)/(stop|resume|extend))", [this](const httplib::Request& req, httplib::Response& res) {
+        int64_t id = 0;
+        if (!parse_int(req.matches[1], id))
+            return error_reply(res, 404, "no sweep " + std::string(req.matches[1]));
+        const std::string action = req.matches[2];
+        json body = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
+        if (body.is_discarded())
+            return error_reply(res, 400, "the body is not valid JSON");
+        const Supervisor::Result result =
+            supervisor_.sweep_command([id, action, body = std::move(body)](SweepController& sweeps) {
+                return action == "stop"     ? sweeps.stop(id)
+                       : action == "resume" ? sweeps.resume(id)
+                                            : sweeps.extend(id, body);
+            });
+        reply(res, result.status, result.body);
+    });
     s.Delete(R"(/v1/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
         int64_t id = 0;
         if (!job_id(req, res, id))

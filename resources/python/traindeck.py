@@ -83,6 +83,26 @@ def config(values=None, goals=None, **more):
     write(record)
 
 
+def params(defaults=None):
+    """This trial's parameters when a TrainDeck sweep runs the script (TRAINDECK_PARAMS: a JSON object of the
+    sweep's keys, dotted for nested ones, e.g. {"optimizer.lr": 0.01, "hidden[0]": 128}), over `defaults` for a run
+    outside a sweep: params({"optimizer.lr": 0.1}). The merged values are recorded as the run's config."""
+    merged = dict(defaults or {})
+    text = os.environ.get("TRAINDECK_PARAMS", "")
+    if text:
+        try:
+            given = json.loads(text)
+        except ValueError as error:
+            raise SystemExit(f"traindeck: TRAINDECK_PARAMS is not JSON ({error}); the sweep that started this "
+                             "script wrote it, so report the sweep's spec")
+        if not isinstance(given, dict):
+            raise SystemExit("traindeck: TRAINDECK_PARAMS must be a JSON object of parameter names to values")
+        merged.update(given)
+    if merged:
+        config(merged)
+    return merged
+
+
 def _plain(value):
     # What json can write: numpy/torch scalars become numbers, tuples lists, other objects their text.
     if isinstance(value, dict):

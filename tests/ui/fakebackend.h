@@ -3,6 +3,7 @@
 // was asked, and can hold open() until the test lets it go (a probe that is still under way).
 #include "backend.h"
 
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QStringList>
 
@@ -81,6 +82,19 @@ public:
         removed << remote_id;
         *freed = 0;
         return true;
+    }
+    QString createSweep(const QJsonObject&, QString* error) override {
+        *error = QStringLiteral("the fake runs no sweeps");
+        return {};
+    }
+    QJsonObject sweeps(QString*) override { return QJsonObject{{"sweeps", QJsonArray()}}; }
+    QJsonObject sweep(const QString&, QString* error) override {
+        *error = QStringLiteral("no such sweep");
+        return {};
+    }
+    bool sweepAction(const QString&, const QString&, const QJsonObject&, QString* error) override {
+        *error = QStringLiteral("no such sweep");
+        return false;
     }
     QJsonObject resources(QString*) override { return QJsonObject{{"cpus", 1}}; }
     bool uploadDataset(const QString& root, const QByteArray&,

@@ -54,11 +54,12 @@ TEST(JobState, TheCatalogAlsoCountsLostJobsAsFinished) {
 }
 
 TEST(JobState, StopReasonsHaveTheirNames) {
-    for (StopReason reason : {StopReason::none, StopReason::preempt, StopReason::cancel, StopReason::budget, StopReason::idle})
+    for (StopReason reason :
+         {StopReason::none, StopReason::preempt, StopReason::cancel, StopReason::budget, StopReason::idle, StopReason::pause})
         EXPECT_EQ(stop_reason_from_string(to_string(reason)), reason);
     EXPECT_EQ(to_string(StopReason::budget), "budget");
     EXPECT_EQ(to_string(StopReason::none), "");
-    EXPECT_FALSE(stop_reason_from_string("pause").has_value());
+    EXPECT_FALSE(stop_reason_from_string("paused").has_value());
 }
 
 TEST(JobState, AStopLeftByAPreviousWorkerIsReadFromStateAndReason) {
@@ -66,6 +67,7 @@ TEST(JobState, AStopLeftByAPreviousWorkerIsReadFromStateAndReason) {
     EXPECT_EQ(recorded_stop_reason(JobState::stopping, "cancel requested; checkpointing"), StopReason::cancel);
     EXPECT_EQ(recorded_stop_reason(JobState::stopping, "budget reached; checkpointing"), StopReason::budget);
     EXPECT_EQ(recorded_stop_reason(JobState::stopping, "idle; checkpointing"), StopReason::idle);
+    EXPECT_EQ(recorded_stop_reason(JobState::stopping, "paused by its sweep; checkpointing"), StopReason::pause);
     EXPECT_EQ(recorded_stop_reason(JobState::running, "cancel requested; checkpointing"), StopReason::none);
     EXPECT_EQ(recorded_stop_reason(JobState::queued, "waiting for resources"), StopReason::none);
 }

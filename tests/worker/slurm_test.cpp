@@ -172,6 +172,59 @@ TEST_F(Slurm, CancelReachesTheJobOnItsNodeAndKeepsTheCheckpoint) {
     EXPECT_EQ(worker.wait_for_state(id, {"cancelled", "failed"}, 60)["state"], "cancelled");
 }
 
+TEST_F(Slurm, ASweepRunsEachTrialAsABatchJobAndPromotesThroughTheCheckpoint) {
+    if (!fashion_mnist()) {
+        TRAINDECK_SKIP("dataset-fashion-mnist is not installed");
+    }
+    WorkerProcess worker(cli_args());
+    // Two trials held after step 86 (past their first validation, the rung at 1 epoch) until released: the ASHA
+    // pause, a SIGTERM through scancel, is what ends each hold; the promoted trial, back at step 86 on a new batch
+    // job, holds again until the test releases it.
+    const std::string release = worker.state_dir() + "/release";
+    const json spec = {{"model", "mlp"},
+                       {"hidden", {64}},
+                       {"data", {{"dataset", "fashion-mnist"}, {"limit", 6000}}},
+                       {"batch_size", 64},
+                       {"seed", 7},
+                       {"checkpoint_every", 0},
+                       {"optimizer", {{"type", "sgd"}}}};
+    const auto created = worker.client().post(
+        "/v1/sweeps", json{{"name", "slurm-asha"},
+                           {"base", held({{"builtin", spec}, {"resources", {{"cpus", 1}}}}, 86, release)},
+                           {"space", {{"optimizer.lr", {{"choice", {0.002, 0.05}}}}}},
+                           {"method", "grid"},
+                           {"early_stopping",
+                            {{"method", "asha"}, {"min_resource", 1}, {"max_resource", 2}, {"reduction_factor", 2}}},
+                           {"max_trials", 2},
+                           {"max_concurrent", 2}});
+    ASSERT_EQ(created.status, 201) << created.body;
+    const std::string path = "/v1/sweeps/" + created.json()["id"].dump();
+    json sweep;
+    for (int i = 0; i < 3000; ++i) { // a guard against a hang (5 min), not a pace
+        sweep = worker.client().get(path).json();
+        bool promoted = false;
+        for (const json& trial : sweep.value("trials", json::array()))
+            promoted |= trial["rung"] == 1;
+        if (promoted)
+            break;
+        ::usleep(100000);
+    }
+    touch(release);
+    for (int i = 0; i < 3000 && sweep.value("state", "") == "running"; ++i) {
+        ::usleep(100000);
+        sweep = worker.client().get(path).json();
+    }
+    ASSERT_EQ(sweep["state"], "finished") << sweep.dump(2);
+    ASSERT_EQ(sweep["trials"].size(), 2u);
+    std::set<std::string> states;
+    for (const json& trial : sweep["trials"]) {
+        states.insert(trial["state"].get<std::string>());
+        // Each trial ran as a batch job of its own (the promoted one's last run is a new batch job).
+        EXPECT_FALSE(slurm_id(worker, trial["job"].get<int64_t>()).empty()) << trial.dump();
+    }
+    EXPECT_EQ(states, (std::set<std::string>{"completed", "pruned"}));
+}
+
 TEST_F(Slurm, AJobSlurmCannotRunFailsWithSlurmsReason) {
     WorkerProcess worker(rest_args());
     const int64_t id = worker.submit({{"name", "too big"}, {"argv", {"/bin/true"}}, {"resources", {{"cpus", 64}}}});
