@@ -162,9 +162,13 @@ int64_t Catalog::add_job(const std::string& name, const std::string& backend, co
     insert.step();
     // (The revision is set by the insert: touching the row again would copy a large spec a second time.)
     const int64_t job = db_.last_insert_id();
-    // A built-in job's spec is its configuration until the trainer reports the full one (defaults filled in).
-    if (spec.is_object() && spec.contains("builtin") && spec["builtin"].is_object())
-        set_config(job, spec["builtin"]);
+    // A built-in job's spec is its configuration until the trainer reports the full one (defaults filled in); its
+    // name is not (the run's name is a column of its own, and the trainer leaves it out of its config record too).
+    if (spec.is_object() && spec.contains("builtin") && spec["builtin"].is_object()) {
+        json config = spec["builtin"];
+        config.erase("name");
+        set_config(job, config);
+    }
     return job;
 }
 

@@ -506,8 +506,11 @@ QVariant JobTableModel::data(const QModelIndex& index, int role) const {
                        ? QString::number(value.number, 'g', 5) // a summary: 5 significant digits
                        : QString::fromStdString(value.text);   // a config value: as the run gave it
         }
-        if (role == SortRole)
+        if (role == SortRole) {
+            if (!value.present)
+                return QVariant(double(NAN)); // "–" or "…"
             return value.is_number() ? QVariant(value.number) : QVariant(QString::fromStdString(value.text));
+        }
         if (role == Qt::TextAlignmentRole && value.is_number())
             return int(Qt::AlignRight | Qt::AlignVCenter);
         if (role == Qt::ToolTipRole)
@@ -533,6 +536,29 @@ QVariant JobTableModel::data(const QModelIndex& index, int role) const {
             if (ended || r.progress <= 0.001 || r.progress >= 1)
                 return QStringLiteral("–");
             return duration_text(elapsed * (1 - r.progress) / r.progress);
+        }
+    }
+    if (role == SortRole) {
+        switch (index.column()) {
+        case Name:
+            return QString::fromStdString(r.name);
+        case State:
+            return QString::fromStdString(r.state);
+        case Backend:
+            return QString::fromStdString(r.backend);
+        case Progress:
+            return r.progress;
+        case Loss:
+            return r.loss;
+        case Accuracy:
+            return r.accuracy;
+        case Elapsed:
+            return elapsed;
+        case Spend:
+            return r.spend;
+        case Eta:
+            return ended || r.progress <= 0.001 || r.progress >= 1 ? double(NAN)
+                                                                   : elapsed * (1 - r.progress) / r.progress;
         }
     }
     if (role == Qt::ToolTipRole) {

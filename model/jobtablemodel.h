@@ -25,6 +25,9 @@ class JobTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
     enum Column { Name, State, Backend, Progress, Loss, Accuracy, Elapsed, Spend, Eta, ColumnCount };
+    // SortRole: a cell's raw value, what the runs table's CSV export writes: numbers as doubles at full precision
+    // (progress and accuracy as fractions, elapsed and ETA in seconds, spend as a plain number), texts as they are,
+    // NaN where the cell shows "–" (or "…").
     enum Role { JobIdRole = Qt::UserRole + 1, RemoteIdRole, BackendRole, StateRole, SortRole };
 
     // Reads through its own read-only connection to the catalog file.

@@ -178,6 +178,8 @@ void append_field(QByteArray& out, const QString& text) {
 
 QString display_text(const QVariant& value) {
     if (value.typeId() == QMetaType::Double || value.typeId() == QMetaType::Float) {
+        if (std::isnan(value.toDouble()))
+            return {}; // a missing value: an empty field, which CSV readers take as missing (not the text "nan")
         QByteArray number;
         append_number(number, value.toDouble());
         return QString::fromLatin1(number);
@@ -242,7 +244,7 @@ QString exportWidget(QWidget* widget, const QString& path, QSizeF size_mm, int d
     return error;
 }
 
-QString writeModelCsv(const QAbstractItemModel& model, const QString& path) {
+QString writeModelCsv(const QAbstractItemModel& model, const QString& path, int value_role) {
     QSaveFile file(path);
     if (QString problem = open_for_writing(file); !problem.isEmpty())
         return problem;
@@ -259,7 +261,11 @@ QString writeModelCsv(const QAbstractItemModel& model, const QString& path) {
         for (int column = 0; column < columns; ++column) {
             if (column > 0)
                 out += ',';
-            append_field(out, display_text(model.data(model.index(row, column), Qt::DisplayRole)));
+            const QModelIndex cell = model.index(row, column);
+            QVariant value = model.data(cell, value_role);
+            if (!value.isValid() && value_role != Qt::DisplayRole)
+                value = model.data(cell, Qt::DisplayRole);
+            append_field(out, display_text(value));
         }
         out += "\r\n";
         if (out.size() > kFlushBytes && !flush(file, out))

@@ -24,9 +24,11 @@ QString exportChart(QChart* chart, const QString& path, QSizeF size_mm = {160, 1
 QString exportWidget(QWidget* widget, const QString& path, QSizeF size_mm = {160, 100}, int dpi = 300);
 
 // Every row and column as the model shows them (through a proxy: as filtered and sorted), the horizontal headers
-// first; RFC 4180 (fields with a comma, quote or line break quoted, quotes doubled, CRLF line ends). Numbers the
-// model holds as doubles are written at full precision.
-QString writeModelCsv(const QAbstractItemModel& model, const QString& path);
+// first; RFC 4180 (fields with a comma, quote or line break quoted, quotes doubled, CRLF line ends). Each cell is
+// its data for value_role (the display text where the model has none for that role): the runs table passes its
+// JobTableModel::SortRole, so that the file holds the raw values, not "91.25 %" or "3:20". Doubles are written at
+// full precision, a NaN as an empty field.
+QString writeModelCsv(const QAbstractItemModel& model, const QString& path, int value_role = Qt::DisplayRole);
 
 // Long format, one line a point: series,step,value (header first), every point of every series.
 QString writeSeriesCsv(const QString& path, const QStringList& names, const QVector<QVector<QPointF>>& series);

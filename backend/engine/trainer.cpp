@@ -220,8 +220,12 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
     const long steps_per_epoch = (batches_per_epoch + spec.grad_accum - 1) / spec.grad_accum;
     const long total_steps = steps_per_epoch * spec.epochs;
 
-    // The run's configuration, every default filled in: what the runs table shows, queries and compares.
-    metrics.write({{"type", "config"}, {"config", job_spec_to_json(spec)}});
+    // The run's configuration, every default filled in: what the runs table shows, queries and compares. Not its
+    // name: that is the run's own column, and as a key it would differ between every two runs (each "only what
+    // differs" would list it, and the default grouping would put each run in a group of its own).
+    json config = job_spec_to_json(spec);
+    config.erase("name");
+    metrics.write({{"type", "config"}, {"config", config}});
     metrics.write({{"type", "status"}, {"state", "running"}, {"name", spec.name}, {"model", net.describe()},
                    {"parameters", net.params().size()}, {"train_samples", train_count}, {"val_samples", data.val.size()},
                    {"test_samples", data.test.size()}, {"classes", classes}, {"total_steps", total_steps},

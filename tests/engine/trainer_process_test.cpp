@@ -259,3 +259,29 @@ TEST_F(Trainer, LearnsACsvTableAndWritesMetricsToTheNamedFd) {
     ASSERT_FALSE(test_eval.is_null());
     EXPECT_GT(test_eval["accuracy"].get<double>(), 0.95);
 }
+
+TEST(TrainerConfig, TheConfigRecordIsTheFullSpecButNotTheRunsName) {
+    TempDir dir;
+    std::string table = "x,y,kind\n";
+    for (int i = 0; i < 40; ++i)
+        table += std::to_string(i % 2) + "," + std::to_string(i % 5) + "," + (i % 2 ? "odd" : "even") + "\n";
+    write_text(dir.file("t.csv"), table);
+    const json spec = {{"name", "blobs seed 3"},
+                       {"model", "mlp"},
+                       {"hidden", {4}},
+                       {"data", {{"format", "csv"}, {"train_csv", "t.csv"}, {"label_column", "kind"}}},
+                       {"batch_size", 8},
+                       {"epochs", 1},
+                       {"seed", 3}};
+    const ProcessResult run = run_trainer({write_spec(dir, "named.json", spec), "--checkpoint-dir", dir.file("ck")},
+                                          {"TRAINDECK_DATASET_DIR=" + dir.path().string()});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const auto configs = run.records("config");
+    ASSERT_EQ(configs.size(), 1u);
+    const json& config = configs.front()["config"];
+    // The name is the run's own column: as a config key every run would differ in it.
+    EXPECT_FALSE(config.contains("name")) << config.dump();
+    EXPECT_EQ(config["seed"], 3);
+    EXPECT_EQ(config["batch_size"], 8);
+    EXPECT_TRUE(config.contains("optimizer")) << "defaults are filled in: " << config.dump();
+}

@@ -109,6 +109,31 @@ TEST(JobTableModel, QueriesConfigColumnsSortAndDifferingKeys) {
     EXPECT_EQ(model.rowCount(), 3);
 }
 
+TEST(JobTableModel, BuiltInRunsDoNotDifferInTheirNameAsAConfigKey) {
+    test::TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    // As the New job… form submits them: the job's name is in the built-in spec (the trainer needs it); the
+    // trainer's own config record names everything but the name.
+    int64_t seq = 0;
+    for (int seed = 1; seed <= 3; ++seed) {
+        const nlohmann::json builtin = {
+            {"name", "mlp seed " + std::to_string(seed)}, {"model", "mlp"}, {"seed", seed}, {"epochs", 2}};
+        const int64_t job =
+            catalog.add_job("mlp seed " + std::to_string(seed), "local", std::to_string(seed), {{"builtin", builtin}});
+        if (seed < 3) // the third has not started: its config is still the submitted spec
+            catalog.ingest(job, {config_event(++seq, {{"model", "mlp"}, {"seed", seed}, {"epochs", 2}})});
+    }
+    JobTableModel model(QString::fromStdString(temp.path()));
+    model.refresh();
+    ASSERT_EQ(model.rowCount(), 3);
+    // Only the seed differs; the default grouping (every differing key but the seed) is then one group, not three.
+    EXPECT_EQ(model.differingKeys(), QStringList{"seed"});
+    EXPECT_FALSE(model.availableColumns().contains("name"));
+    ASSERT_TRUE(model.setQuery("name ~ \"seed [12]\"")); // the name is still queried, as the run's own field
+    EXPECT_EQ(model.rowCount(), 2);
+}
+
 TEST(JobTableModel, ArchivedRunsHideUnlessAskedForAndDeletedOnesGo) {
     test::TempCatalog temp;
     Catalog catalog;

@@ -1,6 +1,8 @@
 // chartexport.h: charts and widgets to PNG, SVG and PDF at publication size, read back (QSvgRenderer, pdftotext,
 // QImage); tables and series to CSV with every row and point; a path that cannot be written is an error message.
+#include "catalog.h"
 #include "chartexport.h"
+#include "jobtablemodel.h"
 #include "parallelcoordinates.h"
 #include "requireall.h"
 #include "sampleruns.h"
@@ -252,6 +254,43 @@ TEST_F(ChartExport, ModelCsvQuotesAndFollowsTheProxy) {
     EXPECT_EQ(read_all(path("filtered.csv")), QByteArray("name,\"note, short\",best\r\n"
                                                          "cnn-a,\"said \"\"wow\"\"\",0.9125\r\n"
                                                          "cnn-c,\"a, b\",0.30000000000000004\r\n"));
+}
+
+TEST_F(ChartExport, RunsTableCsvHasTheRawValuesNotTheirDisplayText) {
+    const QString catalog_path = path("catalog.db");
+    {
+        Catalog catalog;
+        ASSERT_EQ(catalog.open(catalog_path.toStdString()), "");
+        const int64_t job = catalog.add_job("cnn, seed 1", "local", "1", nlohmann::json::object());
+        auto event = [](int64_t seq, const char* type, double time, nlohmann::json data) {
+            return nlohmann::json{{"seq", seq}, {"time", time}, {"type", type}, {"data", std::move(data)}};
+        };
+        catalog.ingest(
+            job,
+            {event(1, "state", 1000.0, {{"state", "running"}}),
+             event(2, "record", 1000.0, {{"type", "config"}, {"config", {{"optimizer", {{"lr", 0.000123456789}}}}}}),
+             event(3, "record", 1100.0, {{"type", "metric"}, {"step", 7}, {"loss", 0.123456789012}, {"progress", 0.5}}),
+             event(4, "record", 1100.0, {{"type", "eval"}, {"split", "val"}, {"step", 7}, {"accuracy", 0.912345678}}),
+             event(5, "telemetry", 1150.0, {{"spend", 0.0312345678}}),
+             event(6, "state", 1200.25, {{"state", "succeeded"}})});
+        catalog.add_job("queued", "local", "2", nlohmann::json::object()); // no loss, no accuracy: empty fields
+    }
+    JobTableModel model(catalog_path);
+    model.refresh();
+    model.setExtraColumns({"optimizer.lr", "best.loss"});
+    ASSERT_EQ(model.rowCount(), 2);
+    // As shown: 5 significant digits, a percentage, money to 4 places, minutes and seconds.
+    const int finished = model.rowOf(1);
+    ASSERT_EQ(model.data(model.index(finished, JobTableModel::Accuracy), Qt::DisplayRole).toString(), "91.23 %");
+    ASSERT_EQ(model.data(model.index(finished, JobTableModel::Spend), Qt::DisplayRole).toString(), "$0.0312");
+    ASSERT_EQ(writeModelCsv(model, path("runs.csv"), JobTableModel::SortRole), QString());
+    const QList<QByteArray> lines = read_all(path("runs.csv")).split('\n');
+    ASSERT_EQ(lines.size(), 4); // the header, two runs, and the piece after the last line end
+    EXPECT_EQ(lines[0], "Job,State,Backend,Progress,Loss,Val acc.,Elapsed,Spend,ETA,optimizer.lr,best.loss\r");
+    // Newest first, as the table shows them; the queued run has no loss, accuracy, ETA or summary.
+    EXPECT_EQ(lines[1], "queued,queued,local,0,,,0,0,,,\r");
+    EXPECT_EQ(lines[2], "\"cnn, seed 1\",succeeded,local,0.5,0.123456789012,0.912345678,200.25,0.0312345678,,"
+                        "0.000123456789,0.123456789012\r");
 }
 
 } // namespace
