@@ -40,7 +40,7 @@ bool inherited_by_jobs(std::string_view name);
 class Supervisor : private SweepHost {
 public:
     Supervisor(WorkerConfig config, EventBoard& board);
-    ~Supervisor();
+    ~Supervisor() override;
 
     // Opens the database, recovers jobs left by a previous worker and starts the loop. "" or an error.
     std::string start();

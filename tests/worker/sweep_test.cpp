@@ -68,7 +68,7 @@ std::vector<json> records(const std::vector<json>& events, const std::string& ty
 }
 
 std::string write_script(const std::string& dir, const std::string& name, const std::string& body) {
-    const std::string path = dir + "/" + name;
+    std::string path = dir + "/" + name;
     std::ofstream(path) << "import os, sys, time\nsys.path.insert(0, "
                         << json(source_dir() + "/resources/python").dump() << ")\nimport traindeck\n"
                         << body;
