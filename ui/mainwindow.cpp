@@ -480,10 +480,13 @@ void MainWindow::setQuery(const QString& text) {
         return;
     }
     const QueryError& error = jobs_->queryError();
-    const QString before = text.left(static_cast<int>(error.position)).toHtmlEscaped();
-    const QString at = text.mid(static_cast<int>(error.position)).toHtmlEscaped();
+    // The parser counts UTF-8 bytes; the text is indexed in UTF-16 units (a non-ASCII character before the error
+    // would move the underline and the column past it).
+    const qsizetype position = QString::fromUtf8(text.toUtf8().left(static_cast<qsizetype>(error.position))).size();
+    const QString before = text.left(position).toHtmlEscaped();
+    const QString at = text.mid(position).toHtmlEscaped();
     query_error_->setText(tr("Column %1: %2 — <tt>%3<u><b>%4</b></u></tt> (the table shows the last valid query)")
-                              .arg(error.position + 1)
+                              .arg(position + 1)
                               .arg(QString::fromStdString(error.message).toHtmlEscaped(), before,
                                    at.isEmpty() ? QStringLiteral("&nbsp;") : at));
     query_error_->show();
@@ -628,30 +631,33 @@ void MainWindow::setNoteOfCurrent(const QString& note) {
 }
 
 void MainWindow::deleteSelected(bool with_files) {
-    QList<qint64> ids = selectedIds();
-    if (with_files) {
-        // A worker deletes only what has finished; a run still going is left whole rather than half deleted.
-        QStringList active;
-        QList<qint64> finished;
-        for (const qint64 id : ids) {
-            const int row = jobs_->rowOf(id);
-            const RunRecord* run = jobs_->runAt(row);
-            if (!run)
-                continue;
-            if (!is_finished_in_catalog(run->state)) {
-                active << QString::fromStdString(run->name);
-                continue;
-            }
-            finished << id;
-            controller_->removeFiles(jobAt(jobs_->index(row, 0)));
-        }
-        if (!active.isEmpty())
-            addAlert(tr("Not deleted, still active (cancel first): %1").arg(active.join(QStringLiteral(", "))));
-        ids = finished;
+    const QList<qint64> selected = selectedIds();
+    if (selected.isEmpty()) {
+        addAlert(tr("Select one or more runs first"));
+        return;
     }
+    // A run still going is left whole: hidden, it would keep training (and spending) unseen, and the next start's
+    // purge would forget it while it runs; and a worker deletes only the files of what has finished.
+    QStringList active;
+    QList<qint64> ids;
+    for (const qint64 id : selected) {
+        const int row = jobs_->rowOf(id);
+        const RunRecord* run = jobs_->runAt(row);
+        if (!run)
+            continue;
+        if (!is_finished_in_catalog(run->state)) {
+            active << QString::fromStdString(run->name);
+            continue;
+        }
+        ids << id;
+        if (with_files)
+            controller_->removeFiles(jobAt(jobs_->index(row, 0)));
+    }
+    if (!active.isEmpty())
+        addAlert(tr("Not deleted, still active (cancel first): %1").arg(active.join(QStringLiteral(", "))));
     if (ids.isEmpty())
         return;
-    last_deleted_ = ids;
+    deletions_.push_back(ids);
     writeRuns(ids, [](Catalog& catalog, int64_t id) { catalog.set_deleted(id, true); });
     addAlert(with_files ? tr("%n run(s) deleted with their files on the worker — Undo delete (Ctrl+Z) brings back "
                              "their records and curves, not the files",
@@ -661,13 +667,17 @@ void MainWindow::deleteSelected(bool with_files) {
 }
 
 void MainWindow::undoDelete() {
-    if (last_deleted_.isEmpty()) {
+    if (deletions_.empty()) {
         addAlert(tr("Nothing deleted to undo"));
         return;
     }
-    const QList<qint64> ids = std::exchange(last_deleted_, {});
+    // The most recent deletion first: Ctrl+Z again walks further back, as far as the session's first.
+    const QList<qint64> ids = std::move(deletions_.back());
+    deletions_.pop_back();
     writeRuns(ids, [](Catalog& catalog, int64_t id) { catalog.set_deleted(id, false); });
-    addAlert(tr("%n run(s) restored", nullptr, static_cast<int>(ids.size())));
+    addAlert(deletions_.empty() ? tr("%n run(s) restored", nullptr, static_cast<int>(ids.size()))
+                                : tr("%n run(s) restored — Undo delete again for the deletion before", nullptr,
+                                     static_cast<int>(ids.size())));
 }
 
 void MainWindow::showTableMenu(const QPoint& at) {
@@ -791,7 +801,7 @@ void MainWindow::exportTableCsv() {
         QFileDialog::getSaveFileName(this, tr("Export the runs table"), QStringLiteral("runs.csv"), tr("CSV (*.csv)"));
     if (path.isEmpty())
         return;
-    const QString error = writeModelCsv(*jobs_, path);
+    const QString error = writeModelCsv(*jobs_, path, JobTableModel::SortRole); // raw values, full precision
     addAlert(error.isEmpty() ? tr("%1 runs written to %2").arg(jobs_->rowCount()).arg(path) : error);
 }
 

@@ -15,6 +15,7 @@
 #include <QMainWindow>
 
 #include <functional>
+#include <vector>
 #include <QModelIndex>
 
 class QListWidget;
@@ -68,9 +69,9 @@ public:
     void starSelected(bool starred);
     void archiveSelected(bool archived);
     void setNoteOfCurrent(const QString& note);
-    // Deletes the selected runs from the catalog (undo brings them back until the console closes). With files: only
-    // finished runs, and their record and files on their worker go too, for good (undo brings back the catalog's
-    // record only); an active run is left alone and said so.
+    // Deletes the selected runs that have finished from the catalog (each undo brings back the most recent deletion
+    // not yet undone, until the console closes); an active run is left alone and said so. With files: their record
+    // and files on their worker go too, for good (undo brings back the catalog's record only).
     void deleteSelected(bool with_files = false);
     void undoDelete();
     // Saved views: the query, the extra columns and the grouping, under a name, in the catalog.
@@ -128,7 +129,7 @@ private:
     QToolButton* views_button_;
     QAction* only_differing_;
     QStringList chosen_columns_; // the extra columns the user picked (kept while "only what differs" is on)
-    QList<qint64> last_deleted_;
+    std::vector<QList<qint64>> deletions_; // this session's deletions not undone, the most recent last
     class GroupChart* groups_;
     class CompareView* compare_;
     QWidget* compare_tab_;

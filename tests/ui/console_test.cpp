@@ -687,6 +687,13 @@ void ConsoleTest::submitWatchCancelAndRestart() {
         QVERIFY2(window.alerts().front().contains("Not deleted, still active (cancel first): long"),
                  qPrintable(window.alerts().front()));
         QCOMPARE(window.jobs().rowCount(), 2);
+        // Nor does a plain Delete hide it (it would train and spend unseen, and the next start would purge it).
+        window.deleteSelected();
+        QVERIFY2(window.alerts().front().contains("Not deleted, still active (cancel first): long"),
+                 qPrintable(window.alerts().front()));
+        QTest::qWait(300); // a deletion would have been written and the table refreshed by now
+        window.refresh();
+        QCOMPARE(window.jobs().rowCount(), 2);
         QVERIFY(QFileInfo::exists(worker_dir + "/jobs/" + long_remote + "/metrics.jsonl"));
     }
     // With no console watching, the job trains on: its own metrics file in the worker's folder shows step 100.
@@ -1739,6 +1746,11 @@ void ConsoleTest::runsAreQueriedGroupedComparedAndKeptTidy() {
         window.setQuery("optimizer.lr < 0.05 and seed >=");
         QVERIFY2(window.queryError().contains("Column 32"), qPrintable(window.queryError()));
         QCOMPARE(window.jobs().rowCount(), 4);
+        // The column and the underline count characters, not the parser's UTF-8 bytes ("αβγ" is 6 of them).
+        window.setQuery("name ~ \"αβγ\" and tga:x");
+        QVERIFY2(window.queryError().contains("Column 18:"), qPrintable(window.queryError()));
+        QVERIFY2(window.queryError().contains("and <u><b>tga:x</b></u>"), qPrintable(window.queryError()));
+        QCOMPARE(window.jobs().rowCount(), 4);
         window.setQuery("best.val_accuracy > 0.84 and not optimizer.lr in [0.03]");
         QCOMPARE(window.queryError(), QString());
         QCOMPARE(window.jobs().rowCount(), 5);
@@ -1779,8 +1791,44 @@ void ConsoleTest::runsAreQueriedGroupedComparedAndKeptTidy() {
         select_runs(window, {"lr 0.01 seed 2"});
         window.deleteSelected();
         QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 13, 10000);
+        select_runs(window, {"lr 0.03 seed 5"});
+        window.deleteSelected();
+        QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 12, 10000);
+        // Each undo brings back the most recent deletion not yet undone: Ctrl+Z twice walks back over both.
+        window.undoDelete();
+        QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "lr 0.03 seed 5") >= 0, 10000);
+        QCOMPARE(row_of(window, "lr 0.01 seed 2"), -1);
         window.undoDelete();
         QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 14, 10000);
+        QVERIFY(row_of(window, "lr 0.01 seed 2") >= 0);
+        window.undoDelete();
+        QVERIFY2(window.alerts().front().contains("Nothing deleted to undo"), qPrintable(window.alerts().front()));
+        // A run still going is not hidden by a plain Delete either (it would train and spend unseen, and be
+        // forgotten at the next start): it stays, said so, while a finished one selected with it goes.
+        const qint64 going =
+            window.jobs()
+                .data(window.jobs().index(row_of(window, "lr 0.03 seed 1"), 0), JobTableModel::JobIdRole)
+                .toLongLong();
+        const auto state_event = [](int64_t seq, const char* state) {
+            return nlohmann::json{{"seq", seq}, {"time", 2000.0}, {"type", "state"}, {"data", {{"state", state}}}};
+        };
+        console.writer->post(going, {state_event(100000, "running")});
+        QCOMPARE(console.writer->flush(), std::string());
+        window.refresh();
+        QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "lr 0.03 seed 1")), QString("running"), 10000);
+        select_runs(window, {"lr 0.03 seed 1", "lr 0.03 seed 2"});
+        window.deleteSelected();
+        QVERIFY2(window.alerts().join("\n").contains("Not deleted, still active (cancel first): lr 0.03 seed 1"),
+                 qPrintable(window.alerts().join("\n")));
+        QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 13, 10000);
+        QVERIFY(row_of(window, "lr 0.03 seed 1") >= 0);
+        QCOMPARE(row_of(window, "lr 0.03 seed 2"), -1);
+        window.undoDelete();
+        QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 14, 10000);
+        console.writer->post(going, {state_event(100001, "succeeded")});
+        QCOMPARE(console.writer->flush(), std::string());
+        window.refresh();
+        QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "lr 0.03 seed 1")), QString("succeeded"), 10000);
         select_runs(window, {"lr 0.01 seed 3"});
         window.deleteSelected(); // this one stays deleted: gone for good at the next start
         QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 13, 10000);
