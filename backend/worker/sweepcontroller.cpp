@@ -529,14 +529,20 @@ void SweepController::tick_sweep(Sweep& sweep, std::vector<int64_t>* touched) {
                         : "; none reported " + spec.objective.metric));
 }
 
-void SweepController::on_record(int64_t job, std::string_view data) {
+SweepController::Trial* SweepController::trial_of(int64_t job, Sweep** sweep) {
     const auto owner = trial_of_job_.find(job);
     if (owner == trial_of_job_.end())
+        return nullptr;
+    *sweep = find(owner->second.first);
+    return *sweep ? &(*sweep)->trials[static_cast<size_t>(owner->second.second)] : nullptr;
+}
+
+void SweepController::on_record(int64_t job, std::string_view data) {
+    Sweep* sweep = nullptr;
+    Trial* found = trial_of(job, &sweep);
+    if (!found)
         return;
-    Sweep* sweep = find(owner->second.first);
-    if (!sweep)
-        return;
-    Trial& trial = sweep->trials[static_cast<size_t>(owner->second.second)];
+    Trial& trial = *found;
     if (trial.state != "running")
         return; // a pausing or stopping trial's last lines decide nothing
     const json record = json::parse(data, nullptr, false);
@@ -593,13 +599,11 @@ void SweepController::on_record(int64_t job, std::string_view data) {
 }
 
 void SweepController::on_job_state(int64_t job, JobState state) {
-    const auto owner = trial_of_job_.find(job);
-    if (owner == trial_of_job_.end())
+    Sweep* sweep = nullptr;
+    Trial* found = trial_of(job, &sweep);
+    if (!found)
         return;
-    Sweep* sweep = find(owner->second.first);
-    if (!sweep)
-        return;
-    Trial& trial = sweep->trials[static_cast<size_t>(owner->second.second)];
+    Trial& trial = *found;
     switch (state) {
     case JobState::stopped:
         if (trial.state == "pausing") {

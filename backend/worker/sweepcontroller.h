@@ -117,6 +117,7 @@ private:
     void stop_trials(Sweep& sweep, StopReason why, const std::string& state);
     void set_state(Sweep& sweep, const std::string& state, const std::string& reason);
     Sweep* find(int64_t id);
+    Trial* trial_of(int64_t job, Sweep** sweep); // the trial a job runs, and its sweep; null for any other job
 
     Database& db_;
     SweepHost& host_;
