@@ -26,7 +26,7 @@ packages=(
   # data shipped by Debian: the demo job and the tests train on it
   dataset-fashion-mnist
   # peer benchmark and user-script jobs (Debian's PyTorch lives in /usr/bin/python3)
-  python3 python3-torch python3-numpy
+  python3 python3-torch python3-optuna python3-numpy
   # GUI tests and screenshots
   xvfb xauth imagemagick
   # tests: certificates for the TLS tests, pkill for the Slurm set-up's stray slurmstepd
