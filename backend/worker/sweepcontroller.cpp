@@ -92,6 +92,7 @@ void SweepController::create_tables(Database& db) {
             best REAL,
             last REAL,
             watched_best REAL,
+            watched_mean REAL,
             resource REAL NOT NULL DEFAULT 0,
             reports INTEGER NOT NULL DEFAULT 0,
             spend REAL NOT NULL DEFAULT 0,
@@ -122,7 +123,7 @@ void SweepController::load() {
     }
     Statement trials = db_.prepare(
         "SELECT sweep, trial, job, params, state, reason, rung, objectives, best, last, watched_best, resource, "
-        "reports, spend, gpu_seconds FROM sweep_trials ORDER BY sweep, trial");
+        "reports, spend, gpu_seconds, watched_mean FROM sweep_trials ORDER BY sweep, trial");
     while (trials.step()) {
         Sweep* sweep = find(trials.integer(0));
         if (!sweep)
@@ -144,6 +145,7 @@ void SweepController::load() {
         trial.best = trials.is_null(8) ? NAN : trials.real(8);
         trial.last = trials.is_null(9) ? NAN : trials.real(9);
         trial.watched_best = trials.is_null(10) ? NAN : trials.real(10);
+        trial.watched_mean = trials.is_null(15) ? NAN : trials.real(15);
         trial.resource = trials.real(11);
         trial.reports = static_cast<int>(trials.integer(12));
         trial.spend = trials.real(13);
@@ -477,8 +479,14 @@ void SweepController::tick_sweep(Sweep& sweep, std::vector<int64_t>* touched) {
         if (!sweep.rungs.empty()) {
             std::vector<sweep::RungTrial> rung_trials;
             rung_trials.reserve(sweep.trials.size());
-            for (const Trial& trial : sweep.trials)
-                rung_trials.push_back({trial.index, trial.objectives, trial.rung, trial.state != "paused"});
+            // Every trial that completed a rung counts in its ranking (running, promoted and finished ones too);
+            // only diverged and failed ones leave it. A trial still checkpointing at its rung (or stopped with the
+            // sweep) is ranked but cannot be promoted yet: it is passed as if already on its way to the next rung.
+            for (const Trial& trial : sweep.trials) {
+                const bool waits = trial.state == "pausing" || trial.state == "stopping" || trial.state == "stopped";
+                rung_trials.push_back({trial.index, trial.objectives, trial.rung + (waits ? 1 : 0),
+                                       trial.state == "diverged" || trial.state == "failed"});
+            }
             const sweep::Promotion promotion = sweep::asha_promotion(
                 rung_trials, sweep.rungs.size(), spec.asha.reduction_factor, spec.objective.maximize);
             if (promotion.trial >= 0) {
@@ -561,12 +569,17 @@ void SweepController::on_record(int64_t job, std::string_view data) {
     if (curve_value(record, spec.divergence.metric, watched)) {
         if (!std::isfinite(watched))
             return diverge(spec.divergence.metric + " became NaN or infinite" + at);
+        // A line over factor × the lowest the moving average has been diverges at once; the average (weight 0.9) keeps
+        // one lucky batch from setting the bar.
         if (!std::isnan(trial.watched_best) && trial.watched_best > 0 &&
             watched > spec.divergence.factor * trial.watched_best)
             return diverge(spec.divergence.metric + " " + number_text(watched) + at + " is over " +
-                           number_text(spec.divergence.factor) + " × its best " + number_text(trial.watched_best));
-        if (std::isnan(trial.watched_best) || watched < trial.watched_best) {
-            trial.watched_best = watched;
+                           number_text(spec.divergence.factor) + " × its lowest moving average " +
+                           number_text(trial.watched_best));
+        trial.watched_mean = std::isnan(trial.watched_mean) ? watched : 0.9 * trial.watched_mean + 0.1 * watched;
+        trial.dirty = true;
+        if (std::isnan(trial.watched_best) || trial.watched_mean < trial.watched_best) {
+            trial.watched_best = trial.watched_mean;
             trial.dirty = true;
         }
     }
@@ -645,7 +658,8 @@ void SweepController::write() {
     Statement update = db_.prepare("UPDATE sweeps SET spec=?, state=?, reason=?, finished=? WHERE id=?");
     Statement upsert = db_.prepare(
         "INSERT OR REPLACE INTO sweep_trials(sweep, trial, job, params, state, reason, rung, objectives, best, last, "
-        "watched_best, resource, reports, spend, gpu_seconds) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "watched_best, resource, reports, spend, gpu_seconds, watched_mean) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     auto real_or_null = [](Statement& statement, int column, double value) {
         if (std::isnan(value))
             statement.bind_null(column);
@@ -676,6 +690,7 @@ void SweepController::write() {
             real_or_null(upsert, 11, trial.watched_best);
             upsert.bind(12, trial.resource).bind(13, static_cast<int64_t>(trial.reports)).bind(14, trial.spend);
             upsert.bind(15, trial.gpu_seconds);
+            real_or_null(upsert, 16, trial.watched_mean);
             upsert.step();
         }
     }

@@ -163,8 +163,8 @@ TEST(Sweep, AshaPausesTrialsAtTheirRungAndPromotesTheBestFromItsCheckpoint) {
 TEST(Sweep, ADivergingTrialIsStoppedOnTheLineAndScriptsGetTheirParameters) {
     WorkerProcess worker;
     const std::string release = worker.state_dir() + "/never";
-    // The loss falls to 0.2 by step 5, jumps to 50 at step 6 (over 10 × its best), then the script would go on
-    // until released, which it never is.
+    // The loss falls to 0.2 by step 5, jumps to 50 at step 6 (over 10 × the lowest its moving average has been, 0.762),
+    // then the script would go on until released, which it never is.
     const std::string script = write_script(worker.state_dir(), "diverge.py", R"(
 p = traindeck.params({"width": 1})
 print("params", p, flush=True)
@@ -188,7 +188,9 @@ while not os.path.exists()" + json(release).dump() + R"():
     ASSERT_EQ(done["trials"].size(), 1u);
     const json& trial = done["trials"][0];
     EXPECT_EQ(trial["state"], "diverged") << trial.dump();
-    EXPECT_NE(trial["reason"].get<std::string>().find("loss 50 at step 6 is over 10 × its best 0.2"), std::string::npos)
+    EXPECT_NE(
+        trial["reason"].get<std::string>().find("loss 50 at step 6 is over 10 × its lowest moving average 0.76205"),
+        std::string::npos)
         << trial["reason"];
     EXPECT_EQ(worker.job(trial["job"].get<int64_t>())["state"], "cancelled");
     // The script read its parameters from TRAINDECK_PARAMS, over its defaults, and recorded them as its config.
