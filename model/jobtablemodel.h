@@ -121,7 +121,7 @@ private:
     QueryError query_error_;
     QStringList extra_;
     std::vector<std::string> extra_fields_;
-    std::vector<std::optional<SpendToReach>> reach_;                        // per extra column
+    std::vector<std::optional<SpendToReach>> reach_;                // per extra column
     std::vector<std::unordered_map<int64_t, double>> reach_values_; // per extra column: run id -> spent (NaN: never)
     std::vector<char> reach_loading_;                               // per extra column: a read under way
     std::vector<std::unordered_set<int64_t>> reach_changed_; // per extra column: runs that changed during the read

@@ -497,7 +497,10 @@ Supervisor::Result Supervisor::resume(int64_t id, double new_budget) {
         }
         // A failed commit leaves the job as it was in the database: out of the active table again.
         reply_after_commit(
-            reply, [id] { return Result{202, {{"id", id}, {"state", to_string(JobState::queued)}}}; },
+            reply,
+            [id] {
+                return Result{202, {{"id", id}, {"state", to_string(JobState::queued)}}};
+            },
             [this, id] { jobs_.erase(id); }, "the resume could not be stored", "try again");
         requeue(std::move(job), "resumed by the user; continues from its last checkpoint");
     });

@@ -95,8 +95,8 @@ private:
         // The divergence metric's moving average (one batch's loss is noisy: late in training a single batch can
         // be ten times below the rest) and the lowest that average has been.
         double watched_mean = NAN, watched_best = NAN;
-        double resource = 0;           // epochs or steps reached
-        int reports = 0;               // objective values seen (the epoch count when records carry none)
+        double resource = 0; // epochs or steps reached
+        int reports = 0;     // objective values seen (the epoch count when records carry none)
         double spend = 0, gpu_seconds = 0;
         bool dirty = false;
     };

@@ -110,7 +110,8 @@ TEST(ExitClassification, ARunThatVanishedFollowsTheAskedForStopThenRetries) {
 TEST(ExitClassification, APausedTrialWaitsAtItsRungUnlessItHadFinished) {
     const ExitDecision paused = classify_exit(exited(75), asked(StopReason::pause, 0, 3));
     EXPECT_EQ(paused.state, JobState::stopped);
-    EXPECT_EQ(paused.reason, "paused by its sweep (exit code 75); checkpoint kept, resumes when its sweep goes on with it");
+    EXPECT_EQ(paused.reason,
+              "paused by its sweep (exit code 75); checkpoint kept, resumes when its sweep goes on with it");
     EXPECT_FALSE(paused.retry);
     // The pause arrived as it ended on its own: it finished, nothing to resume.
     EXPECT_EQ(classify_exit(exited(0), asked(StopReason::pause, 0, 3)).state, JobState::succeeded);

@@ -54,8 +54,8 @@ TEST(JobState, TheCatalogAlsoCountsLostJobsAsFinished) {
 }
 
 TEST(JobState, StopReasonsHaveTheirNames) {
-    for (StopReason reason :
-         {StopReason::none, StopReason::preempt, StopReason::cancel, StopReason::budget, StopReason::idle, StopReason::pause})
+    for (StopReason reason : {StopReason::none, StopReason::preempt, StopReason::cancel, StopReason::budget,
+                              StopReason::idle, StopReason::pause})
         EXPECT_EQ(stop_reason_from_string(to_string(reason)), reason);
     EXPECT_EQ(to_string(StopReason::budget), "budget");
     EXPECT_EQ(to_string(StopReason::none), "");
