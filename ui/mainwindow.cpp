@@ -10,6 +10,7 @@
 #include "exportdialog.h"
 #include "jobstate.h"
 #include "newjobdialog.h"
+#include "sweepview.h"
 
 #include <QAction>
 #include <QApplication>
@@ -226,6 +227,14 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     QAction* undo = tools->addAction(tr("Undo delete"), this, &MainWindow::undoDelete);
     undo->setShortcut(QKeySequence::Undo);
     tools->addAction(tr("Export table…"), this, &MainWindow::exportTableCsv);
+    // Sweeps (README: Sweeps): their tab, and "New sweep…" beside "New job…". The view keeps a SweepSync for each
+    // backend the controller has, which imports the trials as runs of this table.
+    sweeps_ = new SweepView(catalog_path, *controller_);
+    tabs_->addTab(sweeps_, tr("Sweeps"));
+    connect(sweeps_, &SweepView::problem, this, &MainWindow::addAlert);
+    auto* new_sweep = new QAction(tr("New sweep…"), this);
+    connect(new_sweep, &QAction::triggered, sweeps_, &SweepView::newSweep);
+    tools->insertAction(tools->actions().value(1), new_sweep);
 
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
         if (!current.isValid())

@@ -56,6 +56,9 @@ public:
     class CompareView& compare() {
         return *compare_;
     }
+    class SweepView& sweeps() {
+        return *sweeps_;
+    }
     // The query box (its error, if any, is shown under it, and the table keeps its last good result).
     void setQuery(const QString& text);
     QString queryError() const;
@@ -132,6 +135,7 @@ private:
     std::vector<QList<qint64>> deletions_; // this session's deletions not undone, the most recent last
     class GroupChart* groups_;
     class CompareView* compare_;
+    class SweepView* sweeps_ = nullptr;
     QWidget* compare_tab_;
     JobDetailView* detail_;
     CatalogReader reader_;
