@@ -84,6 +84,23 @@ std::vector<const RunRecord*> JobTableModel::visibleRuns() const {
     return out;
 }
 
+std::vector<const RunRecord*> JobTableModel::queriedRuns() const {
+    if (!only_active_)
+        return visibleRuns();
+    std::vector<int> rows = filtered(false);
+    sort_rows(rows);
+    std::vector<const RunRecord*> out;
+    out.reserve(rows.size());
+    for (const int i : rows)
+        out.push_back(&runs_[i]);
+    return out;
+}
+
+const RunRecord* JobTableModel::runById(qint64 id) const {
+    const auto it = index_of_.find(id);
+    return it == index_of_.end() ? nullptr : &runs_[it->second];
+}
+
 void JobTableModel::refresh() {
     if (!error_.isEmpty())
         return;
@@ -203,12 +220,13 @@ void JobTableModel::merge(std::vector<RunRecord> changed) {
     }
 }
 
-std::vector<int> JobTableModel::filtered() const {
+std::vector<int> JobTableModel::filtered(bool narrowed) const {
     std::vector<int> rows;
     rows.reserve(runs_.size());
     const double now = now_seconds();
+    const bool only = narrowed && only_active_;
     for (int i = 0; i < static_cast<int>(runs_.size()); ++i)
-        if (query_.matches(runs_[i], now) && (!only_active_ || only_.contains(runs_[i].id)))
+        if (query_.matches(runs_[i], now) && (!only || only_.contains(runs_[i].id)))
             rows.push_back(i);
     return rows;
 }

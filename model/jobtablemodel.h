@@ -84,6 +84,11 @@ public:
     int rowOf(qint64 id) const;
     // The runs the query shows, in the table's order.
     std::vector<const RunRecord*> visibleRuns() const;
+    // The runs the query shows with no setOnlyRuns() narrowing them, in the table's order: what a comparison keeps
+    // comparing while its brushes narrow the table.
+    std::vector<const RunRecord*> queriedRuns() const;
+    // A run in the catalog (not deleted) by its id, shown or not; nullptr when there is none.
+    const RunRecord* runById(qint64 id) const;
 
 public slots:
     void refresh();
@@ -102,7 +107,8 @@ private:
     void load_reach();
     // Applies the query and the sort to runs_; rows that stay keep their selection (persistent indexes).
     void relayout();
-    std::vector<int> filtered() const;
+    // Positions in runs_ the query shows; narrowed: only those setOnlyRuns() lets through too.
+    std::vector<int> filtered(bool narrowed = true) const;
     void sort_rows(std::vector<int>& rows) const;
     // An extra column's value for a run: run_field's, or the spend-to-reach value load_reach read (kept per run until
     // the run changes; missing while it is read).

@@ -505,7 +505,9 @@ void CompareView::applyParallelAxes() {
     for (int i = 0; i < axis_list_->count(); ++i)
         if (axis_list_->item(i)->checkState() == Qt::Checked)
             keys << axis_list_->item(i)->text();
-    parallel_->setAxes(keys, metric_->currentText());
+    // The same axes again (setRuns with the runs compared before) keep their brushes: setAxes would clear them.
+    if (keys != parallel_->configKeys() || metric_->currentText() != parallel_->metric())
+        parallel_->setAxes(keys, metric_->currentText());
     updateBrushLabel();
 }
 

@@ -1,4 +1,4 @@
-// GroupChart (groupchart.h): the controls, the background read and the drawing.
+// GroupChart (groupchart.h): the controls, the background read, the drawing, the group table and export.
 #include "groupchart.h"
 
 #include "background.h"
@@ -10,9 +10,11 @@
 #include <QAreaSeries>
 #include <QChart>
 #include <QChartView>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDateTime>
 #include <QDateTimeAxis>
+#include <QDir>
 #include <QFileDialog>
 #include <QHeaderView>
 #include <QPushButton>
@@ -23,11 +25,15 @@
 #include <QLegendMarker>
 #include <QLineEdit>
 #include <QLineSeries>
+#include <QLogValueAxis>
+#include <QStandardItemModel>
 #include <QThreadPool>
 #include <QValueAxis>
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 #include <unordered_map>
@@ -56,6 +62,9 @@ QThreadPool* statistics_pool() {
     return pool;
 }
 
+// Where a log axis draws what is at or below zero, as the job view's log scale does.
+constexpr double kLogFloor = 1e-6;
+
 struct Computed {
     quint64 generation = 0;
     std::vector<RunGroup> groups;
@@ -80,6 +89,8 @@ GroupChart::GroupChart(const QString& catalog_path, QWidget* parent) : QWidget(p
         x_axis_->addItem(tr(x_axis_title(axis)), static_cast<int>(axis));
     x_axis_->setToolTip(tr("Align and draw the runs by step, samples seen, wall time, time since each run started, "
                            "or money spent"));
+    log_scale_ = new QCheckBox(tr("Log scale"));
+    log_scale_->setToolTip(tr("A log y-axis; values at or below zero (a band under a small mean) reach the bottom"));
     status_ = new QLabel;
     status_->setStyleSheet(QStringLiteral("color: palette(mid)"));
 
@@ -87,8 +98,8 @@ GroupChart::GroupChart(const QString& catalog_path, QWidget* parent) : QWidget(p
     view_ = make_chart_view(chart_);
     view_->setMinimumHeight(300);
 
-    summary_ = new QTableWidget(0, 4);
-    summary_->setHorizontalHeaderLabels({tr("Group"), tr("N"), tr("best"), tr("last")});
+    summary_ = new QTableWidget(0, 6);
+    summary_->setHorizontalHeaderLabels({tr("Group"), tr("N"), tr("last"), tr("min"), tr("max"), tr("best")});
     summary_->verticalHeader()->hide();
     summary_->verticalHeader()->setDefaultSectionSize(summary_->fontMetrics().height() + 6);
     summary_->setWordWrap(false);
@@ -98,15 +109,11 @@ GroupChart::GroupChart(const QString& catalog_path, QWidget* parent) : QWidget(p
     summary_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     summary_->setMaximumHeight(112);
     auto* export_button = new QPushButton(tr("Export…"));
-    export_button->setToolTip(tr("The chart as PNG, SVG or PDF at publication size, or the curves as CSV"));
-    connect(export_button, &QPushButton::clicked, this, [this] {
-        const QString path =
-            QFileDialog::getSaveFileName(this, tr("Export the group chart"), QStringLiteral("groups.svg"),
-                                         tr("SVG (*.svg);;PDF (*.pdf);;PNG (*.png);;CSV (*.csv)"));
-        if (path.isEmpty())
-            return;
-        const QString error = exportTo(path);
-        status_->setText(error.isEmpty() ? tr("Written to %1").arg(path) : error);
+    export_button->setToolTip(tr("The chart as PNG, SVG or PDF at publication size, the curves (every bucket) or "
+                                 "the group table as CSV"));
+    connect(export_button, &QPushButton::clicked, this, &GroupChart::exportWithDialog);
+    connect(this, &GroupChart::exported, this, [this](const QString& path, const QString& error) {
+        status_->setText(error.isEmpty() ? tr("Written to %1").arg(QDir::toNativeSeparators(path)) : error);
     });
 
     auto* controls = new QHBoxLayout;
@@ -118,6 +125,7 @@ GroupChart::GroupChart(const QString& catalog_path, QWidget* parent) : QWidget(p
     controls->addWidget(x_axis_);
     controls->addWidget(new QLabel(tr("Band")));
     controls->addWidget(band_);
+    controls->addWidget(log_scale_);
     controls->addWidget(export_button);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -130,7 +138,16 @@ GroupChart::GroupChart(const QString& catalog_path, QWidget* parent) : QWidget(p
     connect(metric_, &QComboBox::currentTextChanged, this, &GroupChart::recompute);
     connect(band_, &QComboBox::currentIndexChanged, this, &GroupChart::recompute);
     connect(x_axis_, &QComboBox::currentIndexChanged, this, &GroupChart::recompute);
+    // The same curves on another axis: nothing to read again.
+    connect(log_scale_, &QCheckBox::toggled, this, [this] {
+        drawCurves();
+        emit updated();
+    });
 }
+
+// ~QWidget hides the chart after its members are gone; the keys' box losing the focus then would finish its editing
+// and recompute over them.
+GroupChart::~GroupChart() { disconnect(keys_, nullptr, this, nullptr); }
 
 QStringList GroupChart::suggestedKeys(const std::vector<RunRecord>& runs) {
     std::vector<const RunRecord*> pointers;
@@ -194,6 +211,12 @@ XAxis GroupChart::xAxis() const { return static_cast<XAxis>(x_axis_->currentData
 
 void GroupChart::setBand(Band band) { band_->setCurrentIndex(band_->findData(static_cast<int>(band))); }
 
+Band GroupChart::band() const { return static_cast<Band>(band_->currentData().toInt()); }
+
+void GroupChart::setLogScale(bool on) { log_scale_->setChecked(on); }
+
+bool GroupChart::logScale() const { return log_scale_->isChecked(); }
+
 QStringList GroupChart::legendNames() const { return legend_; }
 
 QStringList GroupChart::summaryRows() const {
@@ -207,27 +230,80 @@ QStringList GroupChart::summaryRows() const {
     return rows;
 }
 
-QString GroupChart::exportTo(const QString& path) {
-    if (!path.endsWith(QStringLiteral(".csv"), Qt::CaseInsensitive))
-        return exportChart(chart_, path);
-    // Long format, every bucket of every group: the mean, the band and N.
-    QStringList names;
-    QVector<QVector<QPointF>> series;
-    for (size_t g = 0; g < curves_.size() && g < static_cast<size_t>(legend_.size()); ++g) {
-        const GroupCurve& curve = curves_[g];
-        const char* parts[] = {"mean", "low", "high", "n"};
-        for (int part = 0; part < 4; ++part) {
-            names << legend_[static_cast<int>(g)] + QStringLiteral(" ") + QLatin1String(parts[part]);
-            QVector<QPointF> points;
-            for (size_t i = 0; i < curve.x.size(); ++i)
-                points.push_back({curve.x[i], part == 0   ? curve.mean[i]
-                                              : part == 1 ? curve.low[i]
-                                              : part == 2 ? curve.high[i]
-                                                          : curve.n[i]});
-            series.push_back(points);
-        }
+void GroupChart::exportTo(Export what, const QString& path) {
+    if (what == Export::chart) {
+        emit exported(path, exportChart(chart_, path));
+        return;
     }
-    return writeSeriesCsv(path, names, series);
+    if (!path.endsWith(QStringLiteral(".csv"), Qt::CaseInsensitive)) {
+        emit exported(path, tr("Cannot export %1: the curves and the group table export as CSV; use a file name "
+                               "ending in .csv.")
+                                .arg(QDir::toNativeSeparators(path)));
+        return;
+    }
+    // Copies of what is drawn now: a redraw while the file is written changes nothing in it.
+    std::function<QString()> write;
+    if (what == Export::curves) {
+        // Long format, every bucket of every group: the mean, the band and N.
+        QStringList names;
+        QVector<QVector<QPointF>> series;
+        for (size_t g = 0; g < curves_.size() && g < static_cast<size_t>(legend_.size()); ++g) {
+            const GroupCurve& curve = curves_[g];
+            const char* parts[] = {"mean", "low", "high", "n"};
+            for (int part = 0; part < 4; ++part) {
+                names << legend_[static_cast<int>(g)] + QStringLiteral(" ") + QLatin1String(parts[part]);
+                QVector<QPointF> points;
+                for (size_t i = 0; i < curve.x.size(); ++i)
+                    points.push_back({curve.x[i], part == 0   ? curve.mean[i]
+                                                  : part == 1 ? curve.low[i]
+                                                  : part == 2 ? curve.high[i]
+                                                              : curve.n[i]});
+                series.push_back(points);
+            }
+        }
+        write = [path, names, series] { return writeSeriesCsv(path, names, series); };
+    } else {
+        QStringList header = groupKeys();
+        if (header.isEmpty())
+            header << tr("group");
+        header << QStringLiteral("N");
+        const QString metric = metric_->currentText();
+        for (const char* kind : {"last", "min", "max", "best"})
+            header << QStringLiteral("%1.%2 mean").arg(QLatin1String(kind), metric)
+                   << QStringLiteral("%1.%2 std").arg(QLatin1String(kind), metric);
+        write = [path, header, rows = summaries_, all_runs = tr("all runs")] {
+            // The model lives and dies on this thread; writeModelCsv writes its doubles at full precision, NaN empty.
+            const int keys = static_cast<int>(header.size()) - 9;
+            QStandardItemModel model(static_cast<int>(rows.size()), static_cast<int>(header.size()));
+            model.setHorizontalHeaderLabels(header);
+            for (int row = 0; row < static_cast<int>(rows.size()); ++row) {
+                const GroupSummary& summary = rows[static_cast<size_t>(row)];
+                for (int k = 0; k < keys; ++k)
+                    model.setData(model.index(row, k), summary.values.isEmpty() ? all_runs : summary.values.value(k));
+                model.setData(model.index(row, keys), summary.n);
+                int column = keys + 1;
+                for (const SummaryStat* stat : {&summary.last, &summary.min, &summary.max, &summary.best}) {
+                    model.setData(model.index(row, column++), stat->mean);
+                    model.setData(model.index(row, column++), stat->std_dev);
+                }
+            }
+            return writeModelCsv(model, path);
+        };
+    }
+    run_in_background(
+        this, std::move(write), [this, path](const QString& error) { emit exported(path, error); }, statistics_pool());
+}
+
+void GroupChart::exportWithDialog() {
+    const QString curves = tr("Curves, CSV with every bucket (*.csv)"), table = tr("Group table, CSV (*.csv)");
+    QString filter;
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export the group chart"), QStringLiteral("groups.pdf"),
+                                     tr("PDF (*.pdf);;SVG (*.svg);;PNG (*.png);;") + curves + ";;" + table, &filter);
+    if (path.isEmpty())
+        return;
+    const bool csv = path.endsWith(QStringLiteral(".csv"), Qt::CaseInsensitive);
+    exportTo(!csv ? Export::chart : filter == table ? Export::table : Export::curves, path);
 }
 
 void GroupChart::recompute() {
@@ -310,17 +386,33 @@ void GroupChart::recompute() {
         },
         [this](Computed computed) {
             if (computed.generation == generation_)
-                draw(computed.groups, std::move(computed.curves), computed.error);
+                draw(std::move(computed.groups), std::move(computed.curves), computed.error);
         },
         statistics_pool());
 }
 
-void GroupChart::draw(const std::vector<RunGroup>& groups, std::vector<GroupCurve> curves, const QString& error) {
-    chart_->removeAllSeries();
-    for (QAbstractAxis* axis : chart_->axes())
-        chart_->removeAxis(axis);
-    legend_.clear();
+void GroupChart::draw(std::vector<RunGroup> groups, std::vector<GroupCurve> curves, const QString& error) {
+    groups_ = std::move(groups);
     curves_ = std::move(curves);
+    error_ = error;
+    drawCurves();
+    fillTable();
+    status_->setText(!error_.isEmpty() ? tr("Could not read the runs' points: %1").arg(error_)
+                     : groups_.empty() ? tr("No runs to group")
+                                       : tr("%1 groups of %2 runs · mean %3 per step bucket, from every point")
+                                             .arg(groups_.size())
+                                             .arg(runs_.size())
+                                             .arg(band_->currentText()));
+    emit updated();
+}
+
+void GroupChart::drawCurves() {
+    chart_->removeAllSeries();
+    for (QAbstractAxis* axis : chart_->axes()) {
+        chart_->removeAxis(axis);
+        delete axis; // removeAxis gives it back to us
+    }
+    legend_.clear();
     const QStringList keys = groupKeys();
     const XAxis axis = xAxis();
     const double scale = axis == XAxis::wall_time ? 1.0 : x_axis_scale(axis); // a date axis takes milliseconds
@@ -335,16 +427,35 @@ void GroupChart::draw(const std::vector<RunGroup>& groups, std::vector<GroupCurv
         x_axis = values;
     }
     x_axis->setTitleText(tr(x_axis_title(axis)));
-    auto* y_axis = new QValueAxis;
+    const bool log_scale = logScale();
+    QAbstractAxis* y_axis = nullptr;
+    if (log_scale) {
+        auto* logarithmic = new QLogValueAxis;
+        logarithmic->setBase(10);
+        logarithmic->setLabelFormat(QStringLiteral("%.3g"));
+        logarithmic->setMinorTickCount(-1); // the 2…9 ticks of each decade
+        y_axis = logarithmic;
+    } else {
+        y_axis = new QValueAxis;
+    }
     y_axis->setTitleText(metric_->currentText());
     chart_->addAxis(x_axis, Qt::AlignBottom);
     chart_->addAxis(y_axis, Qt::AlignLeft);
+    // On a log axis the drawn values are clipped to kLogFloor, but the range follows the positive ones: a band that
+    // reaches zero runs off the bottom instead of squashing every curve into the top of six decades.
+    auto drawn = [log_scale](double y) { return log_scale ? std::max(y, kLogFloor) : y; };
     double x_low = std::numeric_limits<double>::max(), x_high = -x_low, y_low = x_low, y_high = -x_low;
-    for (size_t g = 0; g < groups.size() && g < curves_.size(); ++g) {
+    auto widen_y = [&](double y) {
+        if (log_scale && !(y > 0))
+            return;
+        y_low = std::min(y_low, y);
+        y_high = std::max(y_high, y);
+    };
+    for (size_t g = 0; g < groups_.size() && g < curves_.size(); ++g) {
         const GroupCurve& curve = curves_[g];
         QStringList label;
-        for (int k = 0; k < keys.size() && k < static_cast<int>(groups[g].values.size()); ++k)
-            label << QStringLiteral("%1=%2").arg(keys[k], QString::fromStdString(groups[g].values[k]));
+        for (int k = 0; k < keys.size() && k < static_cast<int>(groups_[g].values.size()); ++k)
+            label << QStringLiteral("%1=%2").arg(keys[k], QString::fromStdString(groups_[g].values[k]));
         const auto [n_low, n_high] = curve.n.empty() ? std::pair(0, 0) : [&] {
             const auto [lo, hi] = std::minmax_element(curve.n.begin(), curve.n.end());
             return std::pair(*lo, *hi);
@@ -364,13 +475,14 @@ void GroupChart::draw(const std::vector<RunGroup>& groups, std::vector<GroupCurv
         QList<QPointF> mean_points, low_points, high_points;
         for (size_t i = 0; i < curve.x.size(); ++i) {
             const double x = curve.x[i] / scale;
-            mean_points.append({x, curve.mean[i]});
-            low_points.append({x, curve.low[i]});
-            high_points.append({x, curve.high[i]});
+            mean_points.append({x, drawn(curve.mean[i])});
+            low_points.append({x, drawn(curve.low[i])});
+            high_points.append({x, drawn(curve.high[i])});
             x_low = std::min(x_low, x);
             x_high = std::max(x_high, x);
-            y_low = std::min(y_low, curve.low[i]);
-            y_high = std::max(y_high, curve.high[i]);
+            widen_y(curve.low[i]);
+            widen_y(curve.mean[i]);
+            widen_y(curve.high[i]);
         }
         mean->replace(mean_points);
         low->replace(low_points);
@@ -404,50 +516,66 @@ void GroupChart::draw(const std::vector<RunGroup>& groups, std::vector<GroupCurv
             values->setRange(x_low, x_high > x_low ? x_high : x_low + 1);
             values->applyNiceNumbers();
         }
-        y_axis->setRange(y_low, y_high > y_low ? y_high : y_low + 1);
-        y_axis->applyNiceNumbers();
     }
-    // The groups' summaries from the runs' own (kept on ingest): mean ± std over the group's runs, and N.
-    groups_ = groups;
-    summary_->setRowCount(static_cast<int>(groups.size()));
-    summary_->setHorizontalHeaderLabels(
-        {tr("Group"), tr("N"), tr("best %1").arg(metric_->currentText()), tr("last %1").arg(metric_->currentText())});
-    const std::string series = metric_->currentText().toStdString();
+    if (y_high >= y_low) {
+        if (auto* values = qobject_cast<QValueAxis*>(y_axis)) {
+            values->setRange(y_low, y_high > y_low ? y_high : y_low + 1);
+            values->applyNiceNumbers();
+        } else {
+            y_axis->setRange(y_low, y_high > y_low ? y_high : y_low * 10);
+        }
+    } else if (log_scale) {
+        y_axis->setRange(kLogFloor, 1); // nothing positive to draw
+    }
+    chart_->setTitle(metric_->currentText().isEmpty() ? QString() : tr("%1 by group").arg(metric_->currentText()));
+}
+
+void GroupChart::fillTable() {
+    // From the runs' own summaries (kept on ingest): mean ± std over the group's runs, and N.
+    const QString metric = metric_->currentText();
+    const std::string series = metric.toStdString();
+    summary_->setRowCount(static_cast<int>(groups_.size()));
+    summary_->setHorizontalHeaderLabels({tr("Group"), tr("N"), tr("last %1").arg(metric), tr("min %1").arg(metric),
+                                         tr("max %1").arg(metric), tr("best %1").arg(metric)});
     std::unordered_map<int64_t, const RunRecord*> by_id;
     for (const RunRecord& run : runs_)
         by_id.emplace(run.id, &run);
-    for (size_t g = 0; g < groups.size(); ++g) {
-        std::vector<double> best, last;
-        for (const int64_t id : groups[g].runs)
+    summaries_.clear();
+    for (size_t g = 0; g < groups_.size(); ++g) {
+        std::vector<double> last, min, max, best;
+        for (const int64_t id : groups_[g].runs)
             if (const auto it = by_id.find(id); it != by_id.end())
                 if (const MetricSummary* summary = find_summary(*it->second, series)) {
-                    best.push_back(summary->best);
                     last.push_back(summary->last);
+                    min.push_back(summary->min);
+                    max.push_back(summary->max);
+                    best.push_back(summary->best); // NaN for a metric without a goal: "–"
                 }
-        auto text = [](const std::vector<double>& values) {
-            const SummaryStat stat = summary_stat(values);
-            if (stat.n == 0)
-                return QStringLiteral("–");
-            return stat.n == 1 ? QString::number(stat.mean, 'g', 4)
-                               : QStringLiteral("%1 ± %2").arg(QString::number(stat.mean, 'g', 4),
-                                                               QString::number(stat.std_dev, 'g', 2));
-        };
-        const QString label = g < static_cast<size_t>(legend_.size()) ? legend_[static_cast<int>(g)] : QString();
-        summary_->setItem(static_cast<int>(g), 0,
-                          new QTableWidgetItem(label.left(label.lastIndexOf(QStringLiteral("  (N=")))));
-        summary_->setItem(static_cast<int>(g), 1, new QTableWidgetItem(QString::number(groups[g].runs.size())));
-        summary_->setItem(static_cast<int>(g), 2, new QTableWidgetItem(text(best)));
-        summary_->setItem(static_cast<int>(g), 3, new QTableWidgetItem(text(last)));
+        GroupSummary summary;
+        for (const std::string& value : groups_[g].values)
+            summary.values << QString::fromStdString(value);
+        summary.n = static_cast<int>(groups_[g].runs.size());
+        summary.last = summary_stat(last);
+        summary.min = summary_stat(min);
+        summary.max = summary_stat(max);
+        summary.best = summary_stat(best);
+        const int row = static_cast<int>(g);
+        const QString label = row < legend_.size() ? legend_[row] : QString();
+        summary_->setItem(row, 0, new QTableWidgetItem(label.left(label.lastIndexOf(QStringLiteral("  (N=")))));
+        summary_->setItem(row, 1, new QTableWidgetItem(QString::number(summary.n)));
+        int column = 2;
+        for (const SummaryStat* stat : {&summary.last, &summary.min, &summary.max, &summary.best}) {
+            auto* item = new QTableWidgetItem(
+                stat->n == 0   ? QStringLiteral("–")
+                : stat->n == 1 ? QString::number(stat->mean, 'g', 4)
+                               : QStringLiteral("%1 ± %2").arg(QString::number(stat->mean, 'g', 4),
+                                                               QString::number(stat->std_dev, 'g', 2)));
+            if (stat->n < summary.n) // some runs have not reported the metric (yet)
+                item->setToolTip(tr("over the %1 of %2 runs that report %3").arg(stat->n).arg(summary.n).arg(metric));
+            summary_->setItem(row, column++, item);
+        }
+        summaries_.push_back(std::move(summary));
     }
-    const QString band_name = band_->currentText();
-    status_->setText(!error.isEmpty() ? tr("Could not read the runs' points: %1").arg(error)
-                     : groups.empty() ? tr("No runs to group")
-                                      : tr("%1 groups of %2 runs · mean %3 per step bucket, from every point")
-                                            .arg(groups.size())
-                                            .arg(runs_.size())
-                                            .arg(band_name));
-    chart_->setTitle(metric_->currentText().isEmpty() ? QString() : tr("%1 by group").arg(metric_->currentText()));
-    emit updated();
 }
 
 } // namespace traindeck

@@ -1,5 +1,8 @@
+// JobDetailView (jobdetailview.h): the two charts, their axes and refresh, the log tail, and export.
 #include "jobdetailview.h"
 
+#include "background.h"
+#include "chartexport.h"
 #include "chartview.h"
 
 #include <QAreaSeries>
@@ -9,14 +12,18 @@
 #include <QComboBox>
 #include <QDateTime>
 #include <QDateTimeAxis>
+#include <QDir>
+#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLegend>
 #include <QLineSeries>
 #include <QLogValueAxis>
+#include <QMenu>
 #include <QPlainTextEdit>
 #include <QSlider>
 #include <QSplitter>
+#include <QToolButton>
 #include <QValueAxis>
 #include <QVBoxLayout>
 
@@ -79,6 +86,22 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     smoothing_->setRange(0, 99);
     smoothing_->setValue(60);
     smoothing_->setMaximumWidth(160);
+    // A menu, not a right-click on the charts: there a right-click zooms out (chartview.h).
+    export_button_ = new QToolButton;
+    export_button_->setText(tr("Export…"));
+    export_button_->setToolTip(tr("A chart as PNG, SVG or PDF at publication size (160 × 100 mm), or its series as "
+                                  "CSV with every point"));
+    export_button_->setPopupMode(QToolButton::InstantPopup);
+    auto* export_menu = new QMenu(export_button_);
+    export_menu->addAction(tr("Loss and validation accuracy…"), this, [this] { exportWithDialog(Chart::loss); });
+    export_menu->addAction(tr("CPU, GPU and spend…"), this, [this] { exportWithDialog(Chart::system); });
+    export_button_->setMenu(export_menu);
+    export_status_ = new QLabel;
+    export_status_->setForegroundRole(QPalette::PlaceholderText);
+    connect(this, &JobDetailView::exported, this, [this](const QString& path, const QString& error) {
+        export_status_->setText(error.isEmpty() ? tr("Written to %1").arg(QDir::toNativeSeparators(path)) : error);
+        export_status_->setVisible(true);
+    });
 
     loss_chart_ = new QChart;
     loss_chart_->setTitle(tr("Loss and validation accuracy"));
@@ -132,6 +155,7 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     controls->addWidget(smoothing_);
     controls->addWidget(log_axis_);
     controls->addWidget(x_axis_);
+    controls->addWidget(export_button_);
     auto* splitter = new QSplitter(Qt::Vertical);
     splitter->addWidget(loss_view_);
     splitter->addWidget(system_view_);
@@ -152,6 +176,9 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     layout->addLayout(controls);
     layout->addWidget(note_);
     layout->addWidget(splitter);
+    export_status_->setWordWrap(true);
+    export_status_->hide(); // until something was exported
+    layout->addWidget(export_status_);
 
     connect(x_axis_, &QComboBox::currentIndexChanged, this, [this] {
         rebuildAxes();
@@ -275,6 +302,65 @@ void JobDetailView::setNote(const QString& markdown) {
 }
 
 QString JobDetailView::note() const { return note_->isVisible() ? note_->text() : QString(); }
+
+void JobDetailView::exportTo(Chart which, const QString& path) {
+    if (!path.endsWith(QStringLiteral(".csv"), Qt::CaseInsensitive)) {
+        emit exported(path, traindeck::exportChart(chart(which), path));
+        return;
+    }
+    if (job_ == 0) {
+        emit exported(path, tr("Cannot export %1: no run is shown. Select a run in the table first.")
+                                .arg(QDir::toNativeSeparators(path)));
+        return;
+    }
+    // What the chart draws, by its catalog series: this run's, and on the loss chart the overlaid runs' losses.
+    struct Wanted {
+        qint64 job;
+        QString series, name;
+    };
+    QList<Wanted> wanted;
+    if (which == Chart::loss) {
+        wanted = {{job_, QStringLiteral("loss"), QStringLiteral("loss")},
+                  {job_, QStringLiteral("val/accuracy"), QStringLiteral("val/accuracy")}};
+        for (const auto& [id, series] : overlays_)
+            wanted.push_back({id, QStringLiteral("loss"), series->name()});
+    } else {
+        wanted = {{job_, QStringLiteral("telemetry/cpu_percent"), QStringLiteral("telemetry/cpu_percent")},
+                  {job_, QStringLiteral("telemetry/spend"), QStringLiteral("telemetry/spend")}};
+        for (const QString& name : gpu_series_.keys())
+            wanted.push_back({job_, name, name});
+    }
+    // Every point can be millions of rows: read and written on a pool thread, through a connection of its own.
+    run_in_background(
+        this,
+        [catalog = QString::fromStdString(reader_.path()), wanted, path] {
+            CatalogReader reader(catalog);
+            QStringList names;
+            QVector<QVector<QPointF>> series;
+            for (const Wanted& one : wanted) {
+                QVector<QPointF> points = reader.points(one.job, one.series);
+                if (points.isEmpty())
+                    continue; // not reported (yet): no rows rather than a name with none
+                names << one.name;
+                series.push_back(std::move(points));
+            }
+            if (!reader.error().isEmpty())
+                return tr("Cannot export %1: the catalog could not be read (%2). Check the file, then export again.")
+                    .arg(QDir::toNativeSeparators(path), reader.error());
+            return writeSeriesCsv(path, names, series);
+        },
+        [this, path](const QString& error) { emit exported(path, error); });
+}
+
+void JobDetailView::exportWithDialog(Chart which) {
+    const QString base =
+        which == Chart::loss ? QStringLiteral("job-%1-loss").arg(job_) : QStringLiteral("job-%1-system").arg(job_);
+    const QString path = QFileDialog::getSaveFileName(
+        this, which == Chart::loss ? tr("Export the loss chart") : tr("Export the system chart"),
+        base + QStringLiteral(".pdf"), tr("PDF (*.pdf);;SVG (*.svg);;PNG (*.png);;CSV, every point (*.csv)"));
+    if (!path.isEmpty())
+        exportTo(which, path);
+}
 
 void JobDetailView::showJob(qint64 job, const QString& title) {
     if (job != job_) {

@@ -1,7 +1,8 @@
 #pragma once
 // A job's live curves: training loss (with its min/max band when several steps share a pixel), validation
 // accuracy, and CPU / spend on a second chart; log/linear axis, smoothing, the log tail. Reads through
-// CatalogReader (bucketed queries), never raw series.
+// CatalogReader (bucketed queries), never raw series, except to export every point. Either chart exports
+// (Export…): to PNG, SVG or PDF at publication size, or its series to CSV with every point (chartexport.h).
 #include "jobtablemodel.h"
 #include "xaxis.h"
 
@@ -11,6 +12,7 @@
 class QCheckBox;
 class QComboBox;
 class QLabel;
+class QToolButton;
 class QPlainTextEdit;
 class QSlider;
 namespace QtCharts {}
@@ -26,6 +28,8 @@ namespace traindeck {
 class JobDetailView : public QWidget {
     Q_OBJECT
 public:
+    enum class Chart { loss, system }; // loss and validation accuracy; CPU, GPU and spend
+
     explicit JobDetailView(const QString& catalog_path, QWidget* parent = nullptr);
     void showJob(qint64 job, const QString& title);
     // The run's note (markdown), shown under the title; "" hides it.
@@ -45,11 +49,22 @@ public:
     // Why the catalog could not be read at the last refresh ("" when it could).
     QString error() const { return reader_.error(); }
 
+    QChart* chart(Chart which) const { return which == Chart::loss ? loss_chart_ : system_chart_; }
+    // Writes a chart to `path` by its suffix: .png, .svg or .pdf as a 160 × 100 mm figure, drawn here; .csv every
+    // point of every series the chart draws (the catalog's raw points, not the buckets: series,step,value, the
+    // step of a telemetry series being its time in Unix milliseconds), read and written on a pool thread.
+    // exported(path, error) follows, "" or what went wrong.
+    void exportTo(Chart which, const QString& path);
+
+signals:
+    void exported(const QString& path, const QString& error);
+
 public slots:
     void refresh();
 
 private:
     void rebuildAxes();
+    void exportWithDialog(Chart which);
 
     CatalogReader reader_;
     qint64 job_ = 0;
@@ -73,6 +88,8 @@ private:
     QCheckBox* log_axis_;
     QComboBox* x_axis_ = nullptr; // step, samples, wall time, time since start, spend (xaxis.h)
     QSlider* smoothing_;
+    QToolButton* export_button_;
+    QLabel* export_status_;
     QPlainTextEdit* log_;
 };
 

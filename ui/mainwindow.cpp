@@ -517,6 +517,8 @@ void MainWindow::setOnlyDiffering(bool on) {
     jobs_->setExtraColumns(columns);
 }
 
+bool MainWindow::onlyDiffering() const { return only_differing_->isChecked(); }
+
 void MainWindow::followDifferingKeys() {
     if (only_differing_->isChecked())
         setOnlyDiffering(true);
@@ -744,6 +746,19 @@ void MainWindow::showTableMenu(const QPoint& at) {
 
 std::vector<RunRecord> MainWindow::compareRuns() const {
     std::vector<RunRecord> runs;
+    // Brushed, the table shows only the runs inside the brushes: comparing those would shrink the comparison and
+    // drop the brushes (their axes' ranges change). The comparison keeps its runs; the brushes narrow the table.
+    if (jobs_->onlyRunsActive()) {
+        if (compared_selection_.isEmpty()) {
+            for (const RunRecord* run : jobs_->queriedRuns())
+                runs.push_back(*run);
+        } else {
+            for (const qint64 id : compared_selection_)
+                if (const RunRecord* run = jobs_->runById(id))
+                    runs.push_back(*run);
+        }
+        return runs;
+    }
     const QModelIndexList rows = table_->selectionModel()->selectedRows();
     if (rows.size() >= 2) {
         for (const QModelIndex& row : rows)
@@ -757,23 +772,62 @@ std::vector<RunRecord> MainWindow::compareRuns() const {
 }
 
 void MainWindow::updateCompare() {
+    if (!jobs_->onlyRunsActive()) {
+        compared_selection_.clear();
+        if (const QModelIndexList rows = table_->selectionModel()->selectedRows(); rows.size() >= 2)
+            for (const QModelIndex& row : rows)
+                compared_selection_ << jobs_->data(row, JobTableModel::JobIdRole).toLongLong();
+    }
     std::vector<RunRecord> runs = compareRuns();
     compare_->setRuns(runs);
     groups_->setRuns(std::move(runs));
 }
 
+namespace {
+
+// A saved view names the group chart's x-axis and band by these words, not by the enums' numbers.
+const std::pair<const char*, XAxis> kSavedXAxes[] = {{"step", XAxis::step},
+                                                     {"samples", XAxis::samples},
+                                                     {"wall_time", XAxis::wall_time},
+                                                     {"relative_time", XAxis::relative_time},
+                                                     {"spend", XAxis::spend}};
+const std::pair<const char*, Band> kSavedBands[] = {
+    {"std", Band::std_dev}, {"std_error", Band::std_error}, {"min_max", Band::min_max}};
+
+template <typename Value, size_t N>
+QString saved_name(const std::pair<const char*, Value> (&names)[N], Value value) {
+    for (const auto& [name, named] : names)
+        if (named == value)
+            return QLatin1String(name);
+    return {};
+}
+
+template <typename Value, size_t N>
+std::optional<Value> saved_value(const std::pair<const char*, Value> (&names)[N], const QString& name) {
+    for (const auto& [saved, value] : names)
+        if (name == QLatin1String(saved))
+            return value;
+    return std::nullopt; // a view saved before the setting was kept: the chart keeps its own
+}
+
+} // namespace
+
 void MainWindow::saveView(const QString& name) {
     Catalog::SavedView view;
     view.name = name.toStdString();
     view.query = filter_->text().toStdString();
+    // The columns the user chose: with "only what differs" on, the differing keys follow the runs when it is applied.
     view.columns =
-        QJsonDocument(QJsonArray::fromStringList(jobs_->extraColumns())).toJson(QJsonDocument::Compact).toStdString();
+        QJsonDocument(QJsonArray::fromStringList(chosen_columns_)).toJson(QJsonDocument::Compact).toStdString();
     view.grouping =
         QJsonDocument(QJsonArray::fromStringList(groups_->groupKeys())).toJson(QJsonDocument::Compact).toStdString();
-    view.chart =
-        QJsonDocument(QJsonObject{{"metric", groups_->metric()}, {"only_differing", only_differing_->isChecked()}})
-            .toJson(QJsonDocument::Compact)
-            .toStdString();
+    view.chart = QJsonDocument(QJsonObject{{"metric", groups_->metric()},
+                                           {"x_axis", saved_name(kSavedXAxes, groups_->xAxis())},
+                                           {"band", saved_name(kSavedBands, groups_->band())},
+                                           {"log_scale", groups_->logScale()},
+                                           {"only_differing", only_differing_->isChecked()}})
+                     .toJson(QJsonDocument::Compact)
+                     .toStdString();
     writer_.post([view](Catalog& catalog) { catalog.save_view(view); });
     CatalogWriter* writer = &writer_;
     run_in_background(
@@ -794,11 +848,15 @@ bool MainWindow::applyView(const QString& name) {
         const QJsonObject chart = QJsonDocument::fromJson(QByteArray::fromStdString(view.chart)).object();
         setQuery(QString::fromStdString(view.query));
         chosen_columns_ = strings(view.columns);
-        only_differing_->setChecked(false);
-        jobs_->setExtraColumns(chosen_columns_);
+        setOnlyDiffering(chart.value("only_differing").toBool()); // the columns: the differing keys, then the chosen
         groups_->setGroupKeys(strings(view.grouping));
         if (const QString metric = chart.value("metric").toString(); !metric.isEmpty())
             groups_->setMetric(metric);
+        if (const std::optional<XAxis> axis = saved_value(kSavedXAxes, chart.value("x_axis").toString()))
+            groups_->setXAxis(*axis);
+        if (const std::optional<Band> band = saved_value(kSavedBands, chart.value("band").toString()))
+            groups_->setBand(*band);
+        groups_->setLogScale(chart.value("log_scale").toBool());
         return true;
     }
     addAlert(tr("No saved view named “%1”").arg(name));

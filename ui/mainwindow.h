@@ -64,6 +64,7 @@ public:
     QString queryError() const;
     // "Only what differs": the config keys that differ among the runs shown become the extra columns.
     void setOnlyDiffering(bool on);
+    bool onlyDiffering() const;
     // A column of what each run had spent when a metric first reached a value ("val/accuracy >= 0.9"); false (and an
     // alert saying the form) when the text is not such a target.
     bool addSpendToReachColumn(const QString& target);
@@ -77,10 +78,12 @@ public:
     // and files on their worker go too, for good (undo brings back the catalog's record only).
     void deleteSelected(bool with_files = false);
     void undoDelete();
-    // Saved views: the query, the extra columns and the grouping, under a name, in the catalog.
+    // Saved views: the query, the columns the user chose, "only what differs", the grouping and the group chart's
+    // metric, x-axis, band and log scale, under a name, in the catalog.
     void saveView(const QString& name);
     bool applyView(const QString& name);
-    // The runs the Compare tab shows: the selected rows when two or more are, else every run the table shows.
+    // The runs the Compare tab shows: the selected rows when two or more are, else every run the table shows. While
+    // the parallel coordinates' brushes narrow the table, the runs it compared before them (the brushes are kept).
     std::vector<RunRecord> compareRuns() const;
     void updateCompare();
     JobController& controller() { return *controller_; }
@@ -132,6 +135,7 @@ private:
     QToolButton* views_button_;
     QAction* only_differing_;
     QStringList chosen_columns_; // the extra columns the user picked (kept while "only what differs" is on)
+    QList<qint64> compared_selection_;     // the selection last compared (empty: every run the query shows)
     std::vector<QList<qint64>> deletions_; // this session's deletions not undone, the most recent last
     class GroupChart* groups_;
     class CompareView* compare_;

@@ -143,6 +143,30 @@ TEST(CompareView, ParallelStartsOnTheDifferingKeysAndForwardsBrushes) {
     EXPECT_EQ(got.size(), 4);
 }
 
+TEST(CompareView, TheSameRunsAgainKeepTheBrushes) {
+    // The console hands the runs over again each time the Compare tab is shown: brushes on the same runs stay.
+    CompareView view;
+    view.setRuns(four_runs());
+    QSet<qint64> got;
+    bool active = false;
+    QObject::connect(&view, &CompareView::brushChanged, [&](const QSet<qint64>& ids, bool is_active) {
+        got = ids;
+        active = is_active;
+    });
+    view.parallel().setBrush(0, 0.005, 0.02); // lr 0.01: runs 2 and 3
+    view.setRuns(four_runs());
+    EXPECT_TRUE(view.parallel().hasBrush());
+    EXPECT_TRUE(active);
+    EXPECT_EQ(view.parallel().selectedRuns(), (QSet<qint64>{12, 13}));
+    EXPECT_EQ(got, (QSet<qint64>{12, 13}));
+    // Other runs (other axes' ranges): the brushes would mean other values, so they go.
+    std::vector<RunRecord> fewer = four_runs();
+    fewer.pop_back();
+    view.setRuns(fewer);
+    EXPECT_FALSE(view.parallel().hasBrush());
+    EXPECT_FALSE(active);
+}
+
 TEST(CompareView, AtMostEightAxesPreselected) {
     std::vector<RunRecord> runs = four_runs();
     for (size_t i = 0; i < runs.size(); ++i)

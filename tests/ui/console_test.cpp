@@ -18,6 +18,7 @@
 #include "mainwindow.h"
 #include "networkpool.h"
 #include "newjobdialog.h"
+#include "parallelcoordinates.h"
 #include "pluginregistry.h"
 #include "reaper.h"
 #include "requireall.h"
@@ -1893,9 +1894,52 @@ void ConsoleTest::runsAreQueriedGroupedComparedAndKeptTidy() {
                      qPrintable(QString("x from %1 to %2 s").arg(curve.x.front() / 1000).arg(curve.x.back() / 1000)));
         }
         window.groups().setXAxis(XAxis::step);
+        // A brush narrows the table, not the comparison: back on the Compare tab it still compares every run the
+        // query shows (a comparison of the brushed runs alone would change the axes and drop the brush).
+        ParallelCoordinates& parallel = window.compare().parallel();
+        const int lr_axis = static_cast<int>(parallel.configKeys().indexOf("optimizer.lr"));
+        QVERIFY2(lr_axis >= 0, qPrintable(parallel.configKeys().join(", ")));
+        QCOMPARE(window.jobs().rowCount(), 13);
+        parallel.setBrush(lr_axis, 0.005, 0.02); // lr 0.01: seeds 2, 4 and 5 are in the table
+        QCOMPARE(window.jobs().rowCount(), 3);
+        window.tabs().setCurrentIndex(0);
+        window.tabs().setCurrentWidget(window.tabs().widget(1));
+        QVERIFY(parallel.hasBrush());
+        QCOMPARE(parallel.selectedRuns().size(), qsizetype(3));
+        QCOMPARE(window.jobs().rowCount(), 3);
+        QCOMPARE(window.compareRuns().size(), size_t(13));
+        QTRY_COMPARE_WITH_TIMEOUT(window.groups().legendNames().size(), 3, 20000);
+        parallel.clearBrushes();
+        QCOMPARE(window.jobs().rowCount(), 13);
+        // Likewise for a comparison of a selection: two runs of lr 0.01 and two of lr 0.1, brushed to lr 0.01.
+        window.tabs().setCurrentIndex(0);
+        select_runs(window, {"lr 0.01 seed 2", "lr 0.01 seed 4", "lr 0.1 seed 1", "lr 0.1 seed 2"});
+        window.tabs().setCurrentWidget(window.tabs().widget(1));
+        QCOMPARE(window.compareRuns().size(), size_t(4));
+        parallel.setBrush(static_cast<int>(parallel.configKeys().indexOf("optimizer.lr")), 0.005, 0.02);
+        QCOMPARE(window.jobs().rowCount(), 2);
+        window.tabs().setCurrentIndex(0);
+        window.tabs().setCurrentWidget(window.tabs().widget(1));
+        QVERIFY(parallel.hasBrush());
+        QCOMPARE(window.jobs().rowCount(), 2);
+        QCOMPARE(window.compareRuns().size(), size_t(4));
+        parallel.clearBrushes();
+        QCOMPARE(window.jobs().rowCount(), 13);
+        window.table().clearSelection();
+        window.updateCompare();
+        QTRY_COMPARE_WITH_TIMEOUT(window.groups().legendNames().size(), 3, 20000);
         window.compare().setCurrentTab(CompareView::parallelTab);
         test::settle();
         window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/compare-parallel.png"));
+        // A second view with the group chart's settings changed and "only what differs" off: a view keeps both.
+        window.groups().setMetric("val/accuracy");
+        window.groups().setXAxis(XAxis::relative_time);
+        window.groups().setBand(Band::min_max);
+        window.groups().setLogScale(true);
+        window.setOnlyDiffering(false);
+        QCOMPARE(window.jobs().extraColumns(), QStringList({"spend to reach val/accuracy >= 0.85"}));
+        window.saveView("accuracy by time");
+        QTRY_VERIFY_WITH_TIMEOUT(window.alerts().join("\n").contains("View “accuracy by time” saved"), 10000);
         window.tabs().setCurrentIndex(0);
     }
     // The next start: everything the hygiene did is there; the deleted run is gone for good.
@@ -1923,6 +1967,27 @@ void ConsoleTest::runsAreQueriedGroupedComparedAndKeptTidy() {
     QVERIFY(window.applyView("lr sweep"));
     QCOMPARE(window.jobs().extraColumns(),
              QStringList({"optimizer.lr", "seed", "spend to reach val/accuracy >= 0.85"}));
+    QVERIFY(window.onlyDiffering()); // as saved: on, so the differing keys are the runs' own now
+    QCOMPARE(window.groups().xAxis(), XAxis::step);
+    QCOMPARE(window.groups().band(), Band::std_dev);
+    QVERIFY(!window.groups().logScale());
+    // Each setting of the other view comes back, and "only what differs" stays off as it was saved.
+    QVERIFY(window.applyView("accuracy by time"));
+    QCOMPARE(window.groups().metric(), QString("val/accuracy"));
+    QCOMPARE(window.groups().xAxis(), XAxis::relative_time);
+    QCOMPARE(window.groups().band(), Band::min_max);
+    QVERIFY(window.groups().logScale());
+    QVERIFY(!window.onlyDiffering());
+    QCOMPARE(window.jobs().extraColumns(), QStringList({"spend to reach val/accuracy >= 0.85"}));
+    QCOMPARE(window.groups().groupKeys(), QStringList({"optimizer.lr"}));
+    // And back: the first view's settings replace them.
+    QVERIFY(window.applyView("lr sweep"));
+    QVERIFY(window.onlyDiffering());
+    QCOMPARE(window.jobs().extraColumns(),
+             QStringList({"optimizer.lr", "seed", "spend to reach val/accuracy >= 0.85"}));
+    QCOMPARE(window.groups().xAxis(), XAxis::step);
+    QCOMPARE(window.groups().band(), Band::std_dev);
+    QVERIFY(!window.groups().logScale());
     window.setQuery("starred:true");
     QCOMPARE(run_names(window), QStringList({"lr 0.1 seed 2", "lr 0.1 seed 1"}));
 }

@@ -1,0 +1,183 @@
+// jobdetailview.h: both of a run's charts export from the job view as the other charts do: a figure at publication
+// size (SVG and PDF read back with QSvgRenderer and pdftotext, a PNG of 160 × 100 mm at 300 dpi) and the series each
+// chart draws to CSV with every point, from a real catalog file.
+#include "catalog.h"
+#include "jobdetailview.h"
+#include "requireall.h"
+#include "unittest.h"
+
+#include <gtest/gtest.h>
+
+#include <QChart>
+#include <QFile>
+#include <QImage>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QSvgRenderer>
+#include <QTemporaryDir>
+
+#include <cmath>
+#include <map>
+#include <optional>
+
+namespace traindeck {
+namespace {
+
+constexpr int kSteps = 3000; // more points than the chart's buckets: the CSV must not be the buckets
+
+QByteArray read_all(const QString& path) {
+    QFile file(path);
+    return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+}
+
+// Every CSV line but the header, counted per series (series,step,value).
+std::map<QString, int> rows_per_series(const QString& path) {
+    std::map<QString, int> rows;
+    const QList<QByteArray> lines = read_all(path).split('\n');
+    for (qsizetype i = 1; i < lines.size(); ++i)
+        if (!lines[i].trimmed().isEmpty())
+            ++rows[QString::fromUtf8(lines[i].left(lines[i].lastIndexOf(',', lines[i].lastIndexOf(',') - 1)))];
+    return rows;
+}
+
+class JobDetailExport : public ::testing::Test {
+protected:
+    void SetUp() override {
+        ASSERT_TRUE(dir_.isValid());
+        Catalog catalog;
+        ASSERT_EQ(catalog.open(path("catalog.db").toStdString()), "");
+        job_ = catalog.add_job("cnn seed 3", "local", "1", nlohmann::json::object());
+        std::vector<nlohmann::json> events;
+        int64_t seq = 0;
+        auto event = [&](const char* type, double time, nlohmann::json data) {
+            events.push_back({{"seq", ++seq}, {"time", time}, {"type", type}, {"data", std::move(data)}});
+        };
+        event("state", 1000, {{"state", "running"}});
+        for (int step = 1; step <= kSteps; ++step) {
+            event("record", 1000 + step * 0.01,
+                  {{"type", "metric"}, {"step", step}, {"loss", 0.3 + 2.0 * std::exp(-step / 400.0)}});
+            if (step % 100 == 0)
+                event("record", 1000 + step * 0.01,
+                      {{"type", "eval"}, {"split", "val"}, {"step", step}, {"accuracy", 0.9 - 0.5 / step}});
+        }
+        for (int i = 1; i <= 30; ++i)
+            event(
+                "telemetry", 1000.0 + i,
+                {{"cpu_percent", 40 + i},
+                 {"spend", 0.001 * i},
+                 {"gpus", {{{"index", 0}, {"utilization", 80}, {"memory_used_mb", 4000}, {"memory_total_mb", 8000}}}}});
+        catalog.db().exec("BEGIN");
+        catalog.ingest(job_, events);
+        catalog.db().exec("COMMIT");
+    }
+    QString path(const QString& name) const { return dir_.filePath(name); }
+    // The view's answer for `file` (the CSV comes from a pool thread).
+    QString exported(JobDetailView& view, JobDetailView::Chart chart, const QString& file) {
+        std::optional<std::pair<QString, QString>> answer;
+        const QMetaObject::Connection connection =
+            QObject::connect(&view, &JobDetailView::exported,
+                             [&](const QString& to, const QString& error) { answer.emplace(to, error); });
+        view.exportTo(chart, file);
+        const bool answered = test::process_until([&] { return answer.has_value(); });
+        QObject::disconnect(connection);
+        if (!answered)
+            return "no answer within 20 s";
+        EXPECT_EQ(answer->first, file);
+        return answer->second;
+    }
+
+    QTemporaryDir dir_;
+    int64_t job_ = 0;
+};
+
+TEST_F(JobDetailExport, LossChartToSvgPdfPngAndEveryPointToCsv) {
+    JobDetailView view(path("catalog.db"));
+    view.resize(1200, 800);
+    view.show();
+    view.showJob(job_, "cnn seed 3");
+    test::settle();
+    ASSERT_EQ(view.error(), QString());
+
+    ASSERT_EQ(exported(view, JobDetailView::Chart::loss, path("loss.svg")), QString());
+    QSvgRenderer renderer(path("loss.svg"));
+    ASSERT_TRUE(renderer.isValid());
+    const QByteArray svg = read_all(path("loss.svg"));
+    for (const char* text : {"Loss and validation accuracy", "train loss", "val accuracy", "step"})
+        EXPECT_TRUE(svg.contains(text)) << text;
+    EXPECT_TRUE(svg.contains("width=\"160")) << "a 160 mm figure: " << svg.left(600).constData();
+    EXPECT_TRUE(svg.contains("<path") || svg.contains("<polyline")) << "the curves as vectors";
+
+    ASSERT_EQ(exported(view, JobDetailView::Chart::loss, path("loss.png")), QString());
+    EXPECT_EQ(QImage(path("loss.png")).size(), QSize(1890, 1181)); // 160 × 100 mm at 300 dpi
+
+    const QString pdftotext = QStandardPaths::findExecutable("pdftotext");
+    if (pdftotext.isEmpty()) {
+        TRAINDECK_SKIP("pdftotext is missing: install poppler-utils (installer/install-deps.sh --tests)");
+    }
+    ASSERT_EQ(exported(view, JobDetailView::Chart::loss, path("loss.pdf")), QString());
+    QProcess text;
+    text.start(pdftotext, {path("loss.pdf"), "-"});
+    ASSERT_TRUE(text.waitForFinished(30000));
+    ASSERT_EQ(text.exitCode(), 0) << text.readAllStandardError().constData();
+    const QString content = QString::fromUtf8(text.readAllStandardOutput());
+    for (const char* expected : {"Loss and validation accuracy", "train loss", "val accuracy", "accuracy"})
+        EXPECT_TRUE(content.contains(expected)) << expected << " in " << content.toStdString();
+
+    // Every point the catalog has, not the chart's buckets.
+    ASSERT_EQ(exported(view, JobDetailView::Chart::loss, path("loss.csv")), QString());
+    const std::map<QString, int> rows = rows_per_series(path("loss.csv"));
+    EXPECT_EQ(rows, (std::map<QString, int>{{"loss", kSteps}, {"val/accuracy", kSteps / 100}}));
+    const QList<QByteArray> lines = read_all(path("loss.csv")).split('\n');
+    EXPECT_EQ(lines[0], "series,step,value\r");
+    ASSERT_TRUE(lines[1].startsWith("loss,1,")) << lines[1].constData();
+    EXPECT_EQ(lines[1].trimmed().split(',').at(2).toDouble(), 0.3 + 2.0 * std::exp(-1 / 400.0)); // exactly the double
+}
+
+TEST_F(JobDetailExport, SystemChartToSvgPdfAndCsv) {
+    JobDetailView view(path("catalog.db"));
+    view.resize(1200, 800);
+    view.show();
+    view.showJob(job_, "cnn seed 3");
+    test::settle();
+
+    ASSERT_EQ(exported(view, JobDetailView::Chart::system, path("system.svg")), QString());
+    QSvgRenderer renderer(path("system.svg"));
+    ASSERT_TRUE(renderer.isValid());
+    const QByteArray svg = read_all(path("system.svg"));
+    for (const char* text : {"CPU, GPU and spend", "CPU %", "spend ($)", "GPU0 util %", "seconds"})
+        EXPECT_TRUE(svg.contains(text)) << text;
+
+    ASSERT_EQ(exported(view, JobDetailView::Chart::system, path("system.csv")), QString());
+    const std::map<QString, int> rows = rows_per_series(path("system.csv"));
+    EXPECT_EQ(rows.at("telemetry/cpu_percent"), 30);
+    EXPECT_EQ(rows.at("telemetry/spend"), 30);
+    EXPECT_EQ(rows.at("telemetry/gpu0/utilization"), 30);
+    EXPECT_EQ(rows.at("telemetry/gpu0/memory_percent"), 30);
+
+    const QString pdftotext = QStandardPaths::findExecutable("pdftotext");
+    if (pdftotext.isEmpty()) {
+        TRAINDECK_SKIP("pdftotext is missing: install poppler-utils (installer/install-deps.sh --tests)");
+    }
+    ASSERT_EQ(exported(view, JobDetailView::Chart::system, path("system.pdf")), QString());
+    QProcess text;
+    text.start(pdftotext, {path("system.pdf"), "-"});
+    ASSERT_TRUE(text.waitForFinished(30000));
+    const QString content = QString::fromUtf8(text.readAllStandardOutput());
+    EXPECT_TRUE(content.contains("CPU, GPU and spend")) << content.toStdString();
+    EXPECT_TRUE(content.contains("CPU %")) << content.toStdString();
+}
+
+TEST_F(JobDetailExport, ProblemsAreSaid) {
+    JobDetailView view(path("catalog.db"));
+    // No run shown: nothing to read the points of.
+    const QString none = exported(view, JobDetailView::Chart::loss, path("none.csv"));
+    EXPECT_TRUE(none.contains("Select a run")) << none.toStdString();
+    view.showJob(job_, "cnn seed 3");
+    const QString suffix = exported(view, JobDetailView::Chart::loss, path("loss.bmp"));
+    EXPECT_TRUE(suffix.contains(".png, .svg or .pdf")) << suffix.toStdString();
+    const QString folder = exported(view, JobDetailView::Chart::loss, path("no/such/folder/loss.csv"));
+    EXPECT_TRUE(folder.contains("does not exist")) << folder.toStdString();
+}
+
+} // namespace
+} // namespace traindeck
