@@ -134,7 +134,7 @@ private:
     QToolButton* columns_button_;
     QToolButton* views_button_;
     QAction* only_differing_;
-    QStringList chosen_columns_; // the extra columns the user picked (kept while "only what differs" is on)
+    QStringList chosen_columns_;           // the extra columns the user picked (kept while "only what differs" is on)
     QList<qint64> compared_selection_;     // the selection last compared (empty: every run the query shows)
     std::vector<QList<qint64>> deletions_; // this session's deletions not undone, the most recent last
     class GroupChart* groups_;
