@@ -146,11 +146,18 @@ NewSweepDialog::NewSweepDialog(QWidget* parent) : QDialog(parent) {
     gpus_->setRange(0, 64);
     gpus_->setSpecialValueText(tr("auto"));
     gpus_->setToolTip(tr("auto: one GPU a trial where the worker has GPUs, none where it has not"));
+    per_gpu_ = new QSpinBox;
+    per_gpu_->setRange(1, sweep::max_trials_per_gpu);
+    per_gpu_->setValue(1);
+    per_gpu_->setToolTip(tr("Small trials can share a GPU: this many run on each one (and each pays that share of "
+                            "the GPU's price). A cluster still gives each trial whole GPUs."));
     auto* per_trial = new QHBoxLayout;
     per_trial->addWidget(new QLabel(tr("CPUs")));
     per_trial->addWidget(cpus_);
     per_trial->addWidget(new QLabel(tr("GPUs")));
     per_trial->addWidget(gpus_);
+    per_trial->addWidget(new QLabel(tr("Trials per GPU")));
+    per_trial->addWidget(per_gpu_);
     per_trial->addStretch(1);
     auto* base_box = new QGroupBox(tr("Base job (each trial starts from it)"));
     auto* base_layout = new QVBoxLayout(base_box);
@@ -295,7 +302,8 @@ NewSweepDialog::NewSweepDialog(QWidget* parent) : QDialog(parent) {
     connect(metric_, &QComboBox::currentTextChanged, this, &NewSweepDialog::validate);
     for (QComboBox* combo : {backend_, model_, data_, optimizer_, method_, goal_, stopping_, resource_})
         connect(combo, &QComboBox::currentIndexChanged, this, &NewSweepDialog::validate);
-    for (QSpinBox* spin : {limit_, epochs_, batch_, trainer_seed_, cpus_, gpus_, max_trials_, max_concurrent_, seed_})
+    for (QSpinBox* spin :
+         {limit_, epochs_, batch_, trainer_seed_, cpus_, gpus_, per_gpu_, max_trials_, max_concurrent_, seed_})
         connect(spin, &QSpinBox::valueChanged, this, &NewSweepDialog::validate);
     for (QDoubleSpinBox* spin : {lr_, min_resource_, max_resource_, factor_, money_, gpu_hours_})
         connect(spin, &QDoubleSpinBox::valueChanged, this, &NewSweepDialog::validate);
@@ -435,6 +443,7 @@ QJsonObject NewSweepDialog::spec() const {
         spec["early_stopping"] = QJsonObject{{"method", "none"}};
     spec["max_trials"] = max_trials_->value();
     spec["max_concurrent"] = max_concurrent_->value();
+    spec["trials_per_gpu"] = per_gpu_->value();
     spec["seed"] = seed_->value();
     QJsonObject budget;
     if (money_->value() > 0)
@@ -505,7 +514,7 @@ void NewSweepDialog::validate() {
         parts << tr("prices of %1 not known yet").arg(backendName());
     } else {
         const double rate = prices.value("base_per_hour").toDouble() +
-                            prices.value("gpu_per_hour").toDouble() * gpus_->value() +
+                            prices.value("gpu_per_hour").toDouble() * gpus_->value() / per_gpu_->value() +
                             prices.value("cpu_per_hour").toDouble() * cpus_->value();
         const int at_once = static_cast<int>(std::min<uint64_t>(trials, static_cast<uint64_t>(parsed.max_concurrent)));
         parts << tr("%1 an hour while %n trial(s) run", nullptr, at_once).arg(money(rate * at_once));
@@ -565,6 +574,7 @@ void NewSweepDialog::load(const QJsonObject& spec) {
     factor_->setValue(stopping.value("reduction_factor").toDouble(3));
     max_trials_->setValue(spec.value("max_trials").toInt(20));
     max_concurrent_->setValue(spec.value("max_concurrent").toInt(2));
+    per_gpu_->setValue(spec.value("trials_per_gpu").toInt(1));
     seed_->setValue(spec.value("seed").toInt(0));
     const QJsonObject budget = spec.value("budget").toObject();
     money_->setValue(budget.value("money").toDouble());

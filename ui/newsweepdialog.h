@@ -37,8 +37,8 @@ public:
     // Each backend's prices as its /v1/resources says them ({"base_per_hour", "gpu_per_hour", "cpu_per_hour"}), for
     // the preview's cost; a backend without an entry has prices not known yet.
     void setPrices(const QHash<QString, QJsonObject>& prices);
-    // Starts from a spec (a sweep to run again with changes): what the dialog does not show (divergence,
-    // trials_per_gpu, the base's other fields) goes out unchanged.
+    // Starts from a spec (a sweep to run again with changes): what the dialog does not show (divergence, the base's
+    // other fields) goes out unchanged.
     void load(const QJsonObject& spec);
 
     // A row of the space; kind is choice, uniform, loguniform, int or qloguniform. `extra` is q (qloguniform) or
@@ -78,6 +78,7 @@ private:
     QPlainTextEdit* env_;
     QSpinBox* cpus_;
     QSpinBox* gpus_;
+    QSpinBox* per_gpu_; // trials_per_gpu
     QTableWidget* space_;
     QComboBox* method_;
     QComboBox* metric_;

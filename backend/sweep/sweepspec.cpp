@@ -32,7 +32,8 @@
 //                                        10^9), reduction_factor > 1, and at most 64 rungs below max_resource
 //                                        (see asha.cpp)
 //     "divergence": {"metric": "loss", "factor": 10},   optional, both keys too: a non-empty metric, factor > 1
-//     "max_trials": 20, "max_concurrent": 2, "trials_per_gpu": 1,   whole numbers from 1 to 2^31 - 1 (defaults)
+//     "max_trials": 20, "max_concurrent": 2,   whole numbers from 1 to 2^31 - 1 (defaults)
+//     "trials_per_gpu": 1,               1 (default: a GPU each) to 8: trials sharing one GPU, where there are GPUs
 //     "seed": 0,                         a whole number from 0 to 2^64 - 1
 //     "budget": {"money": 5.0, "gpu_hours": 2.0}   optional, both keys too: numbers >= 0; 0 or absent is no cap
 //   }
@@ -559,6 +560,9 @@ std::string parse_sweep_spec(const json& root, SweepSpec& out) {
           std::pair{"trials_per_gpu", &spec.trials_per_gpu}})
         if (std::string error = read_count(root, key, *field); !error.empty())
             return error;
+    if (spec.trials_per_gpu > max_trials_per_gpu)
+        return "trials_per_gpu: at most " + std::to_string(max_trials_per_gpu) + " trials share a GPU, not " +
+               std::to_string(spec.trials_per_gpu);
     if (root.contains("seed"))
         if (std::string error = read_seed(root.at("seed"), spec.seed); !error.empty())
             return error;

@@ -13,6 +13,9 @@
 
 namespace traindeck::sweep {
 
+// The worker's limit on jobs sharing one GPU (its resources.gpu_share).
+inline constexpr int max_trials_per_gpu = 8;
+
 // One dimension of the space. Keys are dotted paths into the trial's parameters ("optimizer.lr", "hidden[1]").
 struct Param {
     enum class Kind { choice, uniform, loguniform, integer, qloguniform };
@@ -56,7 +59,7 @@ struct SweepSpec {
     Asha asha;
     Divergence divergence;
     int max_trials = 20, max_concurrent = 2;
-    int trials_per_gpu = 1; // N small trials share a GPU when asked
+    int trials_per_gpu = 1; // N small trials share a GPU when asked (1..max_trials_per_gpu)
     uint64_t seed = 0;
     double budget = 0;           // money for the whole sweep, in the worker's currency; 0 = no cap
     double budget_gpu_hours = 0; // 0 = no cap

@@ -14,8 +14,12 @@ json JobRequest::to_json() const {
     json out = {{"name", name},
                 {"cwd", cwd},
                 {"env", env},
-                {"resources", {{"gpus", resources.gpus}, {"cpus", resources.cpus}, {"memory_mb", resources.memory_mb},
-                               {"time_minutes", resources.time_minutes}}},
+                {"resources",
+                 {{"gpus", resources.gpus},
+                  {"gpu_share", resources.gpu_share},
+                  {"cpus", resources.cpus},
+                  {"memory_mb", resources.memory_mb},
+                  {"time_minutes", resources.time_minutes}}},
                 {"priority", priority},
                 {"budget", budget},
                 {"max_restarts", max_restarts}};
@@ -137,9 +141,10 @@ bool parse_job_request(const json& body, JobRequest& r, std::string& error) {
             error = "\"resources\" must be an object like {\"gpus\":1,\"cpus\":2,\"memory_mb\":4096}";
             return false;
         }
-        if (!check_keys(res, {"gpus", "cpus", "memory_mb", "time_minutes"}, "resources: ", error) ||
+        if (!check_keys(res, {"gpus", "gpu_share", "cpus", "memory_mb", "time_minutes"}, "resources: ", error) ||
             !read(res, "time_minutes", r.resources.time_minutes, error, "resources: ") ||
             !read(res, "gpus", r.resources.gpus, error, "resources: ") ||
+            !read(res, "gpu_share", r.resources.gpu_share, error, "resources: ") ||
             !read(res, "cpus", r.resources.cpus, error, "resources: ") ||
             !read(res, "memory_mb", r.resources.memory_mb, error, "resources: "))
             return false;
@@ -160,6 +165,11 @@ bool parse_job_request(const json& body, JobRequest& r, std::string& error) {
         r.max_restarts < 0 ||
         r.budget < 0) {
         error = "resources, budget and max_restarts must not be negative";
+        return false;
+    }
+    if (r.resources.gpu_share < 1 || r.resources.gpu_share > max_gpu_share) {
+        error = "resources: \"gpu_share\" must be a whole number from 1 (a whole GPU) to " +
+                std::to_string(max_gpu_share) + " (jobs sharing each GPU)";
         return false;
     }
     for (const auto& [key, value] : r.env) {

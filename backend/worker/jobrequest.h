@@ -9,11 +9,19 @@
 
 namespace traindeck::worker {
 
+// A whole GPU in the scheduler's units: a job with gpu_share N takes 1/N of each of its GPUs (N = 1..8 divide it).
+inline constexpr int gpu_units = 840;
+inline constexpr int max_gpu_share = 8;
+
 struct Resources {
     int gpus = 0;
+    int gpu_share = 1; // N small jobs share each GPU (CUDA_VISIBLE_DEVICES names the same one); 1 = a whole GPU
     int cpus = 1;
     int64_t memory_mb = 0;
     int time_minutes = 0; // wall-time limit (Slurm --time); 0 = none
+
+    int units_per_gpu() const { return gpu_units / gpu_share; }
+    double gpu_fraction() const { return static_cast<double>(gpus) / gpu_share; } // GPUs' worth it holds (billing)
 };
 
 struct JobRequest {

@@ -6,7 +6,7 @@
 namespace traindeck::worker {
 
 double rate_per_hour(const Prices& prices, const Resources& resources) {
-    return prices.base + prices.gpu * resources.gpus + prices.cpu * resources.cpus;
+    return prices.base + prices.gpu * resources.gpu_fraction() + prices.cpu * resources.cpus;
 }
 
 void charge(double& spend, double& run_seconds, MeterMarks& marks, double now, double rate) {

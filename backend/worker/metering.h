@@ -23,6 +23,7 @@ struct MeterMarks {
     bool idle_reported = false, budget_warned = false;
 };
 
+// A job sharing its GPUs (gpu_share N) pays 1/N of the GPU price for each.
 double rate_per_hour(const Prices& prices, const Resources& resources);
 
 // Adds the time since the last reading at `rate` per hour to spend and run_seconds.

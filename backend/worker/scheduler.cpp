@@ -19,14 +19,41 @@ std::vector<const SchedulerJob*> queue_in_order(const SchedulerState& state) {
 }
 
 struct Room {
-    int cpus = 0, gpus = 0;
+    int cpus = 0;
     int64_t memory_mb = 0;
+    std::vector<int> gpu_used;
 
-    bool fits(const Resources& need) const { return need.cpus <= cpus && need.memory_mb <= memory_mb && need.gpus <= gpus; }
-    void add(const Resources& r) {
-        cpus += r.cpus;
-        memory_mb += r.memory_mb;
-        gpus += r.gpus;
+    // The GPUs `need` would get: the fullest ones it still fits on, lowest index first among equals; empty when
+    // it does not fit (or asks for none).
+    std::vector<int> place(const Resources& need) const {
+        std::vector<int> order;
+        for (int g = 0; g < static_cast<int>(gpu_used.size()); ++g)
+            if (gpu_used[g] + need.units_per_gpu() <= gpu_units)
+                order.push_back(g);
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return gpu_used[a] > gpu_used[b]; });
+        if (static_cast<int>(order.size()) < need.gpus)
+            return {};
+        order.resize(need.gpus);
+        std::sort(order.begin(), order.end());
+        return order;
+    }
+    bool fits(const Resources& need) const {
+        return need.cpus <= cpus && need.memory_mb <= memory_mb &&
+               (need.gpus == 0 || static_cast<int>(place(need).size()) == need.gpus);
+    }
+    void take(const Resources& r, const std::vector<int>& gpus) {
+        cpus -= r.cpus;
+        memory_mb -= r.memory_mb;
+        for (int g : gpus)
+            if (g >= 0 && g < static_cast<int>(gpu_used.size()))
+                gpu_used[g] += r.units_per_gpu();
+    }
+    void give_back(const SchedulerJob& job) {
+        cpus += job.resources.cpus;
+        memory_mb += job.resources.memory_mb;
+        for (int g : job.gpus)
+            if (g >= 0 && g < static_cast<int>(gpu_used.size()))
+                gpu_used[g] = std::max(0, gpu_used[g] - job.resources.units_per_gpu());
     }
 };
 
@@ -41,29 +68,19 @@ SchedulerPlan plan_handover(const SchedulerState& state) {
 
 SchedulerPlan plan_local(const SchedulerState& state) {
     SchedulerPlan plan;
-    Room free{state.cpus, 0, state.memory_mb};
+    // gpu_used already counts what the active jobs hold; their CPUs and memory are taken here.
+    Room free{state.cpus, state.memory_mb, state.gpu_used};
     std::vector<const SchedulerJob*> holding;
     for (const SchedulerJob& job : state.jobs)
         if (is_active(job.state)) {
             holding.push_back(&job);
-            free.cpus -= job.resources.cpus;
-            free.memory_mb -= job.resources.memory_mb;
+            free.take(job.resources, {});
         }
-    std::vector<bool> gpu_busy = state.gpu_busy;
-    for (bool busy : gpu_busy)
-        free.gpus += !busy;
     for (const SchedulerJob* job : queue_in_order(state)) {
         const Resources& need = job->resources;
         if (free.fits(need)) {
-            SchedulerPlan::Start start{job->id, {}};
-            for (int g = 0; g < static_cast<int>(gpu_busy.size()) && static_cast<int>(start.gpus.size()) < need.gpus; ++g)
-                if (!gpu_busy[g]) {
-                    gpu_busy[g] = true;
-                    start.gpus.push_back(g);
-                }
-            free.cpus -= need.cpus;
-            free.memory_mb -= need.memory_mb;
-            free.gpus -= need.gpus;
+            SchedulerPlan::Start start{job->id, free.place(need)};
+            free.take(need, start.gpus);
             plan.starts.push_back(std::move(start));
             continue;
         }
@@ -79,13 +96,13 @@ SchedulerPlan plan_local(const SchedulerState& state) {
         Room room = free;
         for (const SchedulerJob* leaving : holding)
             if (leaving->state == JobState::preempting && leaving->preempted_by == job->id)
-                room.add(leaving->resources);
+                room.give_back(*leaving);
         std::vector<const SchedulerJob*> chosen;
         for (const SchedulerJob* victim : victims) {
             if (room.fits(need))
                 break;
             chosen.push_back(victim);
-            room.add(victim->resources);
+            room.give_back(*victim);
         }
         if (room.fits(need))
             for (const SchedulerJob* victim : chosen)

@@ -5,6 +5,8 @@
 // Rules: strict priority order (highest first, then oldest), nothing behind a waiting job jumps ahead of it, so
 // it cannot starve; a job that does not fit preempts lower-priority running jobs, lowest priority and newest first,
 // only as many as it needs and only when that makes it fit; jobs already checkpointing for it count as free.
+// GPUs are counted in units (gpu_units a GPU): a job sharing GPUs (gpu_share N) takes 1/N of each of its GPUs and
+// goes where it packs tightest (the fullest GPU that still has room), so whole GPUs stay free for whole-GPU jobs.
 #include "jobrequest.h"
 #include "jobstate.h"
 
@@ -19,13 +21,14 @@ struct SchedulerJob {
     Resources resources;
     JobState state = JobState::queued;
     int64_t preempted_by = 0; // preempting: the job it makes room for
+    std::vector<int> gpus;    // the GPUs it holds (active jobs)
 };
 
 struct SchedulerState {
     std::vector<SchedulerJob> jobs; // every job not yet finished: queued ones and those holding resources
     int cpus = 0;                   // the worker's slots
     int64_t memory_mb = 0;
-    std::vector<bool> gpu_busy;     // one entry a GPU
+    std::vector<int> gpu_used; // one entry a GPU: units held, 0 (free) to gpu_units (full)
 };
 
 struct SchedulerPlan {

@@ -61,7 +61,7 @@ Supervisor::Supervisor(WorkerConfig config, EventBoard& board) : config_(std::mo
         config_.cpu_slots = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
     if (config_.memory_mb <= 0)
         config_.memory_mb = static_cast<int64_t>(telemetry_.sample_host().memory_total_mb);
-    gpu_busy_.assign(telemetry_.gpu_count(), false);
+    gpu_used_.assign(telemetry_.gpu_count(), 0);
     executor_ = make_executor(config_);
 }
 
@@ -153,8 +153,8 @@ void Supervisor::recover_jobs(std::vector<std::unique_ptr<Job>> recovered) {
         if (job->state == JobState::queued)
             continue;
         for (int gpu : job->gpus)
-            if (gpu >= 0 && gpu < static_cast<int>(gpu_busy_.size()))
-                gpu_busy_[gpu] = true;
+            if (gpu >= 0 && gpu < static_cast<int>(gpu_used_.size()))
+                gpu_used_[gpu] += job->request.resources.units_per_gpu();
         const std::string dir = job_dir(job->id);
         const bool adopted = executor_->adopt(job->run, dir);
         if (read_exit_status(dir).present || adopted) {
@@ -398,12 +398,13 @@ void Supervisor::reply_after_commit(const Reply& reply, std::function<Result()> 
 Supervisor::Result Supervisor::submit(const JobRequest& request) {
     return call([this, request](const Reply& reply) {
         if (!executor_->schedules_jobs() &&
-            (request.resources.gpus > static_cast<int>(gpu_busy_.size()) || request.resources.cpus > config_.cpu_slots ||
-             request.resources.memory_mb > config_.memory_mb)) {
-            reply->set_value({422, {{"error", "the job asks for more than this worker has (" +
-                                                  std::to_string(gpu_busy_.size()) + " GPUs, " +
-                                                  std::to_string(config_.cpu_slots) + " CPUs, " +
-                                                  std::to_string(config_.memory_mb) + " MB); it could never run"}}});
+            (request.resources.gpus > static_cast<int>(gpu_used_.size()) ||
+             request.resources.cpus > config_.cpu_slots || request.resources.memory_mb > config_.memory_mb)) {
+            reply->set_value(
+                {422,
+                 {{"error", "the job asks for more than this worker has (" + std::to_string(gpu_used_.size()) +
+                                " GPUs, " + std::to_string(config_.cpu_slots) + " CPUs, " +
+                                std::to_string(config_.memory_mb) + " MB); it could never run"}}});
             return;
         }
         if (!request.dataset.empty() && store_.dataset_path(request.dataset).empty()) {
@@ -437,6 +438,10 @@ Supervisor::Result Supervisor::submit(const JobRequest& request) {
 }
 
 int64_t Supervisor::add_job(std::unique_ptr<Job> job) {
+    // A cluster allocates whole GPUs (its gres): a job sharing GPUs there holds (and is billed for) whole ones.
+    const bool unshared = executor_->schedules_jobs() && job->request.resources.gpu_share > 1;
+    if (unshared)
+        job->request.resources.gpu_share = 1;
     const JobRequest& request = job->request;
     job->id = insert_job(db_, request.name, request.to_json().dump(), request.priority, job->submitted);
     std::error_code ec;
@@ -452,6 +457,11 @@ int64_t Supervisor::add_job(std::unique_ptr<Job> job) {
                               fs::copy_options::overwrite_existing, ec);
     job->reason = "waiting for resources";
     add_state_event(*job);
+    if (unshared)
+        add_event(*job, "warning",
+                  json{{"message", "the cluster allocates whole GPUs: gpu_share is ignored and the job gets " +
+                                       std::to_string(request.resources.gpus) + " GPU(s) of its own"}}
+                      .dump());
     const int64_t id = job->id;
     jobs_[id] = std::move(job);
     return id;
@@ -615,7 +625,7 @@ void Supervisor::stop_trial(int64_t id, StopReason why, bool kill) {
 SweepHost::TrialJob Supervisor::trial_job(int64_t id) {
     if (const auto it = jobs_.find(id); it != jobs_.end())
         return {true, it->second->state, it->second->spend,
-                it->second->run_seconds * std::max(it->second->request.resources.gpus, 0)};
+                it->second->run_seconds * std::max(it->second->request.resources.gpu_fraction(), 0.0)};
     Statement select = db_.prepare(select_jobs_sql("WHERE id=?"));
     select.bind(1, id);
     if (!select.step())
@@ -624,7 +634,7 @@ SweepHost::TrialJob Supervisor::trial_job(int64_t id) {
     JobRequest request;
     std::string error;
     parse_job_request(json::parse(row.request_json, nullptr, false), request, error);
-    return {true, row.state, row.spend, row.run_seconds * std::max(request.resources.gpus, 0)};
+    return {true, row.state, row.spend, row.run_seconds * std::max(request.resources.gpu_fraction(), 0.0)};
 }
 
 Supervisor::Result Supervisor::remove(int64_t id) {
@@ -827,8 +837,8 @@ void Supervisor::finish_run(Job& job, JobState state, const std::string& reason)
     if (job.state != JobState::queued)
         keep_dataset_intact(job, true);
     for (int gpu : job.gpus)
-        if (gpu >= 0 && gpu < static_cast<int>(gpu_busy_.size()))
-            gpu_busy_[gpu] = false;
+        if (gpu >= 0 && gpu < static_cast<int>(gpu_used_.size()))
+            gpu_used_[gpu] = std::max(0, gpu_used_[gpu] - job.request.resources.units_per_gpu());
     job.gpus.clear();
     if (job.pid > 0)
         telemetry_.forget_process(job.pid);
@@ -848,14 +858,15 @@ void Supervisor::finish_run(Job& job, JobState state, const std::string& reason)
 }
 
 void Supervisor::schedule() {
-    SchedulerState state{{}, config_.cpu_slots, config_.memory_mb, gpu_busy_};
+    SchedulerState state{{}, config_.cpu_slots, config_.memory_mb, gpu_used_};
     for (const auto& [id, job] : jobs_)
-        state.jobs.push_back({id, job->request.priority, job->request.resources, job->state, job->preempted_by});
+        state.jobs.push_back(
+            {id, job->request.priority, job->request.resources, job->state, job->preempted_by, job->gpus});
     const SchedulerPlan plan = executor_->schedules_jobs() ? plan_handover(state) : plan_local(state);
     for (const SchedulerPlan::Start& start : plan.starts) {
         Job& job = *jobs_.at(start.job);
         for (int gpu : start.gpus) {
-            gpu_busy_[gpu] = true;
+            gpu_used_[gpu] += job.request.resources.units_per_gpu();
             job.gpus.push_back(gpu);
         }
         start_job(job);
@@ -938,10 +949,17 @@ json Supervisor::resources() {
     const HostSample host = telemetry_.sample_host();
     json gpus = json::array();
     for (const GpuSample& g : telemetry_.sample_gpus())
-        gpus.push_back({{"index", g.index}, {"name", g.name}, {"utilization", g.utilization},
-                        {"memory_used_mb", g.memory_used_mb}, {"memory_total_mb", g.memory_total_mb},
-                        {"power_w", g.power_w}, {"temperature_c", g.temperature_c},
-                        {"busy", g.index < static_cast<int>(gpu_busy_.size()) && gpu_busy_[g.index]}});
+        gpus.push_back({{"index", g.index},
+                        {"name", g.name},
+                        {"utilization", g.utilization},
+                        {"memory_used_mb", g.memory_used_mb},
+                        {"memory_total_mb", g.memory_total_mb},
+                        {"power_w", g.power_w},
+                        {"temperature_c", g.temperature_c},
+                        {"busy", g.index < static_cast<int>(gpu_used_.size()) && gpu_used_[g.index] > 0},
+                        {"share_used", g.index < static_cast<int>(gpu_used_.size())
+                                           ? static_cast<double>(gpu_used_[g.index]) / gpu_units
+                                           : 0.0}});
     json answer = {{"gpus", gpus},
             {"gpu_status", telemetry_.gpu_status().empty() ? "ok" : telemetry_.gpu_status()},
             {"cpus", config_.cpu_slots},

@@ -98,7 +98,7 @@ private:
     std::string resume_trial(int64_t job, double budget, const std::string& reason) override;
     void stop_trial(int64_t job, StopReason why, bool kill) override;
     TrialJob trial_job(int64_t job) override;
-    int gpu_count() const override { return static_cast<int>(gpu_busy_.size()); }
+    int gpu_count() const override { return static_cast<int>(gpu_used_.size()); }
     // A new queued job from a checked request (its row, folder and first state event); returns its id.
     int64_t add_job(std::unique_ptr<Job> job);
     // The checks of a resume: the job as its row has it, ready to requeue, or null and why not in *refused.
@@ -124,7 +124,7 @@ private:
     std::unique_ptr<Executor> executor_; // local processes or a cluster (config_.executor)
     std::unique_ptr<SweepController> sweeps_;
     std::map<int64_t, std::unique_ptr<Job>> jobs_; // jobs not yet finished
-    std::vector<bool> gpu_busy_;
+    std::vector<int> gpu_used_; // one entry a GPU: the scheduler's units its jobs hold (gpu_units = full)
     std::mutex commands_mutex_;
     std::condition_variable commands_changed_;
     std::deque<Command> commands_;

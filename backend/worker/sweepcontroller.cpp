@@ -387,11 +387,16 @@ JobRequest SweepController::trial_request(const Sweep& sweep, const Trial& trial
     base["env"]["TRAINDECK_SWEEP"] = std::to_string(sweep.id);
     base["env"]["TRAINDECK_TRIAL"] = std::to_string(trial.index + 1);
     base["name"] = sweep.spec.name + " #" + std::to_string(trial.index + 1);
-    // One trial per GPU where there are GPUs and the base did not say (CUDA_VISIBLE_DEVICES names the one it gets).
-    if (host_.gpu_count() > 0 && !(base.contains("resources") && base["resources"].contains("gpus"))) {
+    // One trial per GPU where there are GPUs and the base did not say (CUDA_VISIBLE_DEVICES names the one it gets),
+    // or trials_per_gpu of them sharing each GPU when asked. CPU-only machines run trials on their core slots.
+    if (host_.gpu_count() > 0) {
         if (!base.contains("resources") || !base["resources"].is_object())
             base["resources"] = json::object();
-        base["resources"]["gpus"] = 1;
+        json& resources = base["resources"];
+        if (!resources.contains("gpus"))
+            resources["gpus"] = 1;
+        if (sweep.spec.trials_per_gpu > 1 && !resources.contains("gpu_share"))
+            resources["gpu_share"] = sweep.spec.trials_per_gpu;
     }
     if (const double left = remaining_budget(sweep); sweep.spec.budget > 0)
         base["budget"] = left;

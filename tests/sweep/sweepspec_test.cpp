@@ -234,6 +234,7 @@ TEST(SweepSpec, RefusesBadSpecsNamingTheKey) {
         {"max_concurrent a string", with("max_concurrent", "2"),
          "max_concurrent: must be a whole number (it is \"2\")"},
         {"trials_per_gpu 0", with("trials_per_gpu", 0), "trials_per_gpu: must be from 1"},
+        {"trials_per_gpu 9", with("trials_per_gpu", 9), "trials_per_gpu: at most 8 trials share a GPU, not 9"},
         {"negative seed", with("seed", -1), "seed: must be a whole number from 0 to 2^64 - 1 (it is -1)"},
         {"fractional seed", with("seed", 0.5), "seed: must be a whole number"},
         {"negative budget", with("budget", {{"money", -1}}), "budget.money: must be 0 (no cap) or more (it is -1)"},

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace traindeck::test {
@@ -53,6 +54,21 @@ inline nlohmann::json wait_for_event(WorkerProcess& worker, int64_t job, const s
         after = reply["next"].get<int64_t>();
     }
     return nullptr;
+}
+
+// The share of GPU `gpu` its jobs hold as /v1/resources says it (a snapshot the worker takes every second), once it
+// is `expected`; the last value seen after timeout_s (a guard, not a pace).
+inline double wait_for_gpu_share(WorkerProcess& worker, int gpu, double expected, double timeout_s = 30) {
+    double seen = -1;
+    for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+         std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+        const nlohmann::json resources = worker.client().get("/v1/resources").json();
+        if (resources.is_object() && resources["gpus"].size() > static_cast<size_t>(gpu))
+            seen = resources["gpus"][gpu].value("share_used", -1.0);
+        if (seen == expected)
+            break;
+    }
+    return seen;
 }
 
 // Tells a resume from a rerun. The run after the interruption reported resumed_from_step == from_step (> 0, the

@@ -23,6 +23,15 @@ TEST(Metering, SpendIsTheRateTimesTheTimeSinceTheLastReading) {
     EXPECT_DOUBLE_EQ(spend, 4.5);
 }
 
+TEST(Metering, AJobSharingAGpuPaysItsShareOfTheGpuPrice) {
+    Resources resources;
+    resources.gpus = 1;
+    resources.gpu_share = 4;
+    resources.cpus = 2;
+    EXPECT_DOUBLE_EQ(rate_per_hour({1.0, 2.0, 0.5}, resources), 1.0 + 2.0 / 4 + 1.0);
+    EXPECT_DOUBLE_EQ(resources.gpu_fraction(), 0.25);
+}
+
 TEST(Metering, TheBudgetWarnsOnceAt80PercentAndStopsAtItsEnd) {
     MeterMarks marks;
     const IdlePolicy policy;

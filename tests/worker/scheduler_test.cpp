@@ -24,7 +24,35 @@ SchedulerJob job(int64_t id, int priority, int cpus, JobState state = JobState::
 }
 
 SchedulerState machine(int cpus, std::vector<SchedulerJob> jobs, std::vector<bool> gpu_busy = {}) {
-    return {std::move(jobs), cpus, 1 << 20, std::move(gpu_busy)};
+    std::vector<int> used;
+    for (bool busy : gpu_busy)
+        used.push_back(busy ? gpu_units : 0);
+    return {std::move(jobs), cpus, 1 << 20, std::move(used)};
+}
+
+// A job on `gpus` GPUs sharing each with share - 1 others; `held` the GPUs it holds when active.
+SchedulerJob gpu_job(int64_t id, int priority, int gpus, int share, JobState state = JobState::queued,
+                     std::vector<int> held = {}) {
+    SchedulerJob j = job(id, priority, 1, state, gpus);
+    j.resources.gpu_share = share;
+    j.gpus = std::move(held);
+    return j;
+}
+
+// The machine's GPU units given what its active jobs hold.
+SchedulerState gpu_machine(int gpu_count, std::vector<SchedulerJob> jobs) {
+    SchedulerState state{std::move(jobs), 64, 1 << 20, std::vector<int>(gpu_count, 0)};
+    for (const SchedulerJob& j : state.jobs)
+        for (int g : j.gpus)
+            state.gpu_used[g] += j.resources.units_per_gpu();
+    return state;
+}
+
+std::vector<std::vector<int>> placed(const SchedulerPlan& plan) {
+    std::vector<std::vector<int>> gpus;
+    for (const auto& start : plan.starts)
+        gpus.push_back(start.gpus);
+    return gpus;
 }
 
 std::vector<int64_t> started(const SchedulerPlan& plan) {
@@ -106,4 +134,50 @@ TEST(Scheduler, AClusterGetsEveryQueuedJobHighestPriorityFirst) {
         plan_handover(machine(1, {job(1, 0, 64), job(2, 3, 64), job(3, 0, 64, JobState::running), job(4, 3, 1)}));
     EXPECT_EQ(started(plan), (std::vector<int64_t>{2, 4, 1}));
     EXPECT_TRUE(plan.preemptions.empty());
+}
+
+TEST(Scheduler, SmallJobsShareAGpuAndFillOneBeforeTheNext) {
+    // Two GPUs, five jobs asking for half a GPU each: two on GPU 0, two on GPU 1, the fifth waits.
+    const SchedulerPlan plan = plan_local(gpu_machine(
+        2, {gpu_job(1, 0, 1, 2), gpu_job(2, 0, 1, 2), gpu_job(3, 0, 1, 2), gpu_job(4, 0, 1, 2), gpu_job(5, 0, 1, 2)}));
+    EXPECT_EQ(started(plan), (std::vector<int64_t>{1, 2, 3, 4}));
+    EXPECT_EQ(placed(plan), (std::vector<std::vector<int>>{{0}, {0}, {1}, {1}}));
+}
+
+TEST(Scheduler, ASharedJobPacksOntoThePartlyUsedGpuSoAWholeOneStaysFree) {
+    // GPU 1 is half taken: the next half-GPU job joins it, and the whole-GPU job behind it gets GPU 0.
+    const SchedulerPlan plan = plan_local(
+        gpu_machine(2, {gpu_job(1, 0, 1, 2, JobState::running, {1}), gpu_job(2, 0, 1, 2), gpu_job(3, 0, 1, 1)}));
+    EXPECT_EQ(started(plan), (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(placed(plan), (std::vector<std::vector<int>>{{1}, {0}}));
+}
+
+TEST(Scheduler, DifferentSharesMixOnOneGpuUpToAWholeOne) {
+    // A quarter and a quarter and a half fill GPU 0; the next quarter waits (no second GPU).
+    const SchedulerPlan plan = plan_local(
+        gpu_machine(1, {gpu_job(1, 0, 1, 4), gpu_job(2, 0, 1, 2), gpu_job(3, 0, 1, 4), gpu_job(4, 0, 1, 4)}));
+    EXPECT_EQ(started(plan), (std::vector<int64_t>{1, 2, 3}));
+    EXPECT_EQ(placed(plan), (std::vector<std::vector<int>>{{0}, {0}, {0}}));
+}
+
+TEST(Scheduler, AWholeGpuJobWaitsForEveryJobSharingTheGpu) {
+    // One GPU held by two half-GPU jobs: a whole-GPU job of higher priority preempts both of them, a half-GPU job
+    // of higher priority only the newest.
+    const auto sharing = [] {
+        return std::vector<SchedulerJob>{gpu_job(1, 0, 1, 2, JobState::running, {0}),
+                                         gpu_job(2, 0, 1, 2, JobState::running, {0})};
+    };
+    std::vector<SchedulerJob> whole = sharing();
+    whole.push_back(gpu_job(3, 5, 1, 1));
+    const SchedulerPlan both = plan_local(gpu_machine(1, whole));
+    EXPECT_TRUE(both.starts.empty());
+    ASSERT_EQ(both.preemptions.size(), 2u);
+    EXPECT_EQ(both.preemptions[0].victim, 2);
+    EXPECT_EQ(both.preemptions[1].victim, 1);
+
+    std::vector<SchedulerJob> half = sharing();
+    half.push_back(gpu_job(3, 5, 1, 2));
+    const SchedulerPlan one = plan_local(gpu_machine(1, half));
+    ASSERT_EQ(one.preemptions.size(), 1u);
+    EXPECT_EQ(one.preemptions[0].victim, 2);
 }

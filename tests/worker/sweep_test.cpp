@@ -321,6 +321,100 @@ traindeck.evaluate("val", 1, accuracy=1.0 - abs(p["x"] - 0.3))
     EXPECT_EQ(worker->client().get("/v1/jobs").json()["jobs"].size(), 4u);
 }
 
+TEST(Sweep, TrialsTakeAGpuEachByDefaultAndShareOneWhenAsked) {
+    // One GPU (NVML's test double). Each trial writes the GPUs it was given, waits for its sweep's release file,
+    // then reports its objective.
+    WorkerProcess worker({"--cpus", "4"}, {}, test_gpus(1));
+    const std::string dir = worker.state_dir();
+    const std::string script = write_script(dir, "trial.py", R"(
+p = traindeck.params()
+tag = os.environ["TRAINDECK_SWEEP"] + "-" + os.environ["TRAINDECK_TRIAL"]
+with open(os.path.join()" + json(dir).dump() + R"(, "visible-" + tag), "w") as out:
+    out.write(os.environ.get("CUDA_VISIBLE_DEVICES", "unset"))
+while not os.path.exists(os.path.join()" + json(dir).dump() + R"(, "release-" + os.environ["TRAINDECK_SWEEP"])):
+    time.sleep(0.05)
+traindeck.evaluate("val", 1, accuracy=p["x"])
+)");
+    const auto start = [&](int trials_per_gpu) {
+        return create(worker, {{"base", {{"argv", {"/usr/bin/python3", script}}, {"resources", {{"cpus", 1}}}}},
+                               {"space", {{"x", {{"choice", {0.1, 0.2, 0.3}}}}}},
+                               {"method", "grid"},
+                               {"max_trials", 3},
+                               {"max_concurrent", 3},
+                               {"trials_per_gpu", trials_per_gpu}});
+    };
+    // Waits until the sweep has three trial jobs and `running` of them run; returns the sweep then.
+    const auto wait_running = [&](int64_t id, size_t running) {
+        json sweep;
+        for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+             std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+            sweep = sweep_of(worker, id);
+            if (sweep["trials"].size() != 3)
+                continue;
+            size_t now = 0;
+            for (const json& trial : sweep["trials"])
+                now += worker.job(trial["job"].get<int64_t>())["state"] == "running";
+            if (now == running)
+                return sweep;
+        }
+        ADD_FAILURE() << "sweep " << id << " never had " << running << " trials running: " << sweep.dump();
+        return json();
+    };
+    const auto states = [&](const json& sweep) {
+        std::multiset<std::string> found;
+        for (const json& trial : sweep["trials"])
+            found.insert(worker.job(trial["job"].get<int64_t>())["state"].get<std::string>());
+        return found;
+    };
+    const auto visible = [&](int64_t id, int trial) {
+        std::string gpus;
+        for (int i = 0; i < 1200 && gpus.empty(); ++i) {
+            std::ifstream(dir + "/visible-" + std::to_string(id) + "-" + std::to_string(trial)) >> gpus;
+            if (gpus.empty())
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return gpus;
+    };
+
+    // By default a trial holds the GPU: one runs, two wait, though three may run at once.
+    const int64_t whole = start(1);
+    ASSERT_GT(whole, 0);
+    json sweep = wait_running(whole, 1);
+    ASSERT_TRUE(sweep.is_object());
+    EXPECT_EQ(states(sweep), (std::multiset<std::string>{"queued", "queued", "running"}));
+    const json first = worker.job(sweep["trials"][0]["job"].get<int64_t>());
+    EXPECT_EQ(first["request"]["resources"]["gpus"], 1);
+    EXPECT_EQ(first["request"]["resources"]["gpu_share"], 1);
+    EXPECT_EQ(visible(whole, 1), "0");
+    touch(dir + "/release-" + std::to_string(whole));
+    const json whole_done = wait_for_sweep(worker, whole, {"finished"});
+    ASSERT_TRUE(whole_done.is_object());
+    for (const json& trial : whole_done["trials"])
+        EXPECT_EQ(trial["state"], "completed") << trial.dump();
+
+    // trials_per_gpu 2: two share the GPU, both told CUDA_VISIBLE_DEVICES=0, and the third waits for room.
+    const int64_t shared = start(2);
+    ASSERT_GT(shared, 0);
+    sweep = wait_running(shared, 2);
+    ASSERT_TRUE(sweep.is_object());
+    EXPECT_EQ(states(sweep), (std::multiset<std::string>{"queued", "running", "running"}));
+    for (const json& trial : sweep["trials"]) {
+        const json job = worker.job(trial["job"].get<int64_t>());
+        EXPECT_EQ(job["request"]["resources"]["gpus"], 1);
+        EXPECT_EQ(job["request"]["resources"]["gpu_share"], 2);
+    }
+    EXPECT_EQ(visible(shared, 1), "0");
+    EXPECT_EQ(visible(shared, 2), "0");
+    EXPECT_EQ(wait_for_gpu_share(worker, 0, 1.0), 1.0);
+    touch(dir + "/release-" + std::to_string(shared));
+    const json shared_done = wait_for_sweep(worker, shared, {"finished"});
+    ASSERT_TRUE(shared_done.is_object());
+    ASSERT_EQ(shared_done["trials"].size(), 3u);
+    for (const json& trial : shared_done["trials"])
+        EXPECT_EQ(trial["state"], "completed") << trial.dump();
+    EXPECT_EQ(visible(shared, 3), "0");
+}
+
 TEST(Sweep, TheCommandLineStartsASweepAndFollowsItToItsEnd) {
     WorkerProcess worker;
     const std::string script = write_script(worker.state_dir(), "quadratic.py", R"(

@@ -283,6 +283,12 @@ TEST(Worker, BadInputGetsClearErrorsAndTheWorkerStaysUp) {
     auto impossible = client.post("/v1/jobs", json{{"argv", {"true"}}, {"resources", {{"gpus", 64}}}});
     EXPECT_EQ(impossible.status, 422);
     EXPECT_NE(impossible.message().find("could never run"), std::string::npos);
+    for (int share : {0, 9}) {
+        auto shared = client.post("/v1/jobs", json{{"argv", {"true"}}, {"resources", {{"gpu_share", share}}}});
+        EXPECT_EQ(shared.status, 400);
+        EXPECT_NE(shared.message().find("\"gpu_share\" must be a whole number from 1"), std::string::npos)
+            << shared.message();
+    }
 
     traindeck::client::WorkerClient wrong(worker.url(), "not-the-token");
     EXPECT_EQ(wrong.get("/v1/jobs").status, 401);
@@ -507,6 +513,63 @@ TEST(Worker, ResourcesReportHostAndNoGpuHonestly) {
     if (resources["gpus"].empty()) {
         EXPECT_NE(resources["gpu_status"].get<std::string>().find("no NVIDIA GPU"), std::string::npos);
     }
+}
+
+TEST(Worker, SmallJobsShareAGpuAndAWholeGpuJobWaitsForAllOfThem) {
+    // One GPU (NVML's test double): two half-GPU jobs run on it at once, both told CUDA_VISIBLE_DEVICES=0; a
+    // whole-GPU job behind them starts only when both have ended; each pays half the GPU's price.
+    WorkerProcess worker({"--cpus", "4", "--price-gpu", "3600"}, {}, test_gpus(1));
+    const json resources = worker.client().get("/v1/resources").json();
+    ASSERT_EQ(resources["gpus"].size(), 1u) << resources.dump();
+    const auto job = [&](const std::string& name, int share) {
+        // Writes the GPUs it was given, then waits for its release file.
+        const std::string script =
+            "echo \"$CUDA_VISIBLE_DEVICES\" > \"$1.visible\"; while [ ! -e \"$1\" ]; do sleep 0.05; done";
+        return worker.submit({{"name", name},
+                              {"argv", {"/bin/sh", "-c", script, "sh", worker.state_dir() + "/" + name}},
+                              {"resources", {{"gpus", 1}, {"gpu_share", share}, {"cpus", 1}}}});
+    };
+    const int64_t a = job("a", 2), b = job("b", 2), whole = job("whole", 1);
+    ASSERT_GT(a, 0);
+    ASSERT_GT(b, 0);
+    ASSERT_GT(whole, 0);
+    ASSERT_FALSE(worker.wait_for_state(a, {"running"}).is_null());
+    ASSERT_FALSE(worker.wait_for_state(b, {"running"}).is_null());
+    const auto visible = [&](const std::string& name) {
+        std::string gpus;
+        for (int i = 0; i < 1200 && gpus.empty(); ++i) {
+            std::ifstream(worker.state_dir() + "/" + name + ".visible") >> gpus;
+            if (gpus.empty())
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return gpus;
+    };
+    EXPECT_EQ(visible("a"), "0");
+    EXPECT_EQ(visible("b"), "0");
+    EXPECT_EQ(worker.job(a)["gpus"], json::array({0}));
+    EXPECT_EQ(worker.job(whole)["state"], "queued");
+    EXPECT_EQ(wait_for_gpu_share(worker, 0, 1.0), 1.0);
+
+    touch(worker.state_dir() + "/a");
+    ASSERT_FALSE(worker.wait_for_state(a, {"succeeded"}).is_null());
+    touch(worker.state_dir() + "/b");
+    const json b_done = worker.wait_for_state(b, {"succeeded"});
+    ASSERT_FALSE(b_done.is_null());
+    ASSERT_FALSE(worker.wait_for_state(whole, {"running"}).is_null());
+    EXPECT_EQ(visible("whole"), "0");
+    // The whole-GPU job started after the last job sharing the GPU ended, not when the first one did.
+    EXPECT_GE(worker.job(whole)["started"].get<double>(), b_done["finished"].get<double>());
+    EXPECT_EQ(wait_for_gpu_share(worker, 0, 1.0), 1.0);
+    touch(worker.state_dir() + "/whole");
+    const json whole_done = worker.wait_for_state(whole, {"succeeded"});
+    ASSERT_FALSE(whole_done.is_null());
+    // Spend is the run time at the job's rate: half of $3,600 an hour for a half-GPU job (a second each), the whole
+    // price for the whole-GPU one.
+    const json a_done = worker.job(a);
+    ASSERT_GT(a_done["run_seconds"].get<double>(), 0.0);
+    EXPECT_NEAR(a_done["spend"].get<double>() / a_done["run_seconds"].get<double>(), 0.5, 0.01) << a_done.dump();
+    EXPECT_NEAR(whole_done["spend"].get<double>() / whole_done["run_seconds"].get<double>(), 1.0, 0.01);
+    EXPECT_EQ(wait_for_gpu_share(worker, 0, 0.0), 0.0);
 }
 
 TEST(Worker, TokenFileIsPrivateAndRemoteListeningNeedsTls) {

@@ -27,7 +27,12 @@ bool torch_available() {
     return available;
 }
 
-WorkerProcess::WorkerProcess(std::vector<std::string> extra_args, std::string state_dir) : args_(std::move(extra_args)) {
+std::vector<std::string> test_gpus(int count) {
+    return {std::string("LD_LIBRARY_PATH=") + TRAINDECK_TEST_NVML_DIR, "TRAINDECK_TEST_GPUS=" + std::to_string(count)};
+}
+
+WorkerProcess::WorkerProcess(std::vector<std::string> extra_args, std::string state_dir, std::vector<std::string> env)
+    : args_(std::move(extra_args)), env_(std::move(env)) {
     if (state_dir.empty()) {
         std::string pattern = (fs::temp_directory_path() / "traindeck-worker-test-XXXXXX").string();
         state_dir_ = ::mkdtemp(pattern.data());
@@ -75,6 +80,10 @@ bool WorkerProcess::start() {
     SpawnOptions worker;
     worker.argv = words;
     worker.output_path = output_path_;
+    if (!env_.empty()) {
+        worker.environment = Environment::current();
+        worker.environment->set_entries(env_);
+    }
     int error_number = 0;
     const pid_t pid = spawn_process(worker, error_number);
     pid_ = pid;

@@ -12,8 +12,10 @@ namespace traindeck::test {
 
 class WorkerProcess {
 public:
-    // Starts the worker with a state folder of its own (kept across restart()) and extra arguments.
-    explicit WorkerProcess(std::vector<std::string> extra_args = {}, std::string state_dir = {});
+    // Starts the worker with a state folder of its own (kept across restart()), extra arguments and extra
+    // environment entries ("KEY=value", added to this process's own).
+    explicit WorkerProcess(std::vector<std::string> extra_args = {}, std::string state_dir = {},
+                           std::vector<std::string> env = {});
     ~WorkerProcess();
 
     bool running() const { return pid_ > 0; }
@@ -39,7 +41,7 @@ public:
 private:
     bool start();
 
-    std::vector<std::string> args_;
+    std::vector<std::string> args_, env_;
     std::string state_dir_, token_, output_path_;
     bool owns_state_dir_ = false;
     int pid_ = -1;
@@ -52,5 +54,7 @@ std::string worker_binary();
 std::string train_binary();
 std::string source_dir();
 bool torch_available();
+// The environment entries under which a worker sees `count` GPUs of NVML's test double (tests/worker/testnvml.cpp).
+std::vector<std::string> test_gpus(int count);
 
 } // namespace traindeck::test
