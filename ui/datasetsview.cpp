@@ -6,6 +6,7 @@
 #include "inspect.h"
 #include "manifest.h"
 
+#include <QAction>
 #include <QComboBox>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -13,6 +14,7 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QIcon>
 #include <QImage>
 #include <QLabel>
 #include <QMimeData>
@@ -125,14 +127,40 @@ DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, const
     table_->horizontalHeader()->setStretchLastSection(true);
     table_->setAlternatingRowColors(true);
 
-    auto* register_folder = new QPushButton(tr("Register folder…"));
-    auto* register_file = new QPushButton(tr("Register file…"));
-    auto* fashion = new QPushButton(tr("Add Fashion-MNIST"));
-    fashion->setToolTip(tr("Debian's dataset-fashion-mnist in %1").arg(kFashionMnist));
+    auto* register_folder = new QAction(QIcon::fromTheme("folder-new"), tr("Register folder…"), this);
+    register_folder->setToolTip(tr("Register a folder as a dataset version (or drop it on this tab)"));
+    auto* register_file = new QAction(QIcon::fromTheme("document-new"), tr("Register file…"), this);
+    register_file->setToolTip(tr("Register a file as a dataset version (or drop it on this tab)"));
+    auto* fashion = new QAction(tr("Add Fashion-MNIST"), this);
     fashion->setEnabled(QFileInfo::exists(kFashionMnist));
+    fashion->setToolTip(fashion->isEnabled() ? tr("Debian's dataset-fashion-mnist in %1").arg(kFashionMnist)
+                                             : tr("Debian's dataset-fashion-mnist — not installed (apt-get install "
+                                                  "dataset-fashion-mnist puts it in %1)")
+                                                   .arg(kFashionMnist));
+    auto* upload = new QAction(QIcon::fromTheme("go-up"), tr("Upload selected version"), this);
+    upload->setToolTip(tr("Send the selected version to the backend chosen beside the button (only the chunks it "
+                          "lacks)"));
+    auto* cancel_upload = new QAction(QIcon::fromTheme("process-stop"), tr("Cancel upload"), this);
+    cancel_upload->setToolTip(tr("Stop the upload in progress (it resumes where it stopped next time)"));
+    commands_ = {register_folder, register_file, fashion, upload, cancel_upload};
+    for (const auto& [made, name] : {std::pair{register_folder, "register_folder"},
+                                     {register_file, "register_file"},
+                                     {fashion, "add_fashion_mnist"},
+                                     {upload, "upload_dataset"},
+                                     {cancel_upload, "cancel_upload"}})
+        made->setObjectName(QLatin1String(name));
+    // A push button that runs the action and follows its state.
+    const auto button = [this](QAction* action, const QString& text) {
+        auto* push = new QPushButton(text);
+        push->setToolTip(action->toolTip());
+        push->setEnabled(action->isEnabled());
+        connect(push, &QPushButton::clicked, action, &QAction::trigger);
+        connect(action, &QAction::changed, push, [push, action] { push->setEnabled(action->isEnabled()); });
+        return push;
+    };
     backend_ = new QComboBox;
-    upload_ = new QPushButton(tr("Upload to"));
-    auto* cancel = new QPushButton(tr("Cancel"));
+    upload_ = button(upload, tr("Upload to"));
+    QPushButton* cancel = button(cancel_upload, tr("Cancel"));
     progress_ = new QProgressBar;
     progress_->setRange(0, 1000);
     progress_->setValue(0);
@@ -143,9 +171,9 @@ DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, const
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
     auto* buttons = new QHBoxLayout;
-    buttons->addWidget(register_folder);
-    buttons->addWidget(register_file);
-    buttons->addWidget(fashion);
+    buttons->addWidget(button(register_folder, register_folder->text()));
+    buttons->addWidget(button(register_file, register_file->text()));
+    buttons->addWidget(button(fashion, fashion->text()));
     buttons->addStretch(1);
     buttons->addWidget(upload_);
     buttons->addWidget(backend_);
@@ -191,19 +219,37 @@ DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, const
     layout->addWidget(status_);
     layout->addWidget(vertical, 1);
 
-    connect(register_folder, &QPushButton::clicked, this, [this] {
+    connect(register_folder, &QAction::triggered, this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Register a dataset folder"));
         if (!dir.isEmpty())
             registerPath(dir);
     });
-    connect(register_file, &QPushButton::clicked, this, [this] {
+    connect(register_file, &QAction::triggered, this, [this] {
         const QString file = QFileDialog::getOpenFileName(this, tr("Register a dataset file"));
         if (!file.isEmpty())
             registerPath(file);
     });
-    connect(fashion, &QPushButton::clicked, this, [this] { registerPath(kFashionMnist, "fashion-mnist"); });
-    connect(upload_, &QPushButton::clicked, this, [this] { uploadSelected(backend_->currentText()); });
-    connect(cancel, &QPushButton::clicked, &sync_, &DatasetSync::cancel);
+    connect(fashion, &QAction::triggered, this, [this] { registerPath(kFashionMnist, "fashion-mnist"); });
+    connect(upload, &QAction::triggered, this, [this] { uploadSelected(backend_->currentText()); });
+    connect(cancel_upload, &QAction::triggered, &sync_, &DatasetSync::cancel);
+    // Cancel has something to stop only while an upload or a registration is under way; Upload needs a version
+    // selected and nothing else under way. Each says why when it cannot.
+    const auto follow = [this, upload, cancel_upload, upload_tip = upload->toolTip(),
+                         cancel_tip = cancel_upload->toolTip()] {
+        const bool busy = sync_.busy();
+        cancel_upload->setEnabled(busy);
+        cancel_upload->setToolTip(busy ? cancel_tip
+                                       : tr("%1 — nothing is being uploaded or registered now").arg(cancel_tip));
+        const QString why = busy                                ? tr("wait for the operation under way (or cancel it)")
+                            : !table_->currentIndex().isValid() ? tr("select a version in the table first")
+                                                                : QString();
+        upload->setEnabled(why.isEmpty());
+        upload->setToolTip(why.isEmpty() ? upload_tip : tr("%1 — %2").arg(upload_tip, why));
+    };
+    follow();
+    connect(&sync_, &DatasetSync::busyChanged, this, follow);
+    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, follow);
+    connect(model_, &QAbstractItemModel::modelReset, this, follow);
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
         if (current.isValid())
             showVersion(model_->data(current, DatasetTableModel::VersionRole).toString());

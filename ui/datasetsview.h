@@ -9,6 +9,7 @@
 
 #include <QWidget>
 
+class QAction;
 class QComboBox;
 class QLabel;
 class QPlainTextEdit;
@@ -37,6 +38,9 @@ public:
     void uploadSelected(const QString& backend_name);
     void selectVersion(const QString& version);
     void refreshBackends();
+    // The tab's commands as actions (its buttons trigger them; the window's Datasets menu shows them): register a
+    // folder, register a file, add Fashion-MNIST, upload the selected version, cancel the upload.
+    QList<QAction*> commands() const { return commands_; }
 
 protected:
     void dragEnterEvent(class QDragEnterEvent* event) override;
@@ -63,6 +67,7 @@ private:
     QString preview_summary_;
     QString shown_version_;
     QString kept_version_;
+    QList<QAction*> commands_;
 };
 
 } // namespace traindeck

@@ -32,6 +32,7 @@ bool DatasetSync::registerPath(const QString& name, const QString& root) {
     if (busy_)
         return false;
     busy_ = true;
+    emit busyChanged(true);
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     const QString absolute = QFileInfo(root).absoluteFilePath();
     CatalogWriter& writer = writer_;
@@ -90,6 +91,7 @@ bool DatasetSync::registerPath(const QString& name, const QString& root) {
         [this](qint64 done, qint64 total, double seconds) { emit progress(tr("Hashing"), done, total, seconds); },
         [this, name](const Registration& registration) {
             busy_ = false;
+            emit busyChanged(false);
             if (!registration.error.isEmpty()) {
                 emit failed(registration.error);
                 return;
@@ -106,6 +108,7 @@ bool DatasetSync::upload(const QString& version, const QString& root, Backend& b
     if (busy_)
         return false;
     busy_ = true;
+    emit busyChanged(true);
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     uploading_ = &backend;
     const BackendRef ref = BackendRef::of(&backend);
@@ -152,6 +155,7 @@ bool DatasetSync::upload(const QString& version, const QString& root, Backend& b
         [this, version, backend_name, done = std::move(done)](const Upload& upload) {
             busy_ = false;
             uploading_ = nullptr;
+            emit busyChanged(false);
             if (upload.ok) {
                 emit catalogChanged();
                 emit uploaded(version, backend_name, upload.sent, upload.to_send, upload.seconds);

@@ -37,6 +37,7 @@ signals:
     void uploaded(const QString& version, const QString& backend, qint64 bytes_sent, qint64 bytes_total, double seconds);
     void failed(const QString& message);
     void catalogChanged();
+    void busyChanged(bool busy); // an operation started (true) or ended (false): cancel() has something to stop
 
 private:
     CatalogWriter& writer_;

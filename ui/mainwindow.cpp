@@ -3,6 +3,7 @@
 #include "mainwindow.h"
 
 #include "background.h"
+#include "aboutdialog.h"
 #include "chartexport.h"
 #include "compareview.h"
 #include "groupchart.h"
@@ -21,6 +22,7 @@
 #include <QInputDialog>
 #include <QJsonArray>
 #include <QMenu>
+#include <QMenuBar>
 #include <QRegularExpression>
 #include <QToolButton>
 #include <QHeaderView>
@@ -42,6 +44,8 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace traindeck {
 
@@ -204,37 +208,12 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     });
     setCentralWidget(tabs_);
 
-    QToolBar* tools = addToolBar(tr("Jobs"));
-    tools->setMovable(false);
-    tools->addAction(tr("New job…"), this, [this] {
-        NewJobDialog dialog(this);
-        dialog.setBackends(backendNames());
-        dialog.setDatasets(datasetChoices());
-        if (dialog.exec() == QDialog::Accepted)
-            submitDialog(dialog);
-    });
-    tools->addAction(tr("Demo MLP"), this, [this] { submitDemo("mlp"); });
-    tools->addAction(tr("Demo CNN"), this, [this] { submitDemo("cnn"); });
-    tools->addSeparator();
-    tools->addAction(tr("Clone and edit…"), this, &MainWindow::cloneSelected);
-    tools->addSeparator();
-    tools->addAction(tr("Export model…"), this, [this] { exportSelected(); });
-    tools->addSeparator();
-    tools->addAction(tr("Add remote worker…"), this, &MainWindow::addRemoteWorkerRequested);
-    tools->addAction(tr("Cancel job"), this, &MainWindow::cancelSelected);
-    tools->addAction(tr("Resume job"), this, &MainWindow::resumeSelected);
-    tools->addSeparator();
-    QAction* undo = tools->addAction(tr("Undo delete"), this, &MainWindow::undoDelete);
-    undo->setShortcut(QKeySequence::Undo);
-    tools->addAction(tr("Export table…"), this, &MainWindow::exportTableCsv);
     // Sweeps (README: Sweeps): their tab, and "New sweep…" beside "New job…". The view keeps a SweepSync for each
     // backend the controller has, which imports the trials as runs of this table.
     sweeps_ = new SweepView(catalog_path, *controller_);
     tabs_->addTab(sweeps_, tr("Sweeps"));
     connect(sweeps_, &SweepView::problem, this, &MainWindow::addAlert);
-    auto* new_sweep = new QAction(tr("New sweep…"), this);
-    connect(new_sweep, &QAction::triggered, sweeps_, &SweepView::newSweep);
-    tools->insertAction(tools->actions().value(1), new_sweep);
+    createActions();
 
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
         if (!current.isValid())
@@ -356,7 +335,10 @@ void MainWindow::addAlert(const QString& message) {
 
 void MainWindow::submitDemo(const QString& model) {
     QFile file(QStringLiteral(":/examples/fashion-%1.json").arg(model));
-    file.open(QIODevice::ReadOnly);
+    if (!file.open(QIODevice::ReadOnly)) {
+        addAlert(tr("The demo's spec %1 is not built into this program: %2").arg(file.fileName(), file.errorString()));
+        return;
+    }
     QJsonObject spec = QJsonDocument::fromJson(file.readAll()).object();
     const QString name = spec.value("name").toString(model);
     const QJsonObject request{{"name", name}, {"builtin", spec},
@@ -696,16 +678,9 @@ void MainWindow::showTableMenu(const QPoint& at) {
     if (index.isValid() && !table_->selectionModel()->isRowSelected(index.row(), {}))
         table_->selectRow(index.row());
     const RunRecord* run = index.isValid() ? jobs_->runAt(index.row()) : nullptr;
+    // The same actions as the Edit and Jobs menus (their shortcuts shown), and the run's own tags to remove.
     QMenu menu(this);
-    menu.addAction(tr("Star"), this, [this] { starSelected(true); });
-    menu.addAction(tr("Unstar"), this, [this] { starSelected(false); });
-    menu.addAction(tr("Add tag…"), this, [this] {
-        bool ok = false;
-        const QString text =
-            QInputDialog::getText(this, tr("Add tag"), tr("Tags (comma-separated):"), QLineEdit::Normal, {}, &ok);
-        if (ok)
-            tagSelected(text.split(QLatin1Char(','), Qt::SkipEmptyParts), true);
-    });
+    menu.addActions({action("star"), action("unstar"), action("add_tag")});
     if (run && !run->tags.empty()) {
         QMenu* remove = menu.addMenu(tr("Remove tag"));
         for (const std::string& tag : run->tags) {
@@ -713,34 +688,14 @@ void MainWindow::showTableMenu(const QPoint& at) {
             remove->addAction(name, this, [this, name] { tagSelected({name}, false); });
         }
     }
-    menu.addAction(tr("Note…"), this, [this, note = run ? QString::fromStdString(run->note) : QString()] {
-        bool ok = false;
-        const QString text = QInputDialog::getMultiLineText(this, tr("Note (markdown)"), tr("Note:"), note, &ok);
-        if (ok)
-            setNoteOfCurrent(text);
-    });
+    menu.addAction(action("note"));
     menu.addSeparator();
-    if (run && run->archived)
-        menu.addAction(tr("Unarchive"), this, [this] { archiveSelected(false); });
-    else
-        menu.addAction(tr("Archive"), this, [this] { archiveSelected(true); });
-    menu.addAction(tr("Delete"), this, [this] { deleteSelected(); });
-    menu.addAction(tr("Delete with files on the worker…"), this, [this] {
-        const int count = static_cast<int>(selectedIds().size());
-        if (QMessageBox::question(this, tr("Delete with files"),
-                                  tr("Delete %n run(s) and, on their workers, their checkpoints, logs and exports?\n\n"
-                                     "The files cannot be brought back; Undo delete restores only the records and "
-                                     "curves in the catalog.",
-                                     nullptr, count),
-                                  QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel) == QMessageBox::Yes)
-            deleteSelected(true);
-    });
+    menu.addAction(run && run->archived ? action("unarchive") : action("archive"));
+    menu.addActions({action("delete"), action("delete_with_files")});
     menu.addSeparator();
-    menu.addAction(tr("Compare selected"), this, [this] {
-        tabs_->setCurrentWidget(compare_tab_);
-        updateCompare();
-    });
-    menu.addAction(tr("Export series as CSV…"), this, &MainWindow::exportCurrentSeriesCsv);
+    menu.addActions({action("clone"), action("cancel"), action("resume"), action("export_model")});
+    menu.addSeparator();
+    menu.addActions({action("compare_selected"), action("export_series")});
     menu.exec(table_->viewport()->mapToGlobal(at));
 }
 
@@ -897,6 +852,347 @@ void MainWindow::exportCurrentSeriesCsv() {
         [this, path](const QString& error) {
             addAlert(error.isEmpty() ? tr("Series written to %1").arg(path) : error);
         });
+}
+
+namespace {
+
+// The theme's icon, else Qt's own of the same meaning (every platform has those), so no button is left blank.
+QIcon themed(const char* name, QStyle::StandardPixmap fallback) {
+    return QIcon::fromTheme(QLatin1String(name), QApplication::style()->standardIcon(fallback));
+}
+
+} // namespace
+
+QAction* MainWindow::action(const QString& name) const {
+    QAction* found = actions_.value(name);
+    Q_ASSERT_X(found, "MainWindow::action", qPrintable(name));
+    return found;
+}
+
+QList<QAction*> MainWindow::menuActions() const {
+    QList<QAction*> all;
+    for (QAction* top : menuBar()->actions())
+        if (QMenu* menu = top->menu())
+            for (QAction* item : menu->actions())
+                if (!item->isSeparator())
+                    all << item;
+    return all;
+}
+
+void MainWindow::createActions() {
+    // name: how tests and the context menu find it; tip: what it does (also its status-bar text); keys: shown in the
+    // menus. Added to the window too, so the shortcuts work wherever the focus is in it.
+    const auto make = [this](const QString& name, const QIcon& icon, const QString& text, const QString& tip,
+                             const QKeySequence& keys = {}) {
+        auto* made = new QAction(icon, text, this);
+        made->setObjectName(name);
+        made->setToolTip(tip);
+        made->setStatusTip(tip);
+        made->setProperty("tip", tip);
+        if (!keys.isEmpty())
+            made->setShortcut(keys);
+        addAction(made);
+        actions_.insert(name, made);
+        return made;
+    };
+    // Those that act on the selected runs: disabled, saying why, while none is selected (updateActions).
+    const auto on_runs = [this](QAction* made) {
+        run_actions_ << made;
+        return made;
+    };
+
+    QAction* new_job = make("new_job", themed("document-new", QStyle::SP_FileIcon), tr("New job…"),
+                            tr("Train a built-in model or run a command on a backend"), QKeySequence::New);
+    connect(new_job, &QAction::triggered, this, [this] {
+        NewJobDialog dialog(this);
+        dialog.setBackends(backendNames());
+        dialog.setDatasets(datasetChoices());
+        if (dialog.exec() == QDialog::Accepted)
+            submitDialog(dialog);
+    });
+    QAction* new_sweep = make("new_sweep", themed("view-grid", QStyle::SP_FileDialogDetailedView), tr("New sweep…"),
+                              tr("Search hyperparameters: many trials of one job, stopped early by the worker"),
+                              QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_N));
+    connect(new_sweep, &QAction::triggered, sweeps_, &SweepView::newSweep);
+    QAction* demo_mlp = make("demo_mlp", themed("media-playback-start", QStyle::SP_MediaPlay), tr("Demo MLP"),
+                             tr("Train the demo MLP on Fashion-MNIST on the local worker"));
+    connect(demo_mlp, &QAction::triggered, this, [this] { submitDemo("mlp"); });
+    QAction* demo_cnn = make("demo_cnn", themed("media-playback-start", QStyle::SP_MediaPlay), tr("Demo CNN"),
+                             tr("Train the demo CNN on Fashion-MNIST on the local worker"));
+    connect(demo_cnn, &QAction::triggered, this, [this] { submitDemo("cnn"); });
+    QAction* clone =
+        on_runs(make("clone", themed("edit-copy", QStyle::SP_FileDialogNewFolder), tr("Clone and edit…"),
+                     tr("Open the current run's settings in the New job dialog"), QKeySequence(Qt::CTRL | Qt::Key_D)));
+    connect(clone, &QAction::triggered, this, &MainWindow::cloneSelected);
+    QAction* cancel = on_runs(make("cancel", themed("process-stop", QStyle::SP_MediaStop), tr("Cancel job"),
+                                   tr("Stop the current run (a built-in job checkpoints first)"),
+                                   QKeySequence(Qt::CTRL | Qt::Key_Period)));
+    connect(cancel, &QAction::triggered, this, &MainWindow::cancelSelected);
+    QAction* resume =
+        on_runs(make("resume", themed("view-refresh", QStyle::SP_MediaSeekForward), tr("Resume job"),
+                     tr("Continue the current run from its last checkpoint"), QKeySequence(Qt::CTRL | Qt::Key_R)));
+    connect(resume, &QAction::triggered, this, &MainWindow::resumeSelected);
+    QAction* export_model = on_runs(make(
+        "export_model", themed("document-export", QStyle::SP_DialogSaveButton), tr("Export model…"),
+        tr("Write the current run's model as ONNX (fp32, int8) and safetensors"), QKeySequence(Qt::CTRL | Qt::Key_E)));
+    connect(export_model, &QAction::triggered, this, [this] { exportSelected(); });
+    QAction* export_table = make("export_table", themed("x-office-spreadsheet", QStyle::SP_DialogSaveButton),
+                                 tr("Export table…"), tr("Write the runs table as shown (filtered, sorted) to CSV"),
+                                 QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
+    connect(export_table, &QAction::triggered, this, &MainWindow::exportTableCsv);
+    QAction* export_series =
+        on_runs(make("export_series", themed("document-save-as", QStyle::SP_DialogSaveButton),
+                     tr("Export series as CSV…"), tr("Write every point of every curve of the current run to CSV")));
+    connect(export_series, &QAction::triggered, this, &MainWindow::exportCurrentSeriesCsv);
+    QAction* quit = make("quit", themed("application-exit", QStyle::SP_DialogCloseButton), tr("Quit"),
+                         tr("Close the console (jobs go on running on their workers)"), QKeySequence::Quit);
+    quit->setMenuRole(QAction::QuitRole);
+    connect(quit, &QAction::triggered, this, &QWidget::close);
+
+    QAction* undo = make("undo_delete", themed("edit-undo", QStyle::SP_ArrowBack), tr("Undo delete"),
+                         tr("Bring back the most recently deleted runs"), QKeySequence::Undo);
+    connect(undo, &QAction::triggered, this, &MainWindow::undoDelete);
+    QAction* find = make("filter", themed("edit-find", QStyle::SP_FileDialogContentsView), tr("Filter runs"),
+                         tr("Type a query into the runs table's filter box"), QKeySequence::Find);
+    connect(find, &QAction::triggered, this, [this] {
+        tabs_->setCurrentIndex(0);
+        filter_->setFocus(Qt::ShortcutFocusReason);
+        filter_->selectAll();
+    });
+    QAction* star = on_runs(make("star", themed("starred", QStyle::SP_DialogYesButton), tr("Star"),
+                                 tr("Star the selected runs (query: starred:)")));
+    connect(star, &QAction::triggered, this, [this] { starSelected(true); });
+    QAction* unstar = on_runs(
+        make("unstar", themed("non-starred", QStyle::SP_DialogNoButton), tr("Unstar"), tr("Unstar the selected runs")));
+    connect(unstar, &QAction::triggered, this, [this] { starSelected(false); });
+    QAction* add_tag = on_runs(make("add_tag", themed("tag", QStyle::SP_FileDialogInfoView), tr("Add tag…"),
+                                    tr("Tag the selected runs (query: tag:NAME)"), QKeySequence(Qt::CTRL | Qt::Key_T)));
+    connect(add_tag, &QAction::triggered, this, [this] {
+        bool ok = false;
+        const QString text =
+            QInputDialog::getText(this, tr("Add tag"), tr("Tags (comma-separated):"), QLineEdit::Normal, {}, &ok);
+        if (ok)
+            tagSelected(text.split(QLatin1Char(','), Qt::SkipEmptyParts), true);
+    });
+    QAction* note = on_runs(make("note", themed("document-edit", QStyle::SP_FileDialogDetailedView), tr("Note…"),
+                                 tr("Write a markdown note on the current run")));
+    connect(note, &QAction::triggered, this, [this] {
+        const RunRecord* run = jobs_->runAt(currentJob().row());
+        bool ok = false;
+        const QString text = QInputDialog::getMultiLineText(this, tr("Note (markdown)"), tr("Note:"),
+                                                            run ? QString::fromStdString(run->note) : QString(), &ok);
+        if (ok)
+            setNoteOfCurrent(text);
+    });
+    QAction* archive =
+        on_runs(make("archive", themed("archive-insert", QStyle::SP_DirClosedIcon), tr("Archive"),
+                     tr("Hide the selected runs unless the query says archived:"), QKeySequence::Delete));
+    connect(archive, &QAction::triggered, this, [this] { archiveSelected(true); });
+    QAction* unarchive = on_runs(make("unarchive", themed("archive-extract", QStyle::SP_DirOpenIcon), tr("Unarchive"),
+                                      tr("Show the selected runs again")));
+    connect(unarchive, &QAction::triggered, this, [this] { archiveSelected(false); });
+    QAction* remove = on_runs(make("delete", themed("edit-delete", QStyle::SP_TrashIcon), tr("Delete"),
+                                   tr("Delete the selected finished runs from the catalog (Undo delete brings them "
+                                      "back until the console closes)"),
+                                   QKeySequence(Qt::SHIFT | Qt::Key_Delete)));
+    connect(remove, &QAction::triggered, this, [this] { deleteSelected(); });
+    QAction* remove_files = on_runs(make("delete_with_files", themed("edit-delete-shred", QStyle::SP_TrashIcon),
+                                         tr("Delete with files on the worker…"),
+                                         tr("Delete the selected finished runs and their checkpoints, logs and "
+                                            "exports on their workers, for good")));
+    connect(remove_files, &QAction::triggered, this, [this] {
+        const int count = static_cast<int>(selectedIds().size());
+        if (QMessageBox::question(this, tr("Delete with files"),
+                                  tr("Delete %n run(s) and, on their workers, their checkpoints, logs and exports?\n\n"
+                                     "The files cannot be brought back; Undo delete restores only the records and "
+                                     "curves in the catalog.",
+                                     nullptr, count),
+                                  QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel) == QMessageBox::Yes)
+            deleteSelected(true);
+    });
+
+    QAction* refresh_now = make("refresh", themed("view-refresh", QStyle::SP_BrowserReload), tr("Refresh"),
+                                tr("Read the catalog and the backends' resources again"), QKeySequence::Refresh);
+    connect(refresh_now, &QAction::triggered, this, [this] {
+        refresh();
+        updateResources();
+        statusBar()->showMessage(tr("Refreshed"), 3000);
+    });
+    QList<QAction*> tab_actions;
+    for (int index = 0; index < tabs_->count(); ++index) {
+        QAction* show = make(QStringLiteral("tab_%1").arg(index), {}, tabs_->tabText(index),
+                             tr("Show the %1 tab").arg(tabs_->tabText(index)),
+                             QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + index)));
+        connect(show, &QAction::triggered, this, [this, index] { tabs_->setCurrentIndex(index); });
+        tab_actions << show;
+    }
+    QAction* columns = make("columns", themed("view-list-details", QStyle::SP_FileDialogListView), tr("Columns…"),
+                            tr("Add any config key or summary value as a column of the runs table"));
+    connect(columns, &QAction::triggered, this, [this] {
+        tabs_->setCurrentIndex(0);
+        showColumnsMenu();
+    });
+    only_differing_->setObjectName("only_differing");
+    only_differing_->setStatusTip(only_differing_->toolTip());
+    actions_.insert("only_differing", only_differing_);
+    QAction* compare_selected =
+        make("compare_selected", themed("view-statistics", QStyle::SP_FileDialogContentsView), tr("Compare selected"),
+             tr("Open the Compare tab on the selected runs (every run shown when fewer "
+                "than two are selected)"));
+    connect(compare_selected, &QAction::triggered, this, [this] {
+        tabs_->setCurrentWidget(compare_tab_);
+        updateCompare();
+    });
+    QAction* full_screen = make("full_screen", themed("view-fullscreen", QStyle::SP_TitleBarMaxButton),
+                                tr("Full screen"), tr("Show the window on the whole screen"), QKeySequence::FullScreen);
+    full_screen->setCheckable(true);
+    connect(full_screen, &QAction::toggled, this, [this](bool on) { on ? showFullScreen() : showNormal(); });
+
+    QAction* add_worker =
+        make("add_worker", themed("network-server", QStyle::SP_DriveNetIcon), tr("Add remote worker…"),
+             tr("Connect a TrainDeck worker on another machine (HTTPS and "
+                "its token, or an ssh forward)"));
+    connect(add_worker, &QAction::triggered, this, &MainWindow::addRemoteWorkerRequested);
+    QAction* resources =
+        make("backend_resources", themed("utilities-system-monitor", QStyle::SP_ComputerIcon),
+             tr("Read resources again"), tr("Ask every backend for its GPUs, CPUs, memory and prices now"));
+    connect(resources, &QAction::triggered, this, [this] {
+        updateResources();
+        statusBar()->showMessage(
+            tr("Asked %n backend(s) for their resources", nullptr, static_cast<int>(backendNames().size())), 3000);
+    });
+    QAction* about = make("about", themed("help-about", QStyle::SP_MessageBoxInformation), tr("About TrainDeck"),
+                          tr("The version and what it runs on (Qt, SQLite, the trainer's BLAS and CUDA)"));
+    about->setMenuRole(QAction::AboutRole);
+    connect(about, &QAction::triggered, this, [this] {
+        auto* dialog = new AboutDialog(this);
+        dialog->setAttribute(Qt::WA_DeleteOnClose);
+        dialog->open();
+    });
+    QAction* about_qt = make("about_qt", themed("help-about", QStyle::SP_TitleBarMenuButton), tr("About Qt"),
+                             tr("The Qt version this console runs on and its licence"));
+    about_qt->setMenuRole(QAction::AboutQtRole);
+    connect(about_qt, &QAction::triggered, qApp, &QApplication::aboutQt);
+
+    // The menu bar: every action of the toolbar and the context menus, with its shortcut.
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addActions({new_job, new_sweep});
+    file->addSeparator();
+    file->addActions({export_model, export_table, export_series});
+    file->addSeparator();
+    file->addAction(quit);
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    edit->addAction(undo);
+    edit->addSeparator();
+    edit->addAction(find);
+    edit->addSeparator();
+    edit->addActions({star, unstar, add_tag, note});
+    edit->addSeparator();
+    edit->addActions({archive, unarchive, remove, remove_files});
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    view->addAction(refresh_now);
+    view->addSeparator();
+    view->addActions(tab_actions);
+    view->addSeparator();
+    view->addActions({columns, only_differing_});
+    view->addSeparator();
+    QMenu* jobs = menuBar()->addMenu(tr("&Jobs"));
+    jobs->addActions({new_job, new_sweep, demo_mlp, demo_cnn});
+    jobs->addSeparator();
+    jobs->addActions({clone, cancel, resume});
+    jobs->addSeparator();
+    jobs->addActions({compare_selected, export_model});
+    QMenu* datasets = menuBar()->addMenu(tr("&Datasets"));
+    datasets->addActions(datasets_->commands());
+    for (QAction* command : datasets_->commands()) {
+        command->setStatusTip(command->toolTip());
+        actions_.insert(command->objectName(), command);
+        // They act on the Datasets tab: show it.
+        connect(command, &QAction::triggered, this, [this] { tabs_->setCurrentWidget(datasets_); });
+    }
+    QMenu* backends = menuBar()->addMenu(tr("&Backends"));
+    backends->addActions({add_worker, resources});
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addActions({about, about_qt});
+
+    // The toolbar: what is used most, icon and word.
+    QToolBar* tools = addToolBar(tr("Main toolbar"));
+    tools->setObjectName("main_toolbar");
+    tools->setMovable(false);
+    tools->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    tools->addActions({new_job, new_sweep, demo_mlp, demo_cnn});
+    tools->addSeparator();
+    tools->addActions({clone, cancel, resume, export_model});
+    tools->addSeparator();
+    tools->addActions({add_worker, undo});
+    QAction* show_toolbar = tools->toggleViewAction();
+    show_toolbar->setText(tr("Show toolbar"));
+    show_toolbar->setObjectName("show_toolbar");
+    show_toolbar->setStatusTip(tr("Show or hide the toolbar (every action is also in these menus)"));
+    actions_.insert("show_toolbar", show_toolbar);
+    view->addActions({show_toolbar, full_screen});
+
+    connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::updateActions);
+    connect(table_->selectionModel(), &QItemSelectionModel::currentChanged, this, &MainWindow::updateActions);
+    connect(jobs_, &QAbstractItemModel::modelReset, this, &MainWindow::updateActions);
+    connect(jobs_, &QAbstractItemModel::dataChanged, this, &MainWindow::updateActions);
+    connect(jobs_, &QAbstractItemModel::layoutChanged, this, &MainWindow::updateActions);
+    connect(jobs_, &QAbstractItemModel::rowsInserted, this, &MainWindow::updateActions);
+    connect(jobs_, &QAbstractItemModel::rowsRemoved, this, &MainWindow::updateActions);
+    updateActions();
+}
+
+void MainWindow::updateActions() {
+    // The selected runs (the current one when none is selected) and what they allow.
+    std::vector<const RunRecord*> runs;
+    QModelIndexList rows = table_->selectionModel()->selectedRows();
+    if (rows.isEmpty() && currentJob().isValid())
+        rows << currentJob();
+    for (const QModelIndex& row : rows)
+        if (const RunRecord* run = jobs_->runAt(row.row()))
+            runs.push_back(run);
+    const auto any = [&runs](auto&& test) { return std::any_of(runs.begin(), runs.end(), test); };
+    const bool finished = any([](const RunRecord* run) { return is_finished_in_catalog(run->state); });
+    const QString none = tr("select a run in the table first");
+    // name -> why it is disabled now ("" when enabled)
+    const QList<QPair<QString, QString>> states = {
+        {"star", runs.empty()                                              ? none
+                 : any([](const RunRecord* run) { return !run->starred; }) ? QString()
+                                                                           : tr("the selected runs are starred")},
+        {"unstar", runs.empty()                                             ? none
+                   : any([](const RunRecord* run) { return run->starred; }) ? QString()
+                                                                            : tr("no selected run is starred")},
+        {"archive", runs.empty()                                               ? none
+                    : any([](const RunRecord* run) { return !run->archived; }) ? QString()
+                                                                               : tr("the selected runs are archived")},
+        {"unarchive", runs.empty()                                              ? none
+                      : any([](const RunRecord* run) { return run->archived; }) ? QString()
+                                                                                : tr("no selected run is archived")},
+        {"cancel", runs.empty() ? none
+                   : any([](const RunRecord* run) { return !is_finished_in_catalog(run->state); })
+                       ? QString()
+                       : tr("the selected runs have ended")},
+        {"resume", runs.empty() ? none
+                   : any([](const RunRecord* run) { return is_finished(run->state) && run->state != "succeeded"; })
+                       ? QString()
+                       : tr("only a stopped, cancelled or failed run resumes")},
+        {"delete", runs.empty() ? none
+                   : finished   ? QString()
+                                : tr("a run still going is never deleted: cancel it first")},
+        {"delete_with_files", runs.empty() ? none
+                              : finished   ? QString()
+                                           : tr("a run still going is never deleted: cancel it first")},
+    };
+    for (QAction* each : std::as_const(run_actions_)) {
+        QString why = runs.empty() ? none : QString();
+        for (const auto& [name, reason] : states)
+            if (name == each->objectName())
+                why = reason;
+        const QString tip = each->property("tip").toString();
+        each->setEnabled(why.isEmpty());
+        each->setToolTip(why.isEmpty() ? tip : tr("%1 — %2").arg(tip, why));
+        each->setStatusTip(each->toolTip());
+    }
 }
 
 } // namespace traindeck

@@ -12,6 +12,7 @@
 #include "jobsync.h"
 #include "jobtablemodel.h"
 
+#include <QHash>
 #include <QMainWindow>
 
 #include <functional>
@@ -94,6 +95,10 @@ public:
     class ExportDialog* exportSelected();
     // First start: Debian's Fashion-MNIST as a ready dataset version.
     void registerFashionMnist();
+    // The window's actions by name (the menus, the toolbar and the runs table's context menu share them:
+    // "new_job", "cancel", "archive", ...), and every action of the menu bar in menu order.
+    QAction* action(const QString& name) const;
+    QList<QAction*> menuActions() const;
 
 signals:
     // The user asked to add a remote worker (the app wires this to its BackendManager).
@@ -124,6 +129,10 @@ private:
     void chooseColumn(const QString& field, bool shown);
     void exportTableCsv();
     void exportCurrentSeriesCsv();
+    // The menu bar, the toolbar and their actions (README: The console); updateActions disables those that need
+    // a selected run while there is none, saying so in their tips.
+    void createActions();
+    void updateActions();
 
     JobController* controller_;
     JobTableModel* jobs_;
@@ -134,6 +143,8 @@ private:
     QToolButton* columns_button_;
     QToolButton* views_button_;
     QAction* only_differing_;
+    QHash<QString, QAction*> actions_;
+    QList<QAction*> run_actions_;          // disabled while no run is selected
     QStringList chosen_columns_;           // the extra columns the user picked (kept while "only what differs" is on)
     QList<qint64> compared_selection_;     // the selection last compared (empty: every run the query shows)
     std::vector<QList<qint64>> deletions_; // this session's deletions not undone, the most recent last

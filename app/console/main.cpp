@@ -9,6 +9,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QIcon>
 #include <QMessageBox>
 #include <QStandardPaths>
 #include <QTimer>
@@ -21,9 +22,15 @@ int main(int argc, char** argv) {
     QApplication app(argc, argv);
     QApplication::setApplicationName("traindeck");
     QApplication::setApplicationDisplayName("TrainDeck");
+    QApplication::setApplicationVersion(TRAINDECK_VERSION);
+    // The desktop entry's name (the taskbar finds the icon through it) and the icon: the theme's when installed,
+    // else the one built in.
+    QGuiApplication::setDesktopFileName("io.traindeck.TrainDeck");
+    QApplication::setWindowIcon(QIcon::fromTheme("io.traindeck.TrainDeck", QIcon(":/icons/traindeck.svg")));
     QCommandLineParser parser;
     parser.setApplicationDescription("TrainDeck: train models and watch every job live.");
     parser.addHelpOption();
+    parser.addVersionOption();
     QCommandLineOption catalog_option("catalog", "Catalog file (default: $XDG_DATA_HOME/traindeck/catalog.db).", "file");
     QCommandLineOption worker_option("worker-state-dir", "The local worker's state folder.", "dir");
     QCommandLineOption no_demo_option("no-demo", "Do not submit the demo job on a first start.");

@@ -55,7 +55,7 @@ void print_usage() {
         "  --set KEY=VALUE       override a spec field; KEY may be dotted (optimizer.lr=0.01); VALUE is JSON or text\n"
         "  --hold-at STEP:FILE   after step STEP, report a \"held\" event and wait until FILE exists (pacing for\n"
         "                        tests; also TRAINDECK_HOLD_AT=STEP:FILE[,STEP:FILE...]); SIGTERM still stops it\n"
-        "  --help                this text\n"
+        "  --help                this text; --version: the version\n"
         "\n"
         "       traindeck-train sweep SPEC.json --worker URL [--token-file FILE] [--watch]   (see sweep --help)\n"
         "\n"
@@ -326,6 +326,10 @@ int main(int argc, char** argv) {
         };
         if (arg == "--help" || arg == "-h") {
             print_usage();
+            return kExitDone;
+        } else if (arg == "--version") {
+            std::printf("traindeck-train %s\nBLAS: %s\nGPU: %s\n", TRAINDECK_VERSION, blas_description(),
+                        TRAINDECK_CUDA_BUILD);
             return kExitDone;
         } else if (arg == "--checkpoint-dir") {
             checkpoint_dir = value();

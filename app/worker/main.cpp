@@ -41,14 +41,18 @@ void print_usage() {
         "  --price-base X --price-gpu X --price-cpu X --currency C   per-hour prices for spend\n"
         "  --idle-percent P --idle-seconds S [--idle-stop]   idle policy (report, optionally stop)\n"
         "  --stop-grace S         seconds between SIGTERM and SIGKILL when stopping a job (default 60)\n"
-        "  --executor local|slurm where jobs run (default local). slurm: as Slurm batch jobs; the state folder must be\n"
-        "                         on a filesystem the nodes share (installer/slurm-single-node.sh makes a test cluster)\n"
+        "  --executor local|slurm where jobs run (default local). slurm: as Slurm batch jobs; the state folder must "
+        "be\n"
+        "                         on a filesystem the nodes share (installer/slurm-single-node.sh makes a test "
+        "cluster)\n"
         "  --slurm-rest URL       slurmrestd (OpenAPI v0.0.38, JWT); without it sbatch/squeue/scancel are used\n"
         "  --slurm-token-file F   the JWT for slurmrestd (scontrol token), else $SLURM_JWT\n"
         "  --slurm-user NAME      who the jobs run as (default: the worker's own user; a worker running as root\n"
         "                         must name one, --slurm-user root if that is really meant)\n"
         "  --slurm-partition P    partition (default: the cluster's default)\n"
         "  --slurm-conf FILE      SLURM_CONF for the Slurm commands\n"
+        "\n"
+        "  --version              print the version\n"
         "\n"
         "One worker per state folder (STATE/lock); a second one exits with status 3 naming the first's pid.\n");
 }
@@ -126,6 +130,10 @@ int main(int argc, char** argv) {
         };
         if (arg == "--help" || arg == "-h") {
             print_usage();
+            return 0;
+        }
+        if (arg == "--version") {
+            std::printf("traindeck-worker %s\n", TRAINDECK_VERSION);
             return 0;
         } else if (arg == "--listen") {
             const std::string listen = value();
