@@ -23,8 +23,9 @@ SchedulerJob job(int64_t id, int priority, int cpus, JobState state = JobState::
     return j;
 }
 
-SchedulerState machine(int cpus, std::vector<SchedulerJob> jobs, std::vector<bool> gpu_busy = {}) {
+SchedulerState machine(int cpus, std::vector<SchedulerJob> jobs, const std::vector<bool>& gpu_busy = {}) {
     std::vector<int> used;
+    used.reserve(gpu_busy.size());
     for (bool busy : gpu_busy)
         used.push_back(busy ? gpu_units : 0);
     return {std::move(jobs), cpus, 1 << 20, std::move(used)};
