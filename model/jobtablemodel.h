@@ -89,6 +89,8 @@ public:
     std::vector<const RunRecord*> queriedRuns() const;
     // A run in the catalog (not deleted) by its id, shown or not; nullptr when there is none.
     const RunRecord* runById(qint64 id) const;
+    // Every run in the catalog (not deleted), shown or not, by id.
+    const std::vector<RunRecord>& allRuns() const { return runs_; }
 
 public slots:
     void refresh();

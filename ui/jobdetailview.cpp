@@ -1,6 +1,8 @@
 // JobDetailView (jobdetailview.h): the two charts, their axes and refresh, the log tail, and export.
 #include "jobdetailview.h"
 
+#include "axisticks.h"
+
 #include "background.h"
 #include "chartexport.h"
 #include "chartview.h"
@@ -28,6 +30,7 @@
 #include <QVBoxLayout>
 
 #include <cmath>
+#include <algorithm>
 
 namespace traindeck {
 
@@ -58,10 +61,18 @@ void fit(QAbstractAxis* axis, double low, double high) {
                         QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(high)));
         return;
     }
-    axis->setRange(low, high);
-    // Round ticks (0, 20, 40 …) instead of repeated, truncated labels.
-    if (auto* value_axis = qobject_cast<QValueAxis*>(axis))
-        value_axis->applyNiceNumbers();
+    // Round ticks labelled for their unit (axisticks.h); a log axis keeps its own.
+    const QVariant unit = axis->property("unit");
+    if (unit.isValid())
+        fit_axis(axis, low, high, static_cast<AxisUnit>(unit.toInt()));
+    else
+        axis->setRange(low, high);
+}
+
+QAbstractAxis* unit_axis(const QString& title, AxisUnit unit) {
+    QAbstractAxis* axis = make_value_axis(title);
+    axis->setProperty("unit", static_cast<int>(unit));
+    return axis;
 }
 
 } // namespace
@@ -86,6 +97,9 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     smoothing_->setRange(0, 99);
     smoothing_->setValue(60);
     smoothing_->setMaximumWidth(160);
+    smoothing_->setMinimumWidth(90); // a long run name must not squeeze it to nothing
+    smoothing_->setAccessibleName(tr("Smoothing"));
+    title_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred); // a long name is cut, not the window
     // A menu, not a right-click on the charts: there a right-click zooms out (chartview.h).
     export_button_ = new QToolButton;
     export_button_->setText(tr("Export…"));
@@ -146,11 +160,12 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     log_->setMaximumBlockCount(2000);
     log_->setFont(QFont(QStringLiteral("monospace")));
 
+    // The run's name on a line of its own (a long one is cut there, not the controls), the controls under it.
+    auto* heading = new QHBoxLayout;
+    heading->addWidget(title_, 1);
     auto* controls = new QHBoxLayout;
-    controls->addWidget(title_);
-    controls->addStretch();
     controls->addWidget(coverage_);
-    controls->addSpacing(12);
+    controls->addStretch(1);
     controls->addWidget(new QLabel(tr("Smoothing")));
     controls->addWidget(smoothing_);
     controls->addWidget(log_axis_);
@@ -173,6 +188,7 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     note_->setToolTip(tr("The run's note (right-click the run: Note…)"));
     note_->hide();
     auto* layout = new QVBoxLayout(this);
+    layout->addLayout(heading);
     layout->addLayout(controls);
     layout->addWidget(note_);
     layout->addWidget(splitter);
@@ -191,6 +207,11 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     connect(smoothing_, &QSlider::valueChanged, this, &JobDetailView::refresh);
 }
 
+void JobDetailView::setChartDefaults(int smoothing, bool log_scale) {
+    smoothing_->setValue(std::clamp(smoothing, 0, 99));
+    log_axis_->setChecked(log_scale);
+}
+
 void JobDetailView::rebuildAxes() {
     for (QChart* chart : {loss_chart_, system_chart_})
         for (QAbstractAxis* axis : chart->axes()) {
@@ -201,12 +222,12 @@ void JobDetailView::rebuildAxes() {
     QAbstractAxis* step;
     if (x_axis == XAxis::wall_time) {
         step = new QDateTimeAxis;
+        step->setTitleText(tr(x_axis_title(x_axis)));
     } else {
-        auto* values = new QValueAxis;
-        values->setLabelFormat(x_axis == XAxis::spend ? "%.4g" : x_axis == XAxis::step ? "%d" : "%.0f");
-        step = values;
+        step = unit_axis(tr(x_axis_title(x_axis)), x_axis == XAxis::spend           ? AxisUnit::money
+                                                   : x_axis == XAxis::relative_time ? AxisUnit::seconds
+                                                                                    : AxisUnit::count);
     }
-    step->setTitleText(tr(x_axis_title(x_axis)));
     QAbstractAxis* loss_axis;
     if (log_axis_ && log_axis_->isChecked()) {
         auto* axis = new QLogValueAxis;
@@ -214,9 +235,7 @@ void JobDetailView::rebuildAxes() {
         axis->setLabelFormat("%.3g");
         loss_axis = axis;
     } else {
-        auto* axis = new QValueAxis;
-        axis->setLabelFormat("%.3f");
-        loss_axis = axis;
+        loss_axis = unit_axis(tr("loss"), AxisUnit::number);
     }
     loss_axis->setTitleText(tr("loss"));
     auto* accuracy_axis = new QValueAxis;
@@ -236,15 +255,9 @@ void JobDetailView::rebuildAxes() {
         series->attachAxis(loss_axis);
     }
 
-    auto* time = new QValueAxis;
-    time->setTitleText(tr("seconds"));
-    time->setLabelFormat("%d");
-    auto* cpu_axis = new QValueAxis;
-    cpu_axis->setTitleText(tr("CPU / GPU %"));
-    cpu_axis->setLabelFormat("%d");
-    auto* spend_axis = new QValueAxis;
-    spend_axis->setTitleText(tr("$"));
-    spend_axis->setLabelFormat("%.4f");
+    QAbstractAxis* time = unit_axis(tr("time since start"), AxisUnit::seconds);
+    QAbstractAxis* cpu_axis = unit_axis(tr("CPU / GPU %"), AxisUnit::number);
+    QAbstractAxis* spend_axis = unit_axis(tr("spend"), AxisUnit::money);
     system_chart_->addAxis(time, Qt::AlignBottom);
     system_chart_->addAxis(cpu_axis, Qt::AlignLeft);
     system_chart_->addAxis(spend_axis, Qt::AlignRight);
@@ -516,8 +529,6 @@ void JobDetailView::refresh() {
         budget_->clear();
     }
     fit(system_axes[0], 0, time_end);
-    if (auto* seconds_axis = qobject_cast<QValueAxis*>(system_axes[0]))
-        seconds_axis->setLabelFormat(time_end > 10 ? "%d" : "%.1f"); // no "0 0 0 1" before telemetry arrives
     fit(system_axes[1], 0, cpu_high * 1.05);
     fit(system_axes[2], 0, spend_high * 1.1);
 

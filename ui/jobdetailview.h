@@ -34,6 +34,8 @@ public:
     void showJob(qint64 job, const QString& title);
     // The run's note (markdown), shown under the title; "" hides it.
     void setNote(const QString& markdown);
+    // The smoothing (0..99) and log scale the view starts with (Settings); the user's changes win until the next.
+    void setChartDefaults(int smoothing, bool log_scale);
     QString note() const;
     // The loss chart's x-axis: the step (default), samples seen, wall time (a date axis: x in Unix milliseconds),
     // seconds since the run started, or its spend.

@@ -11,10 +11,15 @@
 #include "exportdialog.h"
 #include "jobstate.h"
 #include "newjobdialog.h"
+#include "settingsdialog.h"
 #include "sweepview.h"
+#include "theme.h"
 
 #include <QAction>
 #include <QApplication>
+#include <QCloseEvent>
+#include <QDate>
+#include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileDialog>
@@ -24,6 +29,7 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QRegularExpression>
+#include <QSettings>
 #include <QToolButton>
 #include <QHeaderView>
 #include <QJsonDocument>
@@ -72,6 +78,8 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
         QHeaderView* header = table_->horizontalHeader();
         for (int i = 0; i < jobs_->extraColumns().size(); ++i)
             header->moveSection(header->visualIndex(JobTableModel::ColumnCount + i), 1 + i);
+        for (int column = 0; column < JobTableModel::ColumnCount; ++column) // a reset shows every section again
+            header->setSectionHidden(column, hidden_columns_.contains(column));
     });
     table_->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(table_, &QWidget::customContextMenuRequested, this, &MainWindow::showTableMenu);
@@ -158,6 +166,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
 
     detail_ = new JobDetailView(catalog_path);
     auto* splitter = new QSplitter;
+    splitter->setObjectName("jobs_splitter");
     splitter->addWidget(left);
     splitter->addWidget(detail_);
     splitter->setSizes({620, 780});
@@ -194,6 +203,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
         followDifferingKeys();
     });
     auto* compare_split = new QSplitter(Qt::Vertical);
+    compare_split->setObjectName("compare_splitter");
     compare_split->addWidget(groups_);
     compare_split->addWidget(compare_);
     compare_split->setSizes({540, 320});
@@ -232,8 +242,27 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     });
     // Alerts from the jobs (NaN loss, failure, budget 80 %/100 %, idle): a row here and a desktop notification.
     if (QSystemTrayIcon::isSystemTrayAvailable()) {
-        tray_ = new QSystemTrayIcon(style()->standardIcon(QStyle::SP_ComputerIcon), this);
+        const QIcon app_icon = QApplication::windowIcon();
+        tray_ =
+            new QSystemTrayIcon(app_icon.isNull() ? style()->standardIcon(QStyle::SP_ComputerIcon) : app_icon, this);
         tray_->setToolTip(tr("TrainDeck"));
+        auto* tray_menu = new QMenu(this);
+        tray_menu->addAction(tr("Show TrainDeck"), this, [this] {
+            showNormal();
+            raise();
+            activateWindow();
+        });
+        tray_menu->addAction(action("new_job"));
+        tray_menu->addSeparator();
+        tray_menu->addAction(action("quit"));
+        tray_->setContextMenu(tray_menu);
+        connect(tray_, &QSystemTrayIcon::activated, this, [this](QSystemTrayIcon::ActivationReason reason) {
+            if (reason == QSystemTrayIcon::Trigger) {
+                showNormal();
+                raise();
+                activateWindow();
+            }
+        });
         tray_->show();
     }
     addBackend(QStringLiteral("local"), sync, backend);
@@ -247,6 +276,8 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
         selectRow(0);
     statusBar()->showMessage(backend.describe());
     resize(1400, 860);
+    applySettings(ConsoleSettings::load(QSettings()));
+    restoreLayout();
 }
 
 void MainWindow::selectRow(int row) { table_->selectRow(row); }
@@ -273,7 +304,7 @@ void MainWindow::connectSync(JobSync& sync) {
     connect(this, &QObject::destroyed, [&writer] { writer.on_error({}); });
     connect(&sync, &JobSync::alertRaised, this, [this](qint64 job, const QString& kind, const QString& message) {
         addAlert(tr("job %1 — %2: %3").arg(job).arg(kind, message));
-        if (tray_)
+        if (tray_ && settings_.notify)
             tray_->showMessage(tr("TrainDeck: %1").arg(kind), message,
                                kind == "failed" || kind == "nan_loss" ? QSystemTrayIcon::Critical : QSystemTrayIcon::Warning);
     });
@@ -317,6 +348,7 @@ JobController::Job MainWindow::jobAt(const QModelIndex& source) const {
 void MainWindow::refresh() {
     refresh_pending_ = false;
     jobs_->refresh();
+    updateTray();
     if (const RunRecord* run = jobs_->runAt(table_->currentIndex().row()))
         detail_->setNote(QString::fromStdString(run->note));
     detail_->refresh();
@@ -854,6 +886,122 @@ void MainWindow::exportCurrentSeriesCsv() {
         });
 }
 
+void MainWindow::openSettings() {
+    const QString data_now = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/traindeck";
+    SettingsDialog dialog(settings_, backendNames(), data_now, this);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    const ConsoleSettings chosen = dialog.settings();
+    QSettings stored;
+    chosen.save(stored);
+    if (chosen.data_folder != settings_.data_folder)
+        addAlert(tr("The data folder %1 is used from the next start")
+                     .arg(chosen.data_folder.isEmpty() ? data_now : chosen.data_folder));
+    applySettings(chosen);
+}
+
+void MainWindow::applySettings(const ConsoleSettings& settings) {
+    const bool theme_changed = settings.theme != settings_.theme || !settings_applied_;
+    const bool charts_changed =
+        settings.smoothing != settings_.smoothing || settings.log_scale != settings_.log_scale || !settings_applied_;
+    settings_ = settings;
+    settings_applied_ = true;
+    if (theme_changed)
+        apply_theme(theme_from_name(settings.theme));
+    if (charts_changed)
+        detail_->setChartDefaults(settings.smoothing, settings.log_scale);
+}
+
+void MainWindow::restoreLayout() {
+    // Where the user left the window: its geometry and toolbar, the splitters, the runs table's column widths and
+    // hidden columns, and the run that was selected. A first start hides the columns least needed at the default
+    // width (Backend and Elapsed); the header's context menu shows them again.
+    QSettings stored;
+    restoreGeometry(stored.value("window/geometry").toByteArray());
+    restoreState(stored.value("window/state").toByteArray());
+    for (auto* splitter : findChildren<QSplitter*>())
+        if (!splitter->objectName().isEmpty())
+            splitter->restoreState(stored.value("window/" + splitter->objectName()).toByteArray());
+    QHeaderView* header = table_->horizontalHeader();
+    const QStringList hidden = stored.contains("table/hidden") ? stored.value("table/hidden").toStringList()
+                                                               : QStringList{QString::number(JobTableModel::Backend),
+                                                                             QString::number(JobTableModel::Elapsed)};
+    for (int column = 0; column < JobTableModel::ColumnCount; ++column) {
+        if (hidden.contains(QString::number(column)) && column != JobTableModel::Name)
+            hidden_columns_.insert(column);
+        header->setSectionHidden(column, hidden_columns_.contains(column));
+    }
+    const QVariantList widths = stored.value("table/widths").toList();
+    for (int column = 0; column < std::min<int>(widths.size(), JobTableModel::ColumnCount); ++column)
+        if (header->sectionResizeMode(column) == QHeaderView::Interactive && widths[column].toInt() > 0)
+            header->resizeSection(column, widths[column].toInt());
+    header->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(header, &QWidget::customContextMenuRequested, this, [this, header](const QPoint& at) {
+        QMenu menu(this);
+        for (int column = 0; column < JobTableModel::ColumnCount; ++column) {
+            QAction* shown = menu.addAction(jobs_->headerData(column, Qt::Horizontal, Qt::DisplayRole).toString());
+            shown->setCheckable(true);
+            shown->setChecked(!header->isSectionHidden(column));
+            shown->setEnabled(column != JobTableModel::Name); // a run needs its name
+            connect(shown, &QAction::toggled, this, [this, header, column](bool on) {
+                if (on)
+                    hidden_columns_.remove(column);
+                else
+                    hidden_columns_.insert(column);
+                header->setSectionHidden(column, !on);
+            });
+        }
+        menu.exec(header->mapToGlobal(at));
+    });
+    if (const qint64 selected = stored.value("table/selected_job", 0).toLongLong(); selected > 0)
+        if (const int row = jobs_->rowOf(selected); row >= 0)
+            selectRow(row);
+}
+
+void MainWindow::saveLayout() {
+    QSettings stored;
+    stored.setValue("window/geometry", saveGeometry());
+    stored.setValue("window/state", saveState());
+    for (auto* splitter : findChildren<QSplitter*>())
+        if (!splitter->objectName().isEmpty())
+            stored.setValue("window/" + splitter->objectName(), splitter->saveState());
+    QHeaderView* header = table_->horizontalHeader();
+    QStringList hidden;
+    QVariantList widths;
+    for (int column = 0; column < JobTableModel::ColumnCount; ++column) {
+        if (hidden_columns_.contains(column))
+            hidden << QString::number(column);
+        widths << header->sectionSize(column);
+    }
+    stored.setValue("table/hidden", hidden);
+    stored.setValue("table/widths", widths);
+    const QModelIndex current = currentJob();
+    stored.setValue("table/selected_job",
+                    current.isValid() ? jobs_->data(current, JobTableModel::JobIdRole).toLongLong() : 0);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    saveLayout();
+    QMainWindow::closeEvent(event);
+}
+
+void MainWindow::updateTray() {
+    if (!tray_)
+        return;
+    // Running now, and what the runs started today have spent (the catalog keeps each run's spend, not by day).
+    const QDateTime midnight(QDate::currentDate(), QTime(0, 0));
+    const double since = static_cast<double>(midnight.toSecsSinceEpoch());
+    int running = 0;
+    double spent = 0;
+    for (const RunRecord& run : jobs_->allRuns()) {
+        running += run.state == "running";
+        if (run.started >= since)
+            spent += run.spend;
+    }
+    tray_->setToolTip(tr("TrainDeck — %n job(s) running, %1 spent by today's runs", nullptr, running)
+                          .arg(QLocale().toCurrencyString(spent, QStringLiteral("$"), 2)));
+}
+
 namespace {
 
 // The theme's icon, else Qt's own of the same meaning (every platform has those), so no button is left blank.
@@ -905,7 +1053,7 @@ void MainWindow::createActions() {
                             tr("Train a built-in model or run a command on a backend"), QKeySequence::New);
     connect(new_job, &QAction::triggered, this, [this] {
         NewJobDialog dialog(this);
-        dialog.setBackends(backendNames());
+        dialog.setBackends(backendNames(), settings_.default_backend);
         dialog.setDatasets(datasetChoices());
         if (dialog.exec() == QDialog::Accepted)
             submitDialog(dialog);
@@ -1011,6 +1159,12 @@ void MainWindow::createActions() {
             deleteSelected(true);
     });
 
+    QAction* preferences =
+        make("settings", themed("preferences-system", QStyle::SP_FileDialogDetailedView), tr("Settings…"),
+             tr("Appearance, where new jobs go, chart defaults, notifications, the data folder"),
+             QKeySequence(Qt::CTRL | Qt::Key_Comma));
+    preferences->setMenuRole(QAction::PreferencesRole);
+    connect(preferences, &QAction::triggered, this, &MainWindow::openSettings);
     QAction* refresh_now = make("refresh", themed("view-refresh", QStyle::SP_BrowserReload), tr("Refresh"),
                                 tr("Read the catalog and the backends' resources again"), QKeySequence::Refresh);
     connect(refresh_now, &QAction::triggered, this, [this] {
@@ -1089,6 +1243,8 @@ void MainWindow::createActions() {
     edit->addActions({star, unstar, add_tag, note});
     edit->addSeparator();
     edit->addActions({archive, unarchive, remove, remove_files});
+    edit->addSeparator();
+    edit->addAction(preferences);
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->addAction(refresh_now);
     view->addSeparator();

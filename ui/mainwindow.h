@@ -11,8 +11,10 @@
 #include "jobmigrator.h"
 #include "jobsync.h"
 #include "jobtablemodel.h"
+#include "settingsdialog.h"
 
 #include <QHash>
+#include <QSet>
 #include <QMainWindow>
 
 #include <functional>
@@ -133,6 +135,15 @@ private:
     // a selected run while there is none, saying so in their tips.
     void createActions();
     void updateActions();
+    // Settings… (settingsdialog.h): the dialog, and what changes at once (theme, chart defaults, notifications).
+    void openSettings();
+    void applySettings(const ConsoleSettings& settings);
+    // The window as the user left it (QSettings), saved when it closes.
+    void restoreLayout();
+    void saveLayout();
+    void closeEvent(QCloseEvent* event) override;
+    // The tray icon's tip: jobs running now, what today's runs have spent.
+    void updateTray();
 
     JobController* controller_;
     JobTableModel* jobs_;
@@ -163,6 +174,9 @@ private:
     DatasetsView* datasets_;
     JobMigrator* migrator_;
     QSystemTrayIcon* tray_ = nullptr;
+    ConsoleSettings settings_;
+    bool settings_applied_ = false;
+    QSet<int> hidden_columns_; // of the runs table's own columns (the header's menu; kept across model resets)
     bool refresh_pending_ = false;
     QString last_catalog_error_;
 };

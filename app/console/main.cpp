@@ -5,21 +5,26 @@
 #include "jobsync.h"
 #include "mainwindow.h"
 #include "pluginregistry.h"
+#include "settingsdialog.h"
+#include "theme.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
 #include <QIcon>
 #include <QMessageBox>
+#include <QSettings>
 #include <QStandardPaths>
 #include <QTimer>
 
+#include <cstdio>
 #include <memory>
 
 using namespace traindeck;
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
+    QApplication::setOrganizationName("traindeck"); // QSettings: ~/.config/traindeck/traindeck.conf
     QApplication::setApplicationName("traindeck");
     QApplication::setApplicationDisplayName("TrainDeck");
     QApplication::setApplicationVersion(TRAINDECK_VERSION);
@@ -36,12 +41,26 @@ int main(int argc, char** argv) {
     QCommandLineOption no_demo_option("no-demo", "Do not submit the demo job on a first start.");
     QCommandLineOption screenshot_option("screenshot", "Save a screenshot of the window to FILE and quit.", "file");
     QCommandLineOption after_option("after", "Seconds to wait before --screenshot (default 20).", "seconds", "20");
+    QCommandLineOption theme_option("theme", "Appearance for this run: system, light or dark (default: Settings').",
+                                    "theme");
     QCommandLineOption slurm_option("slurm", "Also connect a Slurm cluster, configured by $SLURM_CONF, $TRAINDECK_SLURM_REST and "
                                              "$TRAINDECK_SLURM_TOKEN_FILE, $TRAINDECK_SLURM_USER (installer/slurm-single-node.sh writes them to DIR/env).");
-    parser.addOptions({catalog_option, worker_option, no_demo_option, screenshot_option, after_option, slurm_option});
+    parser.addOptions(
+        {catalog_option, worker_option, no_demo_option, screenshot_option, after_option, slurm_option, theme_option});
     parser.process(app);
+    // Settings' data folder (read at start: the catalog and the local worker's state live there) and appearance.
+    const ConsoleSettings settings_from_disk = ConsoleSettings::load(QSettings());
+    if (parser.isSet(theme_option)) {
+        const QString theme = parser.value(theme_option);
+        if (theme != "system" && theme != "light" && theme != "dark") {
+            std::fprintf(stderr, "traindeck: --theme is system, light or dark, not \"%s\"\n", qPrintable(theme));
+            return 2;
+        }
+    }
 
-    const QString data_dir = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/traindeck";
+    const QString data_dir = settings_from_disk.data_folder.isEmpty()
+                                 ? QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/traindeck"
+                                 : settings_from_disk.data_folder;
     QDir().mkpath(data_dir);
     const QString catalog_path = parser.isSet(catalog_option) ? parser.value(catalog_option) : data_dir + "/catalog.db";
     Catalog catalog;
@@ -70,6 +89,8 @@ int main(int argc, char** argv) {
     QVariantMap settings;
     if (parser.isSet(worker_option))
         settings["state_dir"] = parser.value(worker_option);
+    else if (!settings_from_disk.data_folder.isEmpty())
+        settings["state_dir"] = data_dir + "/worker";
     QString error;
     if (!backend->open(settings, &error)) {
         QMessageBox::critical(nullptr, "TrainDeck", "Cannot reach the local worker: " + error);
@@ -77,6 +98,8 @@ int main(int argc, char** argv) {
     }
     JobSync sync(catalog, writer, *backend, "local");
     MainWindow window(catalog_path, sync, *backend);
+    if (parser.isSet(theme_option))
+        apply_theme(theme_from_name(parser.value(theme_option))); // this run only: Settings keep theirs
     sync.resumeWatching();
     BackendManager remotes(catalog, writer, worker_factory, window);
     remotes.restore();

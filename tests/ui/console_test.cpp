@@ -1664,7 +1664,17 @@ void ConsoleTest::pluginsAreKnownByTheirMetadataAndOldOnesRefused() {
     QVERIFY(!registry.factory("cloud"));
 }
 
-QTEST_MAIN(ConsoleTest)
+// QTEST_MAIN's, with the console's settings (QSettings: window layout, theme) in a folder of the run's own, so that
+// no scenario reads what another, or the user, left there.
+int main(int argc, char** argv) {
+    QTemporaryDir config;
+    qputenv("XDG_CONFIG_HOME", config.path().toUtf8());
+    QApplication app(argc, argv);
+    app.setAttribute(Qt::AA_Use96Dpi, true);
+    QTEST_SET_MAIN_SOURCE_PATH
+    ConsoleTest test;
+    return QTest::qExec(&test, argc, argv);
+}
 namespace {
 
 // Closes whatever an action opens — a modal dialog, a popup menu, a new window — as soon as it shows, and remembers
@@ -1760,7 +1770,7 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
     QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "A")), QString("running"), 60000);
     QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "C")), QString("succeeded"), 60000);
     QMap<QString, qint64> ids;
-    for (const QString& name : {"A", "B", "C"})
+    for (const QString name : {"A", "B", "C"})
         ids[name] =
             window.jobs().data(window.jobs().index(row_of(window, name), 0), JobTableModel::JobIdRole).toLongLong();
     const auto run_of = [&](const QString& name) -> const RunRecord* {
@@ -1778,7 +1788,7 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
     // What the window shows, for "did the action change anything".
     const auto snapshot = [&] {
         QStringList parts;
-        for (const QString& name : {"A", "B", "C"}) {
+        for (const QString name : {"A", "B", "C"}) {
             const RunRecord* run = run_of(name);
             parts << (run ? QStringLiteral("%1 %2 star=%3 archived=%4 tags=%5 note=%6")
                                 .arg(name, QString::fromStdString(run->state))
@@ -1827,7 +1837,7 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
     int pass = 1;
     const auto select_for = [&](const QString& action) {
         QList<qint64> chosen;
-        for (const QString& name : {"A", "B", "C"}) {
+        for (const QString name : {"A", "B", "C"}) {
             const RunRecord* run = run_of(name);
             if (!run)
                 continue;

@@ -144,7 +144,9 @@ TEST_F(JobDetailExport, SystemChartToSvgPdfAndCsv) {
     QSvgRenderer renderer(path("system.svg"));
     ASSERT_TRUE(renderer.isValid());
     const QByteArray svg = read_all(path("system.svg"));
-    for (const char* text : {"CPU, GPU and spend", "CPU %", "spend ($)", "GPU0 util %", "seconds"})
+    // The time axis says m:ss from 0:00, the spend axis money.
+    for (const char* text :
+         {"CPU, GPU and spend", "CPU %", "spend ($)", "GPU0 util %", "time since start", ">0:00<", ">$0.00"})
         EXPECT_TRUE(svg.contains(text)) << text;
 
     ASSERT_EQ(exported(view, JobDetailView::Chart::system, path("system.csv")), QString());

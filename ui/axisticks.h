@@ -1,0 +1,36 @@
+#pragma once
+// Chart axes a reader reads at a glance: ticks at round values (1, 2, 2.5 or 5 × 10^k; whole minutes and hours on
+// time), labels written for their magnitude and unit ("0.25", "1e-4", "12 k", "1:30", "2:15 h", "$0.50"), and a
+// range that is the data's, with a little headroom where the caller asks for it. Pure functions for the ticks and
+// labels (tested alone), and one that sets a QCategoryAxis (whose labels, unlike a QValueAxis's printf format, can
+// say "k" or "mm:ss") to them.
+#include <QString>
+
+#include <vector>
+
+class QAbstractAxis;
+
+namespace traindeck {
+
+enum class AxisUnit {
+    number,  // losses, percentages: decimals as the step needs, scientific below 1e-3 or from 1e6
+    count,   // steps, samples: whole numbers, "12 k", "1.5 M"
+    seconds, // elapsed time: "m:ss" below an hour, "h:mm h" from one
+    money,   // spend: the currency's symbol, at least cents
+};
+
+struct Ticks {
+    double step = 1;
+    std::vector<double> values; // the multiples of step inside [low, high]
+};
+
+// Ticks at round values, about `target` of them, over [low, high] (low < high; a point range is widened by one).
+Ticks nice_ticks(double low, double high, AxisUnit unit, int target = 5);
+QString tick_label(double value, double step, AxisUnit unit, const QString& currency = QStringLiteral("$"));
+// Sets the axis (a QCategoryAxis; any other QValueAxis gets the range only) to [low, high] with those ticks and labels.
+void fit_axis(QAbstractAxis* axis, double low, double high, AxisUnit unit,
+              const QString& currency = QStringLiteral("$"));
+// A new axis ready for fit_axis.
+QAbstractAxis* make_value_axis(const QString& title);
+
+} // namespace traindeck

@@ -1,0 +1,77 @@
+#include "theme.h"
+
+#include <QApplication>
+#include <QPalette>
+#include <QStyle>
+#include <QStyleFactory>
+
+namespace traindeck {
+
+namespace {
+
+QPalette dark_palette() {
+    QPalette palette;
+    const QColor window(45, 45, 48), base(30, 30, 32), text(228, 228, 228), disabled(128, 128, 128);
+    const QColor highlight(61, 126, 204);
+    palette.setColor(QPalette::Window, window);
+    palette.setColor(QPalette::WindowText, text);
+    palette.setColor(QPalette::Base, base);
+    palette.setColor(QPalette::AlternateBase, QColor(40, 40, 43));
+    palette.setColor(QPalette::ToolTipBase, QColor(60, 60, 64));
+    palette.setColor(QPalette::ToolTipText, text);
+    palette.setColor(QPalette::PlaceholderText, QColor(150, 150, 150));
+    palette.setColor(QPalette::Text, text);
+    palette.setColor(QPalette::Button, QColor(62, 62, 66)); // lighter than the window: handles and buttons stand out
+    palette.setColor(QPalette::ButtonText, text);
+    palette.setColor(QPalette::BrightText, QColor(255, 90, 90));
+    palette.setColor(QPalette::Light, QColor(70, 70, 74));
+    palette.setColor(QPalette::Midlight, QColor(58, 58, 62));
+    palette.setColor(QPalette::Mid, QColor(38, 38, 40));
+    palette.setColor(QPalette::Dark, QColor(24, 24, 26));
+    palette.setColor(QPalette::Shadow, QColor(10, 10, 10));
+    palette.setColor(QPalette::Highlight, highlight);
+    palette.setColor(QPalette::HighlightedText, Qt::white);
+    palette.setColor(QPalette::Link, QColor(110, 170, 255));
+    palette.setColor(QPalette::LinkVisited, QColor(170, 140, 255));
+    for (const QPalette::ColorRole role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
+        palette.setColor(QPalette::Disabled, role, disabled);
+    palette.setColor(QPalette::Disabled, QPalette::Highlight, QColor(80, 80, 80));
+    return palette;
+}
+
+} // namespace
+
+Theme theme_from_name(const QString& name) {
+    if (name == QLatin1String("light"))
+        return Theme::light;
+    if (name == QLatin1String("dark"))
+        return Theme::dark;
+    return Theme::system;
+}
+
+QString theme_name(Theme theme) {
+    switch (theme) {
+    case Theme::light:
+        return QStringLiteral("light");
+    case Theme::dark:
+        return QStringLiteral("dark");
+    case Theme::system:
+        break;
+    }
+    return QStringLiteral("system");
+}
+
+void apply_theme(Theme theme) {
+    static const QString system_style = QApplication::style()->name();
+    static const QPalette system_palette = QApplication::palette();
+    if (theme == Theme::system) {
+        QApplication::setStyle(QStyleFactory::create(system_style));
+        QApplication::setPalette(system_palette);
+        return;
+    }
+    // Fusion draws every widget from the palette, so a dark palette is dark everywhere.
+    QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+    QApplication::setPalette(theme == Theme::dark ? dark_palette() : QApplication::style()->standardPalette());
+}
+
+} // namespace traindeck

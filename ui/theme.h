@@ -1,0 +1,16 @@
+#pragma once
+// The console's look: the system's style and palette (the default), or a light or a dark one chosen in Settings,
+// applied to the whole application at once; widgets follow, and so do the charts (chartview.h).
+#include <QString>
+
+namespace traindeck {
+
+enum class Theme { system, light, dark };
+
+// "system", "light" or "dark" (what QSettings keeps); anything else is system.
+Theme theme_from_name(const QString& name);
+QString theme_name(Theme theme);
+// Needs the QApplication. The system's style and palette are remembered the first time, so "system" brings them back.
+void apply_theme(Theme theme);
+
+} // namespace traindeck
