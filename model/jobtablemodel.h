@@ -10,6 +10,7 @@
 #include "runquery.h"
 
 #include <QAbstractTableModel>
+#include <QImage>
 #include <QPointF>
 #include <QSet>
 #include <QStringList>
@@ -89,6 +90,8 @@ public:
     std::vector<const RunRecord*> queriedRuns() const;
     // A run in the catalog (not deleted) by its id, shown or not; nullptr when there is none.
     const RunRecord* runById(qint64 id) const;
+    // The State column's icon for a state (a shape and a colour; the name is beside it).
+    static QImage state_icon(const std::string& state);
     // Every run in the catalog (not deleted), shown or not, by id.
     const std::vector<RunRecord>& allRuns() const { return runs_; }
 

@@ -136,6 +136,7 @@ void fit_axis(QAbstractAxis* axis, double low, double high, AxisUnit unit, const
 QAbstractAxis* make_value_axis(const QString& title) {
     auto* axis = new QCategoryAxis;
     axis->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+    axis->setTruncateLabels(false); // "…" for a label laid out before its chart had its size is no label
     axis->setTitleText(title);
     return axis;
 }

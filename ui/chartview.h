@@ -1,6 +1,7 @@
 #pragma once
 // How the console's charts look and behave, in one place: the legend under the plot, thin margins, square corners,
-// antialiased lines, drag to zoom (right-click zooms out), and colours that follow the application's palette (a
+// antialiased lines, drag to zoom (right-click zooms out, double-click shows everything), legend entries that hide
+// their series, a crosshair with the values under it, and colours that follow the application's palette (a
 // dark palette, the system's or Settings', gets Qt Charts' dark theme, at once and without losing the series' own
 // colours).
 #include <QAbstractSeries>
@@ -60,11 +61,35 @@ private:
     QChartView* view_;
 };
 
+// The console's chart view: drag to zoom, right-click to zoom out, double-click back to the whole run; a click on a
+// legend entry hides or shows its series (its marker greys out, so the state is not in colour alone); the
+// crosshair follows the mouse, with a tooltip of every visible curve's value at that x (crosshairText()).
+class ChartView : public QChartView {
+    Q_OBJECT
+public:
+    explicit ChartView(QChart* chart, QWidget* parent = nullptr);
+    // What the tooltip says at a point of the plot area, in the view's coordinates ("" outside it or with no data):
+    // the x, then each visible curve's name and value at its point nearest that x.
+    QString crosshairText(const QPointF& at) const;
+    // Connects the legend's markers not connected yet (series come and go); done on every press, before the legend
+    // sees it.
+    void followLegend();
+
+protected:
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void mousePressEvent(QMouseEvent* event) override;
+    void mouseDoubleClickEvent(QMouseEvent* event) override;
+    void leaveEvent(QEvent* event) override;
+
+private:
+    class QGraphicsLineItem* crosshair_ = nullptr;
+};
+
 inline QChartView* make_chart_view(QChart* chart) {
     chart->legend()->setAlignment(Qt::AlignBottom);
     chart->setMargins(QMargins(4, 4, 4, 4));
     chart->setBackgroundRoundness(0);
-    auto* view = new QChartView(chart);
+    auto* view = new ChartView(chart);
     view->setRenderHint(QPainter::Antialiasing);
     view->setRubberBand(QChartView::RectangleRubberBand);
     apply_chart_palette(chart, view->palette());

@@ -271,6 +271,12 @@ void JobDetailView::rebuildAxes() {
         series->attachAxis(time);
         series->attachAxis(cpu_axis);
     }
+    // Ticks and labels before the first data (a category axis has none until fitted).
+    fit(step, 0, 1);
+    fit(loss_axis, log_axis_ && log_axis_->isChecked() ? 0.1 : 0, 1);
+    fit(time, 0, 1);
+    fit(cpu_axis, 0, 100);
+    fit(spend_axis, 0, 0.0001);
 }
 
 void JobDetailView::setOverlays(const QList<QPair<qint64, QString>>& jobs) {

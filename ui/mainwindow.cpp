@@ -225,6 +225,33 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     connect(sweeps_, &SweepView::problem, this, &MainWindow::addAlert);
     createActions();
 
+    // What an empty table says: how to start (no runs yet), or that the query shows none of them.
+    empty_ = new QWidget;
+    auto* empty_layout = new QVBoxLayout(empty_);
+    empty_text_ = new QLabel;
+    empty_text_->setAlignment(Qt::AlignCenter);
+    empty_text_->setWordWrap(true);
+    empty_layout->addStretch(1);
+    empty_layout->addWidget(empty_text_);
+    auto* empty_buttons = new QHBoxLayout;
+    empty_buttons->addStretch(1);
+    for (const char* name : {"new_job", "demo_mlp"}) {
+        auto* button = new QToolButton;
+        button->setDefaultAction(action(QLatin1String(name)));
+        button->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+        empty_buttons->addWidget(button);
+        empty_button_list_ << button;
+    }
+    empty_buttons->addStretch(1);
+    empty_layout->addLayout(empty_buttons);
+    empty_layout->addStretch(2);
+    if (auto* left_layout = qobject_cast<QVBoxLayout*>(table_->parentWidget()->layout()))
+        left_layout->insertWidget(left_layout->indexOf(table_) + 1, empty_, 1);
+    connect(jobs_, &QAbstractItemModel::modelReset, this, &MainWindow::updateEmptyState);
+    connect(jobs_, &QAbstractItemModel::rowsInserted, this, &MainWindow::updateEmptyState);
+    connect(jobs_, &QAbstractItemModel::rowsRemoved, this, &MainWindow::updateEmptyState);
+    connect(jobs_, &QAbstractItemModel::layoutChanged, this, &MainWindow::updateEmptyState);
+
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
         if (!current.isValid())
             return;
@@ -278,6 +305,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     resize(1400, 860);
     applySettings(ConsoleSettings::load(QSettings()));
     restoreLayout();
+    updateEmptyState();
 }
 
 void MainWindow::selectRow(int row) { table_->selectRow(row); }
@@ -349,6 +377,7 @@ void MainWindow::refresh() {
     refresh_pending_ = false;
     jobs_->refresh();
     updateTray();
+    updateEmptyState();
     if (const RunRecord* run = jobs_->runAt(table_->currentIndex().row()))
         detail_->setNote(QString::fromStdString(run->note));
     detail_->refresh();
@@ -983,6 +1012,22 @@ void MainWindow::saveLayout() {
 void MainWindow::closeEvent(QCloseEvent* event) {
     saveLayout();
     QMainWindow::closeEvent(event);
+}
+
+void MainWindow::updateEmptyState() {
+    if (!empty_)
+        return; // a refresh while the window is being built
+    const bool none = jobs_->totalJobs() == 0;
+    const bool hidden_by_query = !none && jobs_->rowCount() == 0;
+    empty_->setVisible(none || hidden_by_query);
+    table_->setVisible(!none && !hidden_by_query);
+    for (QToolButton* button : std::as_const(empty_button_list_))
+        button->setVisible(none);
+    empty_text_->setText(none ? tr("<h3>No runs yet</h3><p>Start a job — a built-in model on your data or any "
+                                   "command — or train the demo MLP on Fashion-MNIST to see a run live.</p>")
+                              : tr("<p>No run matches the query <b>%1</b>.</p><p>Archived runs show with "
+                                   "<code>archived:any</code>; clear the box to see every run.</p>")
+                                    .arg(jobs_->query().toHtmlEscaped()));
 }
 
 void MainWindow::updateTray() {

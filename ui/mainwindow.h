@@ -144,6 +144,8 @@ private:
     void closeEvent(QCloseEvent* event) override;
     // The tray icon's tip: jobs running now, what today's runs have spent.
     void updateTray();
+    // An empty runs table says how to start (no runs yet: New job…, the demo) or that the query hides every run.
+    void updateEmptyState();
 
     JobController* controller_;
     JobTableModel* jobs_;
@@ -176,6 +178,9 @@ private:
     QSystemTrayIcon* tray_ = nullptr;
     ConsoleSettings settings_;
     bool settings_applied_ = false;
+    QWidget* empty_ = nullptr;
+    QLabel* empty_text_ = nullptr;
+    QList<QToolButton*> empty_button_list_;
     QSet<int> hidden_columns_; // of the runs table's own columns (the header's menu; kept across model resets)
     bool refresh_pending_ = false;
     QString last_catalog_error_;

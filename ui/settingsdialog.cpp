@@ -87,7 +87,9 @@ SettingsDialog::SettingsDialog(const ConsoleSettings& current, const QStringList
     form->addRow(tr("Chart &smoothing:"), smoothing_);
     form->addRow(QString(), log_scale_);
     form->addRow(QString(), notify_);
-    form->addRow(tr("&Data folder:"), folder_row);
+    auto* folder_label = new QLabel(tr("&Data folder:"));
+    folder_label->setBuddy(data_folder_);
+    form->addRow(folder_label, folder_row);
     auto* folder_note = new QLabel(tr("The catalog and the local worker's state live in the data folder; a new one "
                                       "is used from the next start (empty: %1).")
                                        .arg(data_folder_now));

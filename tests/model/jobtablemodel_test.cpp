@@ -2,6 +2,8 @@
 #include "tempcatalog.h"
 
 #include <QCoreApplication>
+#include <QImage>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -66,6 +68,37 @@ TEST(JobTableModel, ShowsEveryRunNewestFirstAndPicksUpChangesOnly) {
     catalog.set_note(1, "now it changed");
     model.refresh();
     EXPECT_EQ(model.data(model.index(1000, JobTableModel::Name), Qt::DisplayRole).toString(), "renamed quietly");
+}
+
+TEST(JobTableModel, EachStateHasAnIconOfItsOwnBesideItsName) {
+    // Shapes drawn without a GUI application (these tests have none), one per state, all different.
+    std::vector<QImage> icons;
+    for (const char* state :
+         {"queued", "running", "preempting", "stopping", "succeeded", "failed", "cancelled", "stopped", "lost"}) {
+        const QImage icon = JobTableModel::state_icon(state);
+        ASSERT_FALSE(icon.isNull()) << state;
+        EXPECT_EQ(icon.size(), QSize(16, 16));
+        for (const QImage& other : icons) {
+            if (std::string(state) != "stopping") { // drawn as preempting: both on their way out
+                EXPECT_NE(icon, other) << state;
+            }
+        }
+        icons.push_back(icon);
+    }
+    EXPECT_EQ(JobTableModel::state_icon("running"), JobTableModel::state_icon("running")); // drawn once
+    EXPECT_EQ(icons[2], JobTableModel::state_icon("stopping")); // preempting and stopping: on the way out alike
+
+    test::TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    catalog.add_job("one", "local", "1", nlohmann::json::object());
+    JobTableModel model(QString::fromStdString(temp.path()));
+    model.refresh();
+    ASSERT_EQ(model.rowCount(), 1);
+    const QVariant decoration = model.data(model.index(0, JobTableModel::State), Qt::DecorationRole);
+    EXPECT_EQ(decoration.value<QImage>(),
+              JobTableModel::state_icon(
+                  model.data(model.index(0, JobTableModel::State), Qt::DisplayRole).toString().toStdString()));
 }
 
 TEST(JobTableModel, QueriesConfigColumnsSortAndDifferingKeys) {

@@ -1745,6 +1745,9 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
         menus << menu->text().remove(QLatin1Char('&'));
     QCOMPARE(menus, (QStringList{"File", "Edit", "View", "Jobs", "Datasets", "Backends", "Help"}));
 
+    // No runs yet: the table gives way to what to do (New job…, the demo).
+    QVERIFY(!window.table().isVisible());
+
     // The fixture: A held mid-run (for good: holds at steps 5 to 30), B held then cancelled (resumable), C a command
     // that succeeded. Archived runs stay listed (archived:any), so archiving changes a row instead of hiding it.
     const QString never = temp.filePath("never-released");
@@ -1769,6 +1772,11 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
     QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "B")), QString("cancelled"), 60000);
     QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "A")), QString("running"), 60000);
     QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "C")), QString("succeeded"), 60000);
+    QVERIFY(window.table().isVisible());
+    window.setQuery("name == \"no such run\"");
+    QTRY_VERIFY(!window.table().isVisible()); // "no run matches the query"
+    window.setQuery("archived:any");
+    QTRY_VERIFY(window.table().isVisible());
     QMap<QString, qint64> ids;
     for (const QString name : {"A", "B", "C"})
         ids[name] =

@@ -1,0 +1,91 @@
+// The console's chart view (ui/chartview.h): the crosshair's values, legend entries that hide their curves, the
+// dark palette's theme keeping the curves' own colours.
+#include "chartview.h"
+#include "theme.h"
+#include "unittest.h"
+
+#include <QApplication>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QValueAxis>
+
+#include <gtest/gtest.h>
+
+using namespace traindeck;
+
+namespace {
+
+struct TwoCurves {
+    QChart* chart = new QChart;
+    QLineSeries* loss = new QLineSeries;
+    QLineSeries* accuracy = new QLineSeries;
+    ChartView* view;
+    TwoCurves() {
+        loss->setName("train loss");
+        loss->append({{0, 1}, {10, 0.5}, {20, 0.25}});
+        loss->setColor(QColor(31, 119, 180));
+        accuracy->setName("val accuracy");
+        accuracy->append({{0, 0.1}, {12, 0.9}});
+        chart->addSeries(loss);
+        chart->addSeries(accuracy);
+        auto* x = new QValueAxis;
+        x->setRange(0, 20);
+        x->setTitleText("step");
+        auto* y = new QValueAxis;
+        y->setRange(0, 1);
+        chart->addAxis(x, Qt::AlignBottom);
+        chart->addAxis(y, Qt::AlignLeft);
+        for (QLineSeries* series : {loss, accuracy}) {
+            series->attachAxis(x);
+            series->attachAxis(y);
+        }
+        view = static_cast<ChartView*>(make_chart_view(chart));
+        view->resize(640, 420);
+        view->show();
+        test::settle();
+    }
+    ~TwoCurves() { delete view; }
+    QPoint at(double x, double y) const {
+        return view->mapFromScene(chart->mapToScene(chart->mapToPosition(QPointF(x, y), loss)));
+    }
+};
+
+} // namespace
+
+TEST(ChartView, TheCrosshairSaysEachVisibleCurvesValueNearestTheMouse) {
+    TwoCurves curves;
+    const QString text = curves.view->crosshairText(curves.at(10, 0.5));
+    EXPECT_TRUE(text.startsWith("step 10\n")) << text.toStdString();
+    EXPECT_TRUE(text.contains("train loss: 0.5")) << text.toStdString();
+    EXPECT_TRUE(text.contains("val accuracy: 0.9")) << text.toStdString(); // its point at 12 is the nearest
+    EXPECT_EQ(curves.view->crosshairText(QPoint(2, 2)), QString());        // outside the plot
+    curves.loss->setVisible(false);
+    EXPECT_FALSE(curves.view->crosshairText(curves.at(10, 0.5)).contains("train loss"));
+}
+
+TEST(ChartView, ALegendEntryHidesItsCurveAndShowsItAgainStruckOutMeanwhile) {
+    TwoCurves curves;
+    curves.view->followLegend();
+    QLegendMarker* marker = curves.chart->legend()->markers(curves.loss).value(0);
+    ASSERT_TRUE(marker);
+    emit marker->clicked();
+    EXPECT_FALSE(curves.loss->isVisible());
+    EXPECT_TRUE(marker->isVisible()); // still there to click again
+    EXPECT_TRUE(marker->font().strikeOut());
+    emit marker->clicked();
+    EXPECT_TRUE(curves.loss->isVisible());
+    EXPECT_FALSE(marker->font().strikeOut());
+}
+
+TEST(ChartView, ADarkPaletteDarkensTheChartAndKeepsTheCurvesColours) {
+    TwoCurves curves;
+    EXPECT_EQ(curves.chart->theme(), QChart::ChartThemeLight);
+    apply_theme(Theme::dark);
+    test::settle();
+    EXPECT_EQ(curves.chart->theme(), QChart::ChartThemeDark);
+    EXPECT_EQ(curves.loss->color(), QColor(31, 119, 180));
+    apply_theme(Theme::system);
+    test::settle();
+    EXPECT_EQ(curves.chart->theme(), QChart::ChartThemeLight);
+    EXPECT_EQ(curves.loss->color(), QColor(31, 119, 180));
+}

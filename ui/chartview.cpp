@@ -1,0 +1,132 @@
+#include "chartview.h"
+
+#include <QGraphicsLineItem>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QMouseEvent>
+#include <QToolTip>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+
+namespace traindeck {
+
+ChartView::ChartView(QChart* chart, QWidget* parent) : QChartView(chart, parent) {
+    setMouseTracking(true);
+    setToolTip(tr("Drag to zoom, right-click to zoom out, double-click to see everything; click a legend entry to "
+                  "hide or show its curve"));
+}
+
+void ChartView::followLegend() {
+    for (QLegendMarker* marker : chart()->legend()->markers()) {
+        if (marker->property("followed").toBool())
+            continue;
+        marker->setProperty("followed", true);
+        connect(marker, &QLegendMarker::clicked, this, [marker] {
+            QAbstractSeries* series = marker->series();
+            series->setVisible(!series->isVisible());
+            marker->setVisible(true); // hiding a series hides its marker too: keep it, to click again
+            // Greyed out while hidden: said by the label, not only by the colour.
+            QFont font = marker->font();
+            font.setStrikeOut(!series->isVisible());
+            marker->setFont(font);
+            QColor label = marker->labelBrush().color();
+            label.setAlphaF(series->isVisible() ? 1.0 : 0.4);
+            marker->setLabelBrush(label);
+        });
+    }
+}
+
+QString ChartView::crosshairText(const QPointF& at) const {
+    const QPointF scene = mapToScene(at.toPoint());
+    const QPointF in_chart = chart()->mapFromScene(scene);
+    if (!chart()->plotArea().contains(in_chart))
+        return {};
+    // The point of `points` (in x order) nearest x.
+    const auto nearest_to = [](const QList<QPointF>& points, double x) {
+        const auto after =
+            std::lower_bound(points.begin(), points.end(), x, [](const QPointF& p, double v) { return p.x() < v; });
+        auto nearest = after == points.end() ? std::prev(after) : after;
+        if (after != points.begin() && after != points.end() &&
+            std::abs(std::prev(after)->x() - x) < std::abs(after->x() - x))
+            nearest = std::prev(after);
+        return *nearest;
+    };
+    QStringList lines;
+    QString x_line;
+    for (QAbstractSeries* series : chart()->series()) {
+        if (!series->isVisible() || series->name().isEmpty())
+            continue;
+        const QPointF value = chart()->mapToValue(in_chart, series);
+        if (auto* area = qobject_cast<QAreaSeries*>(series)) {
+            // A band: its low and high edges there (the bucket's min and max).
+            if (area->lowerSeries() && area->upperSeries() && area->lowerSeries()->count() > 0 &&
+                area->upperSeries()->count() > 0)
+                lines << QStringLiteral("%1: %2 – %3")
+                             .arg(series->name(),
+                                  QString::number(nearest_to(area->lowerSeries()->points(), value.x()).y(), 'g', 6),
+                                  QString::number(nearest_to(area->upperSeries()->points(), value.x()).y(), 'g', 6));
+            continue;
+        }
+        auto* xy = qobject_cast<QXYSeries*>(series);
+        if (!xy || xy->count() == 0)
+            continue;
+        const QPointF nearest = nearest_to(xy->points(), value.x());
+        if (x_line.isEmpty()) {
+            QString axis_title;
+            for (QAbstractAxis* axis : xy->attachedAxes())
+                if (axis->orientation() == Qt::Horizontal)
+                    axis_title = axis->titleText();
+            x_line = QStringLiteral("%1 %2").arg(axis_title.isEmpty() ? tr("x") : axis_title,
+                                                 QString::number(nearest.x(), 'g', 8));
+        }
+        lines << QStringLiteral("%1: %2").arg(xy->name(), QString::number(nearest.y(), 'g', 6));
+    }
+    if (lines.isEmpty())
+        return {};
+    return x_line + QLatin1Char('\n') + lines.join(QLatin1Char('\n'));
+}
+
+void ChartView::mouseMoveEvent(QMouseEvent* event) {
+    QChartView::mouseMoveEvent(event);
+    const QString text = crosshairText(event->position());
+    if (text.isEmpty()) {
+        if (crosshair_)
+            crosshair_->hide();
+        QToolTip::hideText();
+        return;
+    }
+    const QPointF mouse = mapToScene(event->position().toPoint());
+    const QRectF area = chart()->mapRectToScene(chart()->plotArea());
+    if (!crosshair_) {
+        crosshair_ = new QGraphicsLineItem;
+        QPen pen(palette().color(QPalette::Text));
+        pen.setStyle(Qt::DashLine);
+        pen.setWidthF(0.8);
+        crosshair_->setPen(pen);
+        crosshair_->setZValue(1000);
+        scene()->addItem(crosshair_);
+    }
+    crosshair_->setLine(mouse.x(), area.top(), mouse.x(), area.bottom());
+    crosshair_->show();
+    QToolTip::showText(event->globalPosition().toPoint() + QPoint(14, 14), text, this);
+}
+
+void ChartView::mousePressEvent(QMouseEvent* event) {
+    followLegend(); // before the legend handles the click
+    QChartView::mousePressEvent(event);
+}
+
+void ChartView::mouseDoubleClickEvent(QMouseEvent* event) {
+    chart()->zoomReset();
+    QChartView::mouseDoubleClickEvent(event);
+}
+
+void ChartView::leaveEvent(QEvent* event) {
+    if (crosshair_)
+        crosshair_->hide();
+    QChartView::leaveEvent(event);
+}
+
+} // namespace traindeck
