@@ -14,6 +14,12 @@ namespace traindeck {
 
 ChartView::ChartView(QChart* chart, QWidget* parent) : QChartView(chart, parent) {
     setMouseTracking(true);
+    // Screen readers name the chart by its title (which may change: a group chart's metric).
+    const auto name_it = [this] {
+        setAccessibleName(this->chart()->title().isEmpty() ? tr("Chart") : this->chart()->title());
+    };
+    name_it();
+    connect(chart, &QChart::plotAreaChanged, this, name_it);
     setToolTip(tr("Drag to zoom, right-click to zoom out, double-click to see everything; click a legend entry to "
                   "hide or show its curve"));
 }

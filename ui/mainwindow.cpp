@@ -94,10 +94,12 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     table_->setColumnWidth(JobTableModel::Name, 170);
     table_->setWordWrap(false);
     table_->setAlternatingRowColors(true);
+    table_->setAccessibleName(tr("Runs"));
     filter_ = new QLineEdit;
     filter_->setPlaceholderText(
         tr("Query runs: optimizer.lr < 0.01 and not tag:discarded, name ~ \"seed\", best.val/accuracy > 0.9…"));
     filter_->setClearButtonEnabled(true);
+    filter_->setAccessibleName(tr("Query runs"));
     filter_->setToolTip(tr("Comparisons (== != < <= > >=), in [..], ~ regex, and/or/not, ( ), tag: state: backend: "
                            "archived: starred:, summaries (best.loss, last.val/accuracy), times (started > -2d)"));
     connect(filter_, &QLineEdit::textChanged, this, &MainWindow::setQuery);
@@ -145,7 +147,9 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     backends_view_->horizontalHeader()->setStretchLastSection(true);
     backends_view_->setSelectionMode(QAbstractItemView::NoSelection);
     backends_view_->setMaximumHeight(110);
+    backends_view_->setAccessibleName(tr("Backends"));
     alerts_ = new QListWidget;
+    alerts_->setAccessibleName(tr("Alerts"));
     alerts_->setMaximumHeight(110);
 
     auto* left = new QWidget;

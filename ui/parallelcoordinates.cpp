@@ -217,6 +217,9 @@ void raster_wide(const Canvas& canvas, QPointF from, QPointF to, double width, b
 
 ParallelCoordinates::ParallelCoordinates(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);
+    setAccessibleName(tr("Parallel coordinates"));
+    setAccessibleDescription(tr("One line per run across the chosen keys and the summary; drag on an axis to brush "
+                                "(the runs table then shows only the brushed runs)"));
     setAttribute(Qt::WA_OpaquePaintEvent);
     setBackgroundRole(QPalette::Base);
     setAutoFillBackground(false);
