@@ -37,7 +37,7 @@ packages=(
 # clang-tidy for the style checks (tests/style; git for the lines a change touched), and lintian and
 # desktop-file-utils for the packages' check (tests/package).
 test_packages=(slurmctld slurmd slurm-client slurmrestd munge slurm-wlm-jwt-plugin clang libclang-rt-14-dev
-  clang-format-14 clang-tidy-14 git poppler-utils lintian desktop-file-utils)
+  clang-format-14 clang-tidy-14 git poppler-utils lintian desktop-file-utils appstream)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

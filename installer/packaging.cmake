@@ -51,7 +51,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/resources/python/traindeck.py DESTINATION li
 install(FILES ${PROJECT_SOURCE_DIR}/resources/examples/fashion-mlp.json
               ${PROJECT_SOURCE_DIR}/resources/examples/fashion-cnn.json
               ${PROJECT_SOURCE_DIR}/resources/examples/pytorch_fashion.py
-        DESTINATION ${CMAKE_INSTALL_DOCDIR}-worker/examples COMPONENT worker)
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/traindeck-worker/examples COMPONENT worker)
 install(FILES ${TRAINDECK_DEB_DIR}/traindeck-worker.1.gz ${TRAINDECK_DEB_DIR}/traindeck-train.1.gz
         DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT worker)
 # Each package's copyright and changelog.
@@ -102,5 +102,5 @@ string(CONCAT CPACK_DEBIAN_WORKER_DESCRIPTION
     "memory and GPUs by priority, preempted through checkpoints and resumed bit for\n"
     "bit, with budgets and hyperparameter sweeps. traindeck-train is the built-in\n"
     "trainer (MLP and CNN on IDX or CSV data; ONNX and safetensors export). The\n"
-    "package runs the worker as the system service traindeck-worker.")
+    "package installs the system service traindeck-worker (not enabled).")
 include(CPack)

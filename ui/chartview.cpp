@@ -20,8 +20,10 @@ ChartView::ChartView(QChart* chart, QWidget* parent) : QChartView(chart, parent)
     };
     name_it();
     connect(chart, &QChart::plotAreaChanged, this, name_it);
-    setToolTip(tr("Drag to zoom, right-click to zoom out, double-click to see everything; click a legend entry to "
-                  "hide or show its curve"));
+    // Not a tooltip: the crosshair's values are the tooltip here.
+    setStatusTip(tr("Drag to zoom, right-click to zoom out, double-click to see everything; click a legend entry to "
+                    "hide or show its curve"));
+    setAccessibleDescription(statusTip());
 }
 
 void ChartView::followLegend() {
@@ -107,16 +109,23 @@ void ChartView::mouseMoveEvent(QMouseEvent* event) {
     const QRectF area = chart()->mapRectToScene(chart()->plotArea());
     if (!crosshair_) {
         crosshair_ = new QGraphicsLineItem;
-        QPen pen(palette().color(QPalette::Text));
-        pen.setStyle(Qt::DashLine);
-        pen.setWidthF(0.8);
-        crosshair_->setPen(pen);
         crosshair_->setZValue(1000);
         scene()->addItem(crosshair_);
     }
+    QPen pen(palette().color(QPalette::Text)); // the palette of now (the appearance can change)
+    pen.setStyle(Qt::DashLine);
+    pen.setWidthF(0.8);
+    crosshair_->setPen(pen);
     crosshair_->setLine(mouse.x(), area.top(), mouse.x(), area.bottom());
     crosshair_->show();
     QToolTip::showText(event->globalPosition().toPoint() + QPoint(14, 14), text, this);
+}
+
+bool ChartView::viewportEvent(QEvent* event) {
+    // A resting mouse asks the scene for a tooltip, which would hide the crosshair's values just as they are read.
+    if (event->type() == QEvent::ToolTip)
+        return true;
+    return QChartView::viewportEvent(event);
 }
 
 void ChartView::mousePressEvent(QMouseEvent* event) {

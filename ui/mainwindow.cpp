@@ -412,8 +412,17 @@ void MainWindow::submitDemo(const QString& model) {
 }
 
 void MainWindow::cancelSelected() {
-    if (const QModelIndex current = currentJob(); current.isValid())
-        controller_->cancel(jobAt(current));
+    // Every selected run still going (the current one when none is selected): what the action's state said.
+    for (const QModelIndex& row : selectedRowsOrCurrent())
+        if (const RunRecord* run = jobs_->runAt(row.row()); run && !is_finished_in_catalog(run->state))
+            controller_->cancel(jobAt(row));
+}
+
+QModelIndexList MainWindow::selectedRowsOrCurrent() const {
+    QModelIndexList rows = table_->selectionModel()->selectedRows();
+    if (rows.isEmpty() && currentJob().isValid())
+        rows << currentJob();
+    return rows;
 }
 
 void MainWindow::submitDialog(const NewJobDialog& dialog) {
@@ -483,8 +492,10 @@ void MainWindow::registerFashionMnist() {
 }
 
 void MainWindow::resumeSelected() {
-    if (const QModelIndex current = currentJob(); current.isValid())
-        controller_->resume(jobAt(current));
+    // Every selected run that can resume (stopped, cancelled or failed).
+    for (const QModelIndex& row : selectedRowsOrCurrent())
+        if (const RunRecord* run = jobs_->runAt(row.row()); run && is_finished(run->state) && run->state != "succeeded")
+            controller_->resume(jobAt(row));
 }
 
 void MainWindow::cloneSelected() {
@@ -1197,6 +1208,13 @@ void MainWindow::createActions() {
                                          tr("Delete with files on the worker…"),
                                          tr("Delete the selected finished runs and their checkpoints, logs and "
                                             "exports on their workers, for good")));
+    // Del and Shift+Del act on the runs table: only while the focus is in its panel (not in a run's log, a dataset
+    // or a sweep, where Del means something else or nothing).
+    for (QAction* table_key : {archive, remove}) {
+        removeAction(table_key);
+        table_key->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+        table_->parentWidget()->addAction(table_key);
+    }
     connect(remove_files, &QAction::triggered, this, [this] {
         const int count = static_cast<int>(selectedIds().size());
         if (QMessageBox::question(this, tr("Delete with files"),
@@ -1350,10 +1368,7 @@ void MainWindow::createActions() {
 void MainWindow::updateActions() {
     // The selected runs (the current one when none is selected) and what they allow.
     std::vector<const RunRecord*> runs;
-    QModelIndexList rows = table_->selectionModel()->selectedRows();
-    if (rows.isEmpty() && currentJob().isValid())
-        rows << currentJob();
-    for (const QModelIndex& row : rows)
+    for (const QModelIndex& row : selectedRowsOrCurrent())
         if (const RunRecord* run = jobs_->runAt(row.row()))
             runs.push_back(run);
     const auto any = [&runs](auto&& test) { return std::any_of(runs.begin(), runs.end(), test); };

@@ -121,6 +121,8 @@ private:
     QModelIndex currentJob() const;
     JobController::Job jobAt(const QModelIndex& source) const;
     QList<qint64> selectedIds() const;
+    // The selected rows, or the current one when none is selected (what the run actions act on).
+    QModelIndexList selectedRowsOrCurrent() const;
     // Runs fn on the writer thread for each id, then refreshes once it is committed.
     void writeRuns(const QList<qint64>& ids, std::function<void(Catalog&, int64_t)> fn);
     void showTableMenu(const QPoint& at);

@@ -63,12 +63,18 @@ QString theme_name(Theme theme) {
 
 void apply_theme(Theme theme) {
     static const QString system_style = QApplication::style()->name();
-    static const QPalette system_palette = QApplication::palette();
+    static bool changed = false; // the system's look untouched so far: nothing to undo, and nothing pinned
     if (theme == Theme::system) {
+        if (!changed)
+            return;
+        changed = false;
         QApplication::setStyle(QStyleFactory::create(system_style));
-        QApplication::setPalette(system_palette);
+        // A palette with nothing set resolves against the system's (the platform theme's and the style's), and
+        // follows it when the desktop switches between light and dark.
+        QApplication::setPalette(QPalette());
         return;
     }
+    changed = true;
     // Fusion draws every widget from the palette, so a dark palette is dark everywhere.
     QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
     QApplication::setPalette(theme == Theme::dark ? dark_palette() : QApplication::style()->standardPalette());

@@ -10,7 +10,8 @@ enum class Theme { system, light, dark };
 // "system", "light" or "dark" (what QSettings keeps); anything else is system.
 Theme theme_from_name(const QString& name);
 QString theme_name(Theme theme);
-// Needs the QApplication. The system's style and palette are remembered the first time, so "system" brings them back.
+// Needs the QApplication. "system" leaves the system's look alone (it keeps following the desktop's light and dark),
+// or brings it back after light or dark.
 void apply_theme(Theme theme);
 
 } // namespace traindeck

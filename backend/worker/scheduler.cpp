@@ -97,12 +97,53 @@ SchedulerPlan plan_local(const SchedulerState& state) {
         for (const SchedulerJob* leaving : holding)
             if (leaving->state == JobState::preempting && leaving->preempted_by == job->id)
                 room.give_back(*leaving);
+        // Only victims whose leaving helps: first, for a GPU job, those on the GPUs that free up with the fewest
+        // (each GPU's own victims, in victim order, until it has the room); then, while CPUs or memory are short,
+        // victims holding those. A job on another GPU, or holding nothing short, is never stopped for nothing.
         std::vector<const SchedulerJob*> chosen;
+        const auto choose = [&](const SchedulerJob* victim) {
+            if (std::find(chosen.begin(), chosen.end(), victim) != chosen.end())
+                return;
+            chosen.push_back(victim);
+            room.give_back(*victim);
+        };
+        if (need.gpus > 0) {
+            // cost: the victims' places in line, summed; between GPUs that free up with as many, the one whose
+            // victims come first in line (lowest priority, newest) goes.
+            struct Candidate {
+                int gpu;
+                std::vector<const SchedulerJob*> victims;
+                size_t cost = 0;
+            };
+            std::vector<Candidate> candidates;
+            for (int g = 0; g < static_cast<int>(room.gpu_used.size()); ++g) {
+                Candidate candidate{g, {}};
+                int free_units = gpu_units - room.gpu_used[g];
+                for (size_t place = 0; place < victims.size() && free_units < need.units_per_gpu(); ++place) {
+                    const SchedulerJob* victim = victims[place];
+                    if (std::find(victim->gpus.begin(), victim->gpus.end(), g) != victim->gpus.end()) {
+                        candidate.victims.push_back(victim);
+                        candidate.cost += place;
+                        free_units += victim->resources.units_per_gpu();
+                    }
+                }
+                if (free_units >= need.units_per_gpu())
+                    candidates.push_back(std::move(candidate));
+            }
+            std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+                return a.victims.size() != b.victims.size() ? a.victims.size() < b.victims.size() : a.cost < b.cost;
+            });
+            if (static_cast<int>(candidates.size()) >= need.gpus)
+                for (int i = 0; i < need.gpus; ++i)
+                    for (const SchedulerJob* victim : candidates[static_cast<size_t>(i)].victims)
+                        choose(victim);
+        }
         for (const SchedulerJob* victim : victims) {
             if (room.fits(need))
                 break;
-            chosen.push_back(victim);
-            room.give_back(*victim);
+            const bool cpus_short = need.cpus > room.cpus, memory_short = need.memory_mb > room.memory_mb;
+            if ((cpus_short && victim->resources.cpus > 0) || (memory_short && victim->resources.memory_mb > 0))
+                choose(victim);
         }
         if (room.fits(need))
             for (const SchedulerJob* victim : chosen)

@@ -4,7 +4,9 @@
 //
 // Rules: strict priority order (highest first, then oldest), nothing behind a waiting job jumps ahead of it, so
 // it cannot starve; a job that does not fit preempts lower-priority running jobs, lowest priority and newest first,
-// only as many as it needs and only when that makes it fit; jobs already checkpointing for it count as free.
+// only as many as it needs and only when that makes it fit, and only jobs whose leaving helps (for a GPU job those
+// on the GPUs that free up with the fewest, then for CPUs or memory those holding what is short); jobs already
+// checkpointing for it count as free.
 // GPUs are counted in units (gpu_units a GPU): a job sharing GPUs (gpu_share N) takes 1/N of each of its GPUs and
 // goes where it packs tightest (the fullest GPU that still has room), so whole GPUs stay free for whole-GPU jobs.
 #include "jobrequest.h"

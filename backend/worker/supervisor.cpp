@@ -33,10 +33,12 @@ bool inherited_by_jobs(std::string_view name) {
     for (const char* allowed : kInherited)
         if (name == allowed)
             return true;
-    // OPENBLAS_CORETYPE and the like are the machine's settings for its BLAS (set where OpenBLAS would pick wrong
-    // or crashing kernels for the processor): a job that lost them would compute with other kernels than the
-    // trainer run by hand, so that a resumed job no longer ends as an uninterrupted run, bit for bit.
-    return name.starts_with("LC_") || name.starts_with("OPENBLAS_");
+    // OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are the machine's settings for its BLAS (set where OpenBLAS would pick
+    // wrong or crashing kernels for the processor): a job that lost them would compute with other kernels than the
+    // trainer run by hand, so that a resumed job no longer ends as an uninterrupted run, bit for bit. Not
+    // OPENBLAS_NUM_THREADS: a job's threads are its CPU slots.
+    return name.starts_with("LC_") || name == "OPENBLAS_CORETYPE" || name == "OPENBLAS_L2_SIZE" ||
+           name == "OPENBLAS_VERBOSE";
 }
 
 // A job in memory: its row of the jobs table, and what only the running worker knows of it.

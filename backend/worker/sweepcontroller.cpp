@@ -109,6 +109,15 @@ void SweepController::load() {
         Sweep sweep;
         sweep.id = select.integer(0);
         sweep.spec_json = json::parse(select.text(1), nullptr, false);
+        // Workers before the limit stored any trials_per_gpu: such a sweep goes on with as many as one GPU takes.
+        if (sweep.spec_json.is_object() && sweep.spec_json.contains("trials_per_gpu") &&
+            sweep.spec_json["trials_per_gpu"].is_number_integer() &&
+            sweep.spec_json["trials_per_gpu"].get<int64_t>() > sweep::max_trials_per_gpu) {
+            sweep.spec_json["trials_per_gpu"] = sweep::max_trials_per_gpu;
+            Statement update = db_.prepare("UPDATE sweeps SET spec=? WHERE id=?");
+            update.bind(1, sweep.spec_json.dump()).bind(2, sweep.id);
+            update.step();
+        }
         if (const std::string error = sweep::parse_sweep_spec(sweep.spec_json, sweep.spec); !error.empty())
             throw std::runtime_error("sweep " + std::to_string(sweep.id) + " has a spec this worker cannot read (" +
                                      error + "); run the worker version that wrote it");

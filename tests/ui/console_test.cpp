@@ -1894,6 +1894,7 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
                 continue;
             }
             const QString before = snapshot();
+            const qsizetype alerts_before = window.alerts().size();
             closer.arm();
             each->trigger();
             const bool changed =
@@ -1902,6 +1903,13 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
             QVERIFY2(changed,
                      qPrintable(
                          QStringLiteral("pass %1: %2 (\"%3\") did nothing visible").arg(pass).arg(name, each->text())));
+            // An enabled action that only complains (about no selection, a backend away) did not do its job.
+            const QStringList alerts = window.alerts();
+            for (qsizetype i = 0; i < alerts.size() - alerts_before; ++i)
+                for (const char* complaint : {"Select a", "not connected", "could not", "Not submitted"})
+                    QVERIFY2(
+                        !alerts[i].contains(QLatin1String(complaint), Qt::CaseInsensitive),
+                        qPrintable(QStringLiteral("pass %1: %2 only complained: %3").arg(pass).arg(name, alerts[i])));
             qInfo(
                 "pass %d: %s: %s", pass, qPrintable(name),
                 qPrintable(closer.opened.isEmpty() ? QStringLiteral("changed the window") : closer.opened.join(", ")));

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <vector>
 
 using namespace traindeck;
@@ -181,4 +183,42 @@ TEST(Scheduler, AWholeGpuJobWaitsForEveryJobSharingTheGpu) {
     const SchedulerPlan one = plan_local(gpu_machine(1, half));
     ASSERT_EQ(one.preemptions.size(), 1u);
     EXPECT_EQ(one.preemptions[0].victim, 2);
+}
+
+TEST(Scheduler, AGpuJobPreemptsOnlyJobsOnTheGpuThatFreesUpWithTheFewest) {
+    // GPU 0: half-GPU jobs 1 and 3; GPU 1: half-GPU jobs 2 and 4. A whole-GPU job of higher priority stops the two
+    // on one GPU (the newest first: 4, then 2 on GPU 1), never job 3 on the other GPU.
+    const SchedulerPlan plan = plan_local(
+        gpu_machine(2, {gpu_job(1, 0, 1, 2, JobState::running, {0}), gpu_job(2, 0, 1, 2, JobState::running, {1}),
+                        gpu_job(3, 0, 1, 2, JobState::running, {0}), gpu_job(4, 0, 1, 2, JobState::running, {1}),
+                        gpu_job(5, 5, 1, 1)}));
+    std::vector<int64_t> victims;
+    for (const auto& preemption : plan.preemptions)
+        victims.push_back(preemption.victim);
+    std::sort(victims.begin(), victims.end());
+    EXPECT_EQ(victims, (std::vector<int64_t>{2, 4}));
+}
+
+TEST(Scheduler, AGpuJobFindsTheGpuWhoseVictimsMakeRoomEvenBehindOneThatCannot) {
+    // GPU 0 holds a high-priority half job (9) and a low one (3): stopping 3 is not enough there. GPU 1's two low
+    // jobs (1, 2) are: they go, and job 3 stays.
+    const SchedulerPlan plan = plan_local(
+        gpu_machine(2, {gpu_job(1, 0, 1, 2, JobState::running, {1}), gpu_job(2, 0, 1, 2, JobState::running, {1}),
+                        gpu_job(3, 0, 1, 2, JobState::running, {0}), gpu_job(9, 9, 1, 2, JobState::running, {0}),
+                        gpu_job(5, 5, 1, 1)}));
+    std::vector<int64_t> victims;
+    for (const auto& preemption : plan.preemptions)
+        victims.push_back(preemption.victim);
+    std::sort(victims.begin(), victims.end());
+    EXPECT_EQ(victims, (std::vector<int64_t>{1, 2}));
+}
+
+TEST(Scheduler, AGpuJobStopsNoCpuOnlyJobWhenCpusAreNotShort) {
+    // A CPU-only job of low priority (newest, so first in line) holds no GPU and CPUs are plentiful: only the
+    // GPU's holder goes.
+    std::vector<SchedulerJob> jobs{gpu_job(1, 0, 1, 1, JobState::running, {0}), job(2, 0, 1, JobState::running),
+                                   gpu_job(3, 5, 1, 1)};
+    const SchedulerPlan plan = plan_local(gpu_machine(1, jobs));
+    ASSERT_EQ(plan.preemptions.size(), 1u);
+    EXPECT_EQ(plan.preemptions[0].victim, 1);
 }

@@ -3,6 +3,7 @@
 // events, never for time).
 #include "jobchecks.h"
 #include "requireall.h"
+#include "sqlitedb.h"
 #include "workerprocess.h"
 
 #include <gtest/gtest.h>
@@ -413,6 +414,29 @@ traindeck.evaluate("val", 1, accuracy=p["x"])
     for (const json& trial : shared_done["trials"])
         EXPECT_EQ(trial["state"], "completed") << trial.dump();
     EXPECT_EQ(visible(shared, 3), "0");
+}
+
+TEST(Sweep, ASweepStoredWithMoreTrialsPerGpuThanTheLimitStillLoads) {
+    // Workers before the limit of 8 stored any trials_per_gpu: a worker of today starts on such a database and the
+    // sweep goes on with 8 (it is not refused, which would keep the worker from starting at all).
+    auto worker = std::make_unique<WorkerProcess>(std::vector<std::string>{"--cpus", "1"});
+    const int64_t id = create(*worker, {{"base", {{"argv", {"/bin/true"}}}},
+                                        {"space", {{"x", {{"choice", {1}}}}}},
+                                        {"method", "grid"},
+                                        {"objective", {{"metric", "loss"}, {"goal", "min"}}},
+                                        {"max_trials", 1},
+                                        {"trials_per_gpu", 2}});
+    ASSERT_GT(id, 0);
+    worker->kill_hard();
+    {
+        traindeck::Database db;
+        ASSERT_EQ(db.open(worker->state_dir() + "/worker.db", false), "");
+        db.exec("UPDATE sweeps SET spec=json_set(spec, '$.trials_per_gpu', 100) WHERE id=" + std::to_string(id));
+    }
+    ASSERT_TRUE(worker->restart()) << "the worker did not start on a sweep stored with trials_per_gpu 100";
+    const json sweep = sweep_of(*worker, id);
+    ASSERT_TRUE(sweep.is_object()) << sweep.dump();
+    EXPECT_EQ(sweep["spec"]["trials_per_gpu"], 8);
 }
 
 TEST(Sweep, TheCommandLineStartsASweepAndFollowsItToItsEnd) {
