@@ -127,6 +127,10 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
     json config = run.config;
     if (!run.tags.empty())
         config["tags"] = run.tags;
+    // The source's own final values (W&B's summary) are kept beside the config: the catalog's summaries are computed
+    // from the points, and a summary may hold values no series has ("best_step", a note).
+    if (run.summary.is_object() && !run.summary.empty())
+        config["summary"] = run.summary;
     const std::string config_text = config.dump(), files_text = files.dump(), damage_text = damage_json(run).dump();
     std::string stored_config;
     bool source_changed = true;
@@ -163,6 +167,8 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
             labels.push_back("deleted-in-source");
         labels.insert(labels.end(), run.labels.begin(), run.labels.end());
         catalog.add_tags(job, labels);
+        if (!run.note.empty()) // on creation only: a note the user writes later is theirs
+            catalog.set_note(job, run.note);
     }
 
     // Points: only those after what each series took before.

@@ -57,6 +57,8 @@ struct ImportedRun {
     nlohmann::json config = nlohmann::json::object(); // hyperparameters (hparams, MLflow params, W&B config)
     std::map<std::string, std::string> tags;          // the source's tags, key -> value (MLflow tags)
     std::vector<std::string> labels;                  // the source's plain labels (W&B tags)
+    std::string note;                                 // the source's free text about the run (W&B notes)
+    nlohmann::json summary = nlohmann::json::object(); // the source's own final values (W&B summary)
     std::string state;                // the catalog's words: "succeeded", "failed", "cancelled", "running"; "" unknown
     std::string state_reason;         // what the source said, when it was mapped
     double started = 0, finished = 0; // Unix seconds; 0 when unknown

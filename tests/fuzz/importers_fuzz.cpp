@@ -3,7 +3,8 @@
 //      Summary, TensorProto, HistogramProto and hparams messages; 1: one Event message without framing (decode_event
 //      alone, so mutations reach the protobuf reader without having to fix CRCs); 2: MLflow metric lines
 //      (parse_mlflow_metric_line) and the same bytes as meta.yaml (parse_simple_yaml); 3: a CSV/TSV metric file;
-//      4: a JSONL metric file.
+//      4: a JSONL metric file; 5: a W&B .wandb log (scan_wandb_log, decode_wandb_record on each record); 6: one W&B
+//      Record without framing.
 // Properties: damage lies inside the input (offset < size) and says what; a refused Event says why and adds nothing to
 // the run; every point has a step, and a parsed MLflow line a finite time; a histogram has as many counts as limits;
 // the CSV and JSONL readers keep no more points than the rows they read could hold.
@@ -13,6 +14,7 @@
 #include "textlines.h"
 #include "tfevents.h"
 #include "tfrecord.h"
+#include "wandb.h"
 
 #include <cmath>
 #include <cstdint>
@@ -42,7 +44,7 @@ void check_run(const ImportedRun& run) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 1)
         return 0;
-    const uint8_t selector = data[0] % 5;
+    const uint8_t selector = data[0] % 7;
     const std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);
     switch (selector) {
     case 0: {

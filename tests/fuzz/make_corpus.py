@@ -210,7 +210,8 @@ def tfrecords(data):
 
 def importers():
     # Seeds from the real files other tools wrote (shared/fixtures beside the checkout; left as they are without it).
-    # The first byte selects the reader (importers_fuzz.cpp): 0 event file, 1 one Event, 2 MLflow, 3 CSV, 4 JSONL.
+    # The first byte selects the reader (importers_fuzz.cpp): 0 event file, 1 one Event, 2 MLflow, 3 CSV, 4 JSONL,
+    # 5 a .wandb log, 6 one W&B Record.
     if not os.path.isdir(FIXTURES):
         print("make_corpus: no " + FIXTURES + ": the importers seeds are left as they are")
         return
@@ -236,6 +237,12 @@ def importers():
     seed("mlflow-run-meta", 2, fixture("mlflow/packt-hpt-mlruns/mlruns/0/bb55f3cea2cd4a61bfaa09714f19f792/meta.yaml"))
     seed("csv-catboost-learn-error", 3, fixture("tfevents/catboost-learn/catboost_info/learn_error.tsv"))
     seed("csv-quoted", 3, b'step,time,loss,note\n1,1700000000,2.5,"a, b"\n2,1700000001000,,x\n3,bad,nan,\n')
+    seed("wandb-single-tiny", 5, fixture("wandb/leet-synthetic/wandb/single-tiny/wandb/run-20260102_030405-tiny0001/"
+                                         "run-tiny0001.wandb"))
+    seed("wandb-bad-crc", 5, fixture("wandb/leet-synthetic/wire/bad-crc.wandb"))
+    unicode = fixture("wandb/leet-synthetic/wandb/edge-unicode/wandb/run-20260102_030405-uni00001/run-uni00001.wandb")
+    (length,) = struct.unpack("<H", unicode[11:13])
+    seed("wandb-record-run-unicode", 6, unicode[14:14 + length])
     seed("jsonl-mixed", 4, b'{"step": 1, "loss": 2.5, "train": {"acc": 0.1}}\n'
                           b'@traindeck {"type":"config","config":{"lr":0.1}}\n{"step": 2.5}\n[1]\n')
 

@@ -10,11 +10,13 @@
 #include "seriesstore.h"
 #include "tempcatalog.h"
 #include "tfevents.h"
+#include "wandb.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 using namespace traindeck;
 using namespace traindeck::importers;
@@ -299,4 +301,37 @@ TEST(RunImport, ACatalogOfSchemaFiveMigratesAndTakesImports) {
     auto result = import_run(catalog, run);
     ASSERT_TRUE(result) << result.error();
     EXPECT_EQ(count(catalog, "SELECT COUNT(*) FROM jobs"), 2);
+}
+
+TEST(RunImport, WandbConfigSummaryTagsAndExit) {
+    REQUIRE_FIXTURES();
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    auto runs = read_wandb(kFixtures + "/wandb/leet-synthetic/wandb");
+    ASSERT_TRUE(runs) << runs.error();
+    for (const ImportedRun& run : *runs)
+        ASSERT_TRUE(import_run(catalog, run));
+    for (const ImportedRun& run : *runs) {
+        auto again = import_run(catalog, run);
+        ASSERT_TRUE(again);
+        EXPECT_FALSE(again->changed) << run.source;
+    }
+    std::map<std::string, RunRecord> by_name;
+    for (RunRecord& run : catalog.runs(0, nullptr))
+        by_name[run.name] = run;
+    ASSERT_EQ(by_name.size(), 5u);
+    const RunRecord& tiny = by_name.at("single-tiny-run");
+    EXPECT_EQ(tiny.state, "succeeded");
+    EXPECT_DOUBLE_EQ(tiny.config.at("lr").number, 0.001);
+    EXPECT_DOUBLE_EQ(tiny.config.at("summary.best_step").number, 49);
+    EXPECT_EQ(tiny.summaries.at("train/loss").count, 50);
+    EXPECT_DOUBLE_EQ(tiny.summaries.at("train/loss").last, 0.285);
+    EXPECT_EQ(by_name.at("crashed-flame-4").state, "failed");
+    EXPECT_EQ(by_name.at("edge-empty-run").state, "lost"); // no exit record: not left looking active
+    const RunRecord& unicode = by_name.at("日本語ラン 🚀 家族👨‍👩‍👧‍👦");
+    EXPECT_NE(std::find(unicode.tags.begin(), unicode.tags.end(), "café"), unicode.tags.end());
+    // NaN and the infinities are counted, not stored.
+    const RunRecord& edges = by_name.at("edge-nan-inf-run");
+    EXPECT_LT(edges.summaries.at("edge/nan_inf").count, 20);
 }
