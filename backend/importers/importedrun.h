@@ -52,12 +52,12 @@ struct ImportedRun {
     std::string tool;       // the writer when the source says (source_metadata.writer, "mlflow", "wandb"), else ""
     std::string source_id;  // the source's own id of the run when it has one (MLflow run id, W&B run id)
     std::string experiment; // what the source groups it under (MLflow experiment, W&B project), else ""
-    bool deleted_in_source = false;                   // the source had deleted it (imported only when asked for)
-    std::vector<std::string> files;                   // the files read, in the order read
-    nlohmann::json config = nlohmann::json::object(); // hyperparameters (hparams, MLflow params, W&B config)
-    std::map<std::string, std::string> tags;          // the source's tags, key -> value (MLflow tags)
-    std::vector<std::string> labels;                  // the source's plain labels (W&B tags)
-    std::string note;                                 // the source's free text about the run (W&B notes)
+    bool deleted_in_source = false;                    // the source had deleted it (imported only when asked for)
+    std::vector<std::string> files;                    // the files read, in the order read
+    nlohmann::json config = nlohmann::json::object();  // hyperparameters (hparams, MLflow params, W&B config)
+    std::map<std::string, std::string> tags;           // the source's tags, key -> value (MLflow tags)
+    std::vector<std::string> labels;                   // the source's plain labels (W&B tags)
+    std::string note;                                  // the source's free text about the run (W&B notes)
     nlohmann::json summary = nlohmann::json::object(); // the source's own final values (W&B summary)
     std::string state;                // the catalog's words: "succeeded", "failed", "cancelled", "running"; "" unknown
     std::string state_reason;         // what the source said, when it was mapped

@@ -206,8 +206,9 @@ ImportedRun parse_metric_jsonl(std::string_view text, const std::string& file) {
             const json& s = object[step_key];
             const double d = s.is_number() ? s.get<double>() : NAN;
             if (!std::isfinite(d) || d != std::trunc(d) || std::fabs(d) > 9.0e15) {
-                run.damage.push_back(
-                    {file, line.offset, where + ": \"" + step_key + "\" is not a whole number: skipped"});
+                std::string what = where;
+                what += ": \"" + step_key + "\" is not a whole number: skipped";
+                run.damage.push_back({file, line.offset, std::move(what)});
                 continue;
             }
             step = static_cast<int64_t>(d);

@@ -125,7 +125,6 @@ bool decode_content(std::string_view content, int64_t dtype, std::vector<double>
     case kInt8:
         return each(1, as(int8_t{}));
     case kUInt8:
-        return each(1, as(uint8_t{}));
     case kBool:
         return each(1, as(uint8_t{}));
     case kHalf:

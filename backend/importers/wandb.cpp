@@ -499,6 +499,7 @@ Expected<std::vector<ImportedRun>> read_wandb(const std::string& path) {
         return Error{path + " holds no W&B run (a run-<id>.wandb file)"};
     std::sort(files.begin(), files.end());
     std::vector<ImportedRun> runs;
+    runs.reserve(files.size());
     for (const std::string& file : files)
         runs.push_back(read_wandb_file(file));
     return runs;
