@@ -7,6 +7,7 @@
 #include "tfrecord.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -628,7 +629,9 @@ bool decode_event(std::string_view record, ImportedRun& run, TagPlugins& plugins
     if (!reader.ok())
         return why = "not an Event message (malformed at byte " + std::to_string(reader.position()) + ")", false;
 
-    std::vector<DecodedValue> values;
+    // Reused across events (most carry one value): no allocation per event for the list of its values.
+    thread_local std::vector<DecodedValue> values;
+    values.clear();
     if (has_summary) {
         ProtoReader list(summary);
         ProtoField v;
@@ -823,9 +826,12 @@ Expected<std::string> write_tensorboard_scalars(const std::string& folder, const
     const double first_time = run.started > 0 ? run.started : now;
     char host[256] = "localhost";
     ::gethostname(host, sizeof host - 1);
-    const std::string path = (fs::path(folder) / ("events.out.tfevents." + std::to_string(static_cast<int64_t>(now)) +
-                                                  "." + host + ".traindeck"))
-                                 .string();
+    // As TensorBoard's writers name theirs (time, host, pid, a counter), so two exports in one second do not collide.
+    static std::atomic<int64_t> counter{0};
+    const std::string path =
+        (fs::path(folder) / ("events.out.tfevents." + std::to_string(static_cast<int64_t>(now)) + "." + host + "." +
+                             std::to_string(::getpid()) + "." + std::to_string(counter++)))
+            .string();
     std::string out = encode_file_version_event(first_time);
     if (run.config.is_object() && !run.config.empty()) {
         // hparams plugin data: HParamsPluginData{session_start_info{hparams: map}} in the metadata of a placeholder

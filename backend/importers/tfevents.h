@@ -37,7 +37,7 @@ ImportedRun read_event_files(const std::string& folder, const std::vector<std::s
 // that cannot be read at all, or a tree with no event file, is an error; damage inside files is in each run.
 Expected<std::vector<ImportedRun>> read_tensorboard_logdir(const std::string& path);
 
-// The exporter: one event file in `folder` (created if need be) named events.out.tfevents.<time>.<host>.traindeck
+// The exporter: one event file in `folder` (created if need be) named events.out.tfevents.<time>.<host>.<pid>.<n>
 // with a file_version event, the run's config as hparams session_start_info when it is a flat object, and every
 // scalar point as its own event (points of all tags ordered by step, each tag's points keeping their order). Returns
 // the file's path. Written atomically: a reader never sees half a file.

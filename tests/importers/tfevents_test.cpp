@@ -364,6 +364,11 @@ TEST(TfEvents, TheExportersFileReadsBackPointForPointWithItsConfig) {
     EXPECT_EQ(read.config.at("optimizer"), "adamw");
     EXPECT_DOUBLE_EQ(read.config.at("layers").get<double>(), 4);
     EXPECT_EQ(read.config.at("warmup"), true);
-    // The exporter never leaves a temp file beside its file.
+    // The exporter never leaves a temp file beside its file, and a second export in the same second is a file of its
+    // own (the folder is then one run of both files, as TensorBoard reads it).
     EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.file("logdir/run-a")), {}), 1);
+    auto second = write_tensorboard_scalars(dir.file("logdir/run-a"), run);
+    ASSERT_TRUE(second) << second.error();
+    EXPECT_NE(*second, *path);
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.file("logdir/run-a")), {}), 2);
 }

@@ -335,3 +335,27 @@ TEST(RunImport, WandbConfigSummaryTagsAndExit) {
     const RunRecord& edges = by_name.at("edge-nan-inf-run");
     EXPECT_LT(edges.summaries.at("edge/nan_inf").count, 20);
 }
+
+TEST(RunImport, ThroughTheCatalogWriterInsideItsTransaction) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    ImportedRun run;
+    run.format = "csv";
+    run.source = (temp.dir / "w.csv").string();
+    run.scalars["loss"] = {{1, 1.0, 0}, {2, 0.5, 0}};
+    int64_t job = 0, added = 0;
+    {
+        CatalogWriter writer(catalog);
+        writer.post([&](Catalog& c) {
+            auto result = import_run(c, run); // the writer's transaction: no BEGIN of its own
+            ASSERT_TRUE(result) << result.error();
+            job = result->job;
+            added = result->points_added;
+        });
+        EXPECT_EQ(writer.flush(), "");
+    }
+    EXPECT_GT(job, 0);
+    EXPECT_EQ(added, 2);
+    EXPECT_EQ(points_of(catalog, job, "loss").size(), 2u);
+}
