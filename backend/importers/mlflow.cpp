@@ -225,8 +225,10 @@ ImportedRun read_mlflow_run(const std::string& run_folder, const std::string& ex
             }
         }
     }
-    if (const auto name = meta.find("name"); name != meta.end() && !name->second.empty())
+    if (const auto name = meta.find("run_name"); name != meta.end() && !name->second.empty()) // MLflow 2.x
         run.name = name->second;
+    else if (const auto old_name = meta.find("name"); old_name != meta.end() && !old_name->second.empty()) // 1.x
+        run.name = old_name->second;
     else if (const auto tag = run.tags.find("mlflow.runName"); tag != run.tags.end() && !tag->second.empty())
         run.name = tag->second;
     else

@@ -168,3 +168,29 @@ TEST(Mlflow, ADamagedMetricFileKeepsItsGoodLinesAndNamesTheBadOnesByOffset) {
     EXPECT_NE(parent->damage[0].what.find("line 4"), std::string::npos) << parent->damage[0].what;
     EXPECT_NE(parent->damage[1].what.find("no newline"), std::string::npos) << parent->damage[1].what;
 }
+
+TEST(Mlflow, AStoreWrittenHereWithMlflow2NamesAndKeysWithSlashes) {
+    TempDir dir;
+    const std::string store = dir.file("mlruns");
+    spill(store + "/12/meta.yaml", "artifact_location: file:///x\nexperiment_id: '12'\nlifecycle_stage: active\nname: sweep\n");
+    const std::string run = store + "/12/0123abcd";
+    spill(run + "/meta.yaml", "run_id: 0123abcd\nrun_name: bright-owl-7\nexperiment_id: '12'\nlifecycle_stage: active\n"
+                              "status: 4\nstart_time: 1700000000000\nend_time: 1700000060500\n");
+    spill(run + "/params/optimizer/lr", "0.01");
+    spill(run + "/params/name", "resnet 50");
+    spill(run + "/metrics/val/loss", "1700000001000 0.9 1\n1700000002000 0.8 2\n");
+    spill(run + "/tags/note", "line one\nline two");
+    spill(store + "/models/meta.yaml", "registered: true\n"); // not an experiment: no runs in it
+    auto read = read_mlflow_store(store);
+    ASSERT_TRUE(read) << read.error();
+    ASSERT_EQ(read->runs.size(), 1u);
+    const ImportedRun& r = read->runs[0];
+    EXPECT_EQ(r.name, "bright-owl-7");
+    EXPECT_EQ(r.experiment, "sweep");
+    EXPECT_EQ(r.state, "failed");
+    EXPECT_DOUBLE_EQ(r.finished - r.started, 60.5);
+    EXPECT_DOUBLE_EQ(r.config.at("optimizer/lr").get<double>(), 0.01);
+    EXPECT_EQ(r.config.at("name"), "resnet 50");
+    EXPECT_EQ(series(r, "val/loss").size(), 2u);
+    EXPECT_EQ(r.tags.at("note"), "line one\nline two");
+}
