@@ -172,7 +172,8 @@ TEST(Mlflow, ADamagedMetricFileKeepsItsGoodLinesAndNamesTheBadOnesByOffset) {
 TEST(Mlflow, AStoreWrittenHereWithMlflow2NamesAndKeysWithSlashes) {
     TempDir dir;
     const std::string store = dir.file("mlruns");
-    spill(store + "/12/meta.yaml", "artifact_location: file:///x\nexperiment_id: '12'\nlifecycle_stage: active\nname: sweep\n");
+    spill(store + "/12/meta.yaml",
+          "artifact_location: file:///x\nexperiment_id: '12'\nlifecycle_stage: active\nname: sweep\n");
     const std::string run = store + "/12/0123abcd";
     spill(run + "/meta.yaml", "run_id: 0123abcd\nrun_name: bright-owl-7\nexperiment_id: '12'\nlifecycle_stage: active\n"
                               "status: 4\nstart_time: 1700000000000\nend_time: 1700000060500\n");
