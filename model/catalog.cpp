@@ -94,6 +94,20 @@ const char* const kMigrations[] = {
     CREATE TABLE catalog_revision(id INTEGER PRIMARY KEY CHECK(id = 1), value INTEGER NOT NULL);
     INSERT INTO catalog_revision(id, value) SELECT 1, COALESCE(MAX(changed), 0) FROM jobs;
     )",
+    // 6: runs imported from other tools (model/runimport.h). Where each came from (its source path, format, writer,
+    // the files read and the damage found last time), and how many points of each of its series were taken from the
+    // source: importing again takes only what the source gained since, even where the source wrote a step twice.
+    // Histograms per step (bucket limits and counts as packed doubles), for imported runs and any later writer.
+    // (IF NOT EXISTS: tests make an older catalog by stepping a new one's user_version back, tables left in place.)
+    R"(
+    CREATE TABLE IF NOT EXISTS import_sources(job INTEGER PRIMARY KEY, path TEXT NOT NULL, format TEXT NOT NULL, tool TEXT NOT NULL,
+        source_id TEXT NOT NULL, files TEXT NOT NULL, damage TEXT NOT NULL, config TEXT NOT NULL, imported REAL NOT NULL);
+    CREATE TABLE IF NOT EXISTS import_series(job INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, points INTEGER NOT NULL,
+        last_step INTEGER NOT NULL, last_value REAL, PRIMARY KEY(job, kind, name)) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS histograms(job INTEGER NOT NULL, name TEXT NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL,
+        time REAL NOT NULL, min REAL, max REAL, num REAL, sum REAL, sum_squares REAL, limits BLOB NOT NULL,
+        counts BLOB NOT NULL, PRIMARY KEY(job, name, seq)) WITHOUT ROWID;
+    )",
 };
 
 } // namespace
@@ -505,6 +519,24 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     return last;
 }
 
+void Catalog::append_points(int64_t job, const std::string& name, const std::vector<MetricPoint>& points) {
+    if (points.empty())
+        return;
+    const int64_t series_id = series(job, name, true);
+    store_->append(series_id, points);
+    if (name.empty() || name[0] != '_')
+        summarise(job, series_id, name, points);
+    touch(job);
+}
+
+void Catalog::set_outcome(int64_t job, const std::string& state, const std::string& reason, double started,
+                          double finished) {
+    Statement update = db_.prepare("UPDATE jobs SET state=?, reason=?, started=?, finished=? WHERE id=?");
+    update.bind(1, state).bind(2, reason).bind(3, started).bind(4, finished).bind(5, job);
+    update.step();
+    touch(job);
+}
+
 int64_t Catalog::next_revision() {
     Statement update = db_.prepare("UPDATE catalog_revision SET value=value + 1 RETURNING value");
     if (!update.step())
@@ -655,7 +687,9 @@ std::vector<int64_t> Catalog::purge_deleted() {
                                 "DELETE FROM job_config WHERE job=?1", "DELETE FROM metric_summaries WHERE job=?1",
                                 "DELETE FROM job_tags WHERE job=?1", "DELETE FROM checkpoints WHERE job=?1",
                                 "DELETE FROM artifacts WHERE job=?1", "DELETE FROM budgets WHERE job=?1",
-                                "DELETE FROM alerts WHERE job=?1", "DELETE FROM jobs WHERE id=?1"}) {
+                                "DELETE FROM alerts WHERE job=?1", "DELETE FROM import_sources WHERE job=?1",
+                                "DELETE FROM import_series WHERE job=?1", "DELETE FROM histograms WHERE job=?1",
+                                "DELETE FROM jobs WHERE id=?1"}) {
             Statement remove = db_.prepare(sql);
             remove.bind(1, job);
             remove.step();

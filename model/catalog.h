@@ -24,7 +24,7 @@ namespace traindeck {
 
 class Catalog {
 public:
-    static constexpr int kSchemaVersion = 5;
+    static constexpr int kSchemaVersion = 6;
 
     // Opens or creates; migrates an older schema; refuses a damaged or newer file with a message that says what
     // to do. read_only connections are for readers (views, item models).
@@ -43,6 +43,12 @@ public:
     // transaction (CatalogWriter does). Returns the job's new last_seq.
     int64_t ingest(int64_t job, const std::vector<nlohmann::json>& events);
     int64_t last_seq(int64_t job);
+    // Points of one series as a reader already has them (an imported run's; a worker's come through ingest()): appended
+    // in order, a step already stored replaced (SeriesStore's rule), the summary kept as ingest keeps it. Non-finite
+    // values are the caller's to leave out, as ingest does. Call inside a transaction.
+    void append_points(int64_t job, const std::string& series, const std::vector<MetricPoint>& points);
+    // How a run ended and when, for runs no worker reports on (imported ones): the state in the catalog's words.
+    void set_outcome(int64_t job, const std::string& state, const std::string& reason, double started, double finished);
     // The last seq in the numbering of the job's current worker (what to ask "after" when watching it).
     int64_t remote_last_seq(int64_t job);
     // Lost workers: the job is marked lost; or it moves to another backend under a new remote id, its events

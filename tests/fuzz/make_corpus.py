@@ -195,6 +195,58 @@ def runquery():
     write("runquery", "nested", "(" * 99 + "seed == 1" + ")" * 99)
 
 
+FIXTURES = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "fixtures"))
+
+
+def tfrecords(data):
+    """The records of a TFRecord file, without their framing."""
+    at, out = 0, []
+    while at + 12 <= len(data):
+        (length,) = struct.unpack("<Q", data[at:at + 8])
+        out.append(data[at + 12:at + 12 + length])
+        at += 16 + length
+    return out
+
+
+def importers():
+    # Seeds from the real files other tools wrote (shared/fixtures beside the checkout; left as they are without it).
+    # The first byte selects the reader (importers_fuzz.cpp): 0 event file, 1 one Event, 2 MLflow, 3 CSV, 4 JSONL,
+    # 5 a .wandb log, 6 one W&B Record.
+    if not os.path.isdir(FIXTURES):
+        print("make_corpus: no " + FIXTURES + ": the importers seeds are left as they are")
+        return
+
+    def fixture(path):
+        with open(os.path.join(FIXTURES, path), "rb") as f:
+            return f.read()
+
+    def seed(name, selector, data):
+        write("importers", name, bytes([selector]) + data)
+
+    lightning_test = fixture("tfevents/lightning-torch-hparams/version_1/"
+                             "events.out.tfevents.1677072198.MININT-M682FNV.1984.1")
+    gan = tfrecords(fixture("tfevents/wandb-gan-histos-customscalars/events.out.tfevents.111.complex.localdomain"))
+    seed("tfevents-guild-minimal", 0, fixture("tfevents/guild-tbwriter-minimal/events.out.tfevents.1662041974.calusa.97126.2"))
+    seed("tfevents-js-hello", 0, fixture("tfevents/tfevents-js-hello/events.out.tfevents.1687811641.v2"))
+    seed("tfevents-catboost", 0, fixture("tfevents/catboost-learn/catboost_info/learn/events.out.tfevents"))
+    seed("tfevents-lightning-test-hparams", 0, lightning_test)
+    seed("event-histogram", 1, next(r for r in gan if b"histogram" in r))
+    seed("event-custom-scalars", 1, next(r for r in gan if b"custom_scalars" in r))
+    seed("event-hparams-session-start", 1, next(r for r in tfrecords(lightning_test) if b"session_start_info" in r))
+    seed("mlflow-metric-foo", 2, fixture("mlflow/packt-hpt-mlruns/mlruns/6/a3112407148b4966b929bc9f8784a3d3/metrics/foo"))
+    seed("mlflow-run-meta", 2, fixture("mlflow/packt-hpt-mlruns/mlruns/0/bb55f3cea2cd4a61bfaa09714f19f792/meta.yaml"))
+    seed("csv-catboost-learn-error", 3, fixture("tfevents/catboost-learn/catboost_info/learn_error.tsv"))
+    seed("csv-quoted", 3, b'step,time,loss,note\n1,1700000000,2.5,"a, b"\n2,1700000001000,,x\n3,bad,nan,\n')
+    seed("wandb-single-tiny", 5, fixture("wandb/leet-synthetic/wandb/single-tiny/wandb/run-20260102_030405-tiny0001/"
+                                         "run-tiny0001.wandb"))
+    seed("wandb-bad-crc", 5, fixture("wandb/leet-synthetic/wire/bad-crc.wandb"))
+    unicode = fixture("wandb/leet-synthetic/wandb/edge-unicode/wandb/run-20260102_030405-uni00001/run-uni00001.wandb")
+    (length,) = struct.unpack("<H", unicode[11:13])
+    seed("wandb-record-run-unicode", 6, unicode[14:14 + length])
+    seed("jsonl-mixed", 4, b'{"step": 1, "loss": 2.5, "train": {"acc": 0.1}}\n'
+                          b'@traindeck {"type":"config","config":{"lr":0.1}}\n{"step": 2.5}\n[1]\n')
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train", help="traindeck-train, for the checkpoint seeds")
@@ -206,6 +258,7 @@ def main():
     csv()
     workerserver()
     runquery()
+    importers()
     if args.train:
         checkpoint(os.path.abspath(args.train))
 

@@ -1,0 +1,50 @@
+#pragma once
+// TensorBoard event files (events.out.tfevents.*) read into ImportedRuns, and scalars written back as such files.
+// Reader: TFRecord framing (tfrecord.h), then each record as an Event message decoded by hand (protowire.h).
+// A logdir becomes one run per folder that holds event files, as TensorBoard's own logdir does; the files of one
+// folder are read in file-name order into the same run (a resumed or restarted writer starts a new file there).
+// Kept: scalars (simple_value, and TF2 tensor summaries of one float/double/int/half value), histograms (the legacy
+// HistogramProto and the TF2 histograms plugin's [k,3] tensor), images (legacy Image and the TF2 images plugin's
+// string tensor; sizes only), the hparams plugin's session_start_info as the run's config and its session_end_info as
+// how the run ended; everything else (graph_def, run metadata, text, custom_scalars, ...) is counted in
+// other_records. The writer writes scalars and a flat config (as hparams session_start_info) that this reader and
+// TensorBoard both read back.
+#include "expected.h"
+#include "importedrun.h"
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace traindeck::importers {
+
+// What TensorBoard treats as an event file: a name containing "tfevents".
+bool is_event_file_name(std::string_view file_name);
+
+// The plugin of each tag, carried across the events of one run: a writer puts a tag's SummaryMetadata on its first
+// value only, and the later values of that tag are read by it.
+using TagPlugins = std::map<std::string, std::string, std::less<>>;
+
+// Decodes one Event record into run (scalars, histograms, images, config, counts). False, with why, when the bytes
+// are not a well-formed Event; nothing of a refused record is kept.
+bool decode_event(std::string_view record, ImportedRun& run, TagPlugins& plugins, std::string& why);
+
+// Reads the event files of one run (the folder's files, in the order given) into one run.
+ImportedRun read_event_files(const std::string& folder, const std::vector<std::string>& files);
+
+// A logdir (or one event file, or a run folder): one run per folder holding event files, in path order. Only a path
+// that cannot be read at all, or a tree with no event file, is an error; damage inside files is in each run.
+Expected<std::vector<ImportedRun>> read_tensorboard_logdir(const std::string& path);
+
+// The exporter: one event file in `folder` (created if need be) named events.out.tfevents.<time>.<host>.<pid>.<n>
+// with a file_version event, the run's config as hparams session_start_info when it is a flat object, and every
+// scalar point as its own event (points of all tags ordered by step, each tag's points keeping their order). Returns
+// the file's path. Written atomically: a reader never sees half a file.
+Expected<std::string> write_tensorboard_scalars(const std::string& folder, const ImportedRun& run);
+
+// Single framed records, for writers that append (the exporter, tests that grow a file).
+std::string encode_file_version_event(double wall_time);
+std::string encode_scalar_event(const std::string& tag, int64_t step, float value, double wall_time);
+
+} // namespace traindeck::importers

@@ -1,0 +1,287 @@
+#include "runimport.h"
+
+#include "clock.h"
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+namespace traindeck {
+
+using importers::ImportedRun;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kBackend = "import";
+
+struct Imported {
+    int64_t points = 0, last_step = 0;
+    double last_value = NAN;
+};
+
+bool same_value(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+std::map<std::pair<std::string, std::string>, Imported> imported_series(Database& db, int64_t job) {
+    std::map<std::pair<std::string, std::string>, Imported> out;
+    Statement select = db.prepare("SELECT kind, name, points, last_step, last_value FROM import_series WHERE job=?");
+    select.bind(1, job);
+    while (select.step())
+        out[{select.text(0), select.text(1)}] = {select.integer(2), select.integer(3),
+                                                 select.is_null(4) ? NAN : select.real(4)};
+    return out;
+}
+
+void remember_series(Database& db, int64_t job, const std::string& kind, const std::string& name, int64_t points,
+                     int64_t last_step, double last_value) {
+    Statement upsert =
+        db.prepare("INSERT OR REPLACE INTO import_series(job, kind, name, points, last_step, last_value) "
+                   "VALUES(?, ?, ?, ?, ?, ?)");
+    upsert.bind(1, job).bind(2, kind).bind(3, name).bind(4, points).bind(5, last_step);
+    if (std::isnan(last_value))
+        upsert.bind_null(6);
+    else
+        upsert.bind(6, last_value);
+    upsert.step();
+}
+
+// What to add of one series: the points after those taken before; -1 when the source no longer starts with them.
+template <typename Point, typename ValueOf>
+int64_t first_new_point(const std::vector<Point>& points, const Imported* before, ValueOf value_of) {
+    if (!before)
+        return 0;
+    if (static_cast<int64_t>(points.size()) < before->points)
+        return -1;
+    if (before->points > 0) {
+        const Point& last = points[static_cast<size_t>(before->points - 1)];
+        if (last.step != before->last_step || !same_value(value_of(last), before->last_value))
+            return -1;
+    }
+    return before->points;
+}
+
+json damage_json(const ImportedRun& run) {
+    json out = json::array();
+    for (const auto& d : run.damage)
+        out.push_back({{"file", d.file}, {"offset", d.offset}, {"what", d.what}});
+    return out;
+}
+
+// The catalog's words for how the run ended, and why.
+std::pair<std::string, std::string> outcome(const ImportedRun& run) {
+    const std::string said = run.state_reason.empty() ? "" : " (" + run.state_reason + ")";
+    if (run.state == "succeeded" || run.state == "failed" || run.state == "cancelled")
+        return {run.state, "imported from " + run.format + said};
+    if (run.state == "running")
+        // Nothing watches an imported run: it is not shown as active forever. Importing again brings what it gained.
+        return {"lost", "imported from " + run.format + " while it said it was running" + said +
+                            "; import it again to bring in what it wrote since"};
+    return {"succeeded", "imported from " + run.format + "; the source does not record how the run ended"};
+}
+
+void write_histograms(Database& db, int64_t job, const std::string& name,
+                      const std::vector<importers::HistogramPoint>& points, int64_t from) {
+    Statement insert = db.prepare("INSERT OR REPLACE INTO histograms(job, name, seq, step, time, min, max, num, sum, "
+                                  "sum_squares, limits, counts) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    for (size_t i = static_cast<size_t>(from); i < points.size(); ++i) {
+        const auto& h = points[i];
+        insert.reset();
+        insert.bind(1, job).bind(2, name).bind(3, static_cast<int64_t>(i)).bind(4, h.step).bind(5, h.wall_time);
+        insert.bind(6, h.min).bind(7, h.max).bind(8, h.num).bind(9, h.sum).bind(10, h.sum_squares);
+        insert.bind_blob_static(11, h.bucket_limit.data(), h.bucket_limit.size() * sizeof(double));
+        insert.bind_blob_static(12, h.bucket_count.data(), h.bucket_count.size() * sizeof(double));
+        insert.step();
+    }
+}
+
+RunImportResult write(Catalog& catalog, const ImportedRun& run) {
+    Database& db = catalog.db();
+    RunImportResult result;
+    const std::string remote_id = import_remote_id(run);
+    {
+        Statement find = db.prepare("SELECT id, deleted FROM jobs WHERE backend=? AND remote_id=? ORDER BY id LIMIT 1");
+        find.bind(1, std::string_view(kBackend)).bind(2, remote_id);
+        if (find.step()) {
+            result.job = find.integer(0);
+            if (find.real(1) > 0) {
+                result.notes.push_back("the run imported from " + run.source +
+                                       " is deleted in the catalog: restore it (undo) or let it be purged, then import "
+                                       "again; nothing was changed");
+                return result;
+            }
+        }
+    }
+    const json spec = {
+        {"import", {{"path", run.source}, {"format", run.format}, {"tool", run.tool}, {"source_id", run.source_id}}}};
+    if (result.job == 0) {
+        result.job = catalog.add_job(run.name, kBackend, remote_id, spec);
+        result.created = true;
+        result.changed = true;
+    }
+    const int64_t job = result.job;
+
+    // The source's record: written when it differs from what the last import left.
+    json files = run.files;
+    json config = run.config;
+    if (!run.tags.empty())
+        config["tags"] = run.tags;
+    // The source's own final values (W&B's summary) are kept beside the config: the catalog's summaries are computed
+    // from the points, and a summary may hold values no series has ("best_step", a note).
+    if (run.summary.is_object() && !run.summary.empty())
+        config["summary"] = run.summary;
+    const std::string config_text = config.dump(), files_text = files.dump(), damage_text = damage_json(run).dump();
+    std::string stored_config;
+    bool source_changed = true;
+    {
+        Statement select = db.prepare("SELECT path, format, tool, source_id, files, damage, config FROM import_sources "
+                                      "WHERE job=?");
+        select.bind(1, job);
+        if (select.step()) {
+            stored_config = select.text(6);
+            source_changed = select.text(0) != run.source || select.text(1) != run.format ||
+                             select.text(2) != run.tool || select.text(3) != run.source_id ||
+                             select.text(4) != files_text || select.text(5) != damage_text ||
+                             stored_config != config_text;
+        }
+    }
+    if (source_changed) {
+        Statement upsert =
+            db.prepare("INSERT OR REPLACE INTO import_sources(job, path, format, tool, source_id, files, "
+                       "damage, config, imported) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        upsert.bind(1, job).bind(2, run.source).bind(3, run.format).bind(4, run.tool).bind(5, run.source_id);
+        upsert.bind(6, files_text).bind(7, damage_text).bind(8, config_text).bind(9, wall_seconds());
+        upsert.step();
+        result.changed = true;
+    }
+    if (stored_config != config_text && config.is_object() && !config.empty()) {
+        if (const std::string left_out = catalog.set_config(job, config); !left_out.empty())
+            result.notes.push_back("the run's config was too large: " + left_out);
+    }
+    if (result.created) {
+        std::vector<std::string> labels = {"imported", "import:" + run.format};
+        if (!run.experiment.empty())
+            labels.push_back("experiment:" + run.experiment);
+        if (run.deleted_in_source)
+            labels.push_back("deleted-in-source");
+        labels.insert(labels.end(), run.labels.begin(), run.labels.end());
+        catalog.add_tags(job, labels);
+        if (!run.note.empty()) // on creation only: a note the user writes later is theirs
+            catalog.set_note(job, run.note);
+    }
+
+    // Points: only those after what each series took before.
+    const auto before = imported_series(db, job);
+    std::map<int64_t, double> times; // step -> the latest wall time of a new point there
+    for (const auto& [name, points] : run.scalars) {
+        const auto it = before.find({"scalar", name});
+        const Imported* had = it == before.end() ? nullptr : &it->second;
+        const int64_t from = first_new_point(points, had, [](const importers::ScalarPoint& p) { return p.value; });
+        if (from < 0) {
+            result.notes.push_back("series " + name + " of " + run.source + " was rewritten, not grown (" +
+                                   std::to_string(points.size()) + " points now, " + std::to_string(had->points) +
+                                   " imported before, or a different last point): nothing added to it; delete the "
+                                   "run and import it again to start over");
+            continue;
+        }
+        result.points_kept += from;
+        if (from == static_cast<int64_t>(points.size()))
+            continue;
+        std::vector<MetricPoint> add;
+        add.reserve(points.size() - static_cast<size_t>(from));
+        for (size_t i = static_cast<size_t>(from); i < points.size(); ++i) {
+            const auto& p = points[i];
+            ++result.points_added;
+            if (!std::isfinite(p.value)) {
+                ++result.not_finite;
+                continue;
+            }
+            add.push_back({p.step, p.value});
+            if (p.wall_time > 0 && std::isfinite(p.wall_time)) {
+                double& t = times[p.step];
+                t = std::max(t, p.wall_time);
+            }
+        }
+        catalog.append_points(job, name, add);
+        remember_series(db, job, "scalar", name, static_cast<int64_t>(points.size()), points.back().step,
+                        points.back().value);
+        result.changed = true;
+    }
+    if (!times.empty()) {
+        // The record times, for the wall-time and relative-time x-axes (xaxis.h), as ingest keeps them.
+        std::vector<MetricPoint> time_points;
+        time_points.reserve(times.size());
+        for (const auto& [step, time] : times)
+            time_points.push_back({step, time});
+        catalog.append_points(job, "_time", time_points);
+    }
+    for (const auto& [name, points] : run.histograms) {
+        const auto it = before.find({"histogram", name});
+        const Imported* had = it == before.end() ? nullptr : &it->second;
+        const int64_t from = first_new_point(points, had, [](const importers::HistogramPoint& h) { return h.num; });
+        if (from < 0) {
+            result.notes.push_back("histogram " + name + " of " + run.source +
+                                   " was rewritten, not grown: nothing added to it");
+            continue;
+        }
+        if (from == static_cast<int64_t>(points.size()))
+            continue;
+        write_histograms(db, job, name, points, from);
+        result.histograms_added += static_cast<int64_t>(points.size()) - from;
+        remember_series(db, job, "histogram", name, static_cast<int64_t>(points.size()), points.back().step,
+                        points.back().num);
+        result.changed = true;
+    }
+
+    // How it ended: set when it differs from what the row says.
+    const auto [state, reason] = outcome(run);
+    {
+        Statement select = db.prepare("SELECT state, reason, started, finished FROM jobs WHERE id=?");
+        select.bind(1, job);
+        if (select.step() && (select.text(0) != state || select.text(1) != reason || select.real(2) != run.started ||
+                              select.real(3) != run.finished)) {
+            catalog.set_outcome(job, state, reason, run.started, run.finished);
+            result.changed = true;
+        }
+    }
+    return result;
+}
+
+} // namespace
+
+std::string import_remote_id(const ImportedRun& run) {
+    std::error_code ec;
+    std::filesystem::path path = std::filesystem::weakly_canonical(std::filesystem::absolute(run.source, ec), ec);
+    if (ec)
+        path = run.source;
+    std::string id = run.format + ":" + path.lexically_normal().generic_string();
+    // A file that holds several runs (none of ours yet) would tell them apart by their own ids.
+    if (!run.source_id.empty() && run.format != "mlflow" && run.format != "wandb")
+        id += "#" + run.source_id;
+    return id;
+}
+
+Expected<RunImportResult> import_run(Catalog& catalog, const ImportedRun& run) {
+    Database& db = catalog.db();
+    // Inside the caller's transaction a database error goes up as it came, for the caller to undo (CatalogWriter
+    // retries a transient one with its whole batch): caught here it would let half an import commit.
+    if (sqlite3_get_autocommit(db.handle()) == 0)
+        return write(catalog, run);
+    try {
+        db.exec("BEGIN IMMEDIATE");
+        RunImportResult result = write(catalog, run);
+        db.exec("COMMIT");
+        return result;
+    } catch (const std::exception& e) {
+        try {
+            db.exec("ROLLBACK");
+        } catch (...) {
+        } // SQLite may have rolled it back itself
+        catalog.discard_caches();
+        return Error{"importing " + run.source + " into the catalog failed (" + e.what() +
+                     "); the catalog is as it was; free disk space or close what locks it, then import again"};
+    }
+}
+
+} // namespace traindeck

@@ -1,0 +1,374 @@
+// TensorBoard event files: every fixture under shared/fixtures/tfevents read as its PROVENANCE.txt describes it
+// (tags, point counts, step ranges, first and last values, other records), the logdir walk (one run per folder,
+// several files of a folder in name order), TF2 tensor summaries built by hand (scalars as tensor_content, float_val,
+// double_val and half_val; histograms and images of the plugins), and the exporter's files read back.
+#include "importertest.h"
+#include "protowire.h"
+#include "tfevents.h"
+#include "tfrecord.h"
+
+#include <cmath>
+
+using namespace traindeck::importers;
+using namespace traindeck::test;
+
+namespace {
+
+// PROVENANCE.txt prints six significant digits.
+void expect_close(double actual, double expected, const std::string& what) {
+    EXPECT_NEAR(actual, expected, std::max(1e-12, std::fabs(expected) * 1e-5)) << what;
+}
+
+// n points, steps first..last (as the decoder saw them, min and max), first and last values as written.
+void expect_series(const ImportedRun& run, const std::string& tag, size_t n, int64_t first_step, int64_t last_step,
+                   double first, double last) {
+    const auto& points = series(run, tag);
+    ASSERT_EQ(points.size(), n) << tag;
+    int64_t low = points.front().step, high = low;
+    for (const auto& p : points) {
+        low = std::min(low, p.step);
+        high = std::max(high, p.step);
+    }
+    EXPECT_EQ(low, first_step) << tag;
+    EXPECT_EQ(high, last_step) << tag;
+    expect_close(points.front().value, first, tag + " first");
+    expect_close(points.back().value, last, tag + " last");
+}
+
+ImportedRun only_run(const std::string& path) {
+    auto runs = read_tensorboard_logdir(path);
+    EXPECT_TRUE(runs) << (runs ? "" : runs.error());
+    if (!runs || runs->size() != 1) {
+        ADD_FAILURE() << path << ": expected one run";
+        return {};
+    }
+    EXPECT_TRUE(runs->front().damage.empty()) << runs->front().damage.front().what;
+    return std::move(runs->front());
+}
+
+} // namespace
+
+TEST(TfEvents, GuildMinimalWriterFile) {
+    REQUIRE_FIXTURES();
+    const ImportedRun run = only_run(fixture("tfevents/guild-tbwriter-minimal"));
+    EXPECT_EQ(run.records, 2);
+    EXPECT_EQ(run.other_records.at("file_version"), 1);
+    EXPECT_EQ(run.scalars.size(), 1u);
+    expect_series(run, "loss", 1, 0, 0, 0.478751, 0.478751);
+    EXPECT_EQ(run.format, "tensorboard");
+    EXPECT_EQ(run.name, "guild-tbwriter-minimal");
+    ASSERT_EQ(run.files.size(), 1u);
+}
+
+TEST(TfEvents, SimpleValueWithScalarsPluginMetadata) {
+    REQUIRE_FIXTURES();
+    const ImportedRun run = only_run(fixture("tfevents/tfevents-js-hello"));
+    EXPECT_EQ(run.records, 2);
+    expect_series(run, "hello", 1, 0, 0, 1.0, 1.0);
+    EXPECT_DOUBLE_EQ(series(run, "hello").front().wall_time, 1687811641.0);
+}
+
+TEST(TfEvents, CatBoostFileWithoutFileVersionNamedExactlyEventsOutTfevents) {
+    REQUIRE_FIXTURES();
+    const ImportedRun run = only_run(fixture("tfevents/catboost-learn"));
+    EXPECT_EQ(run.name, "catboost_info/learn");
+    ASSERT_EQ(run.files.size(), 1u);
+    EXPECT_EQ(std::filesystem::path(run.files[0]).filename(), "events.out.tfevents");
+    EXPECT_EQ(run.records, 10);
+    EXPECT_EQ(run.other_records.count("file_version"), 0u);
+    expect_series(run, "MultiClass", 10, 0, 9, 1.21015, 0.908528);
+    for (const auto& p : series(run, "MultiClass"))
+        EXPECT_DOUBLE_EQ(p.wall_time, 1677217425.0);
+    EXPECT_DOUBLE_EQ(run.started, 1677217425.0);
+}
+
+TEST(TfEvents, KerasTf1FileWithGraph) {
+    REQUIRE_FIXTURES();
+    const ImportedRun run = only_run(fixture("tfevents/guild-keras-tf1-graph"));
+    EXPECT_EQ(run.records, 83);
+    EXPECT_EQ(run.other_records.at("graph_def"), 1);
+    EXPECT_EQ(run.other_records.at("meta_graph_def"), 1);
+    EXPECT_EQ(run.scalars.size(), 4u);
+    expect_series(run, "acc", 20, 0, 19, 0.9234, 0.99515);
+    expect_series(run, "loss", 20, 0, 19, 0.247365, 0.0190362);
+    expect_series(run, "val_acc", 20, 0, 19, 0.9587, 0.9837);
+    expect_series(run, "val_loss", 20, 0, 19, 0.126611, 0.0971651);
+    EXPECT_DOUBLE_EQ(run.started, 1548797801.0);
+    EXPECT_NEAR(run.finished, 1548797904.25, 1e-3);
+}
+
+TEST(TfEvents, LightningRunFolderOfTwoFilesWithHparams) {
+    REQUIRE_FIXTURES();
+    const ImportedRun run = only_run(fixture("tfevents/lightning-torch-hparams"));
+    EXPECT_EQ(run.name, "version_1");
+    ASSERT_EQ(run.files.size(), 2u);
+    EXPECT_LT(run.files[0], run.files[1]); // name order: the fit's .0 file, then the test's .1
+    EXPECT_EQ(run.records, 1034 + 8);
+    EXPECT_EQ(run.tool, "tensorboard.summary.writer.event_file_writer");
+    EXPECT_EQ(run.other_records.at("file_version"), 2);
+    // The fit file's 343 epoch points and the test file's one at 16875, in file order.
+    expect_series(run, "epoch", 344, 49, 16875, 0, 2);
+    EXPECT_EQ(series(run, "epoch").back().step, 16875);
+    expect_series(run, "hp_metric", 2, 0, 0, -1, -1);
+    expect_series(run, "train_accuracy_epoch", 3, 5624, 16874, 0.580222, 0.577067);
+    expect_series(run, "train_accuracy_step", 337, 49, 16849, 0.25, 0.5);
+    expect_series(run, "train_cross_entropy_epoch", 3, 5624, 16874, 0.739085, 0.760548);
+    expect_series(run, "train_cross_entropy_step", 337, 49, 16849, 0.747144, 0.761183);
+    expect_series(run, "val_accuracy", 3, 5624, 16874, 0.6372, 0.6432);
+    expect_series(run, "val_cross_entropy", 3, 5624, 16874, 0.633032, 0.64988);
+    expect_series(run, "test_accuracy", 1, 16875, 16875, 0.6308, 0.6308);
+    expect_series(run, "test_cross_entropy", 1, 16875, 16875, 0.63944, 0.63944);
+    // No scalar for the hparams plugin's placeholder values.
+    EXPECT_EQ(run.scalars.size(), 10u);
+    EXPECT_EQ(run.other_records.at("plugin:hparams/experiment"), 2);
+    EXPECT_EQ(run.other_records.at("plugin:hparams/session_start_info"), 2);
+    EXPECT_EQ(run.other_records.at("plugin:hparams/session_end_info"), 2);
+    // session_start_info's hparams as the config.
+    EXPECT_EQ(run.config.size(), 12u);
+    EXPECT_EQ(run.config.at("backbone"), "prajjwal1/bert-tiny");
+    EXPECT_DOUBLE_EQ(run.config.at("learning_rate").get<double>(), 0.01);
+    EXPECT_DOUBLE_EQ(run.config.at("num_classes").get<double>(), 2.0);
+    EXPECT_DOUBLE_EQ(run.config.at("multi_label").get<double>(), 0.0);
+    EXPECT_EQ(run.config.at("optimizer"), "<class 'torch.optim.adam.Adam'>");
+    EXPECT_EQ(run.config.at("loss_fn"), "None");
+    EXPECT_NEAR(run.started, 1677071112.518, 1e-3);
+    EXPECT_NEAR(run.finished, 1677072216.934, 1e-3);
+}
+
+TEST(TfEvents, DuplicateStepsAreAllKeptInTheOrderWritten) {
+    REQUIRE_FIXTURES();
+    const ImportedRun run = only_run(fixture("tfevents/tbreducer-torch-dupsteps"));
+    EXPECT_EQ(run.records, 421);
+    for (const std::string tag : {"dup_steps/foo", "dup_steps/bar"}) {
+        const auto& points = series(run, tag);
+        ASSERT_EQ(points.size(), 210u) << tag;
+        for (size_t i = 0; i < 100; ++i)
+            EXPECT_EQ(points[i].step, static_cast<int64_t>(i)) << tag;
+        for (size_t i = 100; i < 210; ++i)
+            EXPECT_EQ(points[i].step, static_cast<int64_t>(i) - 10) << tag;
+        // Steps 90..99 twice, with different values.
+        for (int64_t step = 90; step < 100; ++step)
+            EXPECT_NE(points[static_cast<size_t>(step)].value, points[static_cast<size_t>(step) + 10].value) << tag;
+    }
+    expect_series(run, "dup_steps/bar", 210, 0, 199, 1.76822, 1.96241);
+    expect_series(run, "dup_steps/foo", 210, 0, 199, 1.49626, 1.54785);
+}
+
+TEST(TfEvents, StrictStrideFive) {
+    REQUIRE_FIXTURES();
+    const ImportedRun run = only_run(fixture("tfevents/tbreducer-torch-strict"));
+    EXPECT_EQ(run.records, 101);
+    expect_series(run, "strict/foo", 100, 0, 495, 1.49626, 1.21209);
+    const auto& points = series(run, "strict/foo");
+    for (size_t i = 0; i < points.size(); ++i)
+        EXPECT_EQ(points[i].step, static_cast<int64_t>(5 * i));
+}
+
+TEST(TfEvents, GanRunWithHistogramsAndCustomScalars) {
+    REQUIRE_FIXTURES();
+    const ImportedRun run = only_run(fixture("tfevents/wandb-gan-histos-customscalars"));
+    EXPECT_EQ(run.records, 785);
+    EXPECT_EQ(run.scalars.size(), 47u);
+    EXPECT_EQ(run.histograms.size(), 3u);
+    EXPECT_EQ(run.other_records.at("plugin:custom_scalars"), 1);
+    size_t with[32] = {};
+    for (const auto& [tag, points] : run.scalars)
+        if (points.size() < 32)
+            ++with[points.size()];
+    // 47 simple_value tags of 31, 12, 2 or 1 points.
+    EXPECT_EQ(with[31] + with[12] + with[2] + with[1], 47u);
+    EXPECT_EQ(with[2], 2u);
+    EXPECT_EQ(with[1], 4u);
+    expect_series(run, "G/loss", 31, 0, 937, 187257, 11203.3);
+    expect_series(run, "FID/conditional_patch_unmasked-fake_conditional_patch_1_real", 2, 512, 937, 49.953, 42.937);
+    expect_series(run, "activation/D/expected_module_mean", 12, 0, 900, -9.06014e-09, -3.70386e-06);
+    expect_series(run, "meta/gradient/netE_img2z_A/norm/high", 12, 0, 900, 30091.7, 43988.2);
+    expect_series(run, "progression/total_kimgs", 31, 0, 937, 0.064, 60.032);
+    expect_series(run, "progression/target_iters_for_progression", 1, 0, 0, 938, 938);
+    const std::pair<const char*, size_t> histograms[] = {{"gradient/D/norm/histogram", 2},
+                                                         {"gradient/netE_img2z_A/norm/histogram", 56},
+                                                         {"gradient/netG_A/norm/histogram", 29}};
+    for (const auto& [tag, buckets] : histograms) {
+        const auto& points = run.histograms.at(tag);
+        ASSERT_EQ(points.size(), 12u) << tag;
+        EXPECT_EQ(points.front().step, 0) << tag;
+        EXPECT_EQ(points.back().step, 900) << tag;
+        // PROVENANCE.txt gives the last histogram's bucket count.
+        EXPECT_EQ(points.back().bucket_limit.size(), buckets) << tag;
+        EXPECT_EQ(points.back().bucket_count.size(), buckets) << tag;
+        double counted = 0;
+        for (double c : points.front().bucket_count)
+            counted += c;
+        EXPECT_DOUBLE_EQ(counted, points.front().num) << tag;
+    }
+    EXPECT_DOUBLE_EQ(run.histograms.at("gradient/D/norm/histogram").front().num, 1.0);
+    EXPECT_DOUBLE_EQ(run.histograms.at("gradient/netE_img2z_A/norm/histogram").front().num, 4.0);
+    EXPECT_NEAR(run.started, 1571777890.600, 1e-3);
+    EXPECT_NEAR(run.finished, 1571778083.208, 1e-3);
+}
+
+TEST(TfEvents, TheWholeFixtureTreeIsOneRunPerFolderWithoutDamage) {
+    REQUIRE_FIXTURES();
+    auto runs = read_tensorboard_logdir(fixture("tfevents"));
+    ASSERT_TRUE(runs) << runs.error();
+    std::vector<std::string> names;
+    for (const auto& run : *runs) {
+        names.push_back(run.name);
+        EXPECT_TRUE(run.damage.empty()) << run.name << ": " << run.damage.front().what;
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"catboost-learn/catboost_info/learn", "guild-keras-tf1-graph",
+                                               "guild-tbwriter-minimal", "lightning-torch-hparams/version_1",
+                                               "tbreducer-torch-dupsteps", "tbreducer-torch-strict",
+                                               "tfevents-js-hello", "wandb-gan-histos-customscalars"}));
+}
+
+TEST(TfEvents, AFolderWithoutEventFilesIsAnErrorThatSaysSo) {
+    TempDir dir;
+    spill(dir.file("notes.txt"), "hello");
+    auto runs = read_tensorboard_logdir(dir.path);
+    ASSERT_FALSE(runs);
+    EXPECT_NE(runs.error().find("no TensorBoard event file"), std::string::npos);
+    EXPECT_FALSE(read_tensorboard_logdir(dir.file("missing")));
+}
+
+namespace {
+
+std::string tensor_value_event(const std::string& tag, int64_t step, const std::string& tensor,
+                               const std::string& plugin = "") {
+    ProtoWriter value;
+    value.bytes(1, tag);
+    if (!plugin.empty())
+        value.bytes(9, ProtoWriter().bytes(1, ProtoWriter().bytes(1, plugin).data()).data());
+    value.bytes(8, tensor);
+    ProtoWriter event;
+    event.fixed64(1, 1700000000.0 + static_cast<double>(step)).varint(2, static_cast<uint64_t>(step));
+    event.bytes(5, ProtoWriter().bytes(1, value.data()).data());
+    return tfrecord_frame(event.data());
+}
+
+std::string shape(std::initializer_list<int64_t> dims) {
+    ProtoWriter s;
+    for (const int64_t d : dims)
+        s.bytes(2, ProtoWriter().varint(1, static_cast<uint64_t>(d)).data());
+    return s.take();
+}
+
+} // namespace
+
+TEST(TfEvents, Tf2TensorSummariesAsScalarsHistogramsAndImages) {
+    TempDir dir;
+    std::string file = encode_file_version_event(1700000000.0);
+    const float f = 0.25f;
+    const double d = -1.5;
+    // tensor_content of one float; float_val; double_val; half_val (0x3C00 = 1.0); an int64 value.
+    file += tensor_value_event(
+        "t/content", 1,
+        ProtoWriter().varint(1, 1).bytes(2, "").bytes(4, std::string(reinterpret_cast<const char*>(&f), 4)).data(),
+        "scalars");
+    file += tensor_value_event("t/float_val", 2, ProtoWriter().varint(1, 1).bytes(2, "").fixed32(5, 3.5f).data());
+    file += tensor_value_event(
+        "t/double", 3,
+        ProtoWriter().varint(1, 2).bytes(2, "").bytes(4, std::string(reinterpret_cast<const char*>(&d), 8)).data());
+    file += tensor_value_event("t/double_val", 4, ProtoWriter().varint(1, 2).fixed64(6, 6.25).data());
+    file += tensor_value_event("t/half", 5, ProtoWriter().varint(1, 19).varint(13, 0x3C00).data());
+    file += tensor_value_event("t/int64", 6, ProtoWriter().varint(1, 9).varint(10, 42).data());
+    // Metadata on the first value of a tag only: the second value of t/content is read by the plugin it named.
+    file += tensor_value_event("t/content", 7, ProtoWriter().varint(1, 1).fixed32(5, 0.5f).data());
+    // A histograms-plugin tensor: rows of (left, right, count).
+    std::string rows;
+    for (double v : {0.0, 1.0, 3.0, 1.0, 2.0, 5.0})
+        rows.append(reinterpret_cast<const char*>(&v), 8);
+    file += tensor_value_event("h", 8, ProtoWriter().varint(1, 2).bytes(2, shape({2, 3})).bytes(4, rows).data(),
+                               "histograms");
+    // An images-plugin tensor: width, height, two encoded images.
+    file += tensor_value_event("img", 9,
+                               ProtoWriter()
+                                   .varint(1, 7)
+                                   .bytes(2, shape({4}))
+                                   .bytes(8, "28")
+                                   .bytes(8, "14")
+                                   .bytes(8, "PNG1")
+                                   .bytes(8, "PNG22")
+                                   .data(),
+                               "images");
+    // A text-plugin string tensor is no scalar: counted.
+    file += tensor_value_event("notes", 10, ProtoWriter().varint(1, 7).bytes(8, "hello").data(), "text");
+    // A vector tensor with no plugin is no scalar either.
+    file += tensor_value_event("vec", 11,
+                               ProtoWriter().varint(1, 1).bytes(2, shape({2})).fixed32(5, 1).fixed32(5, 2).data());
+    spill(dir.file("events.out.tfevents.1.tf2"), file);
+
+    const ImportedRun run = only_run(dir.path);
+    EXPECT_EQ(run.records, 12);
+    ASSERT_EQ(series(run, "t/content").size(), 2u);
+    EXPECT_EQ(series(run, "t/content")[0].value, 0.25);
+    EXPECT_EQ(series(run, "t/content")[1].value, 0.5);
+    EXPECT_EQ(series(run, "t/float_val").at(0).value, 3.5);
+    EXPECT_EQ(series(run, "t/double").at(0).value, -1.5);
+    EXPECT_EQ(series(run, "t/double_val").at(0).value, 6.25);
+    EXPECT_EQ(series(run, "t/half").at(0).value, 1.0);
+    EXPECT_EQ(series(run, "t/int64").at(0).value, 42.0);
+    EXPECT_EQ(series(run, "t/double").at(0).step, 3);
+    EXPECT_DOUBLE_EQ(series(run, "t/double").at(0).wall_time, 1700000003.0);
+    const auto& h = run.histograms.at("h").at(0);
+    EXPECT_EQ(h.step, 8);
+    EXPECT_EQ(h.bucket_limit, (std::vector<double>{1.0, 2.0}));
+    EXPECT_EQ(h.bucket_count, (std::vector<double>{3.0, 5.0}));
+    EXPECT_EQ(h.num, 8.0);
+    EXPECT_EQ(h.min, 0.0);
+    EXPECT_EQ(h.max, 2.0);
+    const auto& images = run.images.at("img");
+    ASSERT_EQ(images.size(), 2u);
+    EXPECT_EQ(images[0].width, 28);
+    EXPECT_EQ(images[0].height, 14);
+    EXPECT_EQ(images[0].encoded_bytes, 4u);
+    EXPECT_EQ(images[1].encoded_bytes, 5u);
+    EXPECT_EQ(run.other_records.at("plugin:text"), 1);
+    EXPECT_EQ(run.other_records.at("tensor"), 1);
+    EXPECT_EQ(run.scalars.count("vec"), 0u);
+}
+
+TEST(TfEvents, TheExportersFileReadsBackPointForPointWithItsConfig) {
+    TempDir dir;
+    ImportedRun run;
+    run.config = {{"lr", 0.001}, {"optimizer", "adamw"}, {"layers", 4}, {"warmup", true}};
+    run.started = 1700000000.0;
+    // Out of order across tags, a repeated step, a negative step, NaN and infinity: all as they were.
+    run.scalars["train/loss"] = {
+        {1, 2.5, 1700000001.0}, {2, 2.0, 1700000002.0}, {2, 1.75, 1700000003.0}, {3, NAN, 1700000004.0}};
+    run.scalars["val/accuracy"] = {{-1, 0.5, 1700000000.5}, {3, INFINITY, 1700000004.0}};
+    auto path = write_tensorboard_scalars(dir.file("logdir/run-a"), run);
+    ASSERT_TRUE(path) << path.error();
+    EXPECT_TRUE(is_event_file_name(std::filesystem::path(*path).filename().string()));
+
+    auto back = read_tensorboard_logdir(dir.file("logdir"));
+    ASSERT_TRUE(back) << back.error();
+    ASSERT_EQ(back->size(), 1u);
+    const ImportedRun& read = back->front();
+    EXPECT_EQ(read.name, "run-a");
+    EXPECT_TRUE(read.damage.empty());
+    EXPECT_EQ(read.tool, "traindeck");
+    for (const auto& [tag, points] : run.scalars) {
+        const auto& got = series(read, tag);
+        ASSERT_EQ(got.size(), points.size()) << tag;
+        for (size_t i = 0; i < points.size(); ++i) {
+            EXPECT_EQ(got[i].step, points[i].step) << tag << " " << i;
+            if (std::isnan(points[i].value))
+                EXPECT_TRUE(std::isnan(got[i].value));
+            else
+                EXPECT_EQ(got[i].value, static_cast<float>(points[i].value)) << tag << " " << i;
+            EXPECT_DOUBLE_EQ(got[i].wall_time, points[i].wall_time);
+        }
+    }
+    EXPECT_DOUBLE_EQ(read.config.at("lr").get<double>(), 0.001);
+    EXPECT_EQ(read.config.at("optimizer"), "adamw");
+    EXPECT_DOUBLE_EQ(read.config.at("layers").get<double>(), 4);
+    EXPECT_EQ(read.config.at("warmup"), true);
+    // The exporter never leaves a temp file beside its file, and a second export in the same second is a file of its
+    // own (the folder is then one run of both files, as TensorBoard reads it).
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.file("logdir/run-a")), {}), 1);
+    auto second = write_tensorboard_scalars(dir.file("logdir/run-a"), run);
+    ASSERT_TRUE(second) << second.error();
+    EXPECT_NE(*second, *path);
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.file("logdir/run-a")), {}), 2);
+}
