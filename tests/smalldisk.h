@@ -13,8 +13,9 @@ struct SmallDisk {
         mounted = std::system(("mount -t tmpfs -o size=" + size + " tmpfs '" + path + "' 2>/dev/null").c_str()) == 0;
     }
     ~SmallDisk() {
-        if (mounted)
-            std::system(("umount -l '" + path + "'").c_str());
+        if (mounted) {
+            [[maybe_unused]] const int unmounted = std::system(("umount -l '" + path + "'").c_str()); // best effort
+        }
     }
     SmallDisk(const SmallDisk&) = delete;
     SmallDisk& operator=(const SmallDisk&) = delete;
