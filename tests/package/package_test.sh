@@ -91,12 +91,11 @@ for package in traindeck traindeck-worker; do
     skip "$package is installed on this machine already; the test would purge it (remove it first)"
   fi
 done
-# What the system holds before (every path under the folders packages and their scripts write), to compare after the
-# purge: dpkg's own list would miss what the maintainer scripts leave.
+# What the system holds before (every path named after us under the folders packages and their scripts write: the
+# unit's links and state, bytecode, docs), to compare after the purge: dpkg's own list would miss what the maintainer
+# scripts leave. Paths not named after us are left out, so that nothing else the machine does meanwhile counts.
 system_paths() {
-  # (adduser's backups of the user tables, /etc/passwd- and the like, come with the user, which stays)
-  find /etc /usr /lib /opt /var/lib/systemd -xdev 2>/dev/null |
-    grep -v -e '^/etc/ld.so.cache' -e '^/etc/\(passwd\|group\|shadow\|gshadow\)-$' | sort
+  find /etc /usr /lib /opt /var/lib/systemd -xdev 2>/dev/null | { grep -i traindeck || true; } | sort
 }
 system_paths >"$work/before.txt"
 installed=1
