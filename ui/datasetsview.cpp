@@ -248,6 +248,9 @@ DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, const
     };
     follow();
     connect(&sync_, &DatasetSync::busyChanged, this, follow);
+    // Right-click on the versions: the same commands (the Datasets menu's).
+    table_->setContextMenuPolicy(Qt::ActionsContextMenu);
+    table_->addActions(commands_);
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, follow);
     connect(model_, &QAbstractItemModel::modelReset, this, follow);
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {

@@ -1335,6 +1335,9 @@ void MainWindow::createActions() {
     }
     QMenu* backends = menuBar()->addMenu(tr("&Backends"));
     backends->addActions({add_worker, resources});
+    // Right-click on the backends table: the Backends menu's commands.
+    backends_view_->setContextMenuPolicy(Qt::ActionsContextMenu);
+    backends_view_->addActions({add_worker, resources});
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addActions({about, about_qt});
 

@@ -1744,6 +1744,17 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
     for (QAction* menu : window.menuBar()->actions())
         menus << menu->text().remove(QLatin1Char('&'));
     QCOMPARE(menus, (QStringList{"File", "Edit", "View", "Jobs", "Datasets", "Backends", "Help"}));
+    // The datasets and backends tables' context menus are the Datasets and Backends menus' actions.
+    QCOMPARE(window.datasets().table().contextMenuPolicy(), Qt::ActionsContextMenu);
+    QVERIFY(window.datasets().table().actions().contains(window.action("register_folder")));
+    QVERIFY(window.datasets().table().actions().contains(window.action("upload_dataset")));
+    QTableView* backends_table = nullptr;
+    for (QTableView* view : window.findChildren<QTableView*>())
+        if (view->accessibleName() == "Backends")
+            backends_table = view;
+    QVERIFY(backends_table);
+    QCOMPARE(backends_table->contextMenuPolicy(), Qt::ActionsContextMenu);
+    QVERIFY(backends_table->actions().contains(window.action("add_worker")));
 
     // No runs yet: the table gives way to what to do (New job…, the demo).
     QVERIFY(!window.table().isVisible());
