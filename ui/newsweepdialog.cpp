@@ -513,8 +513,11 @@ void NewSweepDialog::validate() {
     if (prices.isEmpty()) {
         parts << tr("prices of %1 not known yet").arg(backendName());
     } else {
+        // "auto" GPUs: one a trial where the backend has GPUs; a cluster gives (and bills) whole GPUs.
+        const int gpus = gpus_->value() > 0 ? gpus_->value() : (prices.value("gpu_count").toInt() > 0 ? 1 : 0);
+        const int sharing = prices.value("cluster").toBool() ? 1 : per_gpu_->value();
         const double rate = prices.value("base_per_hour").toDouble() +
-                            prices.value("gpu_per_hour").toDouble() * gpus_->value() / per_gpu_->value() +
+                            prices.value("gpu_per_hour").toDouble() * gpus / sharing +
                             prices.value("cpu_per_hour").toDouble() * cpus_->value();
         const int at_once = static_cast<int>(std::min<uint64_t>(trials, static_cast<uint64_t>(parsed.max_concurrent)));
         parts << tr("%1 an hour while %n trial(s) run", nullptr, at_once).arg(money(rate * at_once));

@@ -34,8 +34,9 @@ public:
     // Where the sweep may run; the first (or `current`) is chosen.
     void setBackends(const QStringList& names, const QString& current = {});
     QString backendName() const;
-    // Each backend's prices as its /v1/resources says them ({"base_per_hour", "gpu_per_hour", "cpu_per_hour"}), for
-    // the preview's cost; a backend without an entry has prices not known yet.
+    // Each backend's prices as its /v1/resources says them ({"base_per_hour", "gpu_per_hour", "cpu_per_hour"}, and
+    // "gpu_count" and "cluster": what a trial with "auto" GPUs gets, whether GPUs are shared), for the preview's cost;
+    // a backend without an entry has prices not known yet.
     void setPrices(const QHash<QString, QJsonObject>& prices);
     // Starts from a spec (a sweep to run again with changes): what the dialog does not show (divergence, the base's
     // other fields) goes out unchanged.

@@ -150,7 +150,15 @@ void SweepSync::poll() {
             }
             if (want_prices) {
                 QString resources_error;
-                polled.prices = backend->resources(&resources_error).value("prices").toObject();
+                const QJsonObject resources = backend->resources(&resources_error);
+                polled.prices = resources.value("prices").toObject();
+                // What the New sweep dialog's cost preview also needs: how many GPUs a trial with "auto" gets (one
+                // where there are any), and whether a cluster gives whole GPUs (no sharing).
+                if (!polled.prices.isEmpty()) {
+                    polled.prices["gpu_count"] = resources.value("gpus").toArray().size();
+                    polled.prices["cluster"] =
+                        resources.value("executor").toString().startsWith(QLatin1String("slurm"), Qt::CaseInsensitive);
+                }
             }
             return polled;
         },

@@ -96,6 +96,24 @@ TEST(NewSweepDialog, ThePreviewCountsAGridsTrialsTheirEpochsAndTheirCostAnHour) 
     // (0.1 + 0.15 × 1 CPU) × 2 at once.
     EXPECT_TRUE(dialog.preview().contains("$0.5000 an hour while 2 trial(s) run")) << dialog.preview().toStdString();
     EXPECT_TRUE(dialog.preview().endsWith("no money cap")) << dialog.preview().toStdString();
+    // A backend with GPUs: "auto" gives each trial one ($2 an hour), shared by 2 trials when asked, but never on a
+    // cluster, which gives whole GPUs.
+    dialog.setPrices(
+        {{"local",
+          QJsonObject{{"base_per_hour", 0.1}, {"cpu_per_hour", 0.15}, {"gpu_per_hour", 2.0}, {"gpu_count", 1}}}});
+    EXPECT_TRUE(dialog.preview().contains("$4.50 an hour while 2 trial(s) run")) << dialog.preview().toStdString();
+    QJsonObject shared = grid_spec();
+    shared["trials_per_gpu"] = 2;
+    dialog.load(shared);
+    EXPECT_TRUE(dialog.preview().contains("$2.50 an hour while 2 trial(s) run")) << dialog.preview().toStdString();
+    dialog.setPrices({{"local", QJsonObject{{"base_per_hour", 0.1},
+                                            {"cpu_per_hour", 0.15},
+                                            {"gpu_per_hour", 2.0},
+                                            {"gpu_count", 1},
+                                            {"cluster", true}}}});
+    EXPECT_TRUE(dialog.preview().contains("$4.50 an hour while 2 trial(s) run")) << dialog.preview().toStdString();
+    dialog.setPrices({{"local", QJsonObject{{"base_per_hour", 0.1}, {"cpu_per_hour", 0.15}}}});
+    dialog.load(grid_spec());
 
     // Fewer trials allowed than the grid has: the maximum; a money cap bounds the worst case.
     QJsonObject capped = grid_spec();
