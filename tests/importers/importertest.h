@@ -1,6 +1,7 @@
 #pragma once
 // What the importer tests share: the fixtures folder (shared/fixtures beside the checkout, TRAINDECK_FIXTURES), a temp
 // folder per test, and small readers of the neutral form.
+#include "common/tempfolder.h"
 #include "importedrun.h"
 #include "requireall.h"
 
@@ -24,18 +25,8 @@ inline bool have_fixtures() { return std::filesystem::is_directory(TRAINDECK_FIX
                        " is missing: check out the shared folder beside the repository");                              \
     }
 
-struct TempDir {
-    TempDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "traindeck-importers-XXXXXX").string();
-        path = ::mkdtemp(pattern.data());
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-    }
-    std::string file(const std::string& name) const { return path + "/" + name; }
-    std::string path;
-};
+// A folder of the test's own (tests/common/tempfolder.h).
+using TempDir = TempFolder;
 
 // A copy of a fixture folder the test may change and remove (the fixtures are read-only files in read-only folders).
 inline void copy_writable(const std::string& from, const std::string& to) {
@@ -50,10 +41,7 @@ inline void copy_writable(const std::string& from, const std::string& to) {
                         fs::perm_options::add);
 }
 
-inline std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+inline std::string slurp(const std::string& path) { return read_file(path); }
 
 inline void spill(const std::string& path, const std::string& bytes) {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());

@@ -58,6 +58,15 @@ std::vector<std::vector<int>> placed(const SchedulerPlan& plan) {
     return gpus;
 }
 
+// The jobs a plan preempts, by id.
+std::vector<int64_t> victims_of(const SchedulerPlan& plan) {
+    std::vector<int64_t> victims;
+    for (const auto& preemption : plan.preemptions)
+        victims.push_back(preemption.victim);
+    std::sort(victims.begin(), victims.end());
+    return victims;
+}
+
 std::vector<int64_t> started(const SchedulerPlan& plan) {
     std::vector<int64_t> ids;
     for (const auto& start : plan.starts)
@@ -192,11 +201,7 @@ TEST(Scheduler, AGpuJobPreemptsOnlyJobsOnTheGpuThatFreesUpWithTheFewest) {
         gpu_machine(2, {gpu_job(1, 0, 1, 2, JobState::running, {0}), gpu_job(2, 0, 1, 2, JobState::running, {1}),
                         gpu_job(3, 0, 1, 2, JobState::running, {0}), gpu_job(4, 0, 1, 2, JobState::running, {1}),
                         gpu_job(5, 5, 1, 1)}));
-    std::vector<int64_t> victims;
-    for (const auto& preemption : plan.preemptions)
-        victims.push_back(preemption.victim);
-    std::sort(victims.begin(), victims.end());
-    EXPECT_EQ(victims, (std::vector<int64_t>{2, 4}));
+    EXPECT_EQ(victims_of(plan), (std::vector<int64_t>{2, 4}));
 }
 
 TEST(Scheduler, AGpuJobFindsTheGpuWhoseVictimsMakeRoomEvenBehindOneThatCannot) {
@@ -206,11 +211,7 @@ TEST(Scheduler, AGpuJobFindsTheGpuWhoseVictimsMakeRoomEvenBehindOneThatCannot) {
         gpu_machine(2, {gpu_job(1, 0, 1, 2, JobState::running, {1}), gpu_job(2, 0, 1, 2, JobState::running, {1}),
                         gpu_job(3, 0, 1, 2, JobState::running, {0}), gpu_job(9, 9, 1, 2, JobState::running, {0}),
                         gpu_job(5, 5, 1, 1)}));
-    std::vector<int64_t> victims;
-    for (const auto& preemption : plan.preemptions)
-        victims.push_back(preemption.victim);
-    std::sort(victims.begin(), victims.end());
-    EXPECT_EQ(victims, (std::vector<int64_t>{1, 2}));
+    EXPECT_EQ(victims_of(plan), (std::vector<int64_t>{1, 2}));
 }
 
 TEST(Scheduler, AGpuJobStopsNoCpuOnlyJobWhenCpusAreNotShort) {
