@@ -202,10 +202,15 @@ TEST_F(Slurm, ASweepRunsEachTrialAsABatchJobAndPromotesThroughTheCheckpoint) {
     json sweep;
     for (int i = 0; i < 3000; ++i) { // a guard against a hang (5 min), not a pace
         sweep = worker.client().get(path).json();
-        bool promoted = false;
-        for (const json& trial : sweep.value("trials", json::array()))
+        // Released only once one trial is promoted AND the other's pause has taken effect (its batch job got the
+        // SIGTERM through scancel and ended): released earlier, on a loaded machine the other trial could pass its
+        // hold before the signal arrived and train to the end.
+        bool promoted = false, other_paused = false;
+        for (const json& trial : sweep.value("trials", json::array())) {
             promoted |= trial["rung"] == 1;
-        if (promoted)
+            other_paused |= trial["rung"] == 0 && trial["state"] == "paused";
+        }
+        if (promoted && other_paused)
             break;
         ::usleep(100000);
     }
