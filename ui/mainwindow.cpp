@@ -1377,6 +1377,10 @@ void MainWindow::updateActions() {
     const auto any = [&runs](auto&& test) { return std::any_of(runs.begin(), runs.end(), test); };
     const bool finished = any([](const RunRecord* run) { return is_finished_in_catalog(run->state); });
     const QString none = tr("select a run in the table first");
+    // Both deletes: only runs that have ended go.
+    const QString deletable = runs.empty() ? none
+                              : finished   ? QString()
+                                           : tr("a run still going is never deleted: cancel it first");
     // name -> why it is disabled now ("" when enabled)
     const QList<QPair<QString, QString>> states = {
         {"star", runs.empty()                                              ? none
@@ -1399,12 +1403,8 @@ void MainWindow::updateActions() {
                    : any([](const RunRecord* run) { return is_finished(run->state) && run->state != "succeeded"; })
                        ? QString()
                        : tr("only a stopped, cancelled or failed run resumes")},
-        {"delete", runs.empty() ? none
-                   : finished   ? QString()
-                                : tr("a run still going is never deleted: cancel it first")},
-        {"delete_with_files", runs.empty() ? none
-                              : finished   ? QString()
-                                           : tr("a run still going is never deleted: cancel it first")},
+        {"delete", deletable},
+        {"delete_with_files", deletable},
     };
     for (QAction* each : std::as_const(run_actions_)) {
         QString why = runs.empty() ? none : QString();

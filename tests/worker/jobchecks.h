@@ -56,6 +56,18 @@ inline nlohmann::json wait_for_event(WorkerProcess& worker, int64_t job, const s
     return nullptr;
 }
 
+// The first word a job writes to `path`, once it has written it; "" after timeout_s (a guard, not a pace).
+inline std::string wait_for_word(const std::string& path, double timeout_s = 60) {
+    std::string word;
+    for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+         word.empty() && std::chrono::steady_clock::now() < deadline;) {
+        std::ifstream(path) >> word;
+        if (word.empty())
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return word;
+}
+
 // The share of GPU `gpu` its jobs hold as /v1/resources says it (a snapshot the worker takes every second), once it
 // is `expected`; the last value seen after timeout_s (a guard, not a pace).
 inline double wait_for_gpu_share(WorkerProcess& worker, int gpu, double expected, double timeout_s = 30) {

@@ -368,13 +368,7 @@ traindeck.evaluate("val", 1, accuracy=p["x"])
         return found;
     };
     const auto visible = [&](int64_t id, int trial) {
-        std::string gpus;
-        for (int i = 0; i < 1200 && gpus.empty(); ++i) {
-            std::ifstream(dir + "/visible-" + std::to_string(id) + "-" + std::to_string(trial)) >> gpus;
-            if (gpus.empty())
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-        return gpus;
+        return wait_for_word(dir + "/visible-" + std::to_string(id) + "-" + std::to_string(trial));
     };
 
     // By default a trial holds the GPU: one runs, two wait, though three may run at once.

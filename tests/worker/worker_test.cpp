@@ -536,13 +536,7 @@ TEST(Worker, SmallJobsShareAGpuAndAWholeGpuJobWaitsForAllOfThem) {
     ASSERT_FALSE(worker.wait_for_state(a, {"running"}).is_null());
     ASSERT_FALSE(worker.wait_for_state(b, {"running"}).is_null());
     const auto visible = [&](const std::string& name) {
-        std::string gpus;
-        for (int i = 0; i < 1200 && gpus.empty(); ++i) {
-            std::ifstream(worker.state_dir() + "/" + name + ".visible") >> gpus;
-            if (gpus.empty())
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-        return gpus;
+        return wait_for_word(worker.state_dir() + "/" + name + ".visible");
     };
     EXPECT_EQ(visible("a"), "0");
     EXPECT_EQ(visible("b"), "0");
