@@ -463,10 +463,17 @@ void SweepController::tick_sweep(Sweep& sweep, std::vector<int64_t>* touched) {
     const sweep::SweepSpec& spec = sweep.spec;
     double spent = 0, gpu_seconds = 0;
     int active = 0;
+    // A diverged trial's job was killed but may not have ended yet: it no longer counts against max_concurrent, but
+    // its spend still counts and the sweep is not over until it has ended.
+    bool ending = false;
     for (Trial& trial : sweep.trials) {
-        if (active_state(trial.state)) {
-            ++active;
+        const bool diverged = trial.state == "diverged" && trial.job > 0;
+        if (active_state(trial.state) || diverged) {
             const SweepHost::TrialJob job = host_.trial_job(trial.job);
+            if (!diverged)
+                ++active;
+            else if (job.known && !is_finished(job.state))
+                ending = true;
             if (job.known && (job.spend != trial.spend || job.gpu_seconds != trial.gpu_seconds)) {
                 trial.spend = job.spend;
                 trial.gpu_seconds = job.gpu_seconds;
@@ -531,7 +538,7 @@ void SweepController::tick_sweep(Sweep& sweep, std::vector<int64_t>* touched) {
         if (sweep.trials.back().state == "running")
             ++active;
     }
-    if (active > 0 || more)
+    if (active > 0 || more || ending)
         return;
     // Nothing runs and nothing more will: the sweep is over; trials left at a rung were pruned by ASHA.
     const Trial* best = nullptr;

@@ -673,6 +673,11 @@ void ConsoleTest::submitWatchCancelAndRestart() {
         QVERIFY(doomed >= 0);
         QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "doomed")), QString("running"), 20000);
         const QString remote = window.jobs().data(window.jobs().index(row_of(window, "doomed"), 0), JobTableModel::RemoteIdRole).toString();
+        // Cancelled once it is at its hold: "running" shows as soon as the process starts, and a SIGTERM before the
+        // trainer set its handler would end it with no checkpoint, which the deletion below needs.
+        const qint64 doomed_id =
+            window.jobs().data(window.jobs().index(doomed, 0), JobTableModel::JobIdRole).toLongLong();
+        QTRY_COMPARE_WITH_TIMEOUT(CatalogReader(catalog_path).curve(doomed_id, "loss", 2000).points, qint64(5), 60000);
         console.sync->cancel(0, remote);
         QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "doomed")), QString("cancelled"), 30000);
 
