@@ -1,0 +1,272 @@
+// traindeck-cli's commands that reach a backend: submit, cancel, resume, logs, backends. Backend calls block (this
+// is a terminal program: nothing else waits on it); logs -f runs Qt's event loop for the events the backend streams.
+#include "cli.h"
+
+#include "jobstate.h"
+
+#include <QCoreApplication>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+
+#include <cstdio>
+
+namespace traindeck::cli {
+
+using nlohmann::json;
+
+namespace {
+
+QJsonObject to_qt(const json& object) {
+    return QJsonDocument::fromJson(QByteArray::fromStdString(object.dump())).object();
+}
+
+// A terminal line for one event of a job's stream; "" for what is not shown (telemetry).
+QString event_line(const json& event, bool metrics) {
+    const std::string type = event.value("type", std::string());
+    const json data = event.contains("data") ? event["data"] : json::object();
+    if (type == "log" && data.is_object())
+        return QString::fromStdString((data.value("stream", std::string()) == "stderr" ? "! " : "") +
+                                      data.value("line", std::string()));
+    if (type == "state" && data.is_object())
+        return QString::fromStdString("== " + data.value("state", std::string()) +
+                                      (data.contains("reason") ? ": " + data.value("reason", std::string()) : ""));
+    if (type == "warning" && data.is_object())
+        return QString::fromStdString("warning: " + data.value("message", std::string()));
+    if (type == "record" && metrics && data.is_object()) {
+        const std::string kind = data.value("type", std::string());
+        if (kind != "metric" && kind != "eval" && kind != "status" && kind != "event")
+            return {};
+        QString line = QString::fromStdString(kind);
+        for (const auto& [key, value] : data.items())
+            if (key != "type" && key != "v" && key != "time")
+                line += QString(" %1=%2").arg(QString::fromStdString(key), QString::fromStdString(value.dump()));
+        return line;
+    }
+    return {};
+}
+
+} // namespace
+
+int cmd_submit(Cli& cli) {
+    QStringList args = cli.options().args;
+    const QString backend_name = take_option(args, "--backend").value_or("local");
+    const std::optional<QString> name = take_option(args, "--name");
+    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
+        return cli.fail(kUsage, unknown);
+    if (args.size() != 1)
+        return cli.fail(kUsage, "usage: traindeck-cli submit SPEC.json [--backend NAME] [--name NAME]");
+    QFile file(args[0]);
+    if (!file.open(QIODevice::ReadOnly))
+        return cli.fail(kUsage, QString("cannot read %1: %2").arg(args[0], file.errorString()));
+    json request = json::parse(file.readAll().toStdString(), nullptr, false);
+    if (!request.is_object())
+        return cli.fail(kUsage, QString("%1 is not a JSON object (a job request, README: POST /v1/jobs, or a built-in "
+                                        "trainer spec like resources/examples/fashion-mlp.json)")
+                                    .arg(args[0]));
+    // A bare built-in spec (what traindeck-train reads) is the request's "builtin".
+    if (!request.contains("builtin") && !request.contains("argv") && request.contains("model"))
+        request = json{{"name", request.value("name", std::string())}, {"builtin", request}};
+    const QString run_name = name ? *name
+                             : !request.value("name", std::string()).empty()
+                                 ? QString::fromStdString(request.value("name", std::string()))
+                                 : QFileInfo(args[0]).completeBaseName();
+    request["name"] = run_name.toStdString();
+    if (!cli.openCatalog())
+        return kFailed;
+    int exit = kOk;
+    Backend* backend = cli.connect(backend_name, &exit);
+    if (!backend)
+        return exit;
+    // The backend holds the dataset version first: only the chunks it lacks travel.
+    if (const std::string version = request.value("dataset", std::string()); !version.empty()) {
+        Statement select = cli.catalog().db().prepare("SELECT root, manifest FROM dataset_versions WHERE version=?");
+        select.bind(1, version);
+        if (!select.step())
+            return cli.fail(kNotFound, QString("dataset version %1 is not in the catalog (register it first)")
+                                           .arg(QString::fromStdString(version)));
+        QString error;
+        if (!backend->uploadDataset(QString::fromStdString(select.text(0)), QByteArray::fromStdString(select.text(1)),
+                                    {}, &error))
+            return cli.fail(kFailed, "the dataset upload failed: " + error);
+    }
+    json sent = request;
+    sent.erase("console"); // the console's own settings: the catalog keeps them, the worker never sees them
+    QString error;
+    const QString remote = backend->submit(to_qt(sent), &error);
+    if (remote.isEmpty())
+        return cli.fail(kFailed, QString("%1 refused the job: %2").arg(backend_name, error));
+    const int64_t id =
+        cli.catalog().add_job(run_name.toStdString(), backend_name.toStdString(), remote.toStdString(), request);
+    cli.print({{"run", id},
+               {"name", run_name.toStdString()},
+               {"backend", backend_name.toStdString()},
+               {"remote_id", remote.toStdString()}},
+              QString("submitted run %1 \"%2\" (job %3 on %4)").arg(id).arg(run_name, remote, backend_name));
+    return kOk;
+}
+
+int cmd_cancel(Cli& cli) {
+    QStringList args = cli.options().args;
+    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
+        return cli.fail(kUsage, unknown);
+    if (args.size() != 1)
+        return cli.fail(kUsage, "usage: traindeck-cli cancel RUN");
+    int exit = kOk;
+    const std::optional<RunRecord> run = cli.findRun(args[0], &exit);
+    if (!run)
+        return exit;
+    if (is_finished_in_catalog(run->state))
+        return cli.fail(kUsage,
+                        QString("run %1 has already ended (%2)").arg(run->id).arg(QString::fromStdString(run->state)));
+    Backend* backend = cli.connect(QString::fromStdString(run->backend), &exit);
+    if (!backend)
+        return exit;
+    QString error;
+    if (!backend->cancel(QString::fromStdString(run->remote_id), &error))
+        return cli.fail(
+            kFailed,
+            QString("%1 did not cancel run %2: %3").arg(QString::fromStdString(run->backend)).arg(run->id).arg(error));
+    cli.print({{"run", run->id}, {"cancel", "sent"}},
+              QString("run %1 is stopping: it writes a checkpoint first (resume continues from it)").arg(run->id));
+    return kOk;
+}
+
+int cmd_resume(Cli& cli) {
+    QStringList args = cli.options().args;
+    const std::optional<QString> budget_text = take_option(args, "--budget");
+    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
+        return cli.fail(kUsage, unknown);
+    if (args.size() != 1)
+        return cli.fail(kUsage, "usage: traindeck-cli resume RUN [--budget DOLLARS]");
+    bool budget_ok = true;
+    const double budget = budget_text ? budget_text->toDouble(&budget_ok) : 0.0;
+    if (!budget_ok || budget < 0)
+        return cli.fail(kUsage, "--budget takes an amount of money, e.g. 2.50");
+    int exit = kOk;
+    const std::optional<RunRecord> run = cli.findRun(args[0], &exit);
+    if (!run)
+        return exit;
+    Backend* backend = cli.connect(QString::fromStdString(run->backend), &exit);
+    if (!backend)
+        return exit;
+    QString error;
+    if (!backend->resume(QString::fromStdString(run->remote_id), budget, &error))
+        return cli.fail(kFailed, QString("run %1 was not resumed: %2").arg(run->id).arg(error));
+    // Active again in the catalog, so a console (open now or later) watches it from the last event it has.
+    cli.catalog().set_outcome(run->id, "queued", "resumed from the command line", run->started, 0);
+    cli.print({{"run", run->id}, {"resume", "queued"}}, QString("run %1 resumes from its checkpoint").arg(run->id));
+    return kOk;
+}
+
+int cmd_logs(Cli& cli) {
+    QStringList args = cli.options().args;
+    const bool follow = take_flag(args, "-f") || take_flag(args, "--follow");
+    const bool metrics = take_flag(args, "--metrics");
+    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
+        return cli.fail(kUsage, unknown);
+    if (args.size() != 1)
+        return cli.fail(kUsage, "usage: traindeck-cli logs [-f] [--metrics] RUN");
+    int exit = kOk;
+    const std::optional<RunRecord> run = cli.findRun(args[0], &exit);
+    if (!run)
+        return exit;
+    // What the catalog has, then (with -f) what the backend streams after it, until the job ends.
+    Statement select =
+        cli.catalog().db().prepare("SELECT seq, time, stream, line FROM job_logs WHERE job=? ORDER BY seq");
+    select.bind(1, run->id);
+    while (select.step()) {
+        const std::string line = (select.text(2) == "stderr" ? "! " : "") + select.text(3);
+        if (cli.json())
+            std::printf("%s\n", json({{"seq", select.integer(0)},
+                                      {"time", select.real(1)},
+                                      {"stream", select.text(2)},
+                                      {"line", select.text(3)}})
+                                    .dump()
+                                    .c_str());
+        else
+            std::printf("%s\n", line.c_str());
+    }
+    std::fflush(stdout);
+    if (!follow || is_finished_in_catalog(run->state))
+        return kOk;
+    Backend* backend = cli.connect(QString::fromStdString(run->backend), &exit);
+    if (!backend)
+        return exit;
+    CatalogWriter writer(cli.catalog());
+    const QString remote = QString::fromStdString(run->remote_id);
+    int64_t shown_after = cli.catalog().remote_last_seq(run->id);
+    std::string final_state;
+    QObject::connect(backend, &Backend::eventsArrived, qApp,
+                     [&](const QString& id, const QByteArray& events, bool finished) {
+                         if (id != remote)
+                             return;
+                         const json parsed = json::parse(events.toStdString(), nullptr, false);
+                         if (!parsed.is_array())
+                             return;
+                         std::vector<json> fresh;
+                         for (const json& event : parsed) {
+                             if (!event.is_object() || event.value("seq", int64_t(0)) <= shown_after)
+                                 continue;
+                             shown_after = event.value("seq", int64_t(0));
+                             fresh.push_back(event);
+                             if (event.value("type", std::string()) == "state" && event["data"].is_object())
+                                 final_state = event["data"].value("state", final_state);
+                             if (cli.json())
+                                 std::printf("%s\n", event.dump().c_str());
+                             else if (const QString line = event_line(event, metrics); !line.isEmpty())
+                                 std::printf("%s\n", qPrintable(line));
+                         }
+                         std::fflush(stdout);
+                         // The catalog learns what was shown, as the console would (upserts by seq: no duplicates).
+                         if (!fresh.empty())
+                             writer.post(run->id, std::move(fresh));
+                         if (finished)
+                             QCoreApplication::exit(0);
+                     });
+    backend->watch(remote, shown_after);
+    QCoreApplication::exec();
+    if (const std::string error = writer.flush(); !error.empty())
+        cli.fail(kFailed, "the catalog could not keep the events: " + QString::fromStdString(error));
+    return final_state == "succeeded" ? kOk : kFailed;
+}
+
+int cmd_backends(Cli& cli) {
+    QStringList args = cli.options().args;
+    const bool check = take_flag(args, "--check");
+    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
+        return cli.fail(kUsage, unknown);
+    json list = json::array();
+    QString text;
+    int exit = kOk;
+    for (const Cli::BackendInfo& info : cli.backends()) {
+        json entry = {
+            {"name", info.name.toStdString()}, {"kind", info.kind.toStdString()}, {"url", info.url.toStdString()}};
+        QString line = QString("%1  %2  %3").arg(info.name, info.kind, info.url);
+        if (check) {
+            int connect_exit = kOk;
+            if (Backend* backend = cli.connect(info.name, &connect_exit)) {
+                QString error;
+                const QJsonObject resources = backend->resources(&error);
+                entry["reachable"] = error.isEmpty();
+                entry["resources"] = json::parse(QJsonDocument(resources).toJson().toStdString(), nullptr, false);
+                line += error.isEmpty() ? QString("  reachable: %1 CPUs, %2 GPUs (%3)")
+                                              .arg(resources.value("cpus").toInt())
+                                              .arg(resources.value("gpus").toArray().size())
+                                              .arg(backend->describe())
+                                        : "  unreachable: " + error;
+            } else {
+                entry["reachable"] = false;
+                line += "  unreachable";
+                exit = kFailed;
+            }
+        }
+        list.push_back(entry);
+        text += line + "\n";
+    }
+    cli.print(list, text);
+    return exit;
+}
+
+} // namespace traindeck::cli

@@ -1,0 +1,423 @@
+// traindeck-cli's commands on runs: ls, show, logs, import, export. They read the catalog through its own
+// connection; import writes each run in a transaction of its own, as the console's writer does.
+#include "cli.h"
+
+#include "catalog.h"
+#include "jobstate.h"
+#include "metricexport.h"
+#include "readruns.h"
+#include "runexport.h"
+#include "runfield.h"
+#include "runimport.h"
+#include "runquery.h"
+#include "tfevents.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QProcess>
+#include <QTimer>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <unistd.h>
+
+namespace traindeck::cli {
+
+using nlohmann::json;
+
+namespace {
+
+json number_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+QString safe_folder_name(const RunRecord& run) {
+    QString name;
+    for (const QChar c : QString::fromStdString(run.name))
+        name += c.isLetterOrNumber() || c == '-' || c == '_' || c == '.' ? c : QChar('_');
+    if (name.isEmpty() || name.startsWith('.'))
+        name = QString("run-%1").arg(run.id) + name;
+    return name;
+}
+
+QString number_cell(double value) {
+    return std::isfinite(value) ? QString::fromStdString(number_text(value)) : QStringLiteral("-");
+}
+
+json run_json(const RunRecord& run, bool details) {
+    json out = {{"id", run.id},
+                {"name", run.name},
+                {"state", run.state},
+                {"reason", run.reason},
+                {"backend", run.backend},
+                {"remote_id", run.remote_id},
+                {"progress", run.progress},
+                {"spend", run.spend},
+                {"loss", number_or_null(run.loss)},
+                {"accuracy", number_or_null(run.accuracy)},
+                {"created", run.created},
+                {"started", run.started},
+                {"finished", run.finished},
+                {"starred", run.starred},
+                {"archived", run.archived},
+                {"tags", run.tags}};
+    if (!details)
+        return out;
+    out["note"] = run.note;
+    json config = json::object();
+    for (const auto& [key, value] : run.config)
+        config[key] = value.is_number() ? json(value.number) : json(value.text);
+    out["config"] = config;
+    json metrics = json::object();
+    for (const auto& [name, summary] : run.summaries)
+        metrics[name] = {{"last", number_or_null(summary.last)}, {"min", number_or_null(summary.min)},
+                         {"max", number_or_null(summary.max)},   {"best", number_or_null(summary.best)},
+                         {"last_step", summary.last_step},       {"points", summary.count}};
+    out["metrics"] = metrics;
+    return out;
+}
+
+// Columns padded to their widest cell; the last one is not padded.
+QString table_text(const std::vector<QStringList>& rows) {
+    std::vector<int> widths;
+    for (const QStringList& row : rows)
+        for (int i = 0; i < row.size(); ++i) {
+            if (static_cast<size_t>(i) >= widths.size())
+                widths.push_back(0);
+            widths[i] = std::max<int>(widths[i], static_cast<int>(row[i].size()));
+        }
+    QString text;
+    for (const QStringList& row : rows) {
+        for (int i = 0; i < row.size(); ++i)
+            text += i + 1 < row.size() ? row[i].leftJustified(widths[i] + 2) : row[i];
+        text += '\n';
+    }
+    return text;
+}
+
+} // namespace
+
+int cmd_ls(Cli& cli) {
+    QStringList args = cli.options().args;
+    const std::optional<QString> limit_text = take_option(args, "--limit");
+    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
+        return cli.fail(kUsage, unknown);
+    bool limit_ok = true;
+    const int limit = limit_text ? limit_text->toInt(&limit_ok) : 0;
+    if (!limit_ok || limit < 0)
+        return cli.fail(kUsage, "--limit takes a number of runs");
+    const std::string text = args.join(' ').toStdString();
+    QueryError error;
+    const RunQuery query = RunQuery::parse(text, &error);
+    if (!query.valid())
+        return cli.fail(kUsage, QString("the query \"%1\" is not valid at character %2: %3 (README: Query runs)")
+                                    .arg(QString::fromStdString(text))
+                                    .arg(error.position + 1)
+                                    .arg(QString::fromStdString(error.message)));
+    if (!cli.openCatalog())
+        return kFailed;
+    std::vector<RunRecord> runs;
+    try {
+        int64_t revision = 0;
+        runs = cli.catalog().runs(0, &revision, true);
+    } catch (const std::exception& e) {
+        return cli.fail(kFailed, QString("the catalog %1 could not be read: %2").arg(cli.catalogPath(), e.what()));
+    }
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::vector<const RunRecord*> shown;
+    for (const RunRecord& run : runs)
+        if (!run.deleted && query.matches(run, now))
+            shown.push_back(&run);
+    std::sort(shown.begin(), shown.end(), [](const RunRecord* a, const RunRecord* b) { return a->id > b->id; });
+    if (limit > 0 && shown.size() > static_cast<size_t>(limit))
+        shown.resize(static_cast<size_t>(limit));
+    json list = json::array();
+    std::vector<QStringList> rows{{"ID", "NAME", "STATE", "BACKEND", "LOSS", "ACCURACY", "CREATED"}};
+    for (const RunRecord* run : shown) {
+        if (cli.json())
+            list.push_back(run_json(*run, false));
+        else
+            rows.push_back({QString::number(run->id), QString::fromStdString(run->name),
+                            QString::fromStdString(run->state), QString::fromStdString(run->backend),
+                            number_cell(run->loss), number_cell(run->accuracy), time_text(run->created)});
+    }
+    cli.print(list, shown.empty() ? QString("no runs match") : table_text(rows));
+    return kOk;
+}
+
+int cmd_show(Cli& cli) {
+    QStringList args = cli.options().args;
+    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
+        return cli.fail(kUsage, unknown);
+    if (args.size() != 1)
+        return cli.fail(kUsage, "usage: traindeck-cli show RUN");
+    int exit = kOk;
+    const std::optional<RunRecord> run = cli.findRun(args[0], &exit);
+    if (!run)
+        return exit;
+    json out = run_json(*run, true);
+    QString text = QString("Run %1: %2\n").arg(run->id).arg(QString::fromStdString(run->name));
+    text += QString("  state     %1%2\n")
+                .arg(QString::fromStdString(run->state),
+                     run->reason.empty() ? QString() : " (" + QString::fromStdString(run->reason) + ")");
+    text += QString("  backend   %1  (job %2)\n")
+                .arg(QString::fromStdString(run->backend), QString::fromStdString(run->remote_id));
+    text += QString("  created   %1\n").arg(time_text(run->created));
+    if (run->started > 0)
+        text += QString("  started   %1\n").arg(time_text(run->started));
+    if (run->finished > 0)
+        text += QString("  finished  %1\n").arg(time_text(run->finished));
+    if (run->spend > 0)
+        text += QString("  spend     $%1\n").arg(run->spend, 0, 'f', 2);
+    if (!run->tags.empty()) {
+        QStringList tags;
+        for (const std::string& tag : run->tags)
+            tags << QString::fromStdString(tag);
+        text += "  tags      " + tags.join(", ") + "\n";
+    }
+    if (!run->note.empty())
+        text += "  note      " + QString::fromStdString(run->note) + "\n";
+    // Where an imported run came from, and what of it was damaged.
+    Statement source = cli.catalog().db().prepare("SELECT path, format, tool, damage FROM import_sources WHERE job=?");
+    source.bind(1, run->id);
+    if (source.step()) {
+        const json damage = json::parse(source.text(3), nullptr, false);
+        out["source"] = {{"path", source.text(0)},
+                         {"format", source.text(1)},
+                         {"tool", source.text(2)},
+                         {"damage", damage.is_array() ? damage : json::array()}};
+        text += QString("  source    %1 (%2%3)\n")
+                    .arg(QString::fromStdString(source.text(0)), QString::fromStdString(source.text(1)),
+                         source.text(2).empty() ? QString() : ", written by " + QString::fromStdString(source.text(2)));
+        if (damage.is_array())
+            for (const json& piece : damage)
+                text += "  damaged   " + QString::fromStdString(piece.dump()) + "\n";
+    }
+    if (!run->config.empty()) {
+        text += "Config\n";
+        std::vector<QStringList> rows;
+        for (const auto& [key, value] : run->config)
+            rows.push_back({"  " + QString::fromStdString(key), QString::fromStdString(value.text)});
+        text += table_text(rows);
+    }
+    if (!run->summaries.empty()) {
+        text += "Metrics\n";
+        std::vector<QStringList> rows{{"  NAME", "LAST", "MIN", "MAX", "LAST STEP", "POINTS"}};
+        for (const auto& [name, summary] : run->summaries)
+            rows.push_back({"  " + QString::fromStdString(name), number_cell(summary.last), number_cell(summary.min),
+                            number_cell(summary.max), QString::number(summary.last_step),
+                            QString::number(summary.count)});
+        text += table_text(rows);
+    }
+    Statement artifacts = cli.catalog().db().prepare("SELECT kind, path, bytes FROM artifacts WHERE job=? ORDER BY id");
+    artifacts.bind(1, run->id);
+    json files = json::array();
+    while (artifacts.step()) {
+        if (files.empty())
+            text += "Artifacts\n";
+        files.push_back({{"kind", artifacts.text(0)}, {"path", artifacts.text(1)}, {"bytes", artifacts.integer(2)}});
+        text += QString("  %1  %2 (%3 bytes)\n")
+                    .arg(QString::fromStdString(artifacts.text(0)), QString::fromStdString(artifacts.text(1)))
+                    .arg(artifacts.integer(2));
+    }
+    out["artifacts"] = files;
+    cli.print(out, text);
+    return kOk;
+}
+
+int cmd_import(Cli& cli) {
+    QStringList args = cli.options().args;
+    importers::ReadRunsOptions options;
+    if (const auto format = take_option(args, "--format"))
+        options.format = format->toStdString();
+    options.include_deleted = take_flag(args, "--include-deleted");
+    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
+        return cli.fail(kUsage, unknown);
+    if (args.isEmpty())
+        return cli.fail(kUsage, "usage: traindeck-cli import PATH... [--format tensorboard|mlflow|wandb|csv|jsonl] "
+                                "[--include-deleted]");
+    if (!cli.openCatalog())
+        return kFailed;
+    int exit = kOk;
+    json report = json::array();
+    QString text;
+    for (const QString& path : args) {
+        const auto started = std::chrono::steady_clock::now();
+        auto read = importers::read_runs(QFileInfo(path).absoluteFilePath().toStdString(), options);
+        if (!read) {
+            cli.fail(kFailed, QString::fromStdString(read.error()));
+            report.push_back({{"path", path.toStdString()}, {"error", read.error()}});
+            exit = kFailed;
+            continue;
+        }
+        json runs = json::array();
+        int64_t points = 0;
+        for (const importers::ImportedRun& run : read->runs) {
+            auto result = import_run(cli.catalog(), run);
+            if (!result) {
+                cli.fail(kFailed, QString("%1 was not imported: %2")
+                                      .arg(QString::fromStdString(run.source), QString::fromStdString(result.error())));
+                runs.push_back({{"source", run.source}, {"error", result.error()}});
+                exit = kFailed;
+                continue;
+            }
+            points += result->points_added;
+            json damage = json::array();
+            for (const importers::Damage& piece : run.damage)
+                damage.push_back({{"file", piece.file}, {"offset", piece.offset}, {"what", piece.what}});
+            if (!run.damage.empty() && exit == kOk)
+                exit = kDamaged;
+            runs.push_back({{"run", result->job},
+                            {"name", run.name},
+                            {"source", run.source},
+                            {"created", result->created},
+                            {"points_added", result->points_added},
+                            {"points_kept", result->points_kept},
+                            {"not_finite", result->not_finite},
+                            {"histograms_added", result->histograms_added},
+                            {"damage", damage},
+                            {"notes", result->notes}});
+            text += QString("%1 run %2 %3: %4 points added, %5 already here%6\n")
+                        .arg(result->created ? "new" : (result->changed ? "grew" : "same"))
+                        .arg(result->job)
+                        .arg(QString::fromStdString(run.name))
+                        .arg(result->points_added)
+                        .arg(result->points_kept)
+                        .arg(result->not_finite ? QString(" (%1 NaN or infinite, not stored)").arg(result->not_finite)
+                                                : QString());
+            for (const importers::Damage& piece : run.damage)
+                text += QString("  damaged: %1 at byte %2: %3\n")
+                            .arg(QString::fromStdString(piece.file))
+                            .arg(piece.offset)
+                            .arg(QString::fromStdString(piece.what));
+            for (const std::string& note : result->notes)
+                text += "  note: " + QString::fromStdString(note) + "\n";
+        }
+        for (const std::string& note : read->notes)
+            text += "note: " + QString::fromStdString(note) + "\n";
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        text += QString("%1: %2 run(s) from %3 in %4 s (%5 points/s)\n")
+                    .arg(path)
+                    .arg(read->runs.size())
+                    .arg(QString::fromStdString(read->format))
+                    .arg(seconds, 0, 'f', 2)
+                    .arg(seconds > 0 ? points / seconds : 0.0, 0, 'f', 0);
+        report.push_back({{"path", path.toStdString()},
+                          {"format", read->format},
+                          {"runs", runs},
+                          {"notes", read->notes},
+                          {"seconds", seconds}});
+    }
+    cli.print(report, text);
+    return exit;
+}
+
+int cmd_export(Cli& cli) {
+    QStringList args = cli.options().args;
+    const std::optional<QString> csv = take_option(args, "--csv"), jsonl = take_option(args, "--jsonl"),
+                                 tensorboard = take_option(args, "--tensorboard"), onnx = take_option(args, "--onnx");
+    const bool no_int8 = take_flag(args, "--no-int8");
+    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
+        return cli.fail(kUsage, unknown);
+    if (args.size() != 1 || (!csv && !jsonl && !tensorboard && !onnx))
+        return cli.fail(kUsage, "usage: traindeck-cli export RUN (--csv FILE | --jsonl FILE | --tensorboard DIR | "
+                                "--onnx DIR [--no-int8])...");
+    int exit = kOk;
+    const std::optional<RunRecord> run = cli.findRun(args[0], &exit);
+    if (!run)
+        return exit;
+    json written = json::array();
+    QString text;
+    if (csv || jsonl || tensorboard) {
+        auto exported = run_from_catalog(cli.catalog(), run->id);
+        if (!exported)
+            return cli.fail(kFailed, QString::fromStdString(exported.error()));
+        const int64_t points = exported->scalar_points();
+        for (const auto& [path, is_csv] : {std::pair{csv, true}, std::pair{jsonl, false}}) {
+            if (!path)
+                continue;
+            const std::string target = path->toStdString();
+            if (const Status status = importers::write_metric_file(target, *exported, is_csv); !status)
+                return cli.fail(kFailed, QString::fromStdString(status.error()));
+            written.push_back({{"format", is_csv ? "csv" : "jsonl"}, {"path", target}, {"points", points}});
+            text += QString("%1 points written to %2\n").arg(points).arg(QString::fromStdString(target));
+        }
+        if (tensorboard) {
+            // One folder a run, named after it with only safe characters: a name never escapes the folder given.
+            const std::string folder = QDir(*tensorboard).filePath(safe_folder_name(*run)).toStdString();
+            auto file = importers::write_tensorboard_scalars(folder, *exported);
+            if (!file)
+                return cli.fail(kFailed, QString::fromStdString(file.error()));
+            written.push_back({{"format", "tensorboard"}, {"path", *file}, {"points", points}});
+            text += QString("%1 points written to %2\n").arg(points).arg(QString::fromStdString(*file));
+        }
+    }
+    if (onnx) {
+        // The model: the run's newest checkpoint from its backend, exported by traindeck-train as the console's
+        // Export dialog does (fp32 ONNX, int8 unless --no-int8, safetensors), with the report it prints.
+        const json request = [&] {
+            Statement select = cli.catalog().db().prepare("SELECT spec FROM jobs WHERE id=?");
+            select.bind(1, run->id);
+            return select.step() ? json::parse(select.text(0), nullptr, false) : json();
+        }();
+        if (!request.is_object() || !request.contains("builtin"))
+            return cli.fail(kUsage, QString("run %1 is not a built-in job: only the built-in trainer's models export "
+                                            "to ONNX (a script's model is its own to save)")
+                                        .arg(run->id));
+        Backend* backend = cli.connect(QString::fromStdString(run->backend), &exit);
+        if (!backend)
+            return exit;
+        QDir().mkpath(*onnx);
+        QString error;
+        const QString checkpoint = backend->fetchCheckpoint(QString::fromStdString(run->remote_id),
+                                                            QDir(*onnx).filePath("checkpoint"), &error);
+        if (checkpoint.isEmpty())
+            return cli.fail(kFailed, "no checkpoint to export: " + error);
+        const QString spec_path = QDir(*onnx).filePath("spec.json");
+        {
+            QFile spec(spec_path);
+            if (!spec.open(QIODevice::WriteOnly) ||
+                spec.write(QByteArray::fromStdString(request["builtin"].dump(2))) < 0)
+                return cli.fail(kFailed, QString("cannot write %1: %2").arg(spec_path, spec.errorString()));
+        }
+        QStringList train_args = {"export", spec_path, "--checkpoint", checkpoint, "--out", *onnx, "--name", "model"};
+        if (no_int8)
+            train_args << "--no-int8";
+        QProcess train;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        if (const std::string version = request.value("dataset", std::string()); !version.empty()) {
+            Statement root = cli.catalog().db().prepare("SELECT root FROM dataset_versions WHERE version=?");
+            root.bind(1, version);
+            if (root.step())
+                env.insert("TRAINDECK_DATASET_DIR", QString::fromStdString(root.text(0)));
+        }
+        train.setProcessEnvironment(env);
+        train.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        const QString binary =
+            qEnvironmentVariable("TRAINDECK_TRAIN_BINARY", QCoreApplication::applicationDirPath() + "/traindeck-train");
+        train.start(binary, train_args);
+        if (!train.waitForFinished(-1) || train.exitStatus() != QProcess::NormalExit || train.exitCode() != 0)
+            return cli.fail(kFailed, QString("the export failed: %1 %2")
+                                         .arg(binary, train.error() == QProcess::FailedToStart
+                                                          ? "could not be started: " + train.errorString()
+                                                          : QString("exited with %1").arg(train.exitCode())));
+        const QList<QByteArray> lines = train.readAllStandardOutput().trimmed().split('\n');
+        const json report = json::parse(lines.last().toStdString(), nullptr, false);
+        if (!report.is_object())
+            return cli.fail(kFailed, "the export printed no report");
+        // The files are the run's artifacts, as the console records them.
+        for (const json& artifact : report.value("artifacts", json::array()))
+            if (artifact.is_object())
+                cli.catalog().add_artifact(run->id, artifact.value("kind", std::string()),
+                                           artifact.value("path", std::string()), artifact.value("bytes", int64_t(0)),
+                                           report);
+        written.push_back({{"format", "onnx"}, {"report", report}});
+        text += QString("exported to %1:\n%2\n").arg(*onnx, QString::fromStdString(report.dump(2)));
+    }
+    cli.print(written, text);
+    return kOk;
+}
+
+} // namespace traindeck::cli

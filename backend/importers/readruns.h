@@ -1,0 +1,37 @@
+#pragma once
+// The one door the console and the CLI import through: what lies at a path, read by the importer its content names.
+//   a file: events.out.tfevents.* (TensorBoard), *.wandb (W&B offline), .csv/.tsv/.txt/.jsonl/.ndjson/.json (metrics)
+//   a folder, in this order: an MLflow store (the mlruns folder, one experiment or one run, or a folder holding
+//     mlruns/), W&B offline runs (any run-*.wandb under it), a TensorBoard logdir (any event file under it), else the
+//     metric files right in it (one run each).
+// A tree that holds several kinds (W&B's sync_tensorboard leaves event files beside the .wandb) is read as the first
+// kind and the others are named in the notes, with the --format that reads them. Plain C++, no Qt.
+#include "expected.h"
+#include "importedrun.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace traindeck::importers {
+
+struct ReadRunsOptions {
+    std::string format;           // "" (detect), "tensorboard", "mlflow", "wandb", "csv", "jsonl"
+    bool include_deleted = false; // MLflow: also runs marked deleted and experiments in .trash/
+};
+
+struct ReadRuns {
+    std::string format; // what was read: "tensorboard", "mlflow", "wandb", "metrics"
+    std::vector<ImportedRun> runs;
+    std::vector<std::string> notes; // skipped deleted runs, other kinds of runs in the tree, ...
+};
+
+// The formats --format accepts, for messages.
+std::string_view read_formats();
+
+// What the path holds ("tensorboard", "mlflow", "wandb", "metrics"), or an error naming what was looked for.
+Expected<std::string> detect_format(const std::string& path);
+
+Expected<ReadRuns> read_runs(const std::string& path, const ReadRunsOptions& options = {});
+
+} // namespace traindeck::importers
