@@ -7,6 +7,7 @@
 #include "chartexport.h"
 #include "compareview.h"
 #include "groupchart.h"
+#include "importdialog.h"
 #include "backendref.h"
 #include "exportdialog.h"
 #include "jobstate.h"
@@ -21,6 +22,8 @@
 #include <QDate>
 #include <QDateTime>
 #include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFile>
 #include <QFileDialog>
 #include <QHBoxLayout>
@@ -39,6 +42,7 @@
 #include <QListWidget>
 #include <QLocale>
 #include <QMessageBox>
+#include <QMimeData>
 #include <QPointer>
 #include <QSplitter>
 #include <QStandardPaths>
@@ -301,6 +305,11 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     connect(refresh_timer_, &QTimer::timeout, this, &MainWindow::updateResources);
     refresh_timer_->start(5000);
     updateResources();
+    follow_timer_ = new QTimer(this);
+    connect(follow_timer_, &QTimer::timeout, jobs_, &JobTableModel::refresh);
+    follow_timer_->start(1000);
+    connect(jobs_, &JobTableModel::runsChanged, this, &MainWindow::watchNewRuns);
+    setAcceptDrops(true);
 
     jobs_->refresh();
     if (jobs_->rowCount() > 0)
@@ -313,6 +322,48 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
 }
 
 void MainWindow::selectRow(int row) { table_->selectRow(row); }
+
+void MainWindow::watchNewRuns() {
+    QSet<qint64> active;
+    for (int row = 0; row < jobs_->rowCount(); ++row)
+        if (const RunRecord* run = jobs_->runAt(row); run && !is_finished_in_catalog(run->state))
+            active.insert(run->id);
+    const bool fresh = !(active - active_runs_).isEmpty();
+    active_runs_ = std::move(active);
+    if (fresh)
+        for (const JobController::Connected& connected : controller_->backends())
+            connected.sync->resumeWatching(); // watching a watched job does nothing
+}
+
+ImportDialog* MainWindow::importPaths(const QStringList& paths) {
+    auto* dialog = new ImportDialog(writer_, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &ImportDialog::imported, this, &MainWindow::refresh);
+    dialog->show();
+    if (!paths.isEmpty()) {
+        dialog->setPaths(paths);
+        dialog->startImport();
+    }
+    return dialog;
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    // Local files and folders only (a logdir, mlruns/, wandb/, metric files): they import.
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (!urls.isEmpty() && std::all_of(urls.begin(), urls.end(), [](const QUrl& url) { return url.isLocalFile(); }))
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    QStringList paths;
+    for (const QUrl& url : event->mimeData()->urls())
+        if (url.isLocalFile())
+            paths << url.toLocalFile();
+    if (paths.isEmpty())
+        return;
+    event->acceptProposedAction();
+    importPaths(paths);
+}
 
 void MainWindow::connectSync(JobSync& sync) {
     connect(&sync, &JobSync::catalogChanged, this, [this] {
@@ -1118,6 +1169,11 @@ void MainWindow::createActions() {
         if (dialog.exec() == QDialog::Accepted)
             submitDialog(dialog);
     });
+    QAction* import_runs =
+        make("import_runs", themed("document-import", QStyle::SP_DialogOpenButton), tr("Import runs…"),
+             tr("Bring in runs of TensorBoard, MLflow, W&B or metric files (or drop them on the window)"),
+             QKeySequence(Qt::CTRL | Qt::Key_I));
+    connect(import_runs, &QAction::triggered, this, [this] { importPaths({}); });
     QAction* new_sweep = make("new_sweep", themed("view-grid", QStyle::SP_FileDialogDetailedView), tr("New sweep…"),
                               tr("Search hyperparameters: many trials of one job, stopped early by the worker"),
                               QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_N));
@@ -1297,7 +1353,7 @@ void MainWindow::createActions() {
 
     // The menu bar: every action of the toolbar and the context menus, with its shortcut.
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addActions({new_job, new_sweep});
+    file->addActions({new_job, new_sweep, import_runs});
     file->addSeparator();
     file->addActions({export_model, export_table, export_series});
     file->addSeparator();

@@ -101,6 +101,8 @@ public:
     // "new_job", "cancel", "archive", ...), and every action of the menu bar in menu order.
     QAction* action(const QString& name) const;
     QList<QAction*> menuActions() const;
+    // Import runs…: the dialog; given paths (a drop on the window), it imports them at once.
+    class ImportDialog* importPaths(const QStringList& paths);
 
 signals:
     // The user asked to add a remote worker (the app wires this to its BackendManager).
@@ -110,7 +112,14 @@ public slots:
     void refresh();
     void addAlert(const QString& message);
 
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
 private:
+    // Runs another program added or resumed in the catalog (traindeck-cli submit, resume) are watched as the
+    // console's own are: each sync looks again for the active jobs of its backend when a new one shows.
+    void watchNewRuns();
     void cancelSelected();
     void connectSync(JobSync& sync);
     void cloneSelected();
@@ -185,6 +194,8 @@ private:
     QList<QToolButton*> empty_button_list_;
     QSet<int> hidden_columns_; // of the runs table's own columns (the header's menu; kept across model resets)
     bool refresh_pending_ = false;
+    QTimer* follow_timer_;     // reads what other programs wrote to the catalog (each second)
+    QSet<qint64> active_runs_; // the active runs last seen, for watchNewRuns
     QString last_catalog_error_;
 };
 

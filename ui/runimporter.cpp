@@ -1,0 +1,140 @@
+// RunImporter (runimporter.h): the reading on a pool thread of its own (it may take minutes: the network pool stays
+// free), each run's writing on the catalog's writer thread; the GUI thread only starts, cancels and shows.
+#include "runimporter.h"
+
+#include "background.h"
+#include "readruns.h"
+#include "runimport.h"
+
+#include <QFileInfo>
+#include <QThreadPool>
+
+#include <chrono>
+
+namespace traindeck {
+
+namespace {
+
+QThreadPool* importPool() {
+    static QThreadPool* pool = [] {
+        auto* made = new QThreadPool(QCoreApplication::instance());
+        made->setMaxThreadCount(1);
+        return made;
+    }();
+    return pool;
+}
+
+} // namespace
+
+QString RunImporter::Summary::text() const {
+    QString out = RunImporter::tr("%1 run(s) imported: %2 new, %3 grown, %4 unchanged; %5 points added")
+                      .arg(runs_new + runs_grown + runs_same)
+                      .arg(runs_new)
+                      .arg(runs_grown)
+                      .arg(runs_same)
+                      .arg(points);
+    if (runs_failed > 0)
+        out += RunImporter::tr("; %1 failed").arg(runs_failed);
+    if (damage > 0)
+        out += RunImporter::tr("; %1 damaged piece(s) skipped, the rest read").arg(damage);
+    if (cancelled)
+        out += RunImporter::tr("; cancelled (what was imported stays: importing again continues)");
+    return out;
+}
+
+RunImporter::RunImporter(CatalogWriter& writer, QObject* parent)
+    : QObject(parent), writer_(writer), cancelled_(std::make_shared<std::atomic<bool>>(false)) {}
+
+RunImporter::~RunImporter() { cancel(); }
+
+void RunImporter::cancel() { cancelled_->store(true); }
+
+bool RunImporter::start(const QStringList& paths, const QString& format, bool include_deleted) {
+    if (busy_)
+        return false;
+    busy_ = true;
+    cancelled_ = std::make_shared<std::atomic<bool>>(false);
+    CatalogWriter* writer = &writer_;
+    run_in_background_reporting(
+        this,
+        [writer, paths, cancelled = cancelled_,
+         options = importers::ReadRunsOptions{format.toStdString(), include_deleted}](const auto& report) {
+            Summary summary;
+            Progress progress;
+            const auto started = std::chrono::steady_clock::now();
+            const auto seconds = [&] {
+                return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            };
+            for (const QString& path : paths) {
+                if (cancelled->load())
+                    break;
+                progress.current = path;
+                report(progress);
+                auto read = importers::read_runs(QFileInfo(path).absoluteFilePath().toStdString(), options);
+                if (!read) {
+                    ++summary.runs_failed;
+                    summary.lines << tr("%1: %2").arg(path, QString::fromStdString(read.error()));
+                    continue;
+                }
+                progress.runs_total += static_cast<int>(read->runs.size());
+                for (importers::ImportedRun& run : read->runs) {
+                    if (cancelled->load())
+                        break;
+                    progress.current = QString::fromStdString(run.name);
+                    report(progress);
+                    // Written by the catalog's one writer; flush() returns once it is committed (or says why not).
+                    auto result = std::make_shared<Expected<RunImportResult>>(Error{"not written"});
+                    auto shared_run = std::make_shared<importers::ImportedRun>(std::move(run));
+                    writer->post(
+                        [result, shared_run](Catalog& catalog) { *result = import_run(catalog, *shared_run); });
+                    const std::string error = writer->flush();
+                    const QString name = QString::fromStdString(shared_run->name);
+                    if (!error.empty() || !*result) {
+                        ++summary.runs_failed;
+                        summary.lines << tr("%1 was not imported: %2")
+                                             .arg(name,
+                                                  QString::fromStdString(error.empty() ? result->error() : error));
+                        continue;
+                    }
+                    const RunImportResult& done = **result;
+                    (done.created ? summary.runs_new : done.changed ? summary.runs_grown : summary.runs_same)++;
+                    summary.points += done.points_added;
+                    summary.jobs << done.job;
+                    summary.lines << tr("%1 run %2 “%3”: %4 points added, %5 already here")
+                                         .arg(done.created   ? tr("New")
+                                              : done.changed ? tr("Grown")
+                                                             : tr("Unchanged"))
+                                         .arg(done.job)
+                                         .arg(name)
+                                         .arg(done.points_added)
+                                         .arg(done.points_kept);
+                    for (const importers::Damage& piece : shared_run->damage) {
+                        ++summary.damage;
+                        summary.lines << tr("  damaged: %1 at byte %2: %3")
+                                             .arg(QString::fromStdString(piece.file))
+                                             .arg(piece.offset)
+                                             .arg(QString::fromStdString(piece.what));
+                    }
+                    for (const std::string& note : done.notes)
+                        summary.lines << "  " + QString::fromStdString(note);
+                    ++progress.runs_done;
+                    progress.points = summary.points;
+                    progress.points_per_second = summary.points / std::max(seconds(), 1e-3);
+                    report(progress);
+                }
+                for (const std::string& note : read->notes)
+                    summary.lines << QString::fromStdString(note);
+            }
+            summary.cancelled = cancelled->load();
+            return summary;
+        },
+        [this](const Progress& progress) { emit this->progress(progress); },
+        [this](const Summary& summary) {
+            busy_ = false;
+            emit finished(summary);
+        },
+        importPool());
+    return true;
+}
+
+} // namespace traindeck

@@ -1,0 +1,54 @@
+#pragma once
+// "Import runs…" without widgets: runs of other tools (backend/importers' read_runs: TensorBoard logdirs, MLflow
+// stores, W&B offline runs, metric tables) read on a pool thread and written into the catalog by its one writer, a
+// run at a time (model/runimport: idempotent, so importing again adds only what a source gained). Progress after
+// each run (points and points/s); cancel() stops before the next run, and what was imported stays. The summary says
+// what came in and every piece of damage (file and byte offset).
+#include "catalog.h"
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+#include <atomic>
+#include <memory>
+
+namespace traindeck {
+
+class RunImporter : public QObject {
+    Q_OBJECT
+public:
+    struct Progress {
+        int runs_done = 0, runs_total = 0; // runs_total grows as each path is read
+        qint64 points = 0;                 // scalar points added so far
+        double points_per_second = 0;
+        QString current; // the path or run being read or written
+    };
+    struct Summary {
+        int runs_new = 0, runs_grown = 0, runs_same = 0, runs_failed = 0;
+        qint64 points = 0, damage = 0;
+        QList<qint64> jobs; // the catalog ids of the runs imported, in order
+        QStringList lines;  // one a run, then each piece of damage and each note
+        bool cancelled = false;
+        QString text() const; // a paragraph for the dialog and the alerts
+    };
+
+    RunImporter(CatalogWriter& writer, QObject* parent = nullptr);
+    ~RunImporter() override;
+
+    bool busy() const { return busy_; }
+    // format: "" (detect), or one of importers::read_formats(); false when an import is already under way.
+    bool start(const QStringList& paths, const QString& format = {}, bool include_deleted = false);
+    void cancel();
+
+signals:
+    void progress(const RunImporter::Progress& progress);
+    void finished(const RunImporter::Summary& summary);
+
+private:
+    CatalogWriter& writer_;
+    bool busy_ = false;
+    std::shared_ptr<std::atomic<bool>> cancelled_;
+};
+
+} // namespace traindeck
