@@ -172,11 +172,13 @@ int cmd_logs(Cli& cli) {
     const std::optional<RunRecord> run = cli.findRun(args[0], &exit);
     if (!run)
         return exit;
-    // What the catalog has, then (with -f) what the backend streams after it, until the job ends.
+    // What the catalog has, then (with -f) what the backend streams after it, until the job ends. With --metrics
+    // and -f the whole stream from its first event instead (the catalog keeps curves, not the records).
+    const bool replay = follow && metrics;
     Statement select =
         cli.catalog().db().prepare("SELECT seq, time, stream, line FROM job_logs WHERE job=? ORDER BY seq");
     select.bind(1, run->id);
-    while (select.step()) {
+    while (!replay && select.step()) {
         const std::string line = (select.text(2) == "stderr" ? "! " : "") + select.text(3);
         if (cli.json())
             std::printf("%s\n", json({{"seq", select.integer(0)},
@@ -189,14 +191,14 @@ int cmd_logs(Cli& cli) {
             std::printf("%s\n", line.c_str());
     }
     std::fflush(stdout);
-    if (!follow || is_finished_in_catalog(run->state))
+    if (!follow || (!replay && is_finished_in_catalog(run->state)))
         return kOk;
     Backend* backend = cli.connect(QString::fromStdString(run->backend), &exit);
     if (!backend)
         return exit;
     CatalogWriter writer(cli.catalog());
     const QString remote = QString::fromStdString(run->remote_id);
-    int64_t shown_after = cli.catalog().remote_last_seq(run->id);
+    int64_t shown_after = replay ? 0 : cli.catalog().remote_last_seq(run->id);
     std::string final_state;
     QObject::connect(backend, &Backend::eventsArrived, qApp,
                      [&](const QString& id, const QByteArray& events, bool finished) {

@@ -14,6 +14,7 @@
 #include "datasetsync.h"
 #include "exportdialog.h"
 #include "fakeworker.h"
+#include "importdialog.h"
 #include "jobstate.h"
 #include "jobsync.h"
 #include "mainwindow.h"
@@ -23,6 +24,7 @@
 #include "pluginregistry.h"
 #include "reaper.h"
 #include "requireall.h"
+#include "tfevents.h"
 #include "backendmanager.h"
 #include "backendref.h"
 #include "tokenstore.h"
@@ -35,7 +37,12 @@
 #include <QStatusBar>
 #include <QToolBar>
 #include <QApplication>
+#include <QDeadlineTimer>
 #include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QMimeData>
+#include <QPushButton>
 #include <QDirIterator>
 #include <QFileInfo>
 #include <QElapsedTimer>
@@ -108,6 +115,8 @@ namespace {
 
 const char* const kFashionMnist = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
 const char* const kNeedFashion = "dataset-fashion-mnist is not installed (bash installer/install-deps.sh)";
+const QString kFixtures = QStringLiteral(TRAINDECK_FIXTURES);
+const char* const kNeedFixtures = "the fixtures folder (shared/fixtures beside the checkout) is missing";
 const char* const kNeedOpenssl = "the openssl command is not installed (bash installer/install-deps.sh)";
 
 bool have_openssl() { return !QStandardPaths::findExecutable("openssl").isEmpty(); }
@@ -435,6 +444,8 @@ private slots:
     void localWorkerTheConsoleStartedIsStartedAgain();
     void runsAreQueriedGroupedComparedAndKeptTidy();
     void everyMenuActionDoesSomethingOrSaysWhyNot();
+    void importDialogAndDropBringRunsIn();
+    void commandLineSharesTheCatalogWithAnOpenConsole();
 };
 
 void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
@@ -1946,6 +1957,216 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
     QVERIFY(window.isVisible());
     window.action("quit")->trigger();
     QTRY_VERIFY_WITH_TIMEOUT(!window.isVisible(), 5000);
+}
+
+// Runs of other tools come in through Import runs… and through a drop on the window, with a summary of each run;
+// importing again changes nothing; Cancel stops between runs and what it imported is whole.
+void ConsoleTest::importDialogAndDropBringRunsIn() {
+    TRAINDECK_REQUIRE(QDir(kFixtures).exists(), kNeedFixtures);
+    QTemporaryDir temp;
+    const QString catalog_path = temp.filePath("catalog.db");
+    const QString worker_dir = temp.filePath("worker");
+    WorkerReaper reaper{worker_dir};
+    Console console;
+    QVERIFY(console.open(catalog_path, worker_dir));
+    MainWindow& window = *console.window;
+    window.setQuery("archived:any");
+
+    // The dialog, as File > Import runs… opens it, on the fixtures' TensorBoard logdirs: eight runs.
+    ImportDialog* dialog = window.importPaths({kFixtures + "/tfevents"});
+    QTRY_VERIFY_WITH_TIMEOUT(!dialog->importing(), 60000);
+    QVERIFY2(dialog->status().startsWith("8 run(s) imported: 8 new, 0 grown, 0 unchanged"),
+             qPrintable(dialog->status()));
+    QCOMPARE(dialog->summaryText().count("New run"), 8);
+    QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 8, 10000);
+    const int lightning = row_of(window, "lightning-torch-hparams/version_1");
+    QVERIFY(lightning >= 0);
+    QCOMPARE(state_of(window, lightning), QString("succeeded"));
+    dialog->grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/import-runs.png"));
+    window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/imported-runs.png"));
+    dialog->close();
+
+    // A folder dropped on the window: the MLflow store's two runs (its deleted ones named, not imported).
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(kFixtures + "/mlflow/packt-hpt-mlruns")});
+    QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(&window, &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(&window, &drop);
+    QList<ImportDialog*> dialogs = window.findChildren<ImportDialog*>();
+    QTRY_VERIFY_WITH_TIMEOUT(
+        std::any_of(dialogs.begin(), dialogs.end(),
+                    [](ImportDialog* d) { return d->isVisible() && !d->importing() && d->status().contains("2 new"); }),
+        60000);
+    QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 10, 10000);
+    // A drop of something that is not a local file is refused.
+    QMimeData web;
+    web.setUrls({QUrl("https://example.com/run")});
+    QDragEnterEvent refused(QPoint(10, 10), Qt::CopyAction, &web, Qt::LeftButton, Qt::NoModifier);
+    refused.setAccepted(false);
+    QCoreApplication::sendEvent(&window, &refused);
+    QVERIFY(!refused.isAccepted());
+
+    // Again: nothing changes, and the summary says so.
+    dialog = window.importPaths({kFixtures + "/tfevents"});
+    QTRY_VERIFY_WITH_TIMEOUT(!dialog->importing(), 60000);
+    QVERIFY2(dialog->status().startsWith("8 run(s) imported: 0 new, 0 grown, 8 unchanged; 0 points added"),
+             qPrintable(dialog->status()));
+    dialog->close();
+
+    // Cancel: thirty runs of 20,000 points each, cancelled as it starts; it stops between runs, and every run it
+    // wrote is whole (all its points).
+    for (int i = 0; i < 30; ++i) {
+        importers::ImportedRun run;
+        run.name = "bulk";
+        for (int step = 0; step < 20000; ++step)
+            run.scalars["loss"].push_back({step, 1.0 / (step + 1), 1.7e9 + step});
+        QVERIFY(importers::write_tensorboard_scalars(
+            temp.filePath("bulk/run%1").arg(i, 2, 10, QChar('0')).toStdString(), run));
+    }
+    dialog = window.importPaths({temp.filePath("bulk")});
+    QVERIFY(dialog->importing());
+    for (QPushButton* button : dialog->findChildren<QPushButton*>())
+        if (button->text() == "Cancel import")
+            button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!dialog->importing(), 60000);
+    QVERIFY2(dialog->status().contains("cancelled"), qPrintable(dialog->status()));
+    const int bulk_runs = static_cast<int>(dialog->summaryText().count("New run"));
+    QVERIFY2(bulk_runs < 30, qPrintable(dialog->summaryText()));
+    Catalog reader;
+    QCOMPARE(QString::fromStdString(reader.open(catalog_path.toStdString(), true)), QString());
+    Statement bulk = reader.db().prepare("SELECT COUNT(*) FROM jobs WHERE backend='import' AND name LIKE 'run%'");
+    QVERIFY(bulk.step());
+    QCOMPARE(bulk.integer(0), int64_t(bulk_runs));
+    Statement whole = reader.db().prepare(
+        "SELECT COUNT(*) FROM metric_summaries s JOIN jobs j ON j.id=s.job WHERE j.name LIKE 'run%' AND s.name='loss' "
+        "AND s.count=20000");
+    QVERIFY(whole.step());
+    QCOMPARE(whole.integer(0), int64_t(bulk_runs));
+}
+
+// traindeck-cli beside an open console, on the same catalog and worker: what it imports and submits shows in the
+// window, the console streams a job the CLI submitted and follows its cancel and resume; logs -f follows a job to its
+// end; errors have their exit codes.
+void ConsoleTest::commandLineSharesTheCatalogWithAnOpenConsole() {
+    TRAINDECK_REQUIRE(QFile::exists(kFashionMnist), kNeedFashion);
+    TRAINDECK_REQUIRE(QDir(kFixtures).exists(), kNeedFixtures);
+    QTemporaryDir temp;
+    const QString catalog_path = temp.filePath("catalog.db");
+    const QString worker_dir = temp.filePath("worker");
+    WorkerReaper reaper{worker_dir};
+    Console console;
+    QVERIFY(console.open(catalog_path, worker_dir));
+    MainWindow& window = *console.window;
+    window.setQuery("archived:any");
+    // The command runs while the window goes on (its event loop turns: the console keeps writing meanwhile).
+    struct Result {
+        int code = -1;
+        QByteArray out, err;
+    };
+    const auto cli = [&](const QStringList& args) {
+        QProcess process;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("TRAINDECK_PLUGIN_DIR", TRAINDECK_PLUGIN_DIR);
+        env.insert("TRAINDECK_TRAIN_BINARY", TRAINDECK_TRAIN_BINARY);
+        process.setProcessEnvironment(env);
+        process.start(TRAINDECK_CLI_BINARY,
+                      QStringList{"--catalog", catalog_path, "--worker-state-dir", worker_dir} + args);
+        QDeadlineTimer deadline(120000);
+        while (!process.waitForFinished(10) && !deadline.hasExpired())
+            QCoreApplication::processEvents();
+        Result result{process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1,
+                      process.readAllStandardOutput(), process.readAllStandardError()};
+        if (result.code != 0)
+            qInfo("traindeck-cli %s -> %d: %s", qPrintable(args.join(' ')), result.code, result.err.constData());
+        return result;
+    };
+    const auto json_of = [](const QByteArray& out) { return QJsonDocument::fromJson(out); };
+
+    // Import: the run shows in the open console's table.
+    Result imported = cli({"--json", "import", kFixtures + "/tfevents/lightning-torch-hparams"});
+    QCOMPARE(imported.code, 0);
+    const QJsonObject imported_run = json_of(imported.out).array()[0].toObject()["runs"].toArray()[0].toObject();
+    const qint64 imported_id = imported_run["run"].toInteger();
+    QCOMPARE(imported_run["points_added"].toInteger(), qint64(1034));
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, imported_run["name"].toString()) >= 0, 10000);
+
+    // Submit: a job held at step 5; the console watches it (its catalog gets the points, the CLI has exited).
+    const QString spec = temp.filePath("held.json");
+    QVERIFY(
+        write_file(spec, QJsonDocument(held(small_job("from the cli", 60000, 5), 5, temp.filePath("never"))).toJson()));
+    Result submitted = cli({"--json", "submit", spec});
+    QCOMPARE(submitted.code, 0);
+    const qint64 held_id = json_of(submitted.out).object()["run"].toInteger();
+    QVERIFY(held_id > 0);
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "from the cli") >= 0, 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(CatalogReader(catalog_path).curve(held_id, "loss", 2000).points, qint64(5), 60000);
+    QCOMPARE(state_of(window, row_of(window, "from the cli")), QString("running"));
+
+    // Cancel and resume from the command line; the window follows both.
+    QCOMPARE(cli({"cancel", QString::number(held_id)}).code, 0);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "from the cli")), QString("cancelled"), 60000);
+    QCOMPARE(cli({"resume", "from the cli"}).code, 0);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "from the cli")), QString("running"), 60000);
+    QCOMPARE(cli({"cancel", "from the cli"}).code, 0);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "from the cli")), QString("cancelled"), 60000);
+
+    // logs -f follows a short job to its end (0: it succeeded) and prints its metrics as they come.
+    QVERIFY(write_file(temp.filePath("short.json"), QJsonDocument(small_job("short", 640, 1)).toJson()));
+    Result short_job = cli({"--json", "submit", temp.filePath("short.json"), "--name", "short"});
+    QCOMPARE(short_job.code, 0);
+    const QString short_id = QString::number(json_of(short_job.out).object()["run"].toInteger());
+    Result followed = cli({"logs", "-f", "--metrics", short_id});
+    QCOMPARE(followed.code, 0);
+    QVERIFY2(followed.out.contains("== succeeded"), followed.out.constData());
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "short")), QString("succeeded"), 60000);
+    // With --metrics it replays the job from its first event: a metric line for every loss point the catalog has.
+    const qint64 losses = CatalogReader(catalog_path).curve(short_id.toLongLong(), "loss", 2000).points;
+    QVERIFY(losses >= 5);
+    QCOMPARE(qint64(followed.out.count("\nmetric ") + (followed.out.startsWith("metric ") ? 1 : 0)), losses);
+
+    // ls and show as scripts read them.
+    Result listed = cli({"--json", "ls"});
+    QCOMPARE(listed.code, 0);
+    QCOMPARE(json_of(listed.out).array().size(), 3);
+    Result filtered = cli({"ls", "state:succeeded", "and", "backend:import"});
+    QCOMPARE(filtered.code, 0);
+    QVERIFY2(filtered.out.contains("version_1") && !filtered.out.contains("from the cli"), filtered.out.constData());
+    Result shown = cli({"--json", "show", QString::number(imported_id)});
+    QCOMPARE(shown.code, 0);
+    const QJsonObject metrics = json_of(shown.out).object()["metrics"].toObject();
+    QCOMPARE(metrics["train_accuracy_step"].toObject()["points"].toInteger(), qint64(337));
+    QCOMPARE(json_of(shown.out).object()["source"].toObject()["format"].toString(), QString("tensorboard"));
+
+    // Export back as CSV: a header and one row a step.
+    QCOMPARE(cli({"export", QString::number(imported_id), "--csv", temp.filePath("out.csv")}).code, 0);
+    QFile csv(temp.filePath("out.csv"));
+    QVERIFY(csv.open(QIODevice::ReadOnly));
+    QVERIFY(csv.readLine().startsWith("step,time,epoch,hp_metric,"));
+
+    // Errors: each its exit code and a message on stderr.
+    Result missing = cli({"show", "99999"});
+    QCOMPARE(missing.code, 4);
+    QVERIFY2(missing.err.contains("no run 99999"), missing.err.constData());
+    QCOMPARE(cli({"ls", "loss", "<"}).code, 2);
+    QCOMPARE(cli({"frobnicate"}).code, 2);
+    Result ended = cli({"cancel", QString::number(imported_id)});
+    QCOMPARE(ended.code, 2);
+    QVERIFY2(ended.err.contains("already ended"), ended.err.constData());
+    // A damaged copy of an event file: imported with what is whole, the damage reported with its byte offset, exit 3.
+    const QString damaged_dir = temp.filePath("damaged");
+    QDir().mkpath(damaged_dir);
+    const QStringList events = QDir(kFixtures + "/tfevents/tbreducer-torch-strict").entryList({"events.out.tfevents*"});
+    QVERIFY(!events.isEmpty());
+    QFile source(kFixtures + "/tfevents/tbreducer-torch-strict/" + events.first());
+    QVERIFY(source.open(QIODevice::ReadOnly));
+    QByteArray bytes = source.readAll();
+    bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x5a);
+    QVERIFY(write_file(damaged_dir + "/" + events.first(), bytes));
+    Result damaged = cli({"import", damaged_dir});
+    QCOMPARE(damaged.code, 3);
+    QVERIFY2(damaged.out.contains("damaged: ") && damaged.out.contains(" at byte "), damaged.out.constData());
 }
 
 #include "console_test.moc"
