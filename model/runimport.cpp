@@ -4,6 +4,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -173,7 +174,11 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
 
     // Points: only those after what each series took before.
     const auto before = imported_series(db, job);
-    std::map<int64_t, double> times; // step -> the latest wall time of a new point there
+    // The new points' record times (step, wall time), one run sorted by step a series, merged once at the end: a
+    // map lookup a point cost more than the rest of the import's bookkeeping together.
+    std::vector<MetricPoint> times;
+    std::vector<size_t> time_runs{0};
+    const auto by_step = [](const MetricPoint& a, const MetricPoint& b) { return a.step < b.step; };
     for (const auto& [name, points] : run.scalars) {
         const auto it = before.find({"scalar", name});
         const Imported* had = it == before.end() ? nullptr : &it->second;
@@ -198,23 +203,37 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
                 continue;
             }
             add.push_back({p.step, p.value});
-            if (p.wall_time > 0 && std::isfinite(p.wall_time)) {
-                double& t = times[p.step];
-                t = std::max(t, p.wall_time);
-            }
+            if (p.wall_time > 0 && std::isfinite(p.wall_time))
+                times.push_back({p.step, p.wall_time});
         }
+        if (!std::is_sorted(times.begin() + static_cast<std::ptrdiff_t>(time_runs.back()), times.end(), by_step))
+            std::stable_sort(times.begin() + static_cast<std::ptrdiff_t>(time_runs.back()), times.end(), by_step);
+        time_runs.push_back(times.size());
         catalog.append_points(job, name, add);
         remember_series(db, job, "scalar", name, static_cast<int64_t>(points.size()), points.back().step,
                         points.back().value);
         result.changed = true;
     }
     if (!times.empty()) {
-        // The record times, for the wall-time and relative-time x-axes (xaxis.h), as ingest keeps them.
-        std::vector<MetricPoint> time_points;
-        time_points.reserve(times.size());
-        for (const auto& [step, time] : times)
-            time_points.push_back({step, time});
-        catalog.append_points(job, "_time", time_points);
+        // The record times, for the wall-time and relative-time x-axes (xaxis.h), as ingest keeps them: one a step,
+        // the latest of the points there.
+        for (size_t width = 1; width + 1 < time_runs.size(); width *= 2)
+            for (size_t i = 0; i + width + 1 < time_runs.size(); i += 2 * width) {
+                const auto first = times.begin() + static_cast<std::ptrdiff_t>(time_runs[i]);
+                const auto middle = times.begin() + static_cast<std::ptrdiff_t>(time_runs[i + width]);
+                const auto last = times.begin() +
+                                  static_cast<std::ptrdiff_t>(time_runs[std::min(i + 2 * width, time_runs.size() - 1)]);
+                std::inplace_merge(first, middle, last, by_step);
+            }
+        size_t kept = 0;
+        for (const MetricPoint& t : times) {
+            if (kept > 0 && times[kept - 1].step == t.step)
+                times[kept - 1].value = std::max(times[kept - 1].value, t.value);
+            else
+                times[kept++] = t;
+        }
+        times.resize(kept);
+        catalog.append_points(job, "_time", times);
     }
     for (const auto& [name, points] : run.histograms) {
         const auto it = before.find({"histogram", name});

@@ -4,6 +4,10 @@
 #include <bit>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
+
 namespace traindeck::importers {
 namespace {
 
@@ -26,9 +30,37 @@ constexpr std::array<std::array<uint32_t, 256>, 8> make_tables() {
 constexpr auto kTables = make_tables();
 static_assert(std::endian::native == std::endian::little, "crc32c reads little-endian words");
 
+#if defined(__x86_64__)
+// SSE4.2's crc32 instruction computes this very CRC (Castagnoli, reflected), eight bytes an instruction: about four
+// times the tables' speed, which is most of an import's time on bytes that are read but not kept (images). Checked
+// at run time, so one binary runs on machines without it (tables then).
+const bool kHardware = __builtin_cpu_supports("sse4.2");
+
+__attribute__((target("sse4.2"))) uint32_t crc32c_hardware(const unsigned char* p, size_t size, uint32_t crc) {
+    uint64_t wide = crc;
+    for (; size >= 8; size -= 8, p += 8) {
+        uint64_t word = 0;
+        std::memcpy(&word, p, 8);
+        wide = _mm_crc32_u64(wide, word);
+    }
+    crc = static_cast<uint32_t>(wide);
+    for (; size > 0; --size, ++p)
+        crc = _mm_crc32_u8(crc, *p);
+    return crc;
+}
+#endif
+
 } // namespace
 
 uint32_t crc32c(const void* data, size_t size, uint32_t crc) {
+#if defined(__x86_64__)
+    if (kHardware)
+        return ~crc32c_hardware(static_cast<const unsigned char*>(data), size, ~crc);
+#endif
+    return crc32c_tables(data, size, crc);
+}
+
+uint32_t crc32c_tables(const void* data, size_t size, uint32_t crc) {
     const auto* p = static_cast<const unsigned char*>(data);
     crc = ~crc;
     for (; size >= 8; size -= 8, p += 8) {

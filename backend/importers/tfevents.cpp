@@ -640,10 +640,8 @@ bool decode_event(std::string_view record, ImportedRun& run, TagPlugins& plugins
                 continue;
             if (v.type != WireType::bytes)
                 return why = "Summary.value is not a message", false;
-            DecodedValue decoded;
-            if (!decode_value(v.bytes, plugins, decoded, why))
+            if (!decode_value(v.bytes, plugins, values.emplace_back(), why))
                 return false;
-            values.push_back(std::move(decoded));
         }
         if (!list.ok())
             return why = "the Summary is malformed at byte " + std::to_string(list.position()), false;
