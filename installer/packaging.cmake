@@ -51,6 +51,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/resources/python/traindeck.py DESTINATION li
 install(FILES ${PROJECT_SOURCE_DIR}/resources/examples/fashion-mlp.json
               ${PROJECT_SOURCE_DIR}/resources/examples/fashion-cnn.json
               ${PROJECT_SOURCE_DIR}/resources/examples/pytorch_fashion.py
+              ${PROJECT_SOURCE_DIR}/resources/examples/pytorch_fashion_tensorboard.py
         DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/traindeck-worker/examples COMPONENT worker)
 install(FILES ${TRAINDECK_DEB_DIR}/traindeck-worker.1.gz ${TRAINDECK_DEB_DIR}/traindeck-train.1.gz
         DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT worker)

@@ -4,6 +4,7 @@
 #include "requireall.h"
 #include "smalldisk.h"
 #include "supervisor.h"
+#include "tfevents.h"
 #include "workerprocess.h"
 
 #include <gtest/gtest.h>
@@ -136,6 +137,71 @@ TEST(Worker, PyTorchExampleScriptRunsThroughTheHelper) {
     for (const auto& e : of_type(events, "log"))
         saw_log |= e["data"]["line"].get<std::string>().find("test accuracy") != std::string::npos;
     EXPECT_TRUE(saw_log);
+}
+
+// The same job written for TensorBoard (resources/examples/pytorch_fashion_tensorboard.py: its import line changed to
+// traindeck's drop-in SummaryWriter, nothing else of TrainDeck in it): every training loss arrives as a metric record
+// at its step, once; the hparams as the config; the histograms and the image, which the protocol has no record for,
+// in the event file the job's log names.
+TEST(Worker, TensorBoardScriptWithTheDropInSummaryWriterReportsEveryLoss) {
+    REQUIRE_FASHION_MNIST();
+    if (!torch_available()) {
+        TRAINDECK_SKIP("Debian's python3-torch is not installed");
+    }
+    WorkerProcess worker;
+    json request = pytorch_example_job("tensorboard");
+    request["argv"][1] = source_dir() + "/resources/examples/pytorch_fashion_tensorboard.py";
+    const int64_t id = worker.submit(request);
+    ASSERT_GT(id, 0) << worker.last_error;
+    const auto events = worker.drain(id, 300);
+    expect_gapless(events);
+    EXPECT_EQ(worker.job(id)["state"], "succeeded") << worker.job(id).dump();
+    std::map<long, int> losses;
+    std::vector<json> test_accuracy, hparam_metrics;
+    for (const auto& record : of_type(events, "record", "metric")) {
+        const json& data = record["data"];
+        if (data.contains("Loss/train")) {
+            ++losses[data["step"].get<long>()];
+            EXPECT_TRUE(data["Loss/train"].is_number()) << data.dump();
+        }
+        if (data.contains("Accuracy/test"))
+            test_accuracy.push_back(data);
+        if (data.contains("hparam/test_accuracy"))
+            hparam_metrics.push_back(data);
+    }
+    ASSERT_EQ(losses.size(), 20u); // 2560 / 128
+    EXPECT_EQ(losses.begin()->first, 1);
+    EXPECT_EQ(losses.rbegin()->first, 20);
+    for (const auto& [step, count] : losses)
+        EXPECT_EQ(count, 1) << "step " << step;
+    ASSERT_EQ(test_accuracy.size(), 1u);
+    EXPECT_EQ(test_accuracy[0]["step"], 20);
+    EXPECT_GT(test_accuracy[0]["Accuracy/test"].get<double>(), 0.4);
+    ASSERT_EQ(hparam_metrics.size(), 1u);
+    EXPECT_EQ(hparam_metrics[0]["step"], 20) << "add_hparams' metrics at the last step";
+    const auto configs = of_type(events, "record", "config");
+    ASSERT_EQ(configs.size(), 1u);
+    EXPECT_EQ(configs[0]["data"]["config"], (json{{"lr", 0.05}, {"batch_size", 128}, {"epochs", 1}, {"limit", 2560}}));
+
+    std::string event_file;
+    const std::string said = "histograms and images go to ";
+    for (const auto& e : of_type(events, "log"))
+        if (const std::string line = e["data"]["line"]; line.find(said) != std::string::npos)
+            event_file = line.substr(line.find(said) + said.size(), line.find(" (") - line.find(said) - said.size());
+    ASSERT_FALSE(event_file.empty()) << "the job's log names no event file";
+    auto runs = traindeck::importers::read_tensorboard_logdir(event_file);
+    ASSERT_TRUE(runs) << runs.error();
+    ASSERT_EQ(runs->size(), 1u);
+    const auto& run = runs->front();
+    EXPECT_TRUE(run.damage.empty());
+    EXPECT_TRUE(run.scalars.empty()) << "scalars went to the worker, not to the file";
+    ASSERT_EQ(run.histograms.size(), 6u); // weight and bias of three layers
+    ASSERT_EQ(run.histograms.count("0.weight"), 1u);
+    EXPECT_EQ(run.histograms.at("0.weight").at(0).num, 784 * 256);
+    EXPECT_EQ(run.histograms.at("0.weight").at(0).step, 20);
+    ASSERT_EQ(run.images.count("test image 0"), 1u);
+    EXPECT_EQ(run.images.at("test image 0").at(0).width, 28);
+    EXPECT_EQ(run.images.at("test image 0").at(0).height, 28);
 }
 
 TEST(Worker, KilledJobRetriesFromItsCheckpointWithAContinuousCurve) {
