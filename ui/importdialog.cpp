@@ -14,6 +14,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QTime>
 #include <QVBoxLayout>
 
 namespace traindeck {
@@ -52,10 +53,12 @@ ImportDialog::ImportDialog(CatalogWriter& writer, QWidget* parent) : QDialog(par
     format_->addItem(tr("JSONL metric lines"), "jsonl");
     format_->setAccessibleName(tr("Format"));
     deleted_ = new QCheckBox(tr("Also runs deleted in MLflow"));
+    follow_ = new QCheckBox(tr("Keep following: import what is written there as it is written (live)"));
     auto* form = new QFormLayout;
     form->addRow(tr("Import"), path_row);
     form->addRow(tr("Format"), format_);
     form->addRow(QString(), deleted_);
+    form->addRow(QString(), follow_);
 
     bar_ = new QProgressBar;
     bar_->setRange(0, 1);
@@ -106,9 +109,20 @@ ImportDialog::ImportDialog(CatalogWriter& writer, QWidget* parent) : QDialog(par
         bar_->setRange(0, std::max(progress.runs_total, 1));
         bar_->setValue(progress.runs_done);
         const QLocale locale;
-        status_->setText(tr("%1 — %2 points, %3 points/s")
-                             .arg(progress.current, locale.toString(progress.points),
-                                  locale.toString(qRound64(progress.points_per_second))));
+        for (const QString& line : progress.lines)
+            summary_->appendPlainText(line);
+        if (progress.following) {
+            cancel_->setText(tr("Stop following"));
+            status_->setText(tr("Following %1 — %2 points imported; last look %3")
+                                 .arg(progress.current, locale.toString(progress.points),
+                                      QTime::currentTime().toString("HH:mm:ss")));
+        } else {
+            status_->setText(tr("%1 — %2 points, %3 points/s")
+                                 .arg(progress.current, locale.toString(progress.points),
+                                      locale.toString(qRound64(progress.points_per_second))));
+        }
+        if (!progress.changed.isEmpty())
+            emit imported(progress.changed);
     });
     connect(&importer_, &RunImporter::finished, this, &ImportDialog::finish);
 }
@@ -125,8 +139,9 @@ void ImportDialog::startImport() {
         status_->setText(tr("Choose a folder or files to import first."));
         return;
     }
-    if (!importer_.start(paths, format_->currentData().toString(), deleted_->isChecked()))
+    if (!importer_.start(paths, format_->currentData().toString(), deleted_->isChecked(), follow_->isChecked()))
         return;
+    cancel_->setText(tr("Cancel import"));
     import_->setEnabled(false);
     cancel_->setEnabled(true);
     bar_->setRange(0, 0); // busy until the first run is read
@@ -144,6 +159,10 @@ void ImportDialog::finish(const RunImporter::Summary& summary) {
     if (!summary.jobs.isEmpty())
         emit imported(summary.jobs);
 }
+
+void ImportDialog::setFollow(bool follow) { follow_->setChecked(follow); }
+
+void ImportDialog::stop() { importer_.cancel(); }
 
 void ImportDialog::reject() {
     importer_.cancel(); // what is imported stays; the run being written finishes first

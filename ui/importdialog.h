@@ -2,7 +2,8 @@
 // Import runs…: runs of other tools into the catalog (RunImporter does the work). A folder or file chosen here, or
 // dropped on the jobs view; the format detected unless the user picks one; progress with points/s and Cancel; then
 // a summary of what came in and every piece of damage. Imported runs are runs like any other (table, groups,
-// compare). Closing the dialog while it imports cancels after the run being written.
+// compare). "Keep following" goes on importing what is written there (a logdir of a run still training) until the
+// user stops it. Closing the dialog while it imports cancels after the run being written.
 #include "runimporter.h"
 
 #include <QDialog>
@@ -24,6 +25,8 @@ public:
 
     void setPaths(const QStringList& paths);
     void startImport();
+    void setFollow(bool follow); // "Keep following" (before startImport)
+    void stop();                 // Cancel import / Stop following
     bool importing() const { return importer_.busy(); }
     QString status() const;
     QString summaryText() const;
@@ -41,6 +44,7 @@ private:
     QLineEdit* paths_;
     QComboBox* format_;
     QCheckBox* deleted_;
+    QCheckBox* follow_;
     QPushButton* import_;
     QPushButton* cancel_;
     QProgressBar* bar_;

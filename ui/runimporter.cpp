@@ -10,6 +10,7 @@
 #include <QThreadPool>
 
 #include <chrono>
+#include <thread>
 
 namespace traindeck {
 
@@ -49,7 +50,7 @@ RunImporter::~RunImporter() { cancel(); }
 
 void RunImporter::cancel() { cancelled_->store(true); }
 
-bool RunImporter::start(const QStringList& paths, const QString& format, bool include_deleted) {
+bool RunImporter::start(const QStringList& paths, const QString& format, bool include_deleted, bool follow) {
     if (busy_)
         return false;
     busy_ = true;
@@ -57,7 +58,7 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
     CatalogWriter* writer = &writer_;
     run_in_background_reporting(
         this,
-        [writer, paths, cancelled = cancelled_,
+        [writer, paths, follow, cancelled = cancelled_,
          options = importers::ReadRunsOptions{format.toStdString(), include_deleted}](const auto& report) {
             Summary summary;
             Progress progress;
@@ -65,23 +66,24 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
             const auto seconds = [&] {
                 return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
             };
-            for (const QString& path : paths) {
-                if (cancelled->load())
-                    break;
-                progress.current = path;
-                report(progress);
+            // One pass over a path; a later pass of a follow only speaks of the runs that changed.
+            const auto import_path = [&](const QString& path, bool later) {
+                if (!later) {
+                    progress.current = path;
+                    report(progress);
+                }
                 auto read = importers::read_runs(QFileInfo(path).absoluteFilePath().toStdString(), options);
                 if (!read) {
                     ++summary.runs_failed;
-                    summary.lines << tr("%1: %2").arg(path, QString::fromStdString(read.error()));
-                    continue;
+                    progress.lines << tr("%1: %2").arg(path, QString::fromStdString(read.error()));
+                    return;
                 }
-                progress.runs_total += static_cast<int>(read->runs.size());
+                if (!later)
+                    progress.runs_total += static_cast<int>(read->runs.size());
                 for (importers::ImportedRun& run : read->runs) {
                     if (cancelled->load())
                         break;
                     progress.current = QString::fromStdString(run.name);
-                    report(progress);
                     // Written by the catalog's one writer; flush() returns once it is committed (or says why not).
                     auto result = std::make_shared<Expected<RunImportResult>>(Error{"not written"});
                     auto shared_run = std::make_shared<importers::ImportedRun>(std::move(run));
@@ -91,41 +93,81 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                     const QString name = QString::fromStdString(shared_run->name);
                     if (!error.empty() || !*result) {
                         ++summary.runs_failed;
-                        summary.lines << tr("%1 was not imported: %2")
-                                             .arg(name,
-                                                  QString::fromStdString(error.empty() ? result->error() : error));
+                        progress.lines << tr("%1 was not imported: %2")
+                                              .arg(name,
+                                                   QString::fromStdString(error.empty() ? result->error() : error));
                         continue;
                     }
                     const RunImportResult& done = **result;
-                    (done.created ? summary.runs_new : done.changed ? summary.runs_grown : summary.runs_same)++;
                     summary.points += done.points_added;
-                    summary.jobs << done.job;
-                    summary.lines << tr("%1 run %2 “%3”: %4 points added, %5 already here")
-                                         .arg(done.created   ? tr("New")
-                                              : done.changed ? tr("Grown")
-                                                             : tr("Unchanged"))
-                                         .arg(done.job)
-                                         .arg(name)
-                                         .arg(done.points_added)
-                                         .arg(done.points_kept);
+                    if (!later) {
+                        (done.created ? summary.runs_new : done.changed ? summary.runs_grown : summary.runs_same)++;
+                        summary.jobs << done.job;
+                        ++progress.runs_done;
+                    } else if (!done.changed) {
+                        continue;
+                    }
+                    progress.changed << done.job;
+                    progress.lines << tr("%1 run %2 “%3”: %4 points added, %5 already here")
+                                          .arg(done.created   ? tr("New")
+                                               : done.changed ? tr("Grown")
+                                                              : tr("Unchanged"))
+                                          .arg(done.job)
+                                          .arg(name)
+                                          .arg(done.points_added)
+                                          .arg(done.points_kept);
                     for (const importers::Damage& piece : shared_run->damage) {
                         ++summary.damage;
-                        summary.lines << tr("  damaged: %1 at byte %2: %3")
-                                             .arg(QString::fromStdString(piece.file))
-                                             .arg(piece.offset)
-                                             .arg(QString::fromStdString(piece.what));
+                        progress.lines << tr("  damaged: %1 at byte %2: %3")
+                                              .arg(QString::fromStdString(piece.file))
+                                              .arg(piece.offset)
+                                              .arg(QString::fromStdString(piece.what));
                     }
                     for (const std::string& note : done.notes)
-                        summary.lines << "  " + QString::fromStdString(note);
-                    ++progress.runs_done;
+                        progress.lines << "  " + QString::fromStdString(note);
                     progress.points = summary.points;
                     progress.points_per_second = summary.points / std::max(seconds(), 1e-3);
                     report(progress);
+                    summary.lines << progress.lines;
+                    progress.lines.clear();
+                    progress.changed.clear();
                 }
-                for (const std::string& note : read->notes)
-                    summary.lines << QString::fromStdString(note);
+                if (!later)
+                    for (const std::string& note : read->notes)
+                        progress.lines << QString::fromStdString(note);
+                summary.lines << progress.lines;
+                if (!progress.lines.isEmpty())
+                    report(progress);
+                progress.lines.clear();
+                progress.changed.clear();
+            };
+            std::vector<uint64_t> fingerprints;
+            for (const QString& path : paths) {
+                if (cancelled->load())
+                    break;
+                // Taken before reading: a write during the import is seen at the next look.
+                fingerprints.push_back(importers::source_fingerprint(QFileInfo(path).absoluteFilePath().toStdString()));
+                import_path(path, false);
             }
-            summary.cancelled = cancelled->load();
+            if (follow && !cancelled->load()) {
+                progress.following = true;
+                progress.current = paths.join(QStringLiteral(", "));
+                report(progress);
+            }
+            while (follow && !cancelled->load()) {
+                for (int slept = 0; slept < 200 && !cancelled->load(); slept += 20)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                for (size_t i = 0; i < fingerprints.size() && !cancelled->load(); ++i) {
+                    const QString& path = paths[static_cast<int>(i)];
+                    const uint64_t now =
+                        importers::source_fingerprint(QFileInfo(path).absoluteFilePath().toStdString());
+                    if (now == fingerprints[i])
+                        continue;
+                    fingerprints[i] = now;
+                    import_path(path, true);
+                }
+            }
+            summary.cancelled = cancelled->load() && !follow;
             return summary;
         },
         [this](const Progress& progress) { emit this->progress(progress); },

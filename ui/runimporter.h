@@ -3,7 +3,8 @@
 // stores, W&B offline runs, metric tables) read on a pool thread and written into the catalog by its one writer, a
 // run at a time (model/runimport: idempotent, so importing again adds only what a source gained). Progress after
 // each run (points and points/s); cancel() stops before the next run, and what was imported stays. The summary says
-// what came in and every piece of damage (file and byte offset).
+// what came in and every piece of damage (file and byte offset). Following a path (a logdir still being written)
+// streams what is appended into the catalog as a local job's points stream.
 #include "catalog.h"
 
 #include <QObject>
@@ -23,6 +24,9 @@ public:
         qint64 points = 0;                 // scalar points added so far
         double points_per_second = 0;
         QString current; // the path or run being read or written
+        bool following = false; // the first pass is done; now looking at the files for what is written there
+        QStringList lines;      // what the pass since the last report did (a line a run that changed)
+        QList<qint64> changed;  // the runs it wrote to (the window refreshes them)
     };
     struct Summary {
         int runs_new = 0, runs_grown = 0, runs_same = 0, runs_failed = 0;
@@ -37,8 +41,10 @@ public:
     ~RunImporter() override;
 
     bool busy() const { return busy_; }
-    // format: "" (detect), or one of importers::read_formats(); false when an import is already under way.
-    bool start(const QStringList& paths, const QString& format = {}, bool include_deleted = false);
+    // format: "" (detect), or one of importers::read_formats(); false when an import is already under way. With
+    // follow, once everything is in it keeps looking at the paths (a stat of their files every 200 ms) and imports
+    // what is written there, as it is written, until cancel().
+    bool start(const QStringList& paths, const QString& format = {}, bool include_deleted = false, bool follow = false);
     void cancel();
 
 signals:

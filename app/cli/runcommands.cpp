@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <unistd.h>
 
@@ -227,91 +228,141 @@ int cmd_show(Cli& cli) {
     return kOk;
 }
 
-int cmd_import(Cli& cli) {
-    QStringList args = cli.options().args;
-    importers::ReadRunsOptions options;
-    if (const auto format = take_option(args, "--format"))
-        options.format = format->toStdString();
-    options.include_deleted = take_flag(args, "--include-deleted");
-    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
-        return cli.fail(kUsage, unknown);
-    if (args.isEmpty())
-        return cli.fail(kUsage, "usage: traindeck-cli import PATH... [--format tensorboard|mlflow|wandb|csv|jsonl] "
-                                "[--include-deleted]");
-    if (!cli.openCatalog())
-        return kFailed;
-    int exit = kOk;
-    json report = json::array();
-    QString text;
-    for (const QString& path : args) {
-        const auto started = std::chrono::steady_clock::now();
-        auto read = importers::read_runs(QFileInfo(path).absoluteFilePath().toStdString(), options);
-        if (!read) {
-            cli.fail(kFailed, QString::fromStdString(read.error()));
-            report.push_back({{"path", path.toStdString()}, {"error", read.error()}});
+namespace {
+
+volatile std::sig_atomic_t g_stop_following = 0;
+
+// One pass over a path: read, import each run (its own transaction), and say what changed. With only_changes (a
+// follow's later passes) runs that gained nothing are not mentioned.
+json import_path(Cli& cli, const QString& path, const importers::ReadRunsOptions& options, bool only_changes,
+                 QString& text, int& exit) {
+    const auto started = std::chrono::steady_clock::now();
+    auto read = importers::read_runs(QFileInfo(path).absoluteFilePath().toStdString(), options);
+    if (!read) {
+        cli.fail(kFailed, QString::fromStdString(read.error()));
+        exit = kFailed;
+        return {{"path", path.toStdString()}, {"error", read.error()}};
+    }
+    json runs = json::array();
+    int64_t points = 0;
+    for (const importers::ImportedRun& run : read->runs) {
+        auto result = import_run(cli.catalog(), run);
+        if (!result) {
+            cli.fail(kFailed, QString("%1 was not imported: %2")
+                                  .arg(QString::fromStdString(run.source), QString::fromStdString(result.error())));
+            runs.push_back({{"source", run.source}, {"error", result.error()}});
             exit = kFailed;
             continue;
         }
-        json runs = json::array();
-        int64_t points = 0;
-        for (const importers::ImportedRun& run : read->runs) {
-            auto result = import_run(cli.catalog(), run);
-            if (!result) {
-                cli.fail(kFailed, QString("%1 was not imported: %2")
-                                      .arg(QString::fromStdString(run.source), QString::fromStdString(result.error())));
-                runs.push_back({{"source", run.source}, {"error", result.error()}});
-                exit = kFailed;
-                continue;
-            }
-            points += result->points_added;
-            json damage = json::array();
-            for (const importers::Damage& piece : run.damage)
-                damage.push_back({{"file", piece.file}, {"offset", piece.offset}, {"what", piece.what}});
-            if (!run.damage.empty() && exit == kOk)
-                exit = kDamaged;
-            runs.push_back({{"run", result->job},
-                            {"name", run.name},
-                            {"source", run.source},
-                            {"created", result->created},
-                            {"points_added", result->points_added},
-                            {"points_kept", result->points_kept},
-                            {"not_finite", result->not_finite},
-                            {"histograms_added", result->histograms_added},
-                            {"damage", damage},
-                            {"notes", result->notes}});
-            text += QString("%1 run %2 %3: %4 points added, %5 already here%6\n")
-                        .arg(result->created ? "new" : (result->changed ? "grew" : "same"))
-                        .arg(result->job)
-                        .arg(QString::fromStdString(run.name))
-                        .arg(result->points_added)
-                        .arg(result->points_kept)
-                        .arg(result->not_finite ? QString(" (%1 NaN or infinite, not stored)").arg(result->not_finite)
-                                                : QString());
-            for (const importers::Damage& piece : run.damage)
-                text += QString("  damaged: %1 at byte %2: %3\n")
-                            .arg(QString::fromStdString(piece.file))
-                            .arg(piece.offset)
-                            .arg(QString::fromStdString(piece.what));
-            for (const std::string& note : result->notes)
-                text += "  note: " + QString::fromStdString(note) + "\n";
-        }
+        points += result->points_added;
+        if (only_changes && !result->changed)
+            continue;
+        json damage = json::array();
+        for (const importers::Damage& piece : run.damage)
+            damage.push_back({{"file", piece.file}, {"offset", piece.offset}, {"what", piece.what}});
+        if (!run.damage.empty() && exit == kOk)
+            exit = kDamaged;
+        runs.push_back({{"run", result->job},
+                        {"name", run.name},
+                        {"source", run.source},
+                        {"created", result->created},
+                        {"points_added", result->points_added},
+                        {"points_kept", result->points_kept},
+                        {"not_finite", result->not_finite},
+                        {"histograms_added", result->histograms_added},
+                        {"damage", damage},
+                        {"notes", result->notes}});
+        text += QString("%1 run %2 %3: %4 points added, %5 already here%6\n")
+                    .arg(result->created ? "new" : (result->changed ? "grew" : "same"))
+                    .arg(result->job)
+                    .arg(QString::fromStdString(run.name))
+                    .arg(result->points_added)
+                    .arg(result->points_kept)
+                    .arg(result->not_finite ? QString(" (%1 NaN or infinite, not stored)").arg(result->not_finite)
+                                            : QString());
+        for (const importers::Damage& piece : run.damage)
+            text += QString("  damaged: %1 at byte %2: %3\n")
+                        .arg(QString::fromStdString(piece.file))
+                        .arg(piece.offset)
+                        .arg(QString::fromStdString(piece.what));
+        for (const std::string& note : result->notes)
+            text += "  note: " + QString::fromStdString(note) + "\n";
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (!only_changes) {
         for (const std::string& note : read->notes)
             text += "note: " + QString::fromStdString(note) + "\n";
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         text += QString("%1: %2 run(s) from %3 in %4 s (%5 points/s)\n")
                     .arg(path)
                     .arg(read->runs.size())
                     .arg(QString::fromStdString(read->format))
                     .arg(seconds, 0, 'f', 2)
                     .arg(seconds > 0 ? points / seconds : 0.0, 0, 'f', 0);
-        report.push_back({{"path", path.toStdString()},
-                          {"format", read->format},
-                          {"runs", runs},
-                          {"notes", read->notes},
-                          {"seconds", seconds}});
+    }
+    return {{"path", path.toStdString()},
+            {"format", read->format},
+            {"runs", runs},
+            {"notes", read->notes},
+            {"seconds", seconds}};
+}
+
+} // namespace
+
+int cmd_import(Cli& cli) {
+    QStringList args = cli.options().args;
+    importers::ReadRunsOptions options;
+    if (const auto format = take_option(args, "--format"))
+        options.format = format->toStdString();
+    options.include_deleted = take_flag(args, "--include-deleted");
+    const bool follow = take_flag(args, "--follow");
+    const std::optional<QString> interval_text = take_option(args, "--interval");
+    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
+        return cli.fail(kUsage, unknown);
+    bool interval_ok = true;
+    const int interval_ms = interval_text ? interval_text->toInt(&interval_ok) : 200;
+    if (!interval_ok || interval_ms < 10 || interval_ms > 3600000)
+        return cli.fail(kUsage, "--interval takes milliseconds between looks at the files (10 to 3600000)");
+    if (args.isEmpty())
+        return cli.fail(kUsage, "usage: traindeck-cli import PATH... [--format tensorboard|mlflow|wandb|csv|jsonl] "
+                                "[--include-deleted] [--follow [--interval MS]]");
+    if (!cli.openCatalog())
+        return kFailed;
+    int exit = kOk;
+    json report = json::array();
+    QString text;
+    std::vector<uint64_t> fingerprints;
+    for (const QString& path : args) {
+        // Taken before reading: a write during the import is seen at the next look.
+        fingerprints.push_back(importers::source_fingerprint(QFileInfo(path).absoluteFilePath().toStdString()));
+        report.push_back(import_path(cli, path, options, false, text, exit));
     }
     cli.print(report, text);
-    return exit;
+    if (!follow)
+        return exit;
+    // Live: each path is looked at every interval (a stat of its files) and read again when anything changed;
+    // import_run adds only what it gained. Until SIGINT or SIGTERM.
+    std::signal(SIGINT, [](int) { g_stop_following = 1; });
+    std::signal(SIGTERM, [](int) { g_stop_following = 1; });
+    if (!cli.json())
+        std::fprintf(stderr, "traindeck-cli: following %s (Ctrl+C stops)\n", qPrintable(args.join(", ")));
+    while (!g_stop_following) {
+        ::usleep(static_cast<useconds_t>(interval_ms) * 1000);
+        for (int i = 0; i < args.size() && !g_stop_following; ++i) {
+            const uint64_t now = importers::source_fingerprint(QFileInfo(args[i]).absoluteFilePath().toStdString());
+            if (now == fingerprints[static_cast<size_t>(i)])
+                continue;
+            fingerprints[static_cast<size_t>(i)] = now;
+            QString changes;
+            int pass_exit = kOk;
+            const json pass = import_path(cli, args[i], options, true, changes, pass_exit);
+            if (cli.json())
+                std::printf("%s\n", pass.dump().c_str());
+            else if (!changes.isEmpty())
+                std::printf("%s", qPrintable(changes));
+            std::fflush(stdout);
+        }
+    }
+    return exit == kDamaged ? kDamaged : kOk;
 }
 
 int cmd_export(Cli& cli) {

@@ -34,4 +34,9 @@ Expected<std::string> detect_format(const std::string& path);
 
 Expected<ReadRuns> read_runs(const std::string& path, const ReadRunsOptions& options = {});
 
+// A cheap fingerprint of what lies at path: every file's name, size and modification time (a stat each, nothing
+// read). It changes when a file grows, appears, goes or is rewritten: a source still being written (a live logdir)
+// is read again when it does. 0 when the path is not there.
+uint64_t source_fingerprint(const std::string& path);
+
 } // namespace traindeck::importers

@@ -445,6 +445,7 @@ private slots:
     void runsAreQueriedGroupedComparedAndKeptTidy();
     void everyMenuActionDoesSomethingOrSaysWhyNot();
     void importDialogAndDropBringRunsIn();
+    void aLogdirBeingWrittenStreamsIn();
     void commandLineSharesTheCatalogWithAnOpenConsole();
 };
 
@@ -2044,6 +2045,83 @@ void ConsoleTest::importDialogAndDropBringRunsIn() {
         "AND s.count=20000");
     QVERIFY(whole.step());
     QCOMPARE(whole.integer(0), int64_t(bulk_runs));
+}
+
+// Live tail: a logdir still being written (appended records, a new run's file) streams into the catalog and the window
+// while the import dialog follows it, from the console and from traindeck-cli import --follow alike.
+void ConsoleTest::aLogdirBeingWrittenStreamsIn() {
+    QTemporaryDir temp;
+    const QString catalog_path = temp.filePath("catalog.db");
+    const QString worker_dir = temp.filePath("worker");
+    WorkerReaper reaper{worker_dir};
+    Console console;
+    QVERIFY(console.open(catalog_path, worker_dir));
+    MainWindow& window = *console.window;
+    window.setQuery("archived:any");
+    const QString logdir = temp.filePath("logdir");
+    QVERIFY(QDir().mkpath(logdir + "/first"));
+    const auto append = [](const QString& file, int from, int to) {
+        QFile out(file);
+        if (!out.open(QIODevice::WriteOnly | QIODevice::Append))
+            return false;
+        std::string bytes = out.size() == 0 ? importers::encode_file_version_event(1.7e9) : std::string();
+        for (int step = from; step <= to; ++step)
+            bytes += importers::encode_scalar_event("loss", step, 1.0f / static_cast<float>(step), 1.7e9 + step);
+        return out.write(bytes.data(), static_cast<qint64>(bytes.size())) == static_cast<qint64>(bytes.size());
+    };
+    const QString first = logdir + "/first/events.out.tfevents.1700000000.host.1.0";
+    QVERIFY(append(first, 1, 3));
+
+    ImportDialog dialog(*console.writer, &window);
+    QObject::connect(&dialog, &ImportDialog::imported, &window, &MainWindow::refresh);
+    dialog.setPaths({logdir});
+    dialog.setFollow(true);
+    dialog.show();
+    dialog.startImport();
+    QTRY_VERIFY_WITH_TIMEOUT(dialog.status().startsWith("Following"), 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "first") >= 0, 10000);
+    const qint64 job =
+        window.jobs().data(window.jobs().index(row_of(window, "first"), 0), JobTableModel::JobIdRole).toLongLong();
+    QCOMPARE(CatalogReader(catalog_path).curve(job, "loss", 2000).points, qint64(3));
+    // Records appended to the file stream in; a new run's folder shows as a new run.
+    QVERIFY(append(first, 4, 10));
+    QTRY_COMPARE_WITH_TIMEOUT(CatalogReader(catalog_path).curve(job, "loss", 2000).points, qint64(10), 30000);
+    QVERIFY(QDir().mkpath(logdir + "/second"));
+    QVERIFY(append(logdir + "/second/events.out.tfevents.1700000001.host.1.0", 1, 4));
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "second") >= 0, 30000);
+    QVERIFY(append(first, 11, 12));
+    QTRY_COMPARE_WITH_TIMEOUT(CatalogReader(catalog_path).curve(job, "loss", 2000).points, qint64(12), 30000);
+    QVERIFY2(dialog.summaryText().contains("Grown run"), qPrintable(dialog.summaryText()));
+    dialog.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/import-following.png"));
+    dialog.stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!dialog.importing(), 30000);
+    QVERIFY2(!dialog.status().contains("cancelled"), qPrintable(dialog.status()));
+    // Stopped: what is written now stays out until the next import.
+    QVERIFY(append(first, 13, 13));
+    QTest::qWait(600);
+    QCOMPARE(CatalogReader(catalog_path).curve(job, "loss", 2000).points, qint64(12));
+
+    // The command line's follow, on a catalog of its own: the same stream, until SIGTERM (exit 0).
+    const QString cli_catalog = temp.filePath("cli.db");
+    QProcess follow;
+    follow.start(TRAINDECK_CLI_BINARY, {"--catalog", cli_catalog, "import", "--follow", "--interval", "50", logdir});
+    QVERIFY(follow.waitForStarted());
+    const auto points_in_cli_catalog = [&] {
+        Catalog reader;
+        if (!reader.open(cli_catalog.toStdString(), true).empty())
+            return int64_t(-1);
+        Statement select = reader.db().prepare(
+            "SELECT s.count FROM metric_summaries s JOIN jobs j ON j.id=s.job WHERE j.name='first' AND s.name='loss'");
+        return select.step() ? select.integer(0) : int64_t(0);
+    };
+    QTRY_COMPARE_WITH_TIMEOUT(points_in_cli_catalog(), int64_t(13), 30000);
+    QVERIFY(append(first, 14, 20));
+    QTRY_COMPARE_WITH_TIMEOUT(points_in_cli_catalog(), int64_t(20), 30000);
+    follow.terminate();
+    QVERIFY(follow.waitForFinished(30000));
+    QCOMPARE(follow.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(follow.exitCode(), 0);
+    QVERIFY2(follow.readAllStandardOutput().contains("grew run"), "the follow said nothing of the appended points");
 }
 
 // traindeck-cli beside an open console, on the same catalog and worker: what it imports and submits shows in the
