@@ -35,9 +35,9 @@ packages=(
 # With --tests: a real single-node Slurm for the Slurm executor's tests (installer/slurm-single-node.sh starts it),
 # clang with libFuzzer's runtime (packaged apart from clang) for the fuzz tests (tests/fuzz), and clang-format and
 # clang-tidy for the style checks (tests/style; git for the lines a change touched), and lintian and
-# desktop-file-utils for the packages' check (tests/package).
+# desktop-file-utils for the packages' check (tests/package), and sqlite3, the peer of the CLI's ls benchmark.
 test_packages=(slurmctld slurmd slurm-client slurmrestd munge slurm-wlm-jwt-plugin clang libclang-rt-14-dev
-  clang-format-14 clang-tidy-14 git poppler-utils lintian desktop-file-utils appstream)
+  clang-format-14 clang-tidy-14 git poppler-utils lintian desktop-file-utils appstream sqlite3)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

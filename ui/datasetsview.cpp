@@ -10,11 +10,14 @@
 #include <QComboBox>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QDir>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QIcon>
+#include <QFontMetrics>
 #include <QImage>
 #include <QLabel>
 #include <QMimeData>
@@ -34,16 +37,54 @@ namespace traindeck {
 namespace {
 
 const char* kFashionMnist = "/usr/share/datasets/fashion-mnist";
-const char* kFashionClasses[] = {"T-shirt", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Boot"};
+// Fashion-MNIST's class names (Zalando's README) and the first labels of its training and test files, by which a
+// copy under any name or folder is known.
+const char* const kFashionClasses[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+const std::vector<int32_t> kFashionTrainFirst = {9, 0, 0, 3, 0, 2, 7, 2, 5, 5, 0, 9, 5, 5, 7, 9};
+const std::vector<int32_t> kFashionTestFirst = {9, 2, 1, 1, 6, 1, 4, 6, 5, 7, 4, 5, 7, 3, 4, 1};
 
-// A grid of the first IDX images, each with its label under it.
-QImage idx_grid(const dataset::IdxSet& set, bool fashion) {
+// The class names of an IDX set: a classes.txt (or class_names.txt, labels.txt) beside its files, one name a line
+// in label order; else Fashion-MNIST's when the set is it (its first labels, or "fashion" in the dataset's name).
+// None: the labels show as numbers.
+QStringList idx_class_names(const QString& root, const QString& name, const dataset::IdxSet& set) {
+    const QFileInfo info(root);
+    const QDir dir(info.isDir() ? root : info.path());
+    for (const char* file : {"classes.txt", "class_names.txt", "labels.txt"}) {
+        QFile names(dir.filePath(file));
+        if (!names.open(QIODevice::ReadOnly | QIODevice::Text))
+            continue;
+        QStringList lines;
+        for (const QByteArray& line : names.readAll().split('\n'))
+            if (!line.trimmed().isEmpty())
+                lines << QString::fromUtf8(line.trimmed());
+        if (!lines.isEmpty())
+            return lines;
+    }
+    const auto starts_with = [&](const std::vector<int32_t>& first) {
+        return set.sample_labels.size() >= first.size() &&
+               std::equal(first.begin(), first.end(), set.sample_labels.begin());
+    };
+    if (set.width == 28 && set.height == 28 &&
+        (name.contains("fashion", Qt::CaseInsensitive) || starts_with(kFashionTrainFirst) ||
+         starts_with(kFashionTestFirst))) {
+        QStringList names;
+        for (const char* each : kFashionClasses)
+            names << each;
+        return names;
+    }
+    return {};
+}
+
+// A grid of the first IDX images, each with its label (and class name, when known) under it.
+QImage idx_grid(const dataset::IdxSet& set, const QStringList& names) {
     const int count = static_cast<int>(set.pixels.size() / std::max(1, set.height * set.width));
     const int columns = 8, scale = 3, cell_w = set.width * scale + 8, cell_h = set.height * scale + 22;
     const int rows = (count + columns - 1) / columns;
     QImage grid(columns * cell_w, std::max(1, rows) * cell_h, QImage::Format_RGB32);
     grid.fill(Qt::white);
     QPainter painter(&grid);
+    const QFontMetrics metrics(painter.font());
     for (int i = 0; i < count; ++i) {
         QImage image(set.pixels.data() + static_cast<size_t>(i) * set.height * set.width, set.width, set.height, set.width,
                      QImage::Format_Grayscale8);
@@ -51,9 +92,9 @@ QImage idx_grid(const dataset::IdxSet& set, bool fashion) {
         painter.drawImage(QRect(x, y, set.width * scale, set.height * scale), image.copy());
         if (i < static_cast<int>(set.sample_labels.size())) {
             const int label = set.sample_labels[i];
-            const QString text = fashion && label >= 0 && label < 10 ? QString("%1 %2").arg(label).arg(kFashionClasses[label])
-                                                                     : QString::number(label);
-            painter.drawText(QRect(x, y + set.height * scale, set.width * scale, 16), Qt::AlignCenter, text);
+            const QString text = label >= 0 && label < names.size() ? names[label] : QString::number(label);
+            painter.drawText(QRect(x - 2, y + set.height * scale, set.width * scale + 4, 16), Qt::AlignCenter,
+                             metrics.elidedText(text, Qt::ElideRight, set.width * scale + 4));
         }
     }
     return grid;
@@ -63,7 +104,8 @@ QImage idx_grid(const dataset::IdxSet& set, bool fashion) {
 struct Loaded {
     dataset::Preview preview;
     QString error, diff;
-    QImage image; // the IDX grid or the class-folder thumbnails
+    QImage image;      // the IDX grid or the class-folder thumbnails
+    QStringList names; // the IDX set's class names, when known
 };
 
 // What changed against the previous version of the same dataset, as the diff pane shows it.
@@ -385,7 +427,8 @@ void DatasetsView::showVersion(const QString& version) {
         if (p.format == "idx" && !p.idx.empty()) {
             // The training set when there is one (the larger set).
             const auto& set = *std::max_element(p.idx.begin(), p.idx.end(), [](const auto& a, const auto& b) { return a.count < b.count; });
-            loaded.image = idx_grid(set, name.contains("fashion", Qt::CaseInsensitive));
+            loaded.names = idx_class_names(root, name, set);
+            loaded.image = idx_grid(set, loaded.names);
         } else if (p.format == "image-folder") {
             loaded.image = thumbnails(p, root);
         }
@@ -402,6 +445,12 @@ void DatasetsView::showVersion(const QString& version) {
         }
         const dataset::Preview& p = loaded.preview;
         preview_summary_ = QString::fromStdString(p.summary);
+        if (!loaded.names.isEmpty()) {
+            QStringList classes;
+            for (int i = 0; i < loaded.names.size(); ++i)
+                classes << QString("%1 %2").arg(i).arg(loaded.names[i]);
+            preview_summary_ += tr("\nClasses: %1").arg(classes.join(QStringLiteral(", ")));
+        }
         if (!loaded.image.isNull()) {
             images_->setPixmap(QPixmap::fromImage(loaded.image));
             images_->setToolTip(preview_summary_);

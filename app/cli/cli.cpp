@@ -6,12 +6,12 @@
 
 #include <QFileInfo>
 
-#include <QDateTime>
 #include <QDir>
 #include <QSettings>
 #include <QStandardPaths>
 
 #include <cstdio>
+#include <ctime>
 
 namespace traindeck::cli {
 
@@ -198,7 +198,14 @@ QString unknown_option(const QStringList& args) {
 QString time_text(double seconds) {
     if (seconds <= 0)
         return {};
-    return QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(seconds * 1000)).toString("yyyy-MM-dd HH:mm");
+    // localtime_r, not QDateTime: Qt (and localtime) look at the time zone file again for every call, a stat each,
+    // and ls formats 10,000 of them.
+    const time_t time = static_cast<time_t>(seconds);
+    struct tm local {};
+    char text[32];
+    if (!::localtime_r(&time, &local) || std::strftime(text, sizeof text, "%Y-%m-%d %H:%M", &local) == 0)
+        return {};
+    return QString::fromLatin1(text);
 }
 
 } // namespace traindeck::cli

@@ -43,9 +43,7 @@ QString safe_folder_name(const RunRecord& run) {
     return name;
 }
 
-QString number_cell(double value) {
-    return std::isfinite(value) ? QString::fromStdString(number_text(value)) : QStringLiteral("-");
-}
+std::string number_cell(double value) { return std::isfinite(value) ? number_text(value) : std::string("-"); }
 
 json run_json(const RunRecord& run, bool details) {
     json out = {{"id", run.id},
@@ -80,19 +78,27 @@ json run_json(const RunRecord& run, bool details) {
     return out;
 }
 
-// Columns padded to their widest cell; the last one is not padded.
-QString table_text(const std::vector<QStringList>& rows) {
-    std::vector<int> widths;
-    for (const QStringList& row : rows)
-        for (int i = 0; i < row.size(); ++i) {
-            if (static_cast<size_t>(i) >= widths.size())
+// Columns padded to their widest cell (in characters: UTF-8 continuation bytes do not count); the last one is not
+// padded. Plain std::string: ls prints 10,000 rows of it.
+using Row = std::vector<std::string>;
+size_t text_width(const std::string& text) {
+    return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+std::string table_text(const std::vector<Row>& rows) {
+    std::vector<size_t> widths;
+    for (const Row& row : rows)
+        for (size_t i = 0; i < row.size(); ++i) {
+            if (i >= widths.size())
                 widths.push_back(0);
-            widths[i] = std::max<int>(widths[i], static_cast<int>(row[i].size()));
+            widths[i] = std::max(widths[i], text_width(row[i]));
         }
-    QString text;
-    for (const QStringList& row : rows) {
-        for (int i = 0; i < row.size(); ++i)
-            text += i + 1 < row.size() ? row[i].leftJustified(widths[i] + 2) : row[i];
+    std::string text;
+    for (const Row& row : rows) {
+        for (size_t i = 0; i < row.size(); ++i) {
+            text += row[i];
+            if (i + 1 < row.size())
+                text.append(widths[i] + 2 - text_width(row[i]), ' ');
+        }
         text += '\n';
     }
     return text;
@@ -122,7 +128,8 @@ int cmd_ls(Cli& cli) {
     std::vector<RunRecord> runs;
     try {
         int64_t revision = 0;
-        runs = cli.catalog().runs(0, &revision, true);
+        // Configs, summaries and tags only when the query may name them: a plain ls reads the jobs table alone.
+        runs = cli.catalog().runs(0, &revision, args.join(QString()).trimmed().size() > 0);
     } catch (const std::exception& e) {
         return cli.fail(kFailed, QString("the catalog %1 could not be read: %2").arg(cli.catalogPath(), e.what()));
     }
@@ -135,16 +142,22 @@ int cmd_ls(Cli& cli) {
     if (limit > 0 && shown.size() > static_cast<size_t>(limit))
         shown.resize(static_cast<size_t>(limit));
     json list = json::array();
-    std::vector<QStringList> rows{{"ID", "NAME", "STATE", "BACKEND", "LOSS", "ACCURACY", "CREATED"}};
+    std::vector<Row> rows{{"ID", "NAME", "STATE", "BACKEND", "LOSS", "ACCURACY", "CREATED"}};
+    rows.reserve(shown.size() + 1);
     for (const RunRecord* run : shown) {
         if (cli.json())
             list.push_back(run_json(*run, false));
         else
-            rows.push_back({QString::number(run->id), QString::fromStdString(run->name),
-                            QString::fromStdString(run->state), QString::fromStdString(run->backend),
-                            number_cell(run->loss), number_cell(run->accuracy), time_text(run->created)});
+            rows.push_back({std::to_string(run->id), run->name, run->state, run->backend, number_cell(run->loss),
+                            number_cell(run->accuracy), time_text(run->created).toStdString()});
     }
-    cli.print(list, shown.empty() ? QString("no runs match") : table_text(rows));
+    if (cli.json() || shown.empty()) {
+        cli.print(list, "no runs match");
+    } else {
+        const std::string text = table_text(rows);
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+    }
     return kOk;
 }
 
@@ -198,19 +211,18 @@ int cmd_show(Cli& cli) {
     }
     if (!run->config.empty()) {
         text += "Config\n";
-        std::vector<QStringList> rows;
+        std::vector<Row> rows;
         for (const auto& [key, value] : run->config)
-            rows.push_back({"  " + QString::fromStdString(key), QString::fromStdString(value.text)});
-        text += table_text(rows);
+            rows.push_back({"  " + key, value.text});
+        text += QString::fromStdString(table_text(rows));
     }
     if (!run->summaries.empty()) {
         text += "Metrics\n";
-        std::vector<QStringList> rows{{"  NAME", "LAST", "MIN", "MAX", "LAST STEP", "POINTS"}};
+        std::vector<Row> rows{{"  NAME", "LAST", "MIN", "MAX", "LAST STEP", "POINTS"}};
         for (const auto& [name, summary] : run->summaries)
-            rows.push_back({"  " + QString::fromStdString(name), number_cell(summary.last), number_cell(summary.min),
-                            number_cell(summary.max), QString::number(summary.last_step),
-                            QString::number(summary.count)});
-        text += table_text(rows);
+            rows.push_back({"  " + name, number_cell(summary.last), number_cell(summary.min), number_cell(summary.max),
+                            std::to_string(summary.last_step), std::to_string(summary.count)});
+        text += QString::fromStdString(table_text(rows));
     }
     Statement artifacts = cli.catalog().db().prepare("SELECT kind, path, bytes FROM artifacts WHERE job=? ORDER BY id");
     artifacts.bind(1, run->id);

@@ -808,6 +808,10 @@ void ConsoleTest::datasetsRegisterPreviewUploadTrainAndExport() {
     QCOMPARE(view.model().data(view.model().index(0, DatasetTableModel::Format), Qt::DisplayRole).toString(), QString("idx"));
     QCOMPARE(view.model().data(view.model().index(0, DatasetTableModel::Files), Qt::DisplayRole).toInt(), 4);
     QTRY_VERIFY_WITH_TIMEOUT(view.previewSummary().contains("70000 images of 28×28"), 20000);
+    // A copy under another name is still known as Fashion-MNIST (by its first labels): its class names show.
+    QVERIFY2(view.previewSummary().contains("Classes: 0 T-shirt/top, 1 Trouser") &&
+                 view.previewSummary().contains("9 Ankle boot"),
+             qPrintable(view.previewSummary()));
     QVERIFY(view.diffText().contains("first version"));
 
     // The same bytes again: the same version. A changed folder: a new version with its diff.
