@@ -3,6 +3,7 @@
 #include "jobtablemodel.h"
 
 #include "groupstats.h"
+#include "runimport.h"
 #include "jobstate.h"
 #include "runfield.h"
 #include "xaxis.h"
@@ -723,6 +724,32 @@ QStringList CatalogReader::seriesNames(qint64 job) {
             names << QString::fromStdString(name);
         return names;
     }, QStringList());
+}
+
+QStringList CatalogReader::histogramNames(qint64 job) {
+    return guarded(
+        [&] {
+            QStringList names;
+            for (const std::string& name : histogram_names(catalog_.db(), job))
+                names << QString::fromStdString(name);
+            return names;
+        },
+        QStringList());
+}
+
+qint64 CatalogReader::histogramCount(qint64 job, const QString& name) {
+    return guarded(
+        [&] {
+            Statement select = catalog_.db().prepare("SELECT COUNT(*) FROM histograms WHERE job=? AND name=?");
+            select.bind(1, static_cast<int64_t>(job)).bind(2, name.toStdString());
+            return select.step() ? static_cast<qint64>(select.integer(0)) : qint64(0);
+        },
+        qint64(0));
+}
+
+std::vector<importers::HistogramPoint> CatalogReader::histograms(qint64 job, const QString& name) {
+    return guarded([&] { return read_histograms(catalog_.db(), job, name.toStdString()); },
+                   std::vector<importers::HistogramPoint>());
 }
 
 QStringList CatalogReader::logTail(qint64 job, int lines) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -301,6 +302,42 @@ Expected<RunImportResult> import_run(Catalog& catalog, const ImportedRun& run) {
         return Error{"importing " + run.source + " into the catalog failed (" + e.what() +
                      "); the catalog is as it was; free disk space or close what locks it, then import again"};
     }
+}
+
+std::vector<std::string> histogram_names(Database& db, int64_t job) {
+    std::vector<std::string> names;
+    Statement select = db.prepare("SELECT DISTINCT name FROM histograms WHERE job=? ORDER BY name");
+    select.bind(1, job);
+    while (select.step())
+        names.push_back(select.text(0));
+    return names;
+}
+
+std::vector<importers::HistogramPoint> read_histograms(Database& db, int64_t job, const std::string& name) {
+    std::vector<importers::HistogramPoint> out;
+    Statement select = db.prepare("SELECT step, time, min, max, num, sum, sum_squares, limits, counts FROM histograms "
+                                  "WHERE job=? AND name=? ORDER BY seq");
+    select.bind(1, job).bind(2, name);
+    const auto doubles = [&](int column) {
+        const std::string_view bytes = select.text_view(column);
+        std::vector<double> values(bytes.size() / sizeof(double));
+        std::memcpy(values.data(), bytes.data(), values.size() * sizeof(double));
+        return values;
+    };
+    while (select.step()) {
+        importers::HistogramPoint h;
+        h.step = select.integer(0);
+        h.wall_time = select.real(1);
+        h.min = select.real(2);
+        h.max = select.real(3);
+        h.num = select.real(4);
+        h.sum = select.real(5);
+        h.sum_squares = select.real(6);
+        h.bucket_limit = doubles(7);
+        h.bucket_count = doubles(8);
+        out.push_back(std::move(h));
+    }
+    return out;
 }
 
 } // namespace traindeck

@@ -6,6 +6,7 @@
 #include "background.h"
 #include "chartexport.h"
 #include "chartview.h"
+#include "histogramheatmap.h"
 
 #include <QAreaSeries>
 #include <QChart>
@@ -23,6 +24,7 @@
 #include <QLogValueAxis>
 #include <QMenu>
 #include <QPlainTextEdit>
+#include <QSignalBlocker>
 #include <QSlider>
 #include <QSplitter>
 #include <QToolButton>
@@ -31,6 +33,7 @@
 
 #include <cmath>
 #include <algorithm>
+#include <numeric>
 
 namespace traindeck {
 
@@ -171,14 +174,31 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     controls->addWidget(log_axis_);
     controls->addWidget(x_axis_);
     controls->addWidget(export_button_);
-    auto* splitter = new QSplitter(Qt::Vertical);
+    // Histograms (an imported TensorBoard run's weights and gradients): a heatmap over the steps, one name at a time.
+    histogram_name_ = new QComboBox;
+    histogram_name_->setAccessibleName(tr("Histogram"));
+    heatmap_ = new HistogramHeatmap;
+    histograms_box_ = new QWidget;
+    auto* histogram_layout = new QVBoxLayout(histograms_box_);
+    histogram_layout->setContentsMargins(0, 0, 0, 0);
+    auto* histogram_row = new QHBoxLayout;
+    histogram_row->addWidget(new QLabel(tr("Histogram")));
+    histogram_row->addWidget(histogram_name_, 1);
+    histogram_layout->addLayout(histogram_row);
+    histogram_layout->addWidget(heatmap_, 1);
+    histograms_box_->hide();
+    connect(histogram_name_, &QComboBox::currentIndexChanged, this, &JobDetailView::refresh);
+    splitter_ = new QSplitter(Qt::Vertical);
+    QSplitter* splitter = splitter_;
     splitter->addWidget(loss_view_);
+    splitter->addWidget(histograms_box_);
     splitter->addWidget(system_view_);
     splitter->addWidget(log_);
     loss_view_->setMinimumHeight(320);
     system_view_->setMinimumHeight(220);
     log_->setMinimumHeight(90);
-    splitter->setSizes({520, 280, 140});
+    splitter->setSizes({520, 0, 280, 140});
+    splitter->setCollapsible(1, false);
     note_ = new QLabel;
     note_->setTextFormat(Qt::MarkdownText);
     note_->setWordWrap(true);
@@ -401,7 +421,35 @@ void JobDetailView::refresh() {
     reader_.clearError();
     // About two buckets per pixel column of the plot area.
     const int buckets = std::max(200, 2 * static_cast<int>(loss_chart_->plotArea().width()));
-    CatalogReader::Curve loss = reader_.curve(job_, "loss", buckets);
+    // The main curve: "loss" as the built-in trainer and the helper write it; a run from another tool (imported)
+    // may name it otherwise: its first curve with "loss" in the name (then "entropy", "error"), else its first curve.
+    const QStringList names = reader_.seriesNames(job_);
+    main_curve_ = QStringLiteral("loss");
+    if (!names.contains(main_curve_)) {
+        QStringList own;
+        for (const QString& name : names)
+            if (!name.startsWith("telemetry/") && !name.startsWith('_') && name != "val/accuracy")
+                own << name;
+        const auto named = [&](const char* word) {
+            return std::find_if(own.begin(), own.end(),
+                                [word](const QString& name) { return name.contains(word, Qt::CaseInsensitive); });
+        };
+        auto chosen = named("loss");
+        for (const char* word : {"entropy", "error"})
+            if (chosen == own.end())
+                chosen = named(word);
+        if (chosen != own.end())
+            main_curve_ = *chosen;
+        else if (!own.isEmpty())
+            main_curve_ = own.front();
+    }
+    loss_->setName(main_curve_ == "loss" ? tr("train loss") : main_curve_);
+    // A run of another tool (imported: no telemetry, its own curve names) has no CPU, GPU or spend to chart; a
+    // TrainDeck job keeps the chart from the start, before its first telemetry arrives.
+    system_view_->setVisible(main_curve_ == "loss" || std::any_of(names.begin(), names.end(), [](const QString& name) {
+                                 return name.startsWith("telemetry/");
+                             }));
+    CatalogReader::Curve loss = reader_.curve(job_, main_curve_, buckets);
     CatalogReader::Curve accuracy = reader_.curve(job_, "val/accuracy", buckets);
     // Another x-axis: each bucket's last step mapped through the run's record times (and spend), as xaxis.h does.
     const XAxis x_axis = static_cast<XAxis>(x_axis_->currentData().toInt());
@@ -537,6 +585,41 @@ void JobDetailView::refresh() {
     fit(system_axes[0], 0, time_end);
     fit(system_axes[1], 0, cpu_high * 1.05);
     fit(system_axes[2], 0, spend_high * 1.1);
+
+    // Histograms: read again only when the run, the name or the count changed (an import that is following grows it).
+    const QStringList histogram_names = reader_.histogramNames(job_);
+    if (histogram_names.isEmpty() != histograms_box_->isHidden()) {
+        histograms_box_->setVisible(!histogram_names.isEmpty());
+        // Room for it (the charts give some: their minimum heights are lower while it shows), or its room back.
+        const bool shown = !histogram_names.isEmpty();
+        loss_view_->setMinimumHeight(shown ? 200 : 320);
+        system_view_->setMinimumHeight(shown ? 150 : 220);
+        QList<int> sizes = splitter_->sizes();
+        const int total = std::accumulate(sizes.begin(), sizes.end(), 0);
+        if (shown)
+            sizes = {total * 40 / 100, total * 32 / 100, total * 18 / 100, total * 10 / 100};
+        else
+            sizes = {sizes[0] + sizes[1], 0, sizes[2], sizes[3]};
+        splitter_->setSizes(sizes);
+    }
+    if (!histogram_names.isEmpty()) {
+        QStringList listed;
+        for (int i = 0; i < histogram_name_->count(); ++i)
+            listed << histogram_name_->itemText(i);
+        if (listed != histogram_names) {
+            const QSignalBlocker blocker(histogram_name_);
+            const QString current = histogram_name_->currentText();
+            histogram_name_->clear();
+            histogram_name_->addItems(histogram_names);
+            histogram_name_->setCurrentIndex(std::max<qsizetype>(0, histogram_names.indexOf(current)));
+        }
+        const QString name = histogram_name_->currentText();
+        const QString key = QString("%1/%2/%3").arg(job_).arg(name).arg(reader_.histogramCount(job_, name));
+        if (key != histograms_shown_) {
+            histograms_shown_ = key;
+            heatmap_->setHistograms(name, reader_.histograms(job_, name));
+        }
+    }
 
     const QStringList lines = reader_.logTail(job_, 200);
     if (log_->toPlainText().split('\n').size() != lines.size())

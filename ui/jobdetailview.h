@@ -15,6 +15,7 @@ class QLabel;
 class QToolButton;
 class QPlainTextEdit;
 class QSlider;
+class QSplitter;
 namespace QtCharts {}
 class QChart;
 class QChartView;
@@ -51,6 +52,10 @@ public:
     // Why the catalog could not be read at the last refresh ("" when it could).
     QString error() const { return reader_.error(); }
 
+    class HistogramHeatmap& heatmap() {
+        return *heatmap_;
+    }
+    QString mainCurve() const { return main_curve_; }
     QChart* chart(Chart which) const { return which == Chart::loss ? loss_chart_ : system_chart_; }
     // Writes a chart to `path` by its suffix: .png, .svg or .pdf as a 160 × 100 mm figure, drawn here; .csv every
     // point of every series the chart draws (the catalog's raw points, not the buckets: series,step,value, the
@@ -93,6 +98,12 @@ private:
     QToolButton* export_button_;
     QLabel* export_status_;
     QPlainTextEdit* log_;
+    QSplitter* splitter_;     // the charts, the histograms, the system chart and the log, one above another
+    QWidget* histograms_box_; // shown for runs that have histograms
+    QComboBox* histogram_name_;
+    class HistogramHeatmap* heatmap_;
+    QString histograms_shown_;    // "job/name/count" last read into the heatmap
+    QString main_curve_ = "loss"; // the curve drawn as "train loss": loss, else the run's own first curve
 };
 
 } // namespace traindeck

@@ -14,6 +14,7 @@
 #include "datasetsync.h"
 #include "exportdialog.h"
 #include "fakeworker.h"
+#include "histogramheatmap.h"
 #include "importdialog.h"
 #include "jobstate.h"
 #include "jobsync.h"
@@ -446,6 +447,7 @@ private slots:
     void everyMenuActionDoesSomethingOrSaysWhyNot();
     void importDialogAndDropBringRunsIn();
     void aLogdirBeingWrittenStreamsIn();
+    void histogramHeatmapSpreadsEachBucketOverItsValues();
     void commandLineSharesTheCatalogWithAnOpenConsole();
 };
 
@@ -1988,8 +1990,19 @@ void ConsoleTest::importDialogAndDropBringRunsIn() {
     QVERIFY(lightning >= 0);
     QCOMPARE(state_of(window, lightning), QString("succeeded"));
     dialog->grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/import-runs.png"));
-    window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/imported-runs.png"));
     dialog->close();
+    // An imported run is a run like any other: its own main curve (no "loss": its cross entropy) in the job view.
+    window.selectRow(lightning);
+    QTRY_COMPARE(window.detail().mainCurve(), QString("test_cross_entropy"));
+    QVERIFY(!window.detail().heatmap().isVisible()); // it has no histograms
+    // A run with histograms shows them as a heatmap over its steps.
+    const int gan = row_of(window, "wandb-gan-histos-customscalars");
+    QVERIFY(gan >= 0);
+    window.selectRow(gan);
+    QTRY_VERIFY(window.detail().heatmap().isVisible());
+    QVERIFY2(window.detail().heatmap().caption().contains("histogram(s), steps"),
+             qPrintable(window.detail().heatmap().caption()));
+    window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/imported-runs.png"));
 
     // A folder dropped on the window: the MLflow store's two runs (its deleted ones named, not imported).
     QMimeData mime;
@@ -1999,11 +2012,14 @@ void ConsoleTest::importDialogAndDropBringRunsIn() {
     QVERIFY(enter.isAccepted());
     QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
     QCoreApplication::sendEvent(&window, &drop);
-    QList<ImportDialog*> dialogs = window.findChildren<ImportDialog*>();
-    QTRY_VERIFY_WITH_TIMEOUT(
-        std::any_of(dialogs.begin(), dialogs.end(),
-                    [](ImportDialog* d) { return d->isVisible() && !d->importing() && d->status().contains("2 new"); }),
-        60000);
+    // (Looked for each time: the first dialog, closed, is deleted meanwhile.)
+    const auto dropped_done = [&] {
+        const QList<ImportDialog*> dialogs = window.findChildren<ImportDialog*>();
+        return std::any_of(dialogs.begin(), dialogs.end(), [](ImportDialog* d) {
+            return d->isVisible() && !d->importing() && d->status().contains("2 new");
+        });
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(dropped_done(), 60000);
     QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 10, 10000);
     // A drop of something that is not a local file is refused.
     QMimeData web;
@@ -2049,6 +2065,39 @@ void ConsoleTest::importDialogAndDropBringRunsIn() {
         "AND s.count=20000");
     QVERIFY(whole.step());
     QCOMPARE(whole.integer(0), int64_t(bulk_runs));
+}
+
+// The heatmap's grid: a bucket's count lands on the rows its value range covers, each column scaled to its largest
+// cell, and more steps than columns are summed (never dropped).
+void ConsoleTest::histogramHeatmapSpreadsEachBucketOverItsValues() {
+    importers::HistogramPoint low; // 10 values in (0, 1], 30 in (1, 2]: the lower half and the upper half
+    low.step = 1;
+    low.min = 0;
+    low.max = 4;
+    low.num = 40;
+    low.bucket_limit = {1, 2, 4};
+    low.bucket_count = {10, 30, 0};
+    importers::HistogramPoint high = low; // everything in (2, 4]
+    high.step = 2;
+    high.bucket_count = {0, 0, 40};
+    HistogramHeatmap::Grid grid = HistogramHeatmap::grid({low, high}, 10, 4); // rows of 1 over [0, 4]
+    QCOMPARE(grid.columns, 2);
+    QCOMPARE(grid.low, 0.0);
+    QCOMPARE(grid.high, 4.0);
+    const std::vector<double> expected = {10.0 / 30, 1, 0, 0, /* step 2: */ 0, 0, 1, 1};
+    QCOMPARE(grid.share.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+        QVERIFY2(std::abs(grid.share[i] - expected[i]) < 1e-12, qPrintable(QString::number(i)));
+    QCOMPARE(grid.steps[1], (std::pair<int64_t, int64_t>(2, 2)));
+    // Three steps in two columns: the second column sums steps 2 and 3 and says which.
+    importers::HistogramPoint third = high;
+    third.step = 3;
+    grid = HistogramHeatmap::grid({low, high, third}, 2, 4);
+    QCOMPARE(grid.columns, 2);
+    QCOMPARE(grid.steps[1], (std::pair<int64_t, int64_t>(2, 3)));
+    QCOMPARE(grid.share[1 * 4 + 2], 1.0);
+    // Empty input: an empty grid, nothing invented.
+    QCOMPARE(HistogramHeatmap::grid({}, 10, 4).columns, 0);
 }
 
 // Live tail: a logdir still being written (appended records, a new run's file) streams into the catalog and the window
