@@ -307,6 +307,7 @@ void HistogramStore::pack_rows_of_schema_6(Database& db) {
     int64_t next_seq = 0;
     auto flush = [&] {
         std::vector<HistogramView> views;
+        views.reserve(pending.size());
         for (const Histogram& h : pending)
             views.push_back({h.step, h.time, h.min, h.max, h.num, h.sum, h.sum_squares, h.limits, h.counts});
         store.append(job, name, next_seq, views);

@@ -20,8 +20,9 @@
 //   (a) `cat` of every file of the logdir to /dev/null: the physical limit of reading these bytes on this machine;
 //   (b) our import of the whole logdir into a fresh catalog file in DIR: list_tensorboard_runs, Catalog::open, then
 //       each run read (read_tensorboard_run) on a thread of its own, at most two ahead, while import_run writes the
-//       one before (each in its own transaction), as RunImporter splits reading from the catalog's writer; the
-//       catalog closed (its WAL checkpointed), the runs freed.
+//       one before (each in its own transaction); the catalog closed (its WAL checkpointed), the runs freed.
+//       (RunImporter, the console's, also reads off the writer's thread, but it still reads a whole path through
+//       read_runs before writing its first run: it does not overlap the two yet, and holds the whole logdir.)
 // Both read warm page cache: the logdir is read once before the first round and fits in memory (the output says how
 // much of it was resident after the rounds, by mincore); the import's writes go to the page cache too (the catalog's
 // synchronous=NORMAL syncs at checkpoints only, as in the console). Medians of each side and the median of the
@@ -115,8 +116,8 @@ std::string histogram_event(const std::string& tag, int64_t step, double wall_ti
         const double limit = spread * (-3.0 + 6.0 * (i + 1) / buckets);
         const double center = limit - 3.0 * spread / buckets;
         const double count = std::round(1000.0 * std::exp(-0.5 * center * center / (spread * spread)));
-        std::memcpy(limits.data() + 8 * i, &limit, 8);
-        std::memcpy(counts.data() + 8 * i, &count, 8);
+        std::memcpy(limits.data() + 8 * static_cast<size_t>(i), &limit, 8);
+        std::memcpy(counts.data() + 8 * static_cast<size_t>(i), &count, 8);
         num += count;
         sum += count * center;
         sum_squares += count * center * center;
