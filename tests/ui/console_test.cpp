@@ -1994,11 +1994,15 @@ void ConsoleTest::importDialogAndDropBringRunsIn() {
     QVERIFY(enter.isAccepted());
     QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
     QCoreApplication::sendEvent(&window, &drop);
-    QList<ImportDialog*> dialogs = window.findChildren<ImportDialog*>();
-    QTRY_VERIFY_WITH_TIMEOUT(
-        std::any_of(dialogs.begin(), dialogs.end(),
-                    [](ImportDialog* d) { return d->isVisible() && !d->importing() && d->status().contains("2 new"); }),
-        60000);
+    // The dialogs asked for again each time: the first one, closed, is deleted (WA_DeleteOnClose) during the wait,
+    // and a list taken once would still point at it.
+    const auto dropped_import_done = [&window] {
+        const QList<ImportDialog*> dialogs = window.findChildren<ImportDialog*>();
+        return std::any_of(dialogs.begin(), dialogs.end(), [](ImportDialog* d) {
+            return d->isVisible() && !d->importing() && d->status().contains("2 new");
+        });
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(dropped_import_done(), 60000);
     QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 10, 10000);
     // A drop of something that is not a local file is refused.
     QMimeData web;
