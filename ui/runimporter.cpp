@@ -1,5 +1,6 @@
 // RunImporter (runimporter.h): the reading on a pool thread of its own (it may take minutes: the network pool stays
-// free), each run's writing on the catalog's writer thread; the GUI thread only starts, cancels and shows.
+// free), each run's writing on the catalog's writer thread while the next run is read; the GUI thread only starts,
+// cancels and shows.
 #include "runimporter.h"
 
 #include "background.h"
@@ -10,6 +11,7 @@
 #include <QThreadPool>
 
 #include <chrono>
+#include <utility>
 
 namespace traindeck {
 
@@ -65,62 +67,74 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
             const auto seconds = [&] {
                 return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
             };
+            // The run written last: its result is taken once the next run is read, so the writer writes one run
+            // while this thread reads the next.
+            std::shared_ptr<Expected<RunImportResult>> result;
+            std::shared_ptr<importers::ImportedRun> written;
+            const auto take_result = [&] {
+                if (!written)
+                    return;
+                // flush() returns once the run is committed (or says why not).
+                const std::string error = writer->flush();
+                const QString name = QString::fromStdString(written->name);
+                const std::shared_ptr<importers::ImportedRun> run = std::exchange(written, nullptr);
+                if (!error.empty() || !*result) {
+                    ++summary.runs_failed;
+                    summary.lines << tr("%1 was not imported: %2")
+                                         .arg(name, QString::fromStdString(error.empty() ? result->error() : error));
+                    return;
+                }
+                const RunImportResult& done = **result;
+                (done.created ? summary.runs_new : done.changed ? summary.runs_grown : summary.runs_same)++;
+                summary.points += done.points_added;
+                summary.jobs << done.job;
+                summary.lines << tr("%1 run %2 “%3”: %4 points added, %5 already here")
+                                     .arg(done.created   ? tr("New")
+                                          : done.changed ? tr("Grown")
+                                                         : tr("Unchanged"))
+                                     .arg(done.job)
+                                     .arg(name)
+                                     .arg(done.points_added)
+                                     .arg(done.points_kept);
+                for (const importers::Damage& piece : run->damage) {
+                    ++summary.damage;
+                    summary.lines << tr("  damaged: %1 at byte %2: %3")
+                                         .arg(QString::fromStdString(piece.file))
+                                         .arg(piece.offset)
+                                         .arg(QString::fromStdString(piece.what));
+                }
+                for (const std::string& note : done.notes)
+                    summary.lines << "  " + QString::fromStdString(note);
+                ++progress.runs_done;
+                progress.points = summary.points;
+                progress.points_per_second = summary.points / std::max(seconds(), 1e-3);
+                report(progress);
+            };
             for (const QString& path : paths) {
                 if (cancelled->load())
                     break;
                 progress.current = path;
                 report(progress);
-                auto read = importers::read_runs(QFileInfo(path).absoluteFilePath().toStdString(), options);
+                auto read = importers::read_runs_each(
+                    QFileInfo(path).absoluteFilePath().toStdString(), options, [&](importers::ImportedRun&& run) {
+                        take_result(); // the run before, written while this one was read
+                        if (cancelled->load())
+                            return false;
+                        ++progress.runs_total;
+                        progress.current = QString::fromStdString(run.name);
+                        report(progress);
+                        // Written by the catalog's one writer, while the next run is read.
+                        result = std::make_shared<Expected<RunImportResult>>(Error{"not written"});
+                        written = std::make_shared<importers::ImportedRun>(std::move(run));
+                        writer->post(
+                            [into = result, run = written](Catalog& catalog) { *into = import_run(catalog, *run); });
+                        return true;
+                    });
+                take_result();
                 if (!read) {
                     ++summary.runs_failed;
                     summary.lines << tr("%1: %2").arg(path, QString::fromStdString(read.error()));
                     continue;
-                }
-                progress.runs_total += static_cast<int>(read->runs.size());
-                for (importers::ImportedRun& run : read->runs) {
-                    if (cancelled->load())
-                        break;
-                    progress.current = QString::fromStdString(run.name);
-                    report(progress);
-                    // Written by the catalog's one writer; flush() returns once it is committed (or says why not).
-                    auto result = std::make_shared<Expected<RunImportResult>>(Error{"not written"});
-                    auto shared_run = std::make_shared<importers::ImportedRun>(std::move(run));
-                    writer->post(
-                        [result, shared_run](Catalog& catalog) { *result = import_run(catalog, *shared_run); });
-                    const std::string error = writer->flush();
-                    const QString name = QString::fromStdString(shared_run->name);
-                    if (!error.empty() || !*result) {
-                        ++summary.runs_failed;
-                        summary.lines << tr("%1 was not imported: %2")
-                                             .arg(name,
-                                                  QString::fromStdString(error.empty() ? result->error() : error));
-                        continue;
-                    }
-                    const RunImportResult& done = **result;
-                    (done.created ? summary.runs_new : done.changed ? summary.runs_grown : summary.runs_same)++;
-                    summary.points += done.points_added;
-                    summary.jobs << done.job;
-                    summary.lines << tr("%1 run %2 “%3”: %4 points added, %5 already here")
-                                         .arg(done.created   ? tr("New")
-                                              : done.changed ? tr("Grown")
-                                                             : tr("Unchanged"))
-                                         .arg(done.job)
-                                         .arg(name)
-                                         .arg(done.points_added)
-                                         .arg(done.points_kept);
-                    for (const importers::Damage& piece : shared_run->damage) {
-                        ++summary.damage;
-                        summary.lines << tr("  damaged: %1 at byte %2: %3")
-                                             .arg(QString::fromStdString(piece.file))
-                                             .arg(piece.offset)
-                                             .arg(QString::fromStdString(piece.what));
-                    }
-                    for (const std::string& note : done.notes)
-                        summary.lines << "  " + QString::fromStdString(note);
-                    ++progress.runs_done;
-                    progress.points = summary.points;
-                    progress.points_per_second = summary.points / std::max(seconds(), 1e-3);
-                    report(progress);
                 }
                 for (const std::string& note : read->notes)
                     summary.lines << QString::fromStdString(note);

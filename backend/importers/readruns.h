@@ -9,6 +9,7 @@
 #include "expected.h"
 #include "importedrun.h"
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,5 +34,12 @@ std::string_view read_formats();
 Expected<std::string> detect_format(const std::string& path);
 
 Expected<ReadRuns> read_runs(const std::string& path, const ReadRunsOptions& options = {});
+
+// read_runs a run at a time, for a caller that writes each run while the next is read: on_run gets each run as soon
+// as it is read (a TensorBoard logdir's runs one after the other, so the logdir is never in memory whole; the other
+// formats are read whole first) and returns false to stop there (a cancel). The result has the format and the
+// notes, and no runs.
+Expected<ReadRuns> read_runs_each(const std::string& path, const ReadRunsOptions& options,
+                                  const std::function<bool(ImportedRun&& run)>& on_run);
 
 } // namespace traindeck::importers
