@@ -20,9 +20,8 @@
 //   (a) `cat` of every file of the logdir to /dev/null: the physical limit of reading these bytes on this machine;
 //   (b) our import of the whole logdir into a fresh catalog file in DIR: list_tensorboard_runs, Catalog::open, then
 //       each run read (read_tensorboard_run) on a thread of its own, at most two ahead, while import_run writes the
-//       one before (each in its own transaction); the catalog closed (its WAL checkpointed), the runs freed.
-//       (RunImporter, the console's, also reads off the writer's thread, but it still reads a whole path through
-//       read_runs before writing its first run: it does not overlap the two yet, and holds the whole logdir.)
+//       one before (each in its own transaction), as the console's RunImporter overlaps them (read_runs_each); the
+//       catalog closed (its WAL checkpointed), the runs freed.
 // Both read warm page cache: the logdir is read once before the first round and fits in memory (the output says how
 // much of it was resident after the rounds, by mincore); the import's writes go to the page cache too (the catalog's
 // synchronous=NORMAL syncs at checkpoints only, as in the console). Medians of each side and the median of the
