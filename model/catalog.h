@@ -2,6 +2,7 @@
 // The console's catalog: one SQLite file (WAL) under the XDG data folder holding backends, datasets, jobs,
 // their events' metrics and telemetry, checkpoints, artifacts, prices, budgets and alerts. One writer thread
 // (CatalogWriter) ingests; any number of readers query through connections of their own.
+#include "histogramstore.h"
 #include "runrecord.h"
 #include "seriesstore.h"
 #include "sqlitedb.h"
@@ -15,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -24,7 +26,8 @@ namespace traindeck {
 
 class Catalog {
 public:
-    static constexpr int kSchemaVersion = 6;
+    static constexpr int kSchemaVersion = 7;
+    static constexpr int kPageSize = 65536; // of a catalog file created by open (catalog.cpp says why)
 
     // Opens or creates; migrates an older schema; refuses a damaged or newer file with a message that says what
     // to do. read_only connections are for readers (views, item models).
@@ -47,6 +50,10 @@ public:
     // in order, a step already stored replaced (SeriesStore's rule), the summary kept as ingest keeps it. Non-finite
     // values are the caller's to leave out, as ingest does. Call inside a transaction.
     void append_points(int64_t job, const std::string& series, const std::vector<MetricPoint>& points);
+    // Histograms of one series as seq first_seq, first_seq + 1, ... (HistogramStore's rule: those stored at these
+    // seqs are replaced, the earlier ones kept). Read them with HistogramStore::read. Call inside a transaction.
+    void append_histograms(int64_t job, const std::string& name, int64_t first_seq,
+                           std::span<const HistogramView> histograms);
     // How a run ended and when, for runs no worker reports on (imported ones): the state in the catalog's words.
     void set_outcome(int64_t job, const std::string& state, const std::string& reason, double started, double finished);
     // The last seq in the numbering of the job's current worker (what to ask "after" when watching it).
@@ -134,6 +141,7 @@ private:
     Database db_;
     std::string path_;
     std::unique_ptr<SeriesStore> store_;
+    std::unique_ptr<HistogramStore> histograms_;
     std::vector<Alert> alerts_;
 };
 

@@ -3,7 +3,6 @@
 #include "jobtablemodel.h"
 
 #include "groupstats.h"
-#include "runimport.h"
 #include "jobstate.h"
 #include "runfield.h"
 #include "xaxis.h"
@@ -20,6 +19,7 @@
 #include <QDateTime>
 
 #include <algorithm>
+#include <limits>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -730,7 +730,7 @@ QStringList CatalogReader::histogramNames(qint64 job) {
     return guarded(
         [&] {
             QStringList names;
-            for (const std::string& name : histogram_names(catalog_.db(), job))
+            for (const std::string& name : HistogramStore::names(catalog_.db(), job))
                 names << QString::fromStdString(name);
             return names;
         },
@@ -747,9 +747,11 @@ qint64 CatalogReader::histogramCount(qint64 job, const QString& name) {
         qint64(0));
 }
 
-std::vector<importers::HistogramPoint> CatalogReader::histograms(qint64 job, const QString& name) {
-    return guarded([&] { return read_histograms(catalog_.db(), job, name.toStdString()); },
-                   std::vector<importers::HistogramPoint>());
+std::vector<Histogram> CatalogReader::histograms(qint64 job, const QString& name) {
+    return guarded([&] {
+        return HistogramStore::read(catalog_.db(), job, name.toStdString(), std::numeric_limits<int64_t>::min(),
+                                    std::numeric_limits<int64_t>::max());
+    }, std::vector<Histogram>());
 }
 
 QStringList CatalogReader::logTail(qint64 job, int lines) {

@@ -6,7 +6,7 @@
 // A query that fails (a damaged catalog, a table gone) leaves the rows as they were and sets error(); no exception
 // leaves this class, so none reaches a slot or the event loop.
 #include "catalog.h"
-#include "importedrun.h"
+#include "histogramstore.h"
 #include "runfield.h"
 #include "runquery.h"
 
@@ -161,7 +161,7 @@ public:
     // A run's histograms (imported from TensorBoard): their names, how many one name has, and all of them.
     QStringList histogramNames(qint64 job);
     qint64 histogramCount(qint64 job, const QString& name);
-    std::vector<importers::HistogramPoint> histograms(qint64 job, const QString& name);
+    std::vector<Histogram> histograms(qint64 job, const QString& name);
     QByteArray jobRequest(qint64 job); // the JSON the job was submitted with
     std::vector<Catalog::SavedView> savedViews();
     // Every point of a series, for export (no cap).

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -83,19 +82,17 @@ std::pair<std::string, std::string> outcome(const ImportedRun& run) {
     return {"succeeded", "imported from " + run.format + "; the source does not record how the run ended"};
 }
 
-void write_histograms(Database& db, int64_t job, const std::string& name,
+// The histograms from seq `from` on, stored over the reader's buckets (no copy of them).
+void write_histograms(Catalog& catalog, int64_t job, const std::string& name,
                       const std::vector<importers::HistogramPoint>& points, int64_t from) {
-    Statement insert = db.prepare("INSERT OR REPLACE INTO histograms(job, name, seq, step, time, min, max, num, sum, "
-                                  "sum_squares, limits, counts) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    std::vector<HistogramView> views;
+    views.reserve(points.size() - static_cast<size_t>(from));
     for (size_t i = static_cast<size_t>(from); i < points.size(); ++i) {
         const auto& h = points[i];
-        insert.reset();
-        insert.bind(1, job).bind(2, name).bind(3, static_cast<int64_t>(i)).bind(4, h.step).bind(5, h.wall_time);
-        insert.bind(6, h.min).bind(7, h.max).bind(8, h.num).bind(9, h.sum).bind(10, h.sum_squares);
-        insert.bind_blob_static(11, h.bucket_limit.data(), h.bucket_limit.size() * sizeof(double));
-        insert.bind_blob_static(12, h.bucket_count.data(), h.bucket_count.size() * sizeof(double));
-        insert.step();
+        views.push_back(
+            {h.step, h.wall_time, h.min, h.max, h.num, h.sum, h.sum_squares, h.bucket_limit, h.bucket_count});
     }
+    catalog.append_histograms(job, name, from, views);
 }
 
 RunImportResult write(Catalog& catalog, const ImportedRun& run) {
@@ -247,7 +244,7 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
         }
         if (from == static_cast<int64_t>(points.size()))
             continue;
-        write_histograms(db, job, name, points, from);
+        write_histograms(catalog, job, name, points, from);
         result.histograms_added += static_cast<int64_t>(points.size()) - from;
         remember_series(db, job, "histogram", name, static_cast<int64_t>(points.size()), points.back().step,
                         points.back().num);
@@ -302,42 +299,6 @@ Expected<RunImportResult> import_run(Catalog& catalog, const ImportedRun& run) {
         return Error{"importing " + run.source + " into the catalog failed (" + e.what() +
                      "); the catalog is as it was; free disk space or close what locks it, then import again"};
     }
-}
-
-std::vector<std::string> histogram_names(Database& db, int64_t job) {
-    std::vector<std::string> names;
-    Statement select = db.prepare("SELECT DISTINCT name FROM histograms WHERE job=? ORDER BY name");
-    select.bind(1, job);
-    while (select.step())
-        names.push_back(select.text(0));
-    return names;
-}
-
-std::vector<importers::HistogramPoint> read_histograms(Database& db, int64_t job, const std::string& name) {
-    std::vector<importers::HistogramPoint> out;
-    Statement select = db.prepare("SELECT step, time, min, max, num, sum, sum_squares, limits, counts FROM histograms "
-                                  "WHERE job=? AND name=? ORDER BY seq");
-    select.bind(1, job).bind(2, name);
-    const auto doubles = [&](int column) {
-        const std::string_view bytes = select.text_view(column);
-        std::vector<double> values(bytes.size() / sizeof(double));
-        std::memcpy(values.data(), bytes.data(), values.size() * sizeof(double));
-        return values;
-    };
-    while (select.step()) {
-        importers::HistogramPoint h;
-        h.step = select.integer(0);
-        h.wall_time = select.real(1);
-        h.min = select.real(2);
-        h.max = select.real(3);
-        h.num = select.real(4);
-        h.sum = select.real(5);
-        h.sum_squares = select.real(6);
-        h.bucket_limit = doubles(7);
-        h.bucket_count = doubles(8);
-        out.push_back(std::move(h));
-    }
-    return out;
 }
 
 } // namespace traindeck

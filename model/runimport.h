@@ -38,9 +38,4 @@ std::string import_remote_id(const importers::ImportedRun& run);
 // caller's when it holds one (CatalogWriter's closures): there a database error is thrown, for the caller to undo.
 Expected<RunImportResult> import_run(Catalog& catalog, const importers::ImportedRun& run);
 
-// The histograms a run has (imported from TensorBoard), by name; and one name's histograms in step order, every
-// bucket as written. Read on any connection.
-std::vector<std::string> histogram_names(Database& db, int64_t job);
-std::vector<importers::HistogramPoint> read_histograms(Database& db, int64_t job, const std::string& name);
-
 } // namespace traindeck

@@ -22,14 +22,14 @@ HistogramHeatmap::HistogramHeatmap(QWidget* parent) : QWidget(parent) {
     setAccessibleName(tr("Histogram heatmap"));
 }
 
-void HistogramHeatmap::setHistograms(const QString& name, std::vector<importers::HistogramPoint> histograms) {
+void HistogramHeatmap::setHistograms(const QString& name, std::vector<Histogram> histograms) {
     name_ = name;
     histograms_ = std::move(histograms);
     setAccessibleDescription(caption());
     update();
 }
 
-HistogramHeatmap::Grid HistogramHeatmap::grid(const std::vector<importers::HistogramPoint>& histograms, int columns,
+HistogramHeatmap::Grid HistogramHeatmap::grid(const std::vector<Histogram>& histograms, int columns,
                                               int rows) {
     Grid out;
     const int n = static_cast<int>(histograms.size());
@@ -67,12 +67,12 @@ HistogramHeatmap::Grid HistogramHeatmap::grid(const std::vector<importers::Histo
             // Bucket b holds the values in (limit[b-1], limit[b]]; the first starts at the histogram's min and the
             // last ends at its max (TensorBoard's outer limits are ±1e300-ish). Its count is spread evenly over the
             // rows it covers.
-            for (size_t b = 0; b < h.bucket_count.size() && b < h.bucket_limit.size(); ++b) {
-                const double count = h.bucket_count[b];
+            for (size_t b = 0; b < h.counts.size() && b < h.limits.size(); ++b) {
+                const double count = h.counts[b];
                 if (!(count > 0))
                     continue;
-                double left = b == 0 ? h.min : h.bucket_limit[b - 1];
-                double right = h.bucket_limit[b];
+                double left = b == 0 ? h.min : h.limits[b - 1];
+                double right = h.limits[b];
                 left = std::clamp(std::isfinite(left) ? left : h.min, h.min, h.max);
                 right = std::clamp(std::isfinite(right) ? right : h.max, h.min, h.max);
                 if (right < left)

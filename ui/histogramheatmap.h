@@ -4,7 +4,7 @@
 // shape shows whatever its count. With more steps than pixel columns, a column sums neighbouring steps and the
 // caption says how many (nothing is dropped unsaid). The cursor's cell is named in a tooltip (steps, value range,
 // share of the step's values there).
-#include "importedrun.h"
+#include "histogramstore.h"
 
 #include <QWidget>
 
@@ -17,7 +17,7 @@ class HistogramHeatmap : public QWidget {
 public:
     explicit HistogramHeatmap(QWidget* parent = nullptr);
 
-    void setHistograms(const QString& name, std::vector<importers::HistogramPoint> histograms);
+    void setHistograms(const QString& name, std::vector<Histogram> histograms);
     QString caption() const; // what the widget says under the map ("120 steps, …")
     QSize sizeHint() const override { return {480, 220}; }
 
@@ -28,7 +28,7 @@ public:
         std::vector<std::pair<int64_t, int64_t>> steps;
         double low = 0, high = 1;
     };
-    static Grid grid(const std::vector<importers::HistogramPoint>& histograms, int columns, int rows);
+    static Grid grid(const std::vector<Histogram>& histograms, int columns, int rows);
 
 protected:
     void paintEvent(QPaintEvent* event) override;
@@ -38,7 +38,7 @@ private:
     QRect plotArea() const;
 
     QString name_;
-    std::vector<importers::HistogramPoint> histograms_;
+    std::vector<Histogram> histograms_;
 };
 
 } // namespace traindeck

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <thread>
+#include <utility>
 
 namespace traindeck {
 
@@ -66,78 +67,91 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
             const auto seconds = [&] {
                 return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
             };
-            // One pass over a path; a later pass of a follow only speaks of the runs that changed.
-            const auto import_path = [&](const QString& path, bool later) {
-                if (!later) {
-                    progress.current = path;
-                    report(progress);
-                }
-                auto read = importers::read_runs(QFileInfo(path).absoluteFilePath().toStdString(), options);
-                if (!read) {
-                    ++summary.runs_failed;
-                    progress.lines << tr("%1: %2").arg(path, QString::fromStdString(read.error()));
+            // The run written last: its result is taken once the next run is read, so the catalog's writer writes
+            // one run while this thread reads the next (the logdir is never in memory whole).
+            std::shared_ptr<Expected<RunImportResult>> result;
+            std::shared_ptr<importers::ImportedRun> written;
+            bool later = false; // a follow's later pass: only the runs that changed are spoken of
+            const auto take_result = [&] {
+                if (!written)
                     return;
-                }
-                if (!later)
-                    progress.runs_total += static_cast<int>(read->runs.size());
-                for (importers::ImportedRun& run : read->runs) {
-                    if (cancelled->load())
-                        break;
-                    progress.current = QString::fromStdString(run.name);
-                    // Written by the catalog's one writer; flush() returns once it is committed (or says why not).
-                    auto result = std::make_shared<Expected<RunImportResult>>(Error{"not written"});
-                    auto shared_run = std::make_shared<importers::ImportedRun>(std::move(run));
-                    writer->post(
-                        [result, shared_run](Catalog& catalog) { *result = import_run(catalog, *shared_run); });
-                    const std::string error = writer->flush();
-                    const QString name = QString::fromStdString(shared_run->name);
-                    if (!error.empty() || !*result) {
-                        ++summary.runs_failed;
-                        progress.lines << tr("%1 was not imported: %2")
-                                              .arg(name,
-                                                   QString::fromStdString(error.empty() ? result->error() : error));
-                        continue;
-                    }
+                // flush() returns once the run is committed (or says why not).
+                const std::string error = writer->flush();
+                const std::shared_ptr<importers::ImportedRun> run = std::exchange(written, nullptr);
+                const QString name = QString::fromStdString(run->name);
+                if (!error.empty() || !*result) {
+                    ++summary.runs_failed;
+                    progress.lines << tr("%1 was not imported: %2")
+                                          .arg(name, QString::fromStdString(error.empty() ? result->error() : error));
+                } else {
                     const RunImportResult& done = **result;
                     summary.points += done.points_added;
                     if (!later) {
                         (done.created ? summary.runs_new : done.changed ? summary.runs_grown : summary.runs_same)++;
                         summary.jobs << done.job;
                         ++progress.runs_done;
-                    } else if (!done.changed) {
-                        continue;
                     }
-                    progress.changed << done.job;
-                    progress.lines << tr("%1 run %2 “%3”: %4 points added, %5 already here")
-                                          .arg(done.created   ? tr("New")
-                                               : done.changed ? tr("Grown")
-                                                              : tr("Unchanged"))
-                                          .arg(done.job)
-                                          .arg(name)
-                                          .arg(done.points_added)
-                                          .arg(done.points_kept);
-                    for (const importers::Damage& piece : shared_run->damage) {
-                        ++summary.damage;
-                        progress.lines << tr("  damaged: %1 at byte %2: %3")
-                                              .arg(QString::fromStdString(piece.file))
-                                              .arg(piece.offset)
-                                              .arg(QString::fromStdString(piece.what));
+                    if (!later || done.changed) {
+                        progress.changed << done.job;
+                        progress.lines << tr("%1 run %2 “%3”: %4 points added, %5 already here")
+                                              .arg(done.created   ? tr("New")
+                                                   : done.changed ? tr("Grown")
+                                                                  : tr("Unchanged"))
+                                              .arg(done.job)
+                                              .arg(name)
+                                              .arg(done.points_added)
+                                              .arg(done.points_kept);
+                        for (const importers::Damage& piece : run->damage) {
+                            ++summary.damage;
+                            progress.lines << tr("  damaged: %1 at byte %2: %3")
+                                                  .arg(QString::fromStdString(piece.file))
+                                                  .arg(piece.offset)
+                                                  .arg(QString::fromStdString(piece.what));
+                        }
+                        for (const std::string& note : done.notes)
+                            progress.lines << "  " + QString::fromStdString(note);
                     }
-                    for (const std::string& note : done.notes)
-                        progress.lines << "  " + QString::fromStdString(note);
                     progress.points = summary.points;
                     progress.points_per_second = summary.points / std::max(seconds(), 1e-3);
-                    report(progress);
-                    summary.lines << progress.lines;
-                    progress.lines.clear();
-                    progress.changed.clear();
                 }
-                if (!later)
+                if (!progress.lines.isEmpty() || !later)
+                    report(progress);
+                summary.lines << progress.lines;
+                progress.lines.clear();
+                progress.changed.clear();
+            };
+            const auto import_path = [&](const QString& path) {
+                if (!later) {
+                    progress.current = path;
+                    report(progress);
+                }
+                auto read = importers::read_runs_each(
+                    QFileInfo(path).absoluteFilePath().toStdString(), options, [&](importers::ImportedRun&& run) {
+                        take_result(); // the run before, written while this one was read
+                        if (cancelled->load())
+                            return false;
+                        if (!later)
+                            ++progress.runs_total;
+                        progress.current = QString::fromStdString(run.name);
+                        if (!later)
+                            report(progress);
+                        result = std::make_shared<Expected<RunImportResult>>(Error{"not written"});
+                        written = std::make_shared<importers::ImportedRun>(std::move(run));
+                        writer->post(
+                            [into = result, run = written](Catalog& catalog) { *into = import_run(catalog, *run); });
+                        return true;
+                    });
+                take_result();
+                if (!read) {
+                    ++summary.runs_failed;
+                    progress.lines << tr("%1: %2").arg(path, QString::fromStdString(read.error()));
+                } else if (!later) {
                     for (const std::string& note : read->notes)
                         progress.lines << QString::fromStdString(note);
-                summary.lines << progress.lines;
+                }
                 if (!progress.lines.isEmpty())
                     report(progress);
+                summary.lines << progress.lines;
                 progress.lines.clear();
                 progress.changed.clear();
             };
@@ -147,8 +161,9 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                     break;
                 // Taken before reading: a write during the import is seen at the next look.
                 fingerprints.push_back(importers::source_fingerprint(QFileInfo(path).absoluteFilePath().toStdString()));
-                import_path(path, false);
+                import_path(path);
             }
+            later = true;
             if (follow && !cancelled->load()) {
                 progress.following = true;
                 progress.current = paths.join(QStringLiteral(", "));
@@ -164,7 +179,7 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                     if (now == fingerprints[i])
                         continue;
                     fingerprints[i] = now;
-                    import_path(path, true);
+                    import_path(path);
                 }
             }
             summary.cancelled = cancelled->load() && !follow;

@@ -1,7 +1,8 @@
 #pragma once
 // "Import runs…" without widgets: runs of other tools (backend/importers' read_runs: TensorBoard logdirs, MLflow
 // stores, W&B offline runs, metric tables) read on a pool thread and written into the catalog by its one writer, a
-// run at a time (model/runimport: idempotent, so importing again adds only what a source gained). Progress after
+// run at a time, the next run read while one is written (a TensorBoard logdir is never in memory whole;
+// model/runimport: idempotent, so importing again adds only what a source gained). Progress after
 // each run (points and points/s); cancel() stops before the next run, and what was imported stays. The summary says
 // what came in and every piece of damage (file and byte offset). Following a path (a logdir still being written)
 // streams what is appended into the catalog as a local job's points stream.
@@ -20,7 +21,7 @@ class RunImporter : public QObject {
     Q_OBJECT
 public:
     struct Progress {
-        int runs_done = 0, runs_total = 0; // runs_total grows as each path is read
+        int runs_done = 0, runs_total = 0; // runs_total grows as runs are read
         qint64 points = 0;                 // scalar points added so far
         double points_per_second = 0;
         QString current; // the path or run being read or written

@@ -129,18 +129,54 @@ Expected<std::string> detect_format(const std::string& path) {
                         "TensorBoard event file (events.out.tfevents.*) and no metrics table (.csv, .jsonl) in it"};
 }
 
-Expected<ReadRuns> read_runs(const std::string& path, const ReadRunsOptions& options) {
+namespace {
+
+// The format to read path as: the one asked for (csv and jsonl are "metrics"), or what the path holds.
+Expected<std::string> format_to_read(const std::string& path, const ReadRunsOptions& options) {
     std::string format = options.format;
     if (format == "csv" || format == "jsonl")
         format = "metrics";
-    if (format.empty()) {
-        auto detected = detect_format(path);
-        if (!detected)
-            return Error{detected.error()};
-        format = *detected;
-    } else if (format != "tensorboard" && format != "mlflow" && format != "wandb" && format != "metrics") {
+    if (format.empty())
+        return detect_format(path);
+    if (format != "tensorboard" && format != "mlflow" && format != "wandb" && format != "metrics")
         return Error{"unknown format \"" + options.format + "\": " + std::string(read_formats())};
+    return format;
+}
+
+} // namespace
+
+Expected<ReadRuns> read_runs_each(const std::string& path, const ReadRunsOptions& options,
+                                  const std::function<bool(ImportedRun&&)>& on_run) {
+    auto format = format_to_read(path, options);
+    if (!format)
+        return Error{format.error()};
+    if (*format != "tensorboard") {
+        auto read = read_runs(path, {*format, options.include_deleted});
+        if (!read)
+            return read;
+        for (ImportedRun& run : read->runs)
+            if (!on_run(std::move(run)))
+                break;
+        read->runs.clear();
+        return read;
     }
+    auto listed = list_tensorboard_runs(path);
+    if (!listed)
+        return Error{listed.error()};
+    SourceBuffer buffer;
+    for (const TensorBoardRunFiles& files : *listed)
+        if (!on_run(read_tensorboard_run(files, buffer)))
+            break;
+    ReadRuns read;
+    read.format = *format;
+    return read;
+}
+
+Expected<ReadRuns> read_runs(const std::string& path, const ReadRunsOptions& options) {
+    auto detected = format_to_read(path, options);
+    if (!detected)
+        return Error{detected.error()};
+    const std::string format = *detected;
     ReadRuns read;
     read.format = format;
     std::error_code ec;

@@ -9,6 +9,7 @@
 #include "expected.h"
 #include "importedrun.h"
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,5 +39,12 @@ Expected<ReadRuns> read_runs(const std::string& path, const ReadRunsOptions& opt
 // read). It changes when a file grows, appears, goes or is rewritten: a source still being written (a live logdir)
 // is read again when it does. 0 when the path is not there.
 uint64_t source_fingerprint(const std::string& path);
+
+// read_runs a run at a time, for a caller that writes each run while the next is read: on_run gets each run as soon
+// as it is read (a TensorBoard logdir's runs one after the other, so the logdir is never in memory whole; the other
+// formats are read whole first) and returns false to stop there (a cancel). The result has the format and the
+// notes, and no runs.
+Expected<ReadRuns> read_runs_each(const std::string& path, const ReadRunsOptions& options,
+                                  const std::function<bool(ImportedRun&& run)>& on_run);
 
 } // namespace traindeck::importers

@@ -10,6 +10,22 @@
 namespace traindeck::importers {
 
 Expected<std::string> read_source_file(const std::string& path) {
+    SourceBuffer buffer;
+    auto bytes = buffer.read(path);
+    if (!bytes)
+        return Error{bytes.error()};
+    return std::string(*bytes);
+}
+
+void SourceBuffer::grow(size_t capacity, size_t keep) {
+    std::unique_ptr<char[]> bigger(new char[capacity]);
+    if (keep > 0)
+        std::memcpy(bigger.get(), data_.get(), keep);
+    data_ = std::move(bigger);
+    capacity_ = capacity;
+}
+
+Expected<std::string_view> SourceBuffer::read(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return Error{"cannot read " + path + ": " + std::strerror(errno) + "; check that it exists and is readable"};
@@ -17,12 +33,13 @@ Expected<std::string> read_source_file(const std::string& path) {
     const size_t expected = ::fstat(fd, &info) == 0 && info.st_size > 0 ? static_cast<size_t>(info.st_size) : 0;
     // Read to the end rather than to st_size (one byte more than it is asked for, to see the end): a file still being
     // appended to gives what it has now.
-    std::string bytes(expected + 1, '\0');
+    if (capacity_ < expected + 1)
+        grow(expected + 1 + expected / 8, 0);
     size_t size = 0;
     for (;;) {
-        if (size == bytes.size())
-            bytes.resize(bytes.size() * 2);
-        const ssize_t n = ::read(fd, bytes.data() + size, bytes.size() - size);
+        if (size == capacity_)
+            grow(capacity_ * 2 + 4096, size);
+        const ssize_t n = ::read(fd, data_.get() + size, capacity_ - size);
         if (n == 0)
             break;
         if (n < 0) {
@@ -35,9 +52,8 @@ Expected<std::string> read_source_file(const std::string& path) {
         }
         size += static_cast<size_t>(n);
     }
-    bytes.resize(size);
     ::close(fd);
-    return bytes;
+    return std::string_view(data_.get(), size);
 }
 
 } // namespace traindeck::importers

@@ -3,11 +3,28 @@
 // read (a logdir may belong to a running job, or sit on a read-only mount), and they read a file once.
 #include "expected.h"
 
+#include <cstddef>
+#include <memory>
 #include <string>
+#include <string_view>
 
 namespace traindeck::importers {
 
 // The file's bytes, or why not ("cannot read X: Permission denied; ...").
 Expected<std::string> read_source_file(const std::string& path);
+
+// The same into a buffer kept from one file to the next, for readers of many large files (a logdir's event files):
+// a fresh buffer a file is zeroed and faulted in page by page again, which took more time than reading the bytes.
+// The bytes stay valid until the next read.
+class SourceBuffer {
+public:
+    Expected<std::string_view> read(const std::string& path);
+
+private:
+    void grow(size_t capacity, size_t keep);
+
+    std::unique_ptr<char[]> data_; // not initialised: read() fills what it hands out
+    size_t capacity_ = 0;
+};
 
 } // namespace traindeck::importers

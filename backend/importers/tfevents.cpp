@@ -309,6 +309,20 @@ struct DecodedValue {
     std::string other; // what other_records counts
 };
 
+// A repeated double, packed (appended whole: a histogram's buckets are most of a logdir's bytes) or not.
+bool append_doubles(const ProtoField& field, std::vector<double>& out) {
+    if (field.type == WireType::fixed64) {
+        out.push_back(field.as_double());
+        return true;
+    }
+    if (field.type != WireType::bytes || field.bytes.size() % 8 != 0)
+        return false;
+    const size_t at = out.size();
+    out.resize(at + field.bytes.size() / 8);
+    std::memcpy(out.data() + at, field.bytes.data(), field.bytes.size()); // little-endian, as on the wire
+    return true;
+}
+
 bool parse_histogram(std::string_view bytes, HistogramPoint& h, std::string& why) {
     ProtoReader reader(bytes);
     ProtoField f;
@@ -333,10 +347,10 @@ bool parse_histogram(std::string_view bytes, HistogramPoint& h, std::string& why
             h.sum_squares = f.as_double();
             break;
         case 6:
-            ok = for_each_packed_fixed64(f, [&](double v) { h.bucket_limit.push_back(v); });
+            ok = append_doubles(f, h.bucket_limit);
             break;
         case 7:
-            ok = for_each_packed_fixed64(f, [&](double v) { h.bucket_count.push_back(v); });
+            ok = append_doubles(f, h.bucket_count);
             break;
         default:
             break;
@@ -710,6 +724,11 @@ bool decode_event(std::string_view record, ImportedRun& run, TagPlugins& plugins
 }
 
 ImportedRun read_event_files(const std::string& folder, const std::vector<std::string>& files) {
+    SourceBuffer buffer;
+    return read_event_files(folder, files, buffer);
+}
+
+ImportedRun read_event_files(const std::string& folder, const std::vector<std::string>& files, SourceBuffer& buffer) {
     ImportedRun run;
     run.format = "tensorboard";
     run.source = folder;
@@ -717,7 +736,7 @@ ImportedRun read_event_files(const std::string& folder, const std::vector<std::s
     TagPlugins plugins;
     for (const std::string& file : files) {
         run.files.push_back(file);
-        auto bytes = read_source_file(file);
+        auto bytes = buffer.read(file);
         if (!bytes) {
             run.damage.push_back({file, 0, bytes.error()});
             continue;
@@ -734,7 +753,7 @@ ImportedRun read_event_files(const std::string& folder, const std::vector<std::s
     return run;
 }
 
-Expected<std::vector<ImportedRun>> read_tensorboard_logdir(const std::string& path) {
+Expected<std::vector<TensorBoardRunFiles>> list_tensorboard_runs(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code ec;
     const fs::file_status status = fs::status(path, ec);
@@ -756,19 +775,35 @@ Expected<std::vector<ImportedRun>> read_tensorboard_logdir(const std::string& pa
     }
     if (by_folder.empty())
         return Error{path + " holds no TensorBoard event file (a file whose name contains \"tfevents\")"};
-    std::vector<ImportedRun> runs;
+    std::vector<TensorBoardRunFiles> runs;
     const fs::path root = fs::is_regular_file(status) ? fs::path(path).parent_path() : fs::path(path);
     for (auto& [folder, files] : by_folder) {
         std::sort(files.begin(), files.end());
-        ImportedRun run = read_event_files(folder, files);
         // As TensorBoard names runs: the folder relative to the logdir; the logdir itself by its own name.
         const std::string relative = fs::path(folder).lexically_relative(root).generic_string();
-        run.name =
+        std::string name =
             relative.empty() || relative == "." ? fs::absolute(root).lexically_normal().filename().string() : relative;
-        if (run.name.empty())
-            run.name = folder;
-        runs.push_back(std::move(run));
+        if (name.empty())
+            name = folder;
+        runs.push_back({folder, std::move(name), std::move(files)});
     }
+    return runs;
+}
+
+ImportedRun read_tensorboard_run(const TensorBoardRunFiles& listed, SourceBuffer& buffer) {
+    ImportedRun run = read_event_files(listed.folder, listed.files, buffer);
+    run.name = listed.name;
+    return run;
+}
+
+Expected<std::vector<ImportedRun>> read_tensorboard_logdir(const std::string& path) {
+    auto listed = list_tensorboard_runs(path);
+    if (!listed)
+        return Error{listed.error()};
+    SourceBuffer buffer;
+    std::vector<ImportedRun> runs;
+    for (const TensorBoardRunFiles& run : *listed)
+        runs.push_back(read_tensorboard_run(run, buffer));
     return runs;
 }
 

@@ -11,6 +11,7 @@
 // TensorBoard both read back.
 #include "expected.h"
 #include "importedrun.h"
+#include "sourcefile.h"
 
 #include <map>
 #include <string>
@@ -30,11 +31,24 @@ using TagPlugins = std::map<std::string, std::string, std::less<>>;
 // are not a well-formed Event; nothing of a refused record is kept.
 bool decode_event(std::string_view record, ImportedRun& run, TagPlugins& plugins, std::string& why);
 
-// Reads the event files of one run (the folder's files, in the order given) into one run.
+// Reads the event files of one run (the folder's files, in the order given) into one run; with a buffer kept
+// from one call to the next when there are many.
 ImportedRun read_event_files(const std::string& folder, const std::vector<std::string>& files);
+ImportedRun read_event_files(const std::string& folder, const std::vector<std::string>& files, SourceBuffer& buffer);
+
+// A logdir's runs before any is read: each folder holding event files, its files in name order and the run's name
+// (as TensorBoard names it: the folder relative to the logdir). For readers that take one run at a time (reading
+// the next while the last is written, holding two runs in memory rather than the logdir).
+struct TensorBoardRunFiles {
+    std::string folder, name;
+    std::vector<std::string> files;
+};
+Expected<std::vector<TensorBoardRunFiles>> list_tensorboard_runs(const std::string& path);
+ImportedRun read_tensorboard_run(const TensorBoardRunFiles& run, SourceBuffer& buffer);
 
 // A logdir (or one event file, or a run folder): one run per folder holding event files, in path order. Only a path
-// that cannot be read at all, or a tree with no event file, is an error; damage inside files is in each run.
+// that cannot be read at all, or a tree with no event file, is an error (list_tensorboard_runs' errors); damage
+// inside files is in each run.
 Expected<std::vector<ImportedRun>> read_tensorboard_logdir(const std::string& path);
 
 // The exporter: one event file in `folder` (created if need be) named events.out.tfevents.<time>.<host>.<pid>.<n>

@@ -222,6 +222,46 @@ TEST(TfEvents, TheWholeFixtureTreeIsOneRunPerFolderWithoutDamage) {
                                                "tfevents-js-hello", "wandb-gan-histos-customscalars"}));
 }
 
+TEST(TfEvents, RunByRunReadsWhatTheWholeLogdirReads) {
+    REQUIRE_FIXTURES();
+    auto whole = read_tensorboard_logdir(fixture("tfevents"));
+    auto listed = list_tensorboard_runs(fixture("tfevents"));
+    ASSERT_TRUE(whole && listed);
+    ASSERT_EQ(listed->size(), whole->size());
+    SourceBuffer buffer; // one buffer for every file, large and small after each other
+    for (size_t i = 0; i < listed->size(); ++i) {
+        const ImportedRun run = read_tensorboard_run((*listed)[i], buffer);
+        const ImportedRun& expected = (*whole)[i];
+        EXPECT_EQ(run.name, expected.name);
+        EXPECT_EQ(run.files, expected.files);
+        EXPECT_EQ(run.records, expected.records);
+        EXPECT_EQ(run.scalar_points(), expected.scalar_points());
+        EXPECT_EQ(run.histograms.size(), expected.histograms.size());
+        for (const auto& [tag, points] : expected.scalars) {
+            ASSERT_EQ(run.scalars.at(tag).size(), points.size()) << tag;
+            for (size_t p = 0; p < points.size(); ++p)
+                EXPECT_EQ(run.scalars.at(tag)[p].value, points[p].value) << tag;
+        }
+    }
+}
+
+TEST(TfEvents, ASourceBufferReadsEachFileWholeWhateverCameBefore) {
+    TempDir dir;
+    const std::string large(300000, 'x'), small = "small", larger(1000000, 'y');
+    spill(dir.file("a"), large);
+    spill(dir.file("b"), small);
+    spill(dir.file("c"), larger);
+    SourceBuffer buffer;
+    EXPECT_EQ(*buffer.read(dir.file("a")), large);
+    EXPECT_EQ(*buffer.read(dir.file("b")), small);
+    EXPECT_EQ(*buffer.read(dir.file("c")), larger);
+    spill(dir.file("empty"), "");
+    EXPECT_EQ(*buffer.read(dir.file("empty")), "");
+    auto missing = buffer.read(dir.file("missing"));
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.error().find("cannot read"), std::string::npos);
+}
+
 TEST(TfEvents, AFolderWithoutEventFilesIsAnErrorThatSaysSo) {
     TempDir dir;
     spill(dir.file("notes.txt"), "hello");

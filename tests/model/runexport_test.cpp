@@ -164,3 +164,31 @@ TEST(ReadRuns, AFolderOfMetricTablesIsARunAFileAndNothingImportableIsAClearError
     ASSERT_FALSE(none);
     EXPECT_NE(none.error().find("no TensorBoard event file"), std::string::npos) << none.error();
 }
+
+TEST(ReadRuns, RunByRunGivesWhatReadRunsGivesAndStopsWhenAsked) {
+    REQUIRE_FIXTURES();
+    for (const std::string path : {"/tfevents", "/mlflow/packt-hpt-mlruns", "/wandb/leet-synthetic"}) {
+        auto whole = read_runs(kFixtures + path);
+        ASSERT_TRUE(whole) << path << ": " << whole.error();
+        std::vector<ImportedRun> each;
+        auto read = read_runs_each(kFixtures + path, {}, [&](ImportedRun&& run) {
+            each.push_back(std::move(run));
+            return true;
+        });
+        ASSERT_TRUE(read) << path << ": " << read.error();
+        EXPECT_EQ(read->format, whole->format) << path;
+        EXPECT_EQ(read->notes, whole->notes) << path;
+        EXPECT_TRUE(read->runs.empty()) << path;
+        ASSERT_EQ(each.size(), whole->runs.size()) << path;
+        for (size_t i = 0; i < each.size(); ++i) {
+            EXPECT_EQ(each[i].name, whole->runs[i].name) << path;
+            EXPECT_EQ(each[i].scalar_points(), whole->runs[i].scalar_points()) << path;
+            EXPECT_EQ(each[i].histograms.size(), whole->runs[i].histograms.size()) << path;
+        }
+        int taken = 0;
+        ASSERT_TRUE(read_runs_each(kFixtures + path, {}, [&](ImportedRun&&) { return ++taken < 2; }));
+        EXPECT_EQ(taken, 2) << path << ": on_run was called after it said stop";
+    }
+    auto wrong = read_runs_each(kFixtures + "/tfevents", {.format = "neptune"}, [](ImportedRun&&) { return true; });
+    EXPECT_FALSE(wrong);
+}

@@ -2,8 +2,10 @@
 // revision); a grown event file adds only its new records; the source (path, format, writer, files, damage) is
 // recorded; a step written twice is counted twice and shows its later value; a rewritten source adds nothing and
 // says so; MLflow params, tags and status land as config, tags and state; a run deleted in the catalog is left
-// alone; a catalog of schema 5 migrates and takes imports.
+// alone; a catalog of schema 5 migrates and takes imports; histograms come back bit for bit, a grown source adds only
+// its new ones, and a catalog of schema 6 has its histogram rows packed into chunks.
 #include "catalog.h"
+#include "histogramstore.h"
 #include "mlflow.h"
 #include "requireall.h"
 #include "runimport.h"
@@ -14,8 +16,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 using namespace traindeck;
@@ -181,17 +186,77 @@ TEST(RunImport, HistogramsAreStoredPerStep) {
     TempCatalog temp;
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
-    auto result = import_run(catalog, tensorboard_run(kFixtures + "/tfevents/wandb-gan-histos-customscalars"));
+    const ImportedRun run = tensorboard_run(kFixtures + "/tfevents/wandb-gan-histos-customscalars");
+    auto result = import_run(catalog, run);
     ASSERT_TRUE(result) << result.error();
     EXPECT_EQ(result->histograms_added, 36);
-    EXPECT_EQ(count(catalog, "SELECT COUNT(*) FROM histograms WHERE name='gradient/netG_A/norm/histogram'"), 12);
-    EXPECT_EQ(count(catalog, "SELECT length(counts) / 8 FROM histograms WHERE name='gradient/netG_A/norm/histogram' "
-                             "AND step=900"),
-              29);
+    const std::string name = "gradient/netG_A/norm/histogram";
+    EXPECT_EQ(HistogramStore::names(catalog.db(), result->job).size(), 3u);
+    EXPECT_EQ(HistogramStore::count(catalog.db(), result->job, name), 12);
+    const auto at_900 = HistogramStore::read(catalog.db(), result->job, name, 900, 900);
+    ASSERT_EQ(at_900.size(), 1u);
+    EXPECT_EQ(at_900[0].counts.size(), 29u);
+    // Every bucket as the source wrote it, bit for bit.
+    const auto stored = HistogramStore::read(catalog.db(), result->job, name, INT64_MIN, INT64_MAX);
+    const auto& written = run.histograms.at(name);
+    ASSERT_EQ(stored.size(), written.size());
+    for (size_t i = 0; i < stored.size(); ++i) {
+        EXPECT_EQ(stored[i].step, written[i].step);
+        EXPECT_EQ(stored[i].time, written[i].wall_time);
+        EXPECT_EQ(stored[i].num, written[i].num);
+        EXPECT_EQ(stored[i].sum_squares, written[i].sum_squares);
+        EXPECT_EQ(stored[i].limits, written[i].bucket_limit);
+        EXPECT_EQ(stored[i].counts, written[i].bucket_count);
+    }
     auto again = import_run(catalog, tensorboard_run(kFixtures + "/tfevents/wandb-gan-histos-customscalars"));
     ASSERT_TRUE(again);
     EXPECT_EQ(again->histograms_added, 0);
-    EXPECT_EQ(count(catalog, "SELECT COUNT(*) FROM histograms"), 36);
+    EXPECT_FALSE(again->changed);
+    EXPECT_EQ(count(catalog, "SELECT SUM(count) FROM histogram_chunks"), 36);
+}
+
+TEST(RunImport, AGrownSourceAddsOnlyItsNewHistograms) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    ImportedRun run;
+    run.format = "tensorboard";
+    run.source = (temp.dir / "run").string();
+    auto histogram = [](int64_t step) {
+        HistogramPoint h;
+        h.step = step;
+        h.wall_time = 1700000000.0 + 0.1 * static_cast<double>(step);
+        for (int i = 0; i < 5 + static_cast<int>(step % 3); ++i) {
+            h.bucket_limit.push_back(0.1 * (i + 1) * static_cast<double>(step));
+            h.bucket_count.push_back(static_cast<double>((step * 7 + i) % 11));
+            h.num += h.bucket_count.back();
+        }
+        return h;
+    };
+    auto& points = run.histograms["w"];
+    for (int64_t step = 1; step <= 70; ++step) // a chunk and 6 more: the next import goes on in a stored chunk
+        points.push_back(histogram(step));
+    auto first = import_run(catalog, run);
+    ASSERT_TRUE(first) << first.error();
+    EXPECT_EQ(first->histograms_added, 70);
+    for (int64_t step = 71; step <= 200; ++step)
+        points.push_back(histogram(step));
+    auto second = import_run(catalog, run);
+    ASSERT_TRUE(second) << second.error();
+    EXPECT_EQ(second->histograms_added, 130);
+    EXPECT_FALSE(second->created);
+    const auto stored = HistogramStore::read(catalog.db(), first->job, "w", INT64_MIN, INT64_MAX);
+    ASSERT_EQ(stored.size(), 200u);
+    for (size_t i = 0; i < stored.size(); ++i) {
+        EXPECT_EQ(stored[i].step, points[i].step);
+        EXPECT_EQ(stored[i].limits, points[i].bucket_limit);
+        EXPECT_EQ(stored[i].counts, points[i].bucket_count);
+    }
+    EXPECT_EQ(HistogramStore::read(catalog.db(), first->job, "w", 100, 129).size(), 30u);
+    auto third = import_run(catalog, run);
+    ASSERT_TRUE(third);
+    EXPECT_EQ(third->histograms_added, 0);
+    EXPECT_FALSE(third->changed);
 }
 
 TEST(RunImport, ARewrittenSourceAddsNothingAndSaysSo) {
@@ -288,12 +353,12 @@ TEST(RunImport, ACatalogOfSchemaFiveMigratesAndTakesImports) {
         ASSERT_EQ(catalog.open(temp.path()), "");
         catalog.add_job("old", "local", "1", nlohmann::json::object());
         // Back to schema 5: before the import tables.
-        catalog.db().exec("DROP TABLE import_sources; DROP TABLE import_series; DROP TABLE histograms; "
+        catalog.db().exec("DROP TABLE import_sources; DROP TABLE import_series; DROP TABLE histogram_chunks; "
                           "PRAGMA user_version=5");
     }
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
-    EXPECT_EQ(catalog.schema_version(), 6);
+    EXPECT_EQ(catalog.schema_version(), 7);
     ImportedRun run;
     run.format = "csv";
     run.source = (temp.dir / "m.csv").string();
@@ -301,6 +366,64 @@ TEST(RunImport, ACatalogOfSchemaFiveMigratesAndTakesImports) {
     auto result = import_run(catalog, run);
     ASSERT_TRUE(result) << result.error();
     EXPECT_EQ(count(catalog, "SELECT COUNT(*) FROM jobs"), 2);
+}
+
+TEST(RunImport, ACatalogOfSchemaSixHasItsHistogramsPacked) {
+    TempCatalog temp;
+    HistogramPoint odd; // values a codec could lose: -0, NaN with a payload, infinities, a denormal
+    odd.step = -3;
+    odd.wall_time = 1700000000.25;
+    odd.min = -0.0;
+    odd.max = std::numeric_limits<double>::infinity();
+    odd.num = std::numeric_limits<double>::denorm_min();
+    const uint64_t payload = 0x7ff8000000012345ull;
+    double nan = 0;
+    std::memcpy(&nan, &payload, 8);
+    odd.bucket_limit = {-1e300, -0.0, 1e-310, nan, std::numeric_limits<double>::max()};
+    odd.bucket_count = {1, 0, -0.0, 2.5, 1e20};
+    int64_t job = 0;
+    {
+        Catalog catalog;
+        ASSERT_EQ(catalog.open(temp.path()), "");
+        job = catalog.add_job("old", "import", "x", nlohmann::json::object());
+        // Back to schema 6, its table of a histogram a row holding 70 of one series and one other.
+        catalog.db().exec("DROP TABLE histogram_chunks; PRAGMA user_version=6; CREATE TABLE histograms(job INTEGER "
+                          "NOT NULL, name TEXT NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL, time REAL NOT "
+                          "NULL, min REAL, max REAL, num REAL, sum REAL, sum_squares REAL, limits BLOB NOT NULL, "
+                          "counts BLOB NOT NULL, PRIMARY KEY(job, name, seq)) WITHOUT ROWID");
+        Statement insert = catalog.db().prepare("INSERT INTO histograms VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        for (int seq = 0; seq < 71; ++seq) {
+            const HistogramPoint& h = odd;
+            insert.reset();
+            insert.bind(1, job).bind(2, seq < 70 ? "a" : "b").bind(3, int64_t(seq < 70 ? seq : 0));
+            insert.bind(4, h.step + seq).bind(5, h.wall_time).bind(6, h.min).bind(7, h.max).bind(8, h.num);
+            insert.bind(9, h.sum).bind(10, h.sum_squares);
+            insert.bind_blob_static(11, h.bucket_limit.data(), h.bucket_limit.size() * 8);
+            insert.bind_blob_static(12, h.bucket_count.data(), h.bucket_count.size() * 8);
+            insert.step();
+        }
+    }
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    EXPECT_EQ(catalog.schema_version(), 7);
+    EXPECT_EQ(count(catalog, "SELECT COUNT(*) FROM sqlite_master WHERE name='histograms'"), 0);
+    EXPECT_EQ(HistogramStore::count(catalog.db(), job, "a"), 70);
+    const auto a = HistogramStore::read(catalog.db(), job, "a", INT64_MIN, INT64_MAX);
+    ASSERT_EQ(a.size(), 70u);
+    auto bits = [](const std::vector<double>& v) {
+        std::vector<uint64_t> out(v.size());
+        std::memcpy(out.data(), v.data(), v.size() * 8);
+        return out;
+    };
+    for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i].step, odd.step + static_cast<int64_t>(i));
+        EXPECT_EQ(a[i].min, 0.0); // schema 6's REAL column kept no -0; the buckets' blobs did
+        EXPECT_EQ(a[i].max, odd.max);
+        EXPECT_EQ(a[i].num, odd.num);
+        EXPECT_EQ(bits(a[i].limits), bits(odd.bucket_limit));
+        EXPECT_EQ(bits(a[i].counts), bits(odd.bucket_count));
+    }
+    EXPECT_EQ(HistogramStore::read(catalog.db(), job, "b", INT64_MIN, INT64_MAX).size(), 1u);
 }
 
 TEST(RunImport, WandbConfigSummaryTagsAndExit) {

@@ -2070,16 +2070,16 @@ void ConsoleTest::importDialogAndDropBringRunsIn() {
 // The heatmap's grid: a bucket's count lands on the rows its value range covers, each column scaled to its largest
 // cell, and more steps than columns are summed (never dropped).
 void ConsoleTest::histogramHeatmapSpreadsEachBucketOverItsValues() {
-    importers::HistogramPoint low; // 10 values in (0, 1], 30 in (1, 2]: the lower half and the upper half
+    Histogram low; // 10 values in (0, 1], 30 in (1, 2]: the lower half and the upper half
     low.step = 1;
     low.min = 0;
     low.max = 4;
     low.num = 40;
-    low.bucket_limit = {1, 2, 4};
-    low.bucket_count = {10, 30, 0};
-    importers::HistogramPoint high = low; // everything in (2, 4]
+    low.limits = {1, 2, 4};
+    low.counts = {10, 30, 0};
+    Histogram high = low; // everything in (2, 4]
     high.step = 2;
-    high.bucket_count = {0, 0, 40};
+    high.counts = {0, 0, 40};
     HistogramHeatmap::Grid grid = HistogramHeatmap::grid({low, high}, 10, 4); // rows of 1 over [0, 4]
     QCOMPARE(grid.columns, 2);
     QCOMPARE(grid.low, 0.0);
@@ -2090,7 +2090,7 @@ void ConsoleTest::histogramHeatmapSpreadsEachBucketOverItsValues() {
         QVERIFY2(std::abs(grid.share[i] - expected[i]) < 1e-12, qPrintable(QString::number(i)));
     QCOMPARE(grid.steps[1], (std::pair<int64_t, int64_t>(2, 2)));
     // Three steps in two columns: the second column sums steps 2 and 3 and says which.
-    importers::HistogramPoint third = high;
+    Histogram third = high;
     third.step = 3;
     grid = HistogramHeatmap::grid({low, high, third}, 2, 4);
     QCOMPARE(grid.columns, 2);
