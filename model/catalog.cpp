@@ -123,11 +123,7 @@ const char* const kMigrations[] = {
 
 std::string Catalog::open(const std::string& path, bool read_only) {
     path_ = path;
-    // 64 KB pages for a new catalog: it is mostly BLOBs (metric chunks of 8 KB, histogram chunks of tens of KB),
-    // and with 4 KB pages writing them took a system call a page into the WAL and two more at its checkpoint (an
-    // import of 2 GB ran 5.6 s with 4 KB pages, 4.0 s with 64 KB). A small commit writes its few pages whole into
-    // the WAL (64 KB each), which live ingestion's batches a second easily afford.
-    if (auto error = db_.open(path, read_only, read_only ? 0 : kPageSize); !error.empty())
+    if (auto error = db_.open(path, read_only); !error.empty())
         return error;
     const int version = schema_version();
     if (version > kSchemaVersion)

@@ -27,7 +27,6 @@ namespace traindeck {
 class Catalog {
 public:
     static constexpr int kSchemaVersion = 7;
-    static constexpr int kPageSize = 65536; // of a catalog file created by open (catalog.cpp says why)
 
     // Opens or creates; migrates an older schema; refuses a damaged or newer file with a message that says what
     // to do. read_only connections are for readers (views, item models).

@@ -1,15 +1,12 @@
 #include "histogramstore.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 
 namespace traindeck {
 namespace {
-
-static_assert(std::endian::native == std::endian::little, "the chunk format's bytes are copied as little-endian words");
 
 uint64_t bits_of(double value) {
     uint64_t bits = 0;
@@ -37,7 +34,7 @@ int64_t unzigzag(uint64_t value) { return static_cast<int64_t>((value >> 1) ^ (~
 
 // A value against its prediction (the header's coding). Writes 8 bytes and keeps those it needs: the buffer has 8
 // bytes of room past its worst case.
-[[gnu::always_inline]] inline char* put_coded(char* out, uint64_t bits, uint64_t predicted) {
+char* put_coded(char* out, uint64_t bits, uint64_t predicted) {
     uint64_t delta = zigzag(static_cast<int64_t>(bits - predicted));
     if (delta == 0) {
         *out++ = 0;

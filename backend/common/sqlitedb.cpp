@@ -109,17 +109,13 @@ Database& Database::operator=(Database&& other) noexcept {
     return *this;
 }
 
-std::string Database::open(const std::string& path, bool read_only, int page_size) {
+std::string Database::open(const std::string& path, bool read_only) {
     const int flags = read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
     if (sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK)
         return path + ": cannot open the database: " + error();
     sqlite3_busy_timeout(db_, 5000);
     try {
         if (!read_only) {
-            // Takes effect only on a file with no table yet: an existing file keeps its page size (WAL forbids the
-            // VACUUM that would change it).
-            if (page_size > 0)
-                exec("PRAGMA page_size=" + std::to_string(page_size));
             exec("PRAGMA journal_mode=WAL");
             // NORMAL in WAL mode: a committed transaction survives a crash of this process; only a power cut
             // may lose the last few, and the job files they came from are re-read from the saved offsets.

@@ -67,8 +67,7 @@ public:
     Database& operator=(const Database&) = delete;
 
     // Opens (creating when `create`) with WAL, a busy timeout and foreign keys. Returns an error message or "".
-    // page_size: the page size a file this open creates gets (SQLite's 4096 when 0); an existing file keeps its own.
-    std::string open(const std::string& path, bool read_only, int page_size = 0);
+    std::string open(const std::string& path, bool read_only);
     void exec(std::string_view sql);
     Statement prepare(std::string_view sql) const { return Statement(db_, sql); }
     int64_t last_insert_id() const { return sqlite3_last_insert_rowid(db_); }

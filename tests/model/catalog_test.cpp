@@ -57,31 +57,6 @@ TEST(Catalog, CreatesSchemaInWalModeAndReopens) {
     EXPECT_EQ(count.integer(0), 1);
 }
 
-TEST(Catalog, ANewCatalogHasLargePagesAndAnOldOneKeepsItsOwn) {
-    TempCatalog temp;
-    auto page_size = [](Catalog& catalog) {
-        Statement size = catalog.db().prepare("PRAGMA page_size");
-        return size.step() ? size.integer(0) : 0;
-    };
-    {
-        Catalog catalog;
-        ASSERT_EQ(catalog.open(temp.path()), "");
-        EXPECT_EQ(page_size(catalog), Catalog::kPageSize);
-    }
-    // A catalog an older TrainDeck created with SQLite's 4 KB pages opens as it is, and takes writes.
-    const std::string old_path = (temp.dir / "old.db").string();
-    {
-        Database db;
-        ASSERT_EQ(db.open(old_path, false), "");
-        db.exec("CREATE TABLE t(x)");
-    }
-    Catalog old;
-    ASSERT_EQ(old.open(old_path), "");
-    EXPECT_EQ(page_size(old), 4096);
-    EXPECT_EQ(old.schema_version(), Catalog::kSchemaVersion);
-    EXPECT_GT(old.add_job("a", "local", "1", json::object()), 0);
-}
-
 TEST(Catalog, RefusesDamagedAndNewerFiles) {
     TempCatalog temp;
     std::ofstream(temp.path()) << "this is not a database, just text that is long enough to have a header....";
@@ -363,8 +338,7 @@ int64_t count_jobs(Catalog& catalog, const std::string& name) {
 
 TEST(CatalogWriter, AFullDiskLosesNothingAndWritingResumesOnceSpaceIsFreed) {
     TempCatalog temp;
-    // Room for a fresh catalog (2 MB: 33 pages of 64 KB) and the batches' WAL once space is freed.
-    test::SmallDisk disk((temp.dir / "disk").string(), "16m");
+    test::SmallDisk disk((temp.dir / "disk").string(), "4m");
     if (!disk.mounted) {
         TRAINDECK_SKIP("cannot mount a small tmpfs here to fill up (needs root)");
     }
