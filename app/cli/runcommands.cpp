@@ -249,56 +249,60 @@ volatile std::sig_atomic_t g_stop_following = 0;
 json import_path(Cli& cli, const QString& path, const importers::ReadRunsOptions& options, bool only_changes,
                  QString& text, int& exit) {
     const auto started = std::chrono::steady_clock::now();
-    auto read = importers::read_runs(QFileInfo(path).absoluteFilePath().toStdString(), options);
+    json runs = json::array();
+    int64_t points = 0, runs_read = 0;
+    // Each run imported as soon as it is read (a logdir is never in memory whole).
+    auto read = importers::read_runs_each(
+        QFileInfo(path).absoluteFilePath().toStdString(), options, [&](importers::ImportedRun&& run) {
+            ++runs_read;
+            auto result = import_run(cli.catalog(), run);
+            if (!result) {
+                cli.fail(kFailed, QString("%1 was not imported: %2")
+                                      .arg(QString::fromStdString(run.source), QString::fromStdString(result.error())));
+                runs.push_back({{"source", run.source}, {"error", result.error()}});
+                exit = kFailed;
+                return true;
+            }
+            points += result->points_added;
+            if (only_changes && !result->changed)
+                return true;
+            json damage = json::array();
+            for (const importers::Damage& piece : run.damage)
+                damage.push_back({{"file", piece.file}, {"offset", piece.offset}, {"what", piece.what}});
+            if (!run.damage.empty() && exit == kOk)
+                exit = kDamaged;
+            runs.push_back({{"run", result->job},
+                            {"name", run.name},
+                            {"source", run.source},
+                            {"created", result->created},
+                            {"points_added", result->points_added},
+                            {"points_kept", result->points_kept},
+                            {"not_finite", result->not_finite},
+                            {"histograms_added", result->histograms_added},
+                            {"damage", damage},
+                            {"notes", result->notes}});
+            text += QString("%1 run %2 %3: %4 points added, %5 already here%6\n")
+                        .arg(result->created ? "new" : (result->changed ? "grew" : "same"))
+                        .arg(result->job)
+                        .arg(QString::fromStdString(run.name))
+                        .arg(result->points_added)
+                        .arg(result->points_kept)
+                        .arg(result->not_finite ? QString(" (%1 NaN or infinite, not stored)").arg(result->not_finite)
+                                                : QString());
+            for (const importers::Damage& piece : run.damage)
+                text += QString("  damaged: %1 at byte %2: %3\n")
+                            .arg(QString::fromStdString(piece.file))
+                            .arg(piece.offset)
+                            .arg(QString::fromStdString(piece.what));
+            for (const std::string& note : result->notes)
+                text += "  note: " + QString::fromStdString(note) + "\n";
+
+            return true;
+        });
     if (!read) {
         cli.fail(kFailed, QString::fromStdString(read.error()));
         exit = kFailed;
         return {{"path", path.toStdString()}, {"error", read.error()}};
-    }
-    json runs = json::array();
-    int64_t points = 0;
-    for (const importers::ImportedRun& run : read->runs) {
-        auto result = import_run(cli.catalog(), run);
-        if (!result) {
-            cli.fail(kFailed, QString("%1 was not imported: %2")
-                                  .arg(QString::fromStdString(run.source), QString::fromStdString(result.error())));
-            runs.push_back({{"source", run.source}, {"error", result.error()}});
-            exit = kFailed;
-            continue;
-        }
-        points += result->points_added;
-        if (only_changes && !result->changed)
-            continue;
-        json damage = json::array();
-        for (const importers::Damage& piece : run.damage)
-            damage.push_back({{"file", piece.file}, {"offset", piece.offset}, {"what", piece.what}});
-        if (!run.damage.empty() && exit == kOk)
-            exit = kDamaged;
-        runs.push_back({{"run", result->job},
-                        {"name", run.name},
-                        {"source", run.source},
-                        {"created", result->created},
-                        {"points_added", result->points_added},
-                        {"points_kept", result->points_kept},
-                        {"not_finite", result->not_finite},
-                        {"histograms_added", result->histograms_added},
-                        {"damage", damage},
-                        {"notes", result->notes}});
-        text += QString("%1 run %2 %3: %4 points added, %5 already here%6\n")
-                    .arg(result->created ? "new" : (result->changed ? "grew" : "same"))
-                    .arg(result->job)
-                    .arg(QString::fromStdString(run.name))
-                    .arg(result->points_added)
-                    .arg(result->points_kept)
-                    .arg(result->not_finite ? QString(" (%1 NaN or infinite, not stored)").arg(result->not_finite)
-                                            : QString());
-        for (const importers::Damage& piece : run.damage)
-            text += QString("  damaged: %1 at byte %2: %3\n")
-                        .arg(QString::fromStdString(piece.file))
-                        .arg(piece.offset)
-                        .arg(QString::fromStdString(piece.what));
-        for (const std::string& note : result->notes)
-            text += "  note: " + QString::fromStdString(note) + "\n";
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (!only_changes) {
@@ -306,7 +310,7 @@ json import_path(Cli& cli, const QString& path, const importers::ReadRunsOptions
             text += "note: " + QString::fromStdString(note) + "\n";
         text += QString("%1: %2 run(s) from %3 in %4 s (%5 points/s)\n")
                     .arg(path)
-                    .arg(read->runs.size())
+                    .arg(runs_read)
                     .arg(QString::fromStdString(read->format))
                     .arg(seconds, 0, 'f', 2)
                     .arg(seconds > 0 ? points / seconds : 0.0, 0, 'f', 0);
