@@ -11,7 +11,7 @@ file(MAKE_DIRECTORY ${TRAINDECK_DEB_DIR}/worker-control)
 
 # Man pages and the changelog gzipped as Debian wants them (-n: no name or time stamp, so builds are reproducible).
 set(TRAINDECK_GZIPPED)
-foreach(page traindeck.1 traindeck-worker.1 traindeck-train.1)
+foreach(page traindeck.1 traindeck-cli.1 traindeck-worker.1 traindeck-train.1)
     add_custom_command(OUTPUT ${TRAINDECK_DEB_DIR}/${page}.gz
         COMMAND gzip -9n -c ${PROJECT_SOURCE_DIR}/installer/man/${page} > ${TRAINDECK_DEB_DIR}/${page}.gz
         DEPENDS ${PROJECT_SOURCE_DIR}/installer/man/${page} VERBATIM)
@@ -42,7 +42,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/resources/io.traindeck.TrainDeck.metainfo.xm
         DESTINATION ${CMAKE_INSTALL_DATADIR}/metainfo COMPONENT console)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/resources/icons/hicolor DESTINATION ${CMAKE_INSTALL_DATADIR}/icons
         COMPONENT console)
-install(FILES ${TRAINDECK_DEB_DIR}/traindeck.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT console)
+install(FILES ${TRAINDECK_DEB_DIR}/traindeck.1.gz ${TRAINDECK_DEB_DIR}/traindeck-cli.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+        COMPONENT console)
 # The worker's.
 install(FILES ${PROJECT_SOURCE_DIR}/installer/debian/traindeck-worker.service DESTINATION /lib/systemd/system
         COMPONENT worker)

@@ -748,10 +748,12 @@ qint64 CatalogReader::histogramCount(qint64 job, const QString& name) {
 }
 
 std::vector<Histogram> CatalogReader::histograms(qint64 job, const QString& name) {
-    return guarded([&] {
-        return HistogramStore::read(catalog_.db(), job, name.toStdString(), std::numeric_limits<int64_t>::min(),
-                                    std::numeric_limits<int64_t>::max());
-    }, std::vector<Histogram>());
+    return guarded(
+        [&] {
+            return HistogramStore::read(catalog_.db(), job, name.toStdString(), std::numeric_limits<int64_t>::min(),
+                                        std::numeric_limits<int64_t>::max());
+        },
+        std::vector<Histogram>());
 }
 
 QStringList CatalogReader::logTail(qint64 job, int lines) {

@@ -29,8 +29,7 @@ void HistogramHeatmap::setHistograms(const QString& name, std::vector<Histogram>
     update();
 }
 
-HistogramHeatmap::Grid HistogramHeatmap::grid(const std::vector<Histogram>& histograms, int columns,
-                                              int rows) {
+HistogramHeatmap::Grid HistogramHeatmap::grid(const std::vector<Histogram>& histograms, int columns, int rows) {
     Grid out;
     const int n = static_cast<int>(histograms.size());
     if (n == 0 || columns <= 0 || rows <= 0)

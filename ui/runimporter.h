@@ -24,7 +24,7 @@ public:
         int runs_done = 0, runs_total = 0; // runs_total grows as runs are read
         qint64 points = 0;                 // scalar points added so far
         double points_per_second = 0;
-        QString current; // the path or run being read or written
+        QString current;        // the path or run being read or written
         bool following = false; // the first pass is done; now looking at the files for what is written there
         QStringList lines;      // what the pass since the last report did (a line a run that changed)
         QList<qint64> changed;  // the runs it wrote to (the window refreshes them)

@@ -114,6 +114,16 @@ echo "package_test: $version"
 trainer_version="$(/usr/bin/traindeck-train --version)"
 echo "$trainer_version" | sed 's/^/  /'
 [ "${trainer_version%%$'\n'*}" = "${version/traindeck/traindeck-train}" ] || fail "trainer version"
+[ "$(/usr/bin/traindeck-cli --version)" = "${version/traindeck/traindeck-cli}" ] || fail "traindeck-cli version"
+# The installed command line imports a metrics table into a catalog of its own and lists it (its plugins and
+# libraries from the package's folders).
+mkdir -p "$work/home"
+printf 'step,loss\n1,0.5\n2,0.25\n' >"$work/cli-run.csv"
+HOME="$work/home" XDG_CONFIG_HOME="$work/home/config" /usr/bin/traindeck-cli --catalog "$work/cli.db" import \
+  "$work/cli-run.csv" >"$work/cli.log" 2>&1 || { cat "$work/cli.log"; fail "traindeck-cli import"; }
+HOME="$work/home" XDG_CONFIG_HOME="$work/home/config" /usr/bin/traindeck-cli --catalog "$work/cli.db" --json ls \
+  | python3 -c 'import json, sys; runs = json.load(sys.stdin); assert [r["name"] for r in runs] == ["cli-run"], runs' \
+  || fail "traindeck-cli ls of the imported run"
 mkdir -p "$work/home"
 # (The local worker it starts outlives it, as it should: it is stopped by the pid it writes.)
 console_worker="$work/console-worker"
