@@ -143,6 +143,17 @@ std::string Catalog::open(const std::string& path, bool read_only) {
     return {};
 }
 
+void Catalog::forget_if_others_wrote() {
+    // data_version moves when another connection commits (never for this one's own commits).
+    Statement select = db_.prepare("PRAGMA data_version");
+    const int64_t now = select.step() ? select.integer(0) : -1;
+    if (now != data_version_) {
+        if (data_version_ != -1)
+            discard_caches();
+        data_version_ = now;
+    }
+}
+
 void Catalog::discard_caches() {
     if (store_)
         store_ = std::make_unique<SeriesStore>(db_);
@@ -909,6 +920,7 @@ bool CatalogWriter::attempt(std::deque<std::function<void(Catalog&)>>& batch) {
     std::vector<std::pair<size_t, std::string>> refused;
     try {
         catalog_.db().exec("BEGIN IMMEDIATE");
+        catalog_.forget_if_others_wrote(); // traindeck-cli may have written since the last batch
         for (size_t i = 0; i < batch.size(); ++i) {
             catalog_.db().exec("SAVEPOINT item");
             try {

@@ -124,6 +124,10 @@ public:
     std::vector<RunRecord> runs(int64_t after_revision, int64_t* revision, bool details = true);
     int64_t revision(); // a counter: it only grows (purging deleted runs does not move it back)
 
+    // At the start of a write transaction: when another connection (another process: traindeck-cli beside the
+    // console) has committed since this one last looked (PRAGMA data_version moved), what this one cached of the
+    // database (a series' open chunk) may be stale, and is forgotten before anything is written from it.
+    void forget_if_others_wrote();
     // After a rolled-back transaction: forget what the writer cached of the database.
     void discard_caches();
 
@@ -141,6 +145,7 @@ private:
     std::string path_;
     std::unique_ptr<SeriesStore> store_;
     std::unique_ptr<HistogramStore> histograms_;
+    int64_t data_version_ = -1; // PRAGMA data_version when this connection last wrote (forget_if_others_wrote)
     std::vector<Alert> alerts_;
 };
 

@@ -738,13 +738,8 @@ QStringList CatalogReader::histogramNames(qint64 job) {
 }
 
 qint64 CatalogReader::histogramCount(qint64 job, const QString& name) {
-    return guarded(
-        [&] {
-            Statement select = catalog_.db().prepare("SELECT COUNT(*) FROM histograms WHERE job=? AND name=?");
-            select.bind(1, static_cast<int64_t>(job)).bind(2, name.toStdString());
-            return select.step() ? static_cast<qint64>(select.integer(0)) : qint64(0);
-        },
-        qint64(0));
+    return guarded([&] { return static_cast<qint64>(HistogramStore::count(catalog_.db(), job, name.toStdString())); },
+                   qint64(0));
 }
 
 std::vector<Histogram> CatalogReader::histograms(qint64 job, const QString& name) {

@@ -287,6 +287,7 @@ Expected<RunImportResult> import_run(Catalog& catalog, const ImportedRun& run) {
         return write(catalog, run);
     try {
         db.exec("BEGIN IMMEDIATE");
+        catalog.forget_if_others_wrote(); // the console (or another import) may have written since
         RunImportResult result = write(catalog, run);
         db.exec("COMMIT");
         return result;

@@ -63,6 +63,8 @@ HistogramHeatmap::Grid HistogramHeatmap::grid(const std::vector<Histogram>& hist
         double* column = out.share.data() + static_cast<size_t>(c) * rows;
         for (int i = first; i < last; ++i) {
             const auto& h = histograms[static_cast<size_t>(i)];
+            if (!std::isfinite(h.min) || !std::isfinite(h.max))
+                continue; // nowhere to put its values (a damaged source); the others still show
             // Bucket b holds the values in (limit[b-1], limit[b]]; the first starts at the histogram's min and the
             // last ends at its max (TensorBoard's outer limits are ±1e300-ish). Its count is spread evenly over the
             // rows it covers.
@@ -72,11 +74,15 @@ HistogramHeatmap::Grid HistogramHeatmap::grid(const std::vector<Histogram>& hist
                     continue;
                 double left = b == 0 ? h.min : h.limits[b - 1];
                 double right = h.limits[b];
-                left = std::clamp(std::isfinite(left) ? left : h.min, h.min, h.max);
-                right = std::clamp(std::isfinite(right) ? right : h.max, h.min, h.max);
+                // (A damaged source may say min > max: the bucket is kept inside whatever range it names.)
+                const double lo = std::min(h.min, h.max), hi = std::max(h.min, h.max);
+                left = std::clamp(std::isfinite(left) ? left : lo, lo, hi);
+                right = std::clamp(std::isfinite(right) ? right : hi, lo, hi);
                 if (right < left)
                     std::swap(left, right);
-                const double from = (left - low) / row_height, to = (right - low) / row_height;
+                // In rows, kept inside the grid before any cast (a histogram of no values may lie outside it).
+                const double from = std::clamp((left - low) / row_height, 0.0, static_cast<double>(rows));
+                const double to = std::clamp((right - low) / row_height, 0.0, static_cast<double>(rows));
                 const int r0 = std::clamp(static_cast<int>(std::floor(from)), 0, rows - 1);
                 const int r1 = std::clamp(static_cast<int>(std::floor(to)), 0, rows - 1);
                 if (r0 == r1 || to - from <= 0) {

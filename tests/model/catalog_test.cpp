@@ -95,6 +95,26 @@ TEST(Catalog, RedeliveredEventsNeverDuplicate) {
     EXPECT_EQ(catalog.series_names(job), (std::vector<std::string>{"loss", "lr"}));
 }
 
+// Two writers on one catalog (the console and traindeck-cli logs -f or import, each its own connection) taking turns
+// on one series: each writes from what is stored, never from a chunk it cached before the other wrote.
+TEST(CatalogWriter, TwoProcessesTakingTurnsOnOneSeriesLoseNoPoint) {
+    TempCatalog temp;
+    Catalog console, cli;
+    ASSERT_EQ(console.open(temp.path()), "");
+    ASSERT_EQ(cli.open(temp.path()), "");
+    const int64_t job = console.add_job("mlp", "local", "7", json::object());
+    CatalogWriter console_writer(console), cli_writer(cli);
+    for (int turn = 0; turn < 6; ++turn) {
+        CatalogWriter& writer = turn % 2 == 0 ? console_writer : cli_writer;
+        writer.post(job, metrics(turn * 10 + 1, turn * 10 + 10)); // all in the series' first chunk
+        ASSERT_EQ(writer.flush(), "");
+    }
+    const auto points = SeriesStore::points(console.db(), console.series(job, "loss", false), 0, 1'000'000);
+    ASSERT_EQ(points.size(), 60u);
+    for (size_t i = 0; i < points.size(); ++i)
+        ASSERT_EQ(points[i].step, static_cast<int64_t>(i + 1));
+}
+
 TEST(Catalog, RepeatedStepsAfterAResumeReplaceTheirValues) {
     TempCatalog temp;
     Catalog catalog;

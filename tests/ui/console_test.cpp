@@ -2000,8 +2000,10 @@ void ConsoleTest::importDialogAndDropBringRunsIn() {
     QVERIFY(gan >= 0);
     window.selectRow(gan);
     QTRY_VERIFY(window.detail().heatmap().isVisible());
-    QVERIFY2(window.detail().heatmap().caption().contains("histogram(s), steps"),
+    QVERIFY2(window.detail().heatmap().caption().contains("12 histogram(s), steps 0 to 900"),
              qPrintable(window.detail().heatmap().caption()));
+    window.refresh();
+    QVERIFY2(window.alerts().isEmpty(), qPrintable(window.alerts().join('\n'))); // every read of it succeeded
     window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/imported-runs.png"));
 
     // A folder dropped on the window: the MLflow store's two runs (its deleted ones named, not imported).
