@@ -323,6 +323,14 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
 
 void MainWindow::selectRow(int row) { table_->selectRow(row); }
 
+void MainWindow::scheduleRefresh() {
+    // Many batches (or imported runs) a second can arrive; redraw at most 5 times a second.
+    if (!refresh_pending_) {
+        refresh_pending_ = true;
+        QTimer::singleShot(200, this, &MainWindow::refresh);
+    }
+}
+
 void MainWindow::watchNewRuns() {
     QSet<qint64> active;
     for (int row = 0; row < jobs_->rowCount(); ++row)
@@ -338,7 +346,7 @@ void MainWindow::watchNewRuns() {
 ImportDialog* MainWindow::importPaths(const QStringList& paths) {
     auto* dialog = new ImportDialog(writer_, this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
-    connect(dialog, &ImportDialog::imported, this, &MainWindow::refresh);
+    connect(dialog, &ImportDialog::imported, this, &MainWindow::scheduleRefresh);
     dialog->show();
     if (!paths.isEmpty()) {
         dialog->setPaths(paths);
@@ -366,13 +374,7 @@ void MainWindow::dropEvent(QDropEvent* event) {
 }
 
 void MainWindow::connectSync(JobSync& sync) {
-    connect(&sync, &JobSync::catalogChanged, this, [this] {
-        // Many batches a second can arrive; redraw at most 5 times a second.
-        if (!refresh_pending_) {
-            refresh_pending_ = true;
-            QTimer::singleShot(200, this, &MainWindow::refresh);
-        }
-    });
+    connect(&sync, &JobSync::catalogChanged, this, &MainWindow::scheduleRefresh);
     connect(&sync, &JobSync::failed, this, &MainWindow::addAlert);
     // The catalog's writer says when it cannot write (a full disk): it keeps the work and retries; the user is told.
     QPointer<MainWindow> self(this);

@@ -120,6 +120,7 @@ private:
     // Runs another program added or resumed in the catalog (traindeck-cli submit, resume) are watched as the
     // console's own are: each sync looks again for the active jobs of its backend when a new one shows.
     void watchNewRuns();
+    void scheduleRefresh(); // refresh() within 200 ms, once however many ask meanwhile
     void cancelSelected();
     void connectSync(JobSync& sync);
     void cloneSelected();

@@ -17,14 +17,18 @@ namespace traindeck {
 
 namespace {
 
+// Two at once: an import being followed keeps its thread until stopped, and another import still starts.
 QThreadPool* importPool() {
     static QThreadPool* pool = [] {
         auto* made = new QThreadPool(QCoreApplication::instance());
-        made->setMaxThreadCount(1);
+        made->setMaxThreadCount(2);
         return made;
     }();
     return pool;
 }
+
+// Set by finishAll(): every import stops at its next look, as if cancelled.
+std::atomic<bool> g_finishing{false};
 
 } // namespace
 
@@ -49,6 +53,12 @@ RunImporter::RunImporter(CatalogWriter& writer, QObject* parent)
 
 RunImporter::~RunImporter() { cancel(); }
 
+void RunImporter::finishAll() {
+    g_finishing = true;
+    importPool()->waitForDone();
+    g_finishing = false;
+}
+
 void RunImporter::cancel() { cancelled_->store(true); }
 
 bool RunImporter::start(const QStringList& paths, const QString& format, bool include_deleted, bool follow) {
@@ -59,10 +69,11 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
     CatalogWriter* writer = &writer_;
     run_in_background_reporting(
         this,
-        [writer, paths, follow, cancelled = cancelled_,
+        [writer, paths, follow, cancel_flag = cancelled_,
          options = importers::ReadRunsOptions{format.toStdString(), include_deleted}](const auto& report) {
             Summary summary;
             Progress progress;
+            const auto stopped = [&] { return cancel_flag->load() || g_finishing.load(); }; // cancel(), or the exit
             const auto started = std::chrono::steady_clock::now();
             const auto seconds = [&] {
                 return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -75,8 +86,11 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
             const auto take_result = [&] {
                 if (!written)
                     return;
-                // flush() returns once the run is committed (or says why not).
-                const std::string error = writer->flush();
+                // flush() returns once the run is committed, or says why not; while the catalog cannot take it now
+                // (another program holds it, a full disk) the writer keeps it and retries: wait for it.
+                std::string error = writer->flush();
+                while (error.rfind("not written yet", 0) == 0 && !stopped())
+                    error = writer->flush();
                 const std::shared_ptr<importers::ImportedRun> run = std::exchange(written, nullptr);
                 const QString name = QString::fromStdString(run->name);
                 if (!error.empty() || !*result) {
@@ -120,7 +134,7 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                 progress.lines.clear();
                 progress.changed.clear();
             };
-            const auto import_path = [&](const QString& path) {
+            const auto import_path = [&](const QString& path) -> bool {
                 if (!later) {
                     progress.current = path;
                     report(progress);
@@ -128,7 +142,7 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                 auto read = importers::read_runs_each(
                     QFileInfo(path).absoluteFilePath().toStdString(), options, [&](importers::ImportedRun&& run) {
                         take_result(); // the run before, written while this one was read
-                        if (cancelled->load())
+                        if (stopped())
                             return false;
                         if (!later)
                             ++progress.runs_total;
@@ -154,35 +168,36 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                 summary.lines << progress.lines;
                 progress.lines.clear();
                 progress.changed.clear();
+                return static_cast<bool>(read);
             };
             std::vector<uint64_t> fingerprints;
             for (const QString& path : paths) {
-                if (cancelled->load())
+                if (stopped())
                     break;
                 // Taken before reading: a write during the import is seen at the next look.
                 fingerprints.push_back(importers::source_fingerprint(QFileInfo(path).absoluteFilePath().toStdString()));
                 import_path(path);
             }
             later = true;
-            if (follow && !cancelled->load()) {
+            if (follow && !stopped()) {
                 progress.following = true;
                 progress.current = paths.join(QStringLiteral(", "));
                 report(progress);
             }
-            while (follow && !cancelled->load()) {
-                for (int slept = 0; slept < 200 && !cancelled->load(); slept += 20)
+            while (follow && !stopped()) {
+                for (int slept = 0; slept < 200 && !stopped(); slept += 20)
                     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-                for (size_t i = 0; i < fingerprints.size() && !cancelled->load(); ++i) {
+                for (size_t i = 0; i < fingerprints.size() && !stopped(); ++i) {
                     const QString& path = paths[static_cast<int>(i)];
                     const uint64_t now =
                         importers::source_fingerprint(QFileInfo(path).absoluteFilePath().toStdString());
                     if (now == fingerprints[i])
                         continue;
-                    fingerprints[i] = now;
-                    import_path(path);
+                    // A read that failed (a file replaced while it was read) is tried again at the next look.
+                    fingerprints[i] = import_path(path) ? now : 0;
                 }
             }
-            summary.cancelled = cancelled->load() && !follow;
+            summary.cancelled = stopped() && !follow;
             return summary;
         },
         [this](const Progress& progress) { emit this->progress(progress); },

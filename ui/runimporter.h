@@ -47,6 +47,9 @@ public:
     // what is written there, as it is written, until cancel().
     bool start(const QStringList& paths, const QString& format = {}, bool include_deleted = false, bool follow = false);
     void cancel();
+    // Stops every import (as cancel() does) and waits for their threads: before the catalog's writer goes (the
+    // console's exit), so no import thread is left writing through it.
+    static void finishAll();
 
 signals:
     void progress(const RunImporter::Progress& progress);

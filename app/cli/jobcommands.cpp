@@ -97,8 +97,16 @@ int cmd_submit(Cli& cli) {
     const QString remote = backend->submit(to_qt(sent), &error);
     if (remote.isEmpty())
         return cli.fail(kFailed, QString("%1 refused the job: %2").arg(backend_name, error));
-    const int64_t id =
-        cli.catalog().add_job(run_name.toStdString(), backend_name.toStdString(), remote.toStdString(), request);
+    int64_t id = 0;
+    try {
+        id = cli.catalog().add_job(run_name.toStdString(), backend_name.toStdString(), remote.toStdString(), request);
+    } catch (const std::exception& e) {
+        // The job runs; only the catalog did not take it: say which job it is, so it can be cancelled or adopted.
+        return cli.fail(kFailed, QString("job %1 was submitted to %2 but the catalog could not record it (%3): "
+                                         "`traindeck-cli cancel` cannot find it; cancel it on the worker, or submit "
+                                         "again once the catalog is free")
+                                     .arg(remote, backend_name, QString::fromUtf8(e.what())));
+    }
     cli.print({{"run", id},
                {"name", run_name.toStdString()},
                {"backend", backend_name.toStdString()},

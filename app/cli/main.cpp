@@ -97,5 +97,11 @@ int main(int argc, char** argv) {
         return kUsage;
     }
     Cli cli(std::move(options));
-    return found->second(cli);
+    // A database error the command did not expect (the catalog damaged, or held by another program past the busy
+    // timeout) is said and ends it with 1, never an abort.
+    try {
+        return found->second(cli);
+    } catch (const std::exception& e) {
+        return cli.fail(kFailed, QString("the catalog %1 could not be used: %2").arg(cli.catalogPath(), e.what()));
+    }
 }

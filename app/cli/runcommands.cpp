@@ -371,6 +371,11 @@ int cmd_import(Cli& cli) {
             QString changes;
             int pass_exit = kOk;
             const json pass = import_path(cli, args[i], options, true, changes, pass_exit);
+            // A failed pass (a file replaced while read) is tried again at the next look; the worst outcome is kept.
+            if (pass.contains("error"))
+                fingerprints[static_cast<size_t>(i)] = 0;
+            if (pass_exit == kFailed || (pass_exit == kDamaged && exit == kOk))
+                exit = pass_exit;
             if (cli.json())
                 std::printf("%s\n", pass.dump().c_str());
             else if (!changes.isEmpty())
@@ -378,7 +383,7 @@ int cmd_import(Cli& cli) {
             std::fflush(stdout);
         }
     }
-    return exit == kDamaged ? kDamaged : kOk;
+    return exit;
 }
 
 int cmd_export(Cli& cli) {

@@ -5,6 +5,7 @@
 #include "jobsync.h"
 #include "mainwindow.h"
 #include "pluginregistry.h"
+#include "runimporter.h"
 #include "settingsdialog.h"
 #include "theme.h"
 
@@ -135,5 +136,7 @@ int main(int argc, char** argv) {
             });
         });
     }
-    return app.exec();
+    const int code = app.exec();
+    RunImporter::finishAll(); // no import thread outlives the catalog's writer
+    return code;
 }

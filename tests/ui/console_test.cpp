@@ -25,6 +25,7 @@
 #include "pluginregistry.h"
 #include "reaper.h"
 #include "requireall.h"
+#include "runimporter.h"
 #include "tfevents.h"
 #include "backendmanager.h"
 #include "backendref.h"
@@ -225,6 +226,7 @@ struct Console {
         window.reset();
         sync.reset();
         RetireAndDelete()(backend);
+        RunImporter::finishAll(); // as the console's main does before its writer goes
         writer.reset();
     }
 };
