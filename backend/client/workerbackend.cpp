@@ -530,6 +530,10 @@ QJsonObject WorkerBackend::resources(QString* error) {
 bool WorkerBackend::resume(const QString& remoteId, double newBudget, QString* error) {
     const std::string body = newBudget > 0 ? "{\"budget\":" + std::to_string(newBudget) + "}" : "{}";
     const auto response = call("POST", "/v1/jobs/" + remoteId.toStdString() + "/resume", body);
+    if (response.ok()) {
+        std::lock_guard lock(streams_mutex_);
+        ended_.erase(remoteId);
+    }
     if (!response.ok() && error)
         *error = QString::fromStdString(response.message());
     return response.ok();
@@ -635,6 +639,8 @@ void WorkerBackend::watch(const QString& remoteId, qint64 afterSeq) {
     std::lock_guard lock(streams_mutex_);
     if (closing_->load())
         return;
+    if (const auto ended = ended_.find(remoteId); ended != ended_.end() && afterSeq < ended->second)
+        return; // its events are on their way to the catalog
     if (per_job_)
         return start_stream(remoteId, afterSeq);
     if (watched_.contains(remoteId))
@@ -743,9 +749,10 @@ void WorkerBackend::watch_all() {
             deliver(id, *job_news.events, job_news.finished);
             news = news || !job_news.events->empty();
             std::lock_guard lock(streams_mutex_);
-            if (job_news.finished)
+            if (job_news.finished) {
                 watched_.erase(id); // watch() again after a resume
-            else if (const auto it = watched_.find(id); it != watched_.end())
+                ended_[id] = job_news.next;
+            } else if (const auto it = watched_.find(id); it != watched_.end())
                 it->second = std::max(it->second, job_news.next);
         }
         // A worker long-polls (wait_ms); one that answers "nothing yet" at once must not be asked in a tight loop.
@@ -791,8 +798,11 @@ void WorkerBackend::stream(const QString& remoteId, qint64 after) {
         const JobNews news = read_news(reply, after);
         deliver(remoteId, *news.events, news.finished);
         after = news.next;
-        if (news.finished)
+        if (news.finished) {
+            std::lock_guard lock(streams_mutex_);
+            ended_[remoteId] = after;
             return;
+        }
         // A worker long-polls (wait_ms); one that answers "nothing yet" at once must not be asked in a tight loop.
         if (news.events->empty() && std::chrono::steady_clock::now() - started < std::chrono::milliseconds(200))
             watching.pause(200);

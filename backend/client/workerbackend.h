@@ -121,6 +121,9 @@ private:
 
     std::mutex streams_mutex_; // never held across a request; guards everything below
     std::map<QString, qint64> watched_; // job → the last seq it has had; a job leaves when it ended
+    // An ended job → the seq its stream ended at. A watch from before that (a catalog that has not yet written what was
+    // delivered) is not a resume: streaming it again would only fetch it all twice.
+    std::map<QString, qint64> ended_;
     std::thread watcher_;
     std::condition_variable watch_added_;
     // Ends the watcher's request under way: set when a job is added (the next request includes it) and on close.
