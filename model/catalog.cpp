@@ -117,6 +117,14 @@ const char* const kMigrations[] = {
         count INTEGER NOT NULL, min_step INTEGER NOT NULL, max_step INTEGER NOT NULL, data BLOB NOT NULL,
         PRIMARY KEY(job, name, chunk));
     )",
+    // 8: images a run logged (TensorBoard's, imported; model/imagestore.h): each one's tag, step and size, and where
+    // its encoded bytes are in the source (file, the record's offset, which image of the event). The pixels stay
+    // in the source; the job view reads them from there when it shows them.
+    R"(
+    CREATE TABLE IF NOT EXISTS images(job INTEGER NOT NULL, tag TEXT NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL,
+        time REAL NOT NULL, width INTEGER NOT NULL, height INTEGER NOT NULL, bytes INTEGER NOT NULL, file TEXT NOT NULL,
+        record_offset INTEGER NOT NULL, item INTEGER NOT NULL, PRIMARY KEY(job, tag, seq)) WITHOUT ROWID;
+    )",
 };
 
 } // namespace
@@ -723,7 +731,7 @@ std::vector<int64_t> Catalog::purge_deleted() {
                                 "DELETE FROM artifacts WHERE job=?1", "DELETE FROM budgets WHERE job=?1",
                                 "DELETE FROM alerts WHERE job=?1", "DELETE FROM import_sources WHERE job=?1",
                                 "DELETE FROM import_series WHERE job=?1", "DELETE FROM histogram_chunks WHERE job=?1",
-                                "DELETE FROM jobs WHERE id=?1"}) {
+                                "DELETE FROM images WHERE job=?1", "DELETE FROM jobs WHERE id=?1"}) {
             Statement remove = db_.prepare(sql);
             remove.bind(1, job);
             remove.step();

@@ -751,6 +751,26 @@ std::vector<Histogram> CatalogReader::histograms(qint64 job, const QString& name
         std::vector<Histogram>());
 }
 
+QStringList CatalogReader::imageTags(qint64 job) {
+    return guarded(
+        [&] {
+            QStringList tags;
+            for (const std::string& tag : ImageStore::tags(catalog_.db(), job))
+                tags << QString::fromStdString(tag);
+            return tags;
+        },
+        QStringList());
+}
+
+qint64 CatalogReader::imageCount(qint64 job, const QString& tag) {
+    return guarded([&] { return static_cast<qint64>(ImageStore::count(catalog_.db(), job, tag.toStdString())); },
+                   qint64(0));
+}
+
+std::vector<ImageRef> CatalogReader::images(qint64 job, const QString& tag) {
+    return guarded([&] { return ImageStore::list(catalog_.db(), job, tag.toStdString()); }, std::vector<ImageRef>());
+}
+
 QStringList CatalogReader::logTail(qint64 job, int lines) {
     return guarded([&] {
         QStringList out;
@@ -803,6 +823,16 @@ double CatalogReader::samplesPerStep(qint64 job) {
             return samples_per_step(config);
         },
         0.0);
+}
+
+QString CatalogReader::jobBackend(qint64 job) {
+    return guarded(
+        [&] {
+            Statement select = catalog_.db().prepare("SELECT backend FROM jobs WHERE id=?");
+            select.bind(1, static_cast<int64_t>(job));
+            return select.step() ? QString::fromStdString(select.text(0)) : QString();
+        },
+        QString());
 }
 
 QByteArray CatalogReader::jobRequest(qint64 job) {

@@ -7,6 +7,7 @@
 // leaves this class, so none reaches a slot or the event loop.
 #include "catalog.h"
 #include "histogramstore.h"
+#include "imagestore.h"
 #include "runfield.h"
 #include "runquery.h"
 
@@ -162,7 +163,12 @@ public:
     QStringList histogramNames(qint64 job);
     qint64 histogramCount(qint64 job, const QString& name);
     std::vector<Histogram> histograms(qint64 job, const QString& name);
+    // A run's images (imported from TensorBoard): their tags, and where each of one tag is (model/imagestore.h).
+    QStringList imageTags(qint64 job);
+    qint64 imageCount(qint64 job, const QString& tag);
+    std::vector<ImageRef> images(qint64 job, const QString& tag);
     QByteArray jobRequest(qint64 job); // the JSON the job was submitted with
+    QString jobBackend(qint64 job);    // the backend's name ("import" for a run imported from another tool)
     std::vector<Catalog::SavedView> savedViews();
     // Every point of a series, for export (no cap).
     QVector<QPointF> points(qint64 job, const QString& series);

@@ -1,6 +1,7 @@
 #include "runimport.h"
 
 #include "clock.h"
+#include "imagestore.h"
 
 #include <sqlite3.h>
 
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 namespace traindeck {
 
@@ -61,6 +63,13 @@ int64_t first_new_point(const std::vector<Point>& points, const Imported* before
             return -1;
     }
     return before->points;
+}
+
+// A source file's path as the catalog keeps it: absolute, so a view finds it whatever its working folder.
+std::string absolute_path(const std::string& path) {
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+    return ec ? path : absolute.lexically_normal().string();
 }
 
 json damage_json(const ImportedRun& run) {
@@ -248,6 +257,42 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
         result.histograms_added += static_cast<int64_t>(points.size()) - from;
         remember_series(db, job, "histogram", name, static_cast<int64_t>(points.size()), points.back().step,
                         points.back().num);
+        result.changed = true;
+    }
+
+    std::optional<ImageStore> image_store;
+    for (const auto& [tag, images] : run.images) {
+        const auto it = before.find({"image", tag});
+        const Imported* had = it == before.end() ? nullptr : &it->second;
+        const auto size_of = [](const importers::ImagePoint& image) {
+            return static_cast<double>(image.encoded_bytes);
+        };
+        const int64_t from = first_new_point(images, had, size_of);
+        if (from < 0) {
+            result.notes.push_back("images " + tag + " of " + run.source + " were rewritten, not grown: nothing added");
+            continue;
+        }
+        if (from == static_cast<int64_t>(images.size()))
+            continue;
+        if (!image_store)
+            image_store.emplace(db);
+        for (size_t i = static_cast<size_t>(from); i < images.size(); ++i) {
+            const importers::ImagePoint& image = images[i];
+            ImageRef ref;
+            ref.seq = static_cast<int64_t>(i);
+            ref.step = image.step;
+            ref.time = image.wall_time;
+            ref.width = image.width;
+            ref.height = image.height;
+            ref.bytes = static_cast<int64_t>(image.encoded_bytes);
+            ref.file = image.file < run.files.size() ? absolute_path(run.files[image.file]) : std::string();
+            ref.record_offset = static_cast<int64_t>(image.record_offset);
+            ref.item = image.item;
+            image_store->put(job, tag, ref);
+        }
+        result.images_added += static_cast<int64_t>(images.size()) - from;
+        remember_series(db, job, "image", tag, static_cast<int64_t>(images.size()), images.back().step,
+                        size_of(images.back()));
         result.changed = true;
     }
 

@@ -27,6 +27,7 @@ struct RunImportResult {
     int64_t points_kept = 0;  // scalar points already imported before
     int64_t not_finite = 0;   // of the added points, NaN or infinite ones, counted but not stored
     int64_t histograms_added = 0;
+    int64_t images_added = 0;       // their places in the source (model/imagestore.h)
     bool changed = false;           // anything was written
     std::vector<std::string> notes; // series the source rewrote, a run deleted in the catalog, ...
 };

@@ -7,6 +7,7 @@
 #include "chartexport.h"
 #include "chartview.h"
 #include "histogramheatmap.h"
+#include "imagestrip.h"
 
 #include <QAreaSeries>
 #include <QChart>
@@ -188,16 +189,31 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     histogram_layout->addWidget(heatmap_, 1);
     histograms_box_->hide();
     connect(histogram_name_, &QComboBox::currentIndexChanged, this, &JobDetailView::refresh);
+    // Images (an imported TensorBoard run's samples): a strip over the steps, one tag at a time.
+    image_tag_ = new QComboBox;
+    image_tag_->setAccessibleName(tr("Image tag"));
+    image_strip_ = new ImageStrip;
+    images_box_ = new QWidget;
+    auto* images_layout = new QVBoxLayout(images_box_);
+    images_layout->setContentsMargins(0, 0, 0, 0);
+    auto* images_row = new QHBoxLayout;
+    images_row->addWidget(new QLabel(tr("Images")));
+    images_row->addWidget(image_tag_, 1);
+    images_layout->addLayout(images_row);
+    images_layout->addWidget(image_strip_, 1);
+    images_box_->hide();
+    connect(image_tag_, &QComboBox::currentIndexChanged, this, &JobDetailView::refresh);
     splitter_ = new QSplitter(Qt::Vertical);
     QSplitter* splitter = splitter_;
     splitter->addWidget(loss_view_);
     splitter->addWidget(histograms_box_);
+    splitter->addWidget(images_box_);
     splitter->addWidget(system_view_);
     splitter->addWidget(log_);
     loss_view_->setMinimumHeight(320);
     system_view_->setMinimumHeight(220);
     log_->setMinimumHeight(90);
-    splitter->setSizes({520, 0, 280, 140});
+    splitter->setSizes({520, 0, 0, 280, 140});
     splitter->setCollapsible(1, false);
     note_ = new QLabel;
     note_->setTextFormat(Qt::MarkdownText);
@@ -446,9 +462,10 @@ void JobDetailView::refresh() {
     loss_->setName(main_curve_ == "loss" ? tr("train loss") : main_curve_);
     // A run of another tool (imported: no telemetry, its own curve names) has no CPU, GPU or spend to chart; a
     // TrainDeck job keeps the chart from the start, before its first telemetry arrives.
-    system_view_->setVisible(main_curve_ == "loss" || std::any_of(names.begin(), names.end(), [](const QString& name) {
-                                 return name.startsWith("telemetry/");
-                             }));
+    const bool imported = reader_.jobBackend(job_) == QLatin1String("import");
+    system_view_->setVisible(
+        (main_curve_ == "loss" && !imported) ||
+        std::any_of(names.begin(), names.end(), [](const QString& name) { return name.startsWith("telemetry/"); }));
     CatalogReader::Curve loss = reader_.curve(job_, main_curve_, buckets);
     CatalogReader::Curve accuracy = reader_.curve(job_, "val/accuracy", buckets);
     // Another x-axis: each bucket's last step mapped through the run's record times (and spend), as xaxis.h does.
@@ -588,19 +605,11 @@ void JobDetailView::refresh() {
 
     // Histograms: read again only when the run, the name or the count changed (an import that is following grows it).
     const QStringList histogram_names = reader_.histogramNames(job_);
-    if (histogram_names.isEmpty() != histograms_box_->isHidden()) {
+    const QStringList image_tags = reader_.imageTags(job_);
+    if (histogram_names.isEmpty() != histograms_box_->isHidden() || image_tags.isEmpty() != images_box_->isHidden()) {
         histograms_box_->setVisible(!histogram_names.isEmpty());
-        // Room for it (the charts give some: their minimum heights are lower while it shows), or its room back.
-        const bool shown = !histogram_names.isEmpty();
-        loss_view_->setMinimumHeight(shown ? 200 : 320);
-        system_view_->setMinimumHeight(shown ? 150 : 220);
-        QList<int> sizes = splitter_->sizes();
-        const int total = std::accumulate(sizes.begin(), sizes.end(), 0);
-        if (shown)
-            sizes = {total * 40 / 100, total * 32 / 100, total * 18 / 100, total * 10 / 100};
-        else
-            sizes = {sizes[0] + sizes[1], 0, sizes[2], sizes[3]};
-        splitter_->setSizes(sizes);
+        images_box_->setVisible(!image_tags.isEmpty());
+        shareRoom();
     }
     if (!histogram_names.isEmpty()) {
         QStringList listed;
@@ -621,9 +630,45 @@ void JobDetailView::refresh() {
         }
     }
 
+    // Images: the same, by tag.
+    if (!image_tags.isEmpty()) {
+        QStringList listed;
+        for (int i = 0; i < image_tag_->count(); ++i)
+            listed << image_tag_->itemText(i);
+        if (listed != image_tags) {
+            const QSignalBlocker blocker(image_tag_);
+            const QString current = image_tag_->currentText();
+            image_tag_->clear();
+            image_tag_->addItems(image_tags);
+            image_tag_->setCurrentIndex(std::max<qsizetype>(0, image_tags.indexOf(current)));
+        }
+        const QString tag = image_tag_->currentText();
+        const QString key = QString("%1/%2/%3").arg(job_).arg(tag).arg(reader_.imageCount(job_, tag));
+        if (key != images_shown_) {
+            images_shown_ = key;
+            image_strip_->setImages(tag, reader_.images(job_, tag));
+        }
+    }
+
     const QStringList lines = reader_.logTail(job_, 200);
     if (log_->toPlainText().split('\n').size() != lines.size())
         log_->setPlainText(lines.join('\n'));
+}
+
+void JobDetailView::shareRoom() {
+    // Room for the histograms and the images while they show (the charts give some: their minimum heights are lower
+    // then), or their room back. The order is the splitter's: loss, histograms, images, system, log.
+    const bool histograms = !histograms_box_->isHidden(), images = !images_box_->isHidden();
+    const bool extras = histograms || images;
+    loss_view_->setMinimumHeight(extras ? 200 : 320);
+    system_view_->setMinimumHeight(extras ? 150 : 220);
+    const QList<int> sizes = splitter_->sizes();
+    const int total = std::accumulate(sizes.begin(), sizes.end(), 0);
+    const int image_room = images ? images_box_->sizeHint().height() : 0;
+    const int rest = std::max(0, total - image_room);
+    const int loss = histograms ? 40 : 60, heat = histograms ? 32 : 0, system = histograms ? 18 : 25,
+              log = histograms ? 10 : 15;
+    splitter_->setSizes({rest * loss / 100, rest * heat / 100, image_room, rest * system / 100, rest * log / 100});
 }
 
 } // namespace traindeck

@@ -55,6 +55,10 @@ public:
     class HistogramHeatmap& heatmap() {
         return *heatmap_;
     }
+    class ImageStrip& imageStrip() {
+        return *image_strip_;
+    }
+    QComboBox* imageTagBox() const { return image_tag_; }
     QString mainCurve() const { return main_curve_; }
     QChart* chart(Chart which) const { return which == Chart::loss ? loss_chart_ : system_chart_; }
     // Writes a chart to `path` by its suffix: .png, .svg or .pdf as a 160 × 100 mm figure, drawn here; .csv every
@@ -71,6 +75,7 @@ public slots:
 
 private:
     void rebuildAxes();
+    void shareRoom(); // the splitter's room among what shows, when the histograms or the images come or go
     void exportWithDialog(Chart which);
 
     CatalogReader reader_;
@@ -98,11 +103,15 @@ private:
     QToolButton* export_button_;
     QLabel* export_status_;
     QPlainTextEdit* log_;
-    QSplitter* splitter_;     // the charts, the histograms, the system chart and the log, one above another
+    QSplitter* splitter_;     // the charts, the histograms, the images, the system chart and the log, one above another
     QWidget* histograms_box_; // shown for runs that have histograms
     QComboBox* histogram_name_;
     class HistogramHeatmap* heatmap_;
-    QString histograms_shown_;    // "job/name/count" last read into the heatmap
+    QString histograms_shown_; // "job/name/count" last read into the heatmap
+    QWidget* images_box_;      // shown for runs that have images
+    QComboBox* image_tag_;
+    class ImageStrip* image_strip_;
+    QString images_shown_;        // "job/tag/count" last given to the strip
     QString main_curve_ = "loss"; // the curve drawn as "train loss": loss, else the run's own first curve
 };
 

@@ -279,6 +279,7 @@ json import_path(Cli& cli, const QString& path, const importers::ReadRunsOptions
                             {"points_kept", result->points_kept},
                             {"not_finite", result->not_finite},
                             {"histograms_added", result->histograms_added},
+                            {"images_added", result->images_added},
                             {"damage", damage},
                             {"notes", result->notes}});
             text += QString("%1 run %2 %3: %4 points added, %5 already here%6\n")

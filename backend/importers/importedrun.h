@@ -29,12 +29,16 @@ struct HistogramPoint {
     std::vector<double> bucket_limit, bucket_count;
 };
 
-// Images are kept as their place and size only: the pixels stay in the source file.
+// Images are kept as their place and size only: the pixels stay in the source file, read again when shown
+// (read_tensorboard_image, which checks the record's CRC and that it still holds this image).
 struct ImagePoint {
     int64_t step = 0;
     double wall_time = 0;
     int64_t width = 0, height = 0;
     uint64_t encoded_bytes = 0;
+    size_t file = 0;            // index into ImportedRun::files
+    uint64_t record_offset = 0; // where the TFRecord holding it starts in that file
+    int item = 0;               // which of the tag's images in that event (a TF2 images tensor holds several)
 };
 
 // A piece of a source that could not be read: its file, the byte offset where it starts (text formats also name the

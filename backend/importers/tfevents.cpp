@@ -2,6 +2,7 @@
 
 #include "atomicfile.h"
 #include "clock.h"
+#include "crc32c.h"
 #include "protowire.h"
 #include "sourcefile.h"
 #include "tfrecord.h"
@@ -9,8 +10,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include <unistd.h>
@@ -303,6 +306,7 @@ struct DecodedValue {
     double scalar = 0;
     HistogramPoint histogram;
     std::vector<ImagePoint> images;
+    std::vector<std::string_view> image_bytes; // each image's encoded bytes, inside the record
     json config;
     int64_t end_status = 0;
     double started = 0, finished = 0;
@@ -507,18 +511,22 @@ bool decode_value(std::string_view bytes, const TagPlugins& plugins, DecodedValu
         ProtoReader img(image);
         ProtoField g;
         ImagePoint point;
+        std::string_view encoded;
         while (img.next(g)) {
             if (g.number == 1)
                 point.height = g.as_int64();
             else if (g.number == 2)
                 point.width = g.as_int64();
-            else if (g.number == 4)
+            else if (g.number == 4) {
                 point.encoded_bytes = g.bytes.size();
+                encoded = g.bytes;
+            }
         }
         if (!img.ok())
             return why = "Summary.Image is malformed", false;
         out.kind = Kind::images;
         out.images.push_back(point);
+        out.image_bytes.push_back(encoded);
         return true;
     }
     if (has_tensor) {
@@ -552,8 +560,15 @@ bool decode_value(std::string_view bytes, const TagPlugins& plugins, DecodedValu
                     v = c >= '0' && c <= '9' ? v * 10 + (c - '0') : v;
                 return v;
             };
-            for (size_t i = 2; i < t.strings.size(); ++i)
-                out.images.push_back({0, 0, number(t.strings[0]), number(t.strings[1]), t.strings[i].size()});
+            for (size_t i = 2; i < t.strings.size(); ++i) {
+                ImagePoint point;
+                point.width = number(t.strings[0]);
+                point.height = number(t.strings[1]);
+                point.encoded_bytes = t.strings[i].size();
+                point.item = static_cast<int>(i - 2);
+                out.images.push_back(point);
+                out.image_bytes.push_back(t.strings[i]);
+            }
             out.kind = Kind::images;
             return true;
         }
@@ -580,7 +595,8 @@ bool decode_value(std::string_view bytes, const TagPlugins& plugins, DecodedValu
 
 bool is_event_file_name(std::string_view file_name) { return file_name.find("tfevents") != std::string_view::npos; }
 
-bool decode_event(std::string_view record, ImportedRun& run, TagPlugins& plugins, std::string& why) {
+bool decode_event(std::string_view record, ImportedRun& run, TagPlugins& plugins, std::string& why,
+                  uint64_t record_offset, size_t file_index) {
     ProtoReader reader(record);
     ProtoField f;
     double wall_time = 0;
@@ -694,6 +710,8 @@ bool decode_event(std::string_view record, ImportedRun& run, TagPlugins& plugins
             for (ImagePoint& image : value.images) {
                 image.step = step;
                 image.wall_time = wall_time;
+                image.file = file_index;
+                image.record_offset = record_offset;
                 list.push_back(image);
             }
             break;
@@ -745,7 +763,7 @@ ImportedRun read_event_files(const std::string& folder, const std::vector<std::s
         scan_tfrecords(
             *bytes, file,
             [&](uint64_t offset, std::string_view data) {
-                if (!decode_event(data, run, plugins, why))
+                if (!decode_event(data, run, plugins, why, offset, run.files.size() - 1))
                     run.damage.push_back({file, offset, "a record that is not an Event was skipped: " + why});
             },
             run.damage);
@@ -805,6 +823,65 @@ Expected<std::vector<ImportedRun>> read_tensorboard_logdir(const std::string& pa
     for (const TensorBoardRunFiles& run : *listed)
         runs.push_back(read_tensorboard_run(run, buffer));
     return runs;
+}
+
+Expected<std::string> read_tensorboard_image(const std::string& file, uint64_t record_offset, const std::string& tag,
+                                             int item, int64_t step) {
+    const std::string where = file + " (the record at byte " + std::to_string(record_offset) + ")";
+    const std::string changed = "; the file changed since the import: import the run again";
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+        return Error{"cannot read " + file + ": " + std::strerror(errno) + " (moved or deleted since the import?)"};
+    char header[12];
+    if (!in.seekg(static_cast<std::streamoff>(record_offset)) || !in.read(header, sizeof header))
+        return Error{file + " ends before byte " + std::to_string(record_offset + sizeof header) + changed};
+    uint64_t length = 0;
+    uint32_t length_crc = 0;
+    std::memcpy(&length, header, 8);
+    std::memcpy(&length_crc, header + 8, 4);
+    if (mask_crc32c(crc32c(header, 8)) != length_crc) // checked before the length sizes anything
+        return Error{where + " is not a record's start" + changed};
+    if (length > (uint64_t(1) << 32))
+        return Error{where + " says it holds " + std::to_string(length) + " bytes, more than an image event can"};
+    std::string frame(sizeof header + length + 4, '\0');
+    std::memcpy(frame.data(), header, sizeof header);
+    if (!in.read(frame.data() + sizeof header, static_cast<std::streamsize>(length + 4)))
+        return Error{file + " ends inside " + where + changed};
+    std::vector<Damage> damage;
+    std::string_view data;
+    scan_tfrecords(
+        frame, file, [&](uint64_t, std::string_view record) { data = record; }, damage);
+    if (!damage.empty())
+        return Error{where + ": " + damage.front().what + changed};
+    // The event: its step, and the value of `tag` (an images tag: a TF2 tensor's plugin is named on its first value
+    // only, so it is given here).
+    const TagPlugins plugins{{tag, "images"}};
+    ProtoReader event(data);
+    ProtoField f;
+    int64_t at_step = 0;
+    std::string_view summary;
+    while (event.next(f)) {
+        if (f.number == 2 && f.type == WireType::varint)
+            at_step = f.as_int64();
+        else if (f.number == 5 && f.type == WireType::bytes)
+            summary = f.bytes;
+    }
+    if (!event.ok() || at_step != step)
+        return Error{where + " is not the event of step " + std::to_string(step) + changed};
+    ProtoReader values(summary);
+    ProtoField v;
+    while (values.next(v)) {
+        if (v.number != 1 || v.type != WireType::bytes)
+            continue;
+        DecodedValue value;
+        std::string why;
+        if (decode_value(v.bytes, plugins, value, why) && value.tag == tag &&
+            value.kind == DecodedValue::Kind::images && item >= 0 &&
+            static_cast<size_t>(item) < value.image_bytes.size())
+            return std::string(value.image_bytes[static_cast<size_t>(item)]);
+    }
+    return Error{where + " holds no image " + std::to_string(item) + " of " + tag + " at step " + std::to_string(step) +
+                 changed};
 }
 
 namespace {

@@ -5,10 +5,10 @@
 // folder are read in file-name order into the same run (a resumed or restarted writer starts a new file there).
 // Kept: scalars (simple_value, and TF2 tensor summaries of one float/double/int/half value), histograms (the legacy
 // HistogramProto and the TF2 histograms plugin's [k,3] tensor), images (legacy Image and the TF2 images plugin's
-// string tensor; sizes only), the hparams plugin's session_start_info as the run's config and its session_end_info as
-// how the run ended; everything else (graph_def, run metadata, text, custom_scalars, ...) is counted in
-// other_records. The writer writes scalars and a flat config (as hparams session_start_info) that this reader and
-// TensorBoard both read back.
+// string tensor; their place and size, the pixels read again when shown), the hparams plugin's session_start_info as
+// the run's config and its session_end_info as how the run ended; everything else (graph_def, run metadata, text,
+// custom_scalars, ...) is counted in other_records. The writer writes scalars and a flat config (as hparams
+// session_start_info) that this reader and TensorBoard both read back.
 #include "expected.h"
 #include "importedrun.h"
 #include "sourcefile.h"
@@ -29,7 +29,15 @@ using TagPlugins = std::map<std::string, std::string, std::less<>>;
 
 // Decodes one Event record into run (scalars, histograms, images, config, counts). False, with why, when the bytes
 // are not a well-formed Event; nothing of a refused record is kept.
-bool decode_event(std::string_view record, ImportedRun& run, TagPlugins& plugins, std::string& why);
+// record_offset and file_index are where the record is (run.files' index), kept with each image.
+bool decode_event(std::string_view record, ImportedRun& run, TagPlugins& plugins, std::string& why,
+                  uint64_t record_offset = 0, size_t file_index = 0);
+
+// The encoded bytes (PNG, JPEG, GIF as the writer chose) of one image an import listed: the record at record_offset
+// of file is read again, both its CRCs checked, and it must still be an event at `step` holding image `item` of
+// `tag`. An error says what differs (a file rewritten, truncated or gone since the import).
+Expected<std::string> read_tensorboard_image(const std::string& file, uint64_t record_offset, const std::string& tag,
+                                             int item, int64_t step);
 
 // Reads the event files of one run (the folder's files, in the order given) into one run; with a buffer kept
 // from one call to the next when there are many.

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <limits>
 #include <regex>
+#include <tuple>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -252,6 +253,15 @@ with SummaryWriter(comment="_lr0.01") as default_folder:
     EXPECT_EQ(images[0].pixels, pixels({0, 0, 0, 127, 127, 127, 255, 255, 255, 255, 255, 255, 127, 127, 127, 0, 0, 0}));
     EXPECT_EQ(images[1].pixels, pixels({0, 0, 0, 255, 255, 255, 255, 255, 255, 0, 0, 0, 63, 63, 63, 255, 255, 255}));
     EXPECT_EQ(images[0].pixels.size(), static_cast<size_t>(chw.width * chw.height * 3));
+    // Each image is read again from where the import found it (as the job view's strip reads it): the same PNG.
+    for (const auto& [image, tag, expected] : {std::tuple{chw, "chw", images[0]}, std::tuple{hw, "hw", images[1]}}) {
+        const auto encoded =
+            read_tensorboard_image(run.files.at(image.file), image.record_offset, tag, image.item, image.step);
+        ASSERT_TRUE(encoded) << encoded.error();
+        const std::vector<Png> again = pngs_in(*encoded);
+        ASSERT_EQ(again.size(), 1u);
+        EXPECT_EQ(again[0].pixels, expected.pixels) << tag;
+    }
 
     EXPECT_EQ(run.config, (json{{"lr", 0.01}, {"optimizer", "sgd"}, {"layers", 3.0}, {"nesterov", true}}));
 

@@ -412,3 +412,96 @@ TEST(TfEvents, TheExportersFileReadsBackPointForPointWithItsConfig) {
     EXPECT_NE(*second, *path);
     EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.file("logdir/run-a")), {}), 2);
 }
+
+namespace {
+
+std::string legacy_image_event(const std::string& tag, int64_t step, const std::string& encoded) {
+    const std::string image = ProtoWriter().varint(1, 3).varint(2, 5).varint(3, 3).bytes(4, encoded).take();
+    const std::string value = ProtoWriter().bytes(1, tag).bytes(4, image).take();
+    ProtoWriter event;
+    event.fixed64(1, 1700000000.0 + static_cast<double>(step)).varint(2, static_cast<uint64_t>(step));
+    event.bytes(5, ProtoWriter().bytes(1, value).data());
+    return tfrecord_frame(event.data());
+}
+
+} // namespace
+
+TEST(TfEvents, AnImageIsReadAgainFromWhereTheImportFoundItAndAChangedSourceSaysSo) {
+    TempDir dir;
+    // A legacy Summary.Image at steps 1 and 2 (its own bytes each), between scalars, and a TF2 images tensor of two.
+    std::string file = encode_file_version_event(1700000000.0);
+    file += encode_scalar_event("loss", 1, 0.5f, 1700000001.0);
+    file += legacy_image_event("samples", 1, "first image's bytes");
+    file += encode_scalar_event("loss", 2, 0.25f, 1700000002.0);
+    file += legacy_image_event("samples", 2, std::string("\x89PNG second\0bytes", 17));
+    file += tensor_value_event("tf2", 3,
+                               ProtoWriter()
+                                   .varint(1, 7)
+                                   .bytes(2, shape({4}))
+                                   .bytes(8, "8")
+                                   .bytes(8, "6")
+                                   .bytes(8, "tf2 zero")
+                                   .bytes(8, "tf2 one!")
+                                   .data(),
+                               "images");
+    // Its later value names no plugin: it is an image by the tag's first.
+    file += tensor_value_event("tf2", 4,
+                               ProtoWriter().varint(1, 7).bytes(8, "8").bytes(8, "6").bytes(8, "tf2 later").data());
+    const std::string first_file = dir.file("events.out.tfevents.1.a"),
+                      second_file = dir.file("events.out.tfevents.2.b");
+    spill(first_file, encode_file_version_event(1700000000.0)); // a first file of the run, no images in it
+    spill(second_file, file);
+
+    const ImportedRun run = only_run(dir.path);
+    ASSERT_EQ(run.files.size(), 2u);
+    const auto& samples = run.images.at("samples");
+    const auto& tf2 = run.images.at("tf2");
+    ASSERT_EQ(samples.size(), 2u);
+    ASSERT_EQ(tf2.size(), 3u);
+    const auto read = [&](const std::string& tag, const ImagePoint& image) {
+        return read_tensorboard_image(run.files.at(image.file), image.record_offset, tag, image.item, image.step);
+    };
+    EXPECT_EQ(run.files.at(samples[0].file), second_file);
+    EXPECT_EQ(samples[0].width, 5);
+    EXPECT_EQ(samples[0].height, 3);
+    EXPECT_EQ(*read("samples", samples[0]), "first image's bytes");
+    EXPECT_EQ(*read("samples", samples[1]), std::string("\x89PNG second\0bytes", 17));
+    EXPECT_EQ(tf2[0].item, 0);
+    EXPECT_EQ(tf2[1].item, 1);
+    EXPECT_EQ(tf2[0].record_offset, tf2[1].record_offset);
+    EXPECT_EQ(*read("tf2", tf2[0]), "tf2 zero");
+    EXPECT_EQ(*read("tf2", tf2[1]), "tf2 one!");
+    EXPECT_EQ(*read("tf2", tf2[2]), "tf2 later");
+
+    // Asked for what is not there: another tag, another item, another step.
+    EXPECT_NE(
+        read_tensorboard_image(second_file, samples[0].record_offset, "other", 0, 1).error().find("holds no image"),
+        std::string::npos);
+    EXPECT_FALSE(read_tensorboard_image(second_file, tf2[0].record_offset, "tf2", 2, 3));
+    EXPECT_NE(read_tensorboard_image(second_file, samples[0].record_offset, "samples", 0, 2).error().find("step 2"),
+              std::string::npos);
+    // An offset inside a record is not a record's start.
+    const auto inside = read_tensorboard_image(second_file, samples[0].record_offset + 5, "samples", 0, 1);
+    ASSERT_FALSE(inside);
+    EXPECT_NE(inside.error().find("not a record's start"), std::string::npos) << inside.error();
+
+    // The source changed since: a byte of the second image flipped (its data CRC fails), the file cut short, gone.
+    std::string flipped = file;
+    const size_t at = flipped.find("PNG second");
+    ASSERT_NE(at, std::string::npos);
+    flipped[at] = 'X';
+    spill(second_file, flipped);
+    EXPECT_EQ(*read("samples", samples[0]), "first image's bytes"); // the other record is whole
+    const auto damaged = read("samples", samples[1]);
+    ASSERT_FALSE(damaged);
+    EXPECT_NE(damaged.error().find("CRC"), std::string::npos) << damaged.error();
+    EXPECT_NE(damaged.error().find("import the run again"), std::string::npos) << damaged.error();
+    spill(second_file, file.substr(0, samples[1].record_offset + 20));
+    const auto cut = read("samples", samples[1]);
+    ASSERT_FALSE(cut);
+    EXPECT_NE(cut.error().find("ends inside"), std::string::npos) << cut.error();
+    std::filesystem::remove(second_file);
+    const auto gone = read("samples", samples[0]);
+    ASSERT_FALSE(gone);
+    EXPECT_NE(gone.error().find("cannot read " + second_file), std::string::npos) << gone.error();
+}

@@ -6,6 +6,7 @@
 // its new ones, and a catalog of schema 6 has its histogram rows packed into chunks.
 #include "catalog.h"
 #include "histogramstore.h"
+#include "imagestore.h"
 #include "mlflow.h"
 #include "requireall.h"
 #include "runimport.h"
@@ -259,6 +260,67 @@ TEST(RunImport, AGrownSourceAddsOnlyItsNewHistograms) {
     EXPECT_FALSE(third->changed);
 }
 
+TEST(RunImport, ImagesAreKeptAsTheirPlacesAndAGrownSourceAddsOnlyItsNewOnes) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    ImportedRun run;
+    run.format = "tensorboard";
+    run.source = (temp.dir / "run").string();
+    run.files = {"relative/events.out.tfevents.1", (temp.dir / "run" / "events.out.tfevents.2").string()};
+    auto image = [](int64_t step, int item) {
+        ImagePoint p;
+        p.step = step;
+        p.wall_time = 1700000000.0 + static_cast<double>(step);
+        p.width = 28;
+        p.height = 14;
+        p.encoded_bytes = 100 + static_cast<uint64_t>(step);
+        p.file = step % 2 == 0 ? 1 : 0;
+        p.record_offset = 1000 * static_cast<uint64_t>(step);
+        p.item = item;
+        return p;
+    };
+    auto& images = run.images["samples"];
+    for (int64_t step = 1; step <= 3; ++step)
+        images.push_back(image(step, 0));
+    run.images["pair"] = {image(5, 0), image(5, 1)};
+    auto first = import_run(catalog, run);
+    ASSERT_TRUE(first) << first.error();
+    EXPECT_EQ(first->images_added, 5);
+    EXPECT_EQ(ImageStore::tags(catalog.db(), first->job), (std::vector<std::string>{"pair", "samples"}));
+    images.push_back(image(4, 0));
+    auto second = import_run(catalog, run);
+    ASSERT_TRUE(second) << second.error();
+    EXPECT_EQ(second->images_added, 1);
+    const auto stored = ImageStore::list(catalog.db(), first->job, "samples");
+    ASSERT_EQ(stored.size(), 4u);
+    for (size_t i = 0; i < stored.size(); ++i) {
+        EXPECT_EQ(stored[i].seq, static_cast<int64_t>(i));
+        EXPECT_EQ(stored[i].step, images[i].step);
+        EXPECT_EQ(stored[i].time, images[i].wall_time);
+        EXPECT_EQ(stored[i].width, 28);
+        EXPECT_EQ(stored[i].height, 14);
+        EXPECT_EQ(stored[i].bytes, static_cast<int64_t>(images[i].encoded_bytes));
+        EXPECT_EQ(stored[i].record_offset, static_cast<int64_t>(images[i].record_offset));
+        // The file as an absolute path, whatever the reader was given.
+        EXPECT_TRUE(std::filesystem::path(stored[i].file).is_absolute()) << stored[i].file;
+        EXPECT_TRUE(
+            stored[i].file.ends_with(i % 2 == 1 ? "run/events.out.tfevents.2" : "relative/events.out.tfevents.1"))
+            << stored[i].file;
+    }
+    const auto pair = ImageStore::list(catalog.db(), first->job, "pair");
+    ASSERT_EQ(pair.size(), 2u);
+    EXPECT_EQ(pair[1].item, 1);
+    auto third = import_run(catalog, run);
+    ASSERT_TRUE(third);
+    EXPECT_EQ(third->images_added, 0);
+    EXPECT_FALSE(third->changed);
+    // Deleting the run for good takes its images along.
+    catalog.set_deleted(first->job, true);
+    EXPECT_EQ(catalog.purge_deleted(), std::vector<int64_t>{first->job});
+    EXPECT_EQ(count(catalog, "SELECT COUNT(*) FROM images"), 0);
+}
+
 TEST(RunImport, ARewrittenSourceAddsNothingAndSaysSo) {
     TempCatalog temp;
     Catalog catalog;
@@ -354,11 +416,11 @@ TEST(RunImport, ACatalogOfSchemaFiveMigratesAndTakesImports) {
         catalog.add_job("old", "local", "1", nlohmann::json::object());
         // Back to schema 5: before the import tables.
         catalog.db().exec("DROP TABLE import_sources; DROP TABLE import_series; DROP TABLE histogram_chunks; "
-                          "PRAGMA user_version=5");
+                          "DROP TABLE images; PRAGMA user_version=5");
     }
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
-    EXPECT_EQ(catalog.schema_version(), 7);
+    EXPECT_EQ(catalog.schema_version(), Catalog::kSchemaVersion);
     ImportedRun run;
     run.format = "csv";
     run.source = (temp.dir / "m.csv").string();
@@ -387,7 +449,8 @@ TEST(RunImport, ACatalogOfSchemaSixHasItsHistogramsPacked) {
         ASSERT_EQ(catalog.open(temp.path()), "");
         job = catalog.add_job("old", "import", "x", nlohmann::json::object());
         // Back to schema 6, its table of a histogram a row holding 70 of one series and one other.
-        catalog.db().exec("DROP TABLE histogram_chunks; PRAGMA user_version=6; CREATE TABLE histograms(job INTEGER "
+        catalog.db().exec("DROP TABLE histogram_chunks; DROP TABLE images; PRAGMA user_version=6; CREATE TABLE "
+                          "histograms(job INTEGER "
                           "NOT NULL, name TEXT NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL, time REAL NOT "
                           "NULL, min REAL, max REAL, num REAL, sum REAL, sum_squares REAL, limits BLOB NOT NULL, "
                           "counts BLOB NOT NULL, PRIMARY KEY(job, name, seq)) WITHOUT ROWID");
@@ -405,7 +468,7 @@ TEST(RunImport, ACatalogOfSchemaSixHasItsHistogramsPacked) {
     }
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
-    EXPECT_EQ(catalog.schema_version(), 7);
+    EXPECT_EQ(catalog.schema_version(), Catalog::kSchemaVersion);
     EXPECT_EQ(count(catalog, "SELECT COUNT(*) FROM sqlite_master WHERE name='histograms'"), 0);
     EXPECT_EQ(HistogramStore::count(catalog.db(), job, "a"), 70);
     const auto a = HistogramStore::read(catalog.db(), job, "a", INT64_MIN, INT64_MAX);

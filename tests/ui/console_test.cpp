@@ -15,6 +15,9 @@
 #include "exportdialog.h"
 #include "fakeworker.h"
 #include "histogramheatmap.h"
+#include "imagestrip.h"
+#include "protowire.h"
+#include "tfrecord.h"
 #include "importdialog.h"
 #include "jobstate.h"
 #include "jobsync.h"
@@ -33,6 +36,9 @@
 #include "unittest.h"
 
 #include <QAbstractButton>
+#include <QBuffer>
+#include <QComboBox>
+#include <QPainter>
 #include <QAction>
 #include <QMenu>
 #include <QMenuBar>
@@ -449,6 +455,7 @@ private slots:
     void everyMenuActionDoesSomethingOrSaysWhyNot();
     void importDialogAndDropBringRunsIn();
     void aLogdirBeingWrittenStreamsIn();
+    void importedImagesShowAsAStripOverTheSteps();
     void histogramHeatmapSpreadsEachBucketOverItsValues();
     void commandLineSharesTheCatalogWithAnOpenConsole();
 };
@@ -2639,4 +2646,108 @@ void ConsoleTest::runsAreQueriedGroupedComparedAndKeptTidy() {
     QVERIFY(!window.groups().logScale());
     window.setQuery("starred:true");
     QCOMPARE(run_names(window), QStringList({"lr 0.1 seed 2", "lr 0.1 seed 1"}));
+}
+
+namespace {
+
+// A 28 × 28 picture of its own for each step (a filled square whose place and colour follow the step), as PNG.
+QImage picture(int step) {
+    QImage image(28, 28, QImage::Format_RGB32);
+    image.fill(QColor(20, 20, 20));
+    QPainter painter(&image);
+    painter.fillRect(step % 20, (step / 20) % 20, 8, 8, QColor::fromHsv((step * 37) % 360, 200, 230));
+    painter.end();
+    return image;
+}
+
+std::string png_of(const QImage& image) {
+    QByteArray bytes;
+    QBuffer buffer(&bytes);
+    buffer.open(QIODevice::WriteOnly);
+    image.save(&buffer, "PNG");
+    return bytes.toStdString();
+}
+
+// One event holding a legacy Summary.Image (as TensorBoard's and our drop-in writers write them).
+std::string image_event(const std::string& tag, int64_t step, const QImage& image) {
+    using importers::ProtoWriter;
+    const std::string encoded = ProtoWriter()
+                                    .varint(1, static_cast<uint64_t>(image.height()))
+                                    .varint(2, static_cast<uint64_t>(image.width()))
+                                    .varint(3, 3)
+                                    .bytes(4, png_of(image))
+                                    .take();
+    const std::string value = ProtoWriter().bytes(1, tag).bytes(4, encoded).take();
+    ProtoWriter event;
+    event.fixed64(1, 1700000000.0 + static_cast<double>(step)).varint(2, static_cast<uint64_t>(step));
+    event.bytes(5, ProtoWriter().bytes(1, value).data());
+    return importers::tfrecord_frame(event.data());
+}
+
+bool same_pixels(const QImage& a, const QImage& b) {
+    return !a.isNull() && a.convertToFormat(QImage::Format_RGB32) == b.convertToFormat(QImage::Format_RGB32);
+}
+
+} // namespace
+
+// A TensorBoard run's images come in with it and show in the job view as a strip over the steps: every image, read
+// from the event file, the newest chosen and shown larger; another tag another strip; a source changed since the
+// import says so where the image would be.
+void ConsoleTest::importedImagesShowAsAStripOverTheSteps() {
+    QTemporaryDir temp;
+    const QString catalog_path = temp.filePath("catalog.db");
+    const QString worker_dir = temp.filePath("worker");
+    const QString logdir = temp.filePath("logs/mnist-samples");
+    QVERIFY(QDir().mkpath(logdir));
+    std::string events = importers::encode_file_version_event(1700000000.0);
+    for (int i = 0; i < 40; ++i) {
+        const int step = 10 * i;
+        events += importers::encode_scalar_event("loss", step, 1.0f / static_cast<float>(i + 1), 1700000000.0 + step);
+        events += image_event("samples/input", step, picture(step));
+        if (i % 15 == 0)
+            events += image_event("samples/reconstruction", step, picture(step + 1).scaled(56, 56));
+    }
+    const QString event_file = logdir + "/events.out.tfevents.1700000000.host.1.0";
+    {
+        QFile out(event_file);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        QCOMPARE(out.write(events.data(), static_cast<qint64>(events.size())), static_cast<qint64>(events.size()));
+    }
+    WorkerReaper reaper{worker_dir};
+    Console console;
+    QVERIFY(console.open(catalog_path, worker_dir));
+    MainWindow& window = *console.window;
+    window.resize(1280, 1000);
+    ImportDialog* dialog = window.importPaths({temp.filePath("logs")});
+    QTRY_VERIFY_WITH_TIMEOUT(!dialog->importing(), 60000);
+    QVERIFY2(dialog->status().startsWith("1 run(s) imported: 1 new"), qPrintable(dialog->status()));
+    dialog->close();
+    QTRY_COMPARE_WITH_TIMEOUT(window.jobs().rowCount(), 1, 10000);
+    window.selectRow(0);
+    ImageStrip& strip = window.detail().imageStrip();
+    QTRY_VERIFY(strip.isVisible());
+    QCOMPARE(window.detail().imageTagBox()->count(), 2);
+    QTRY_COMPARE(window.detail().imageTagBox()->currentText(), QString("samples/input"));
+    QVERIFY2(strip.caption().startsWith("40 image(s) of samples/input, steps 0–390"), qPrintable(strip.caption()));
+    // The newest is chosen and shown, pixel for pixel what was logged; the thumbnails in view are read.
+    QTRY_VERIFY_WITH_TIMEOUT(same_pixels(strip.preview(), picture(390)), 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(strip.thumbnailsShown() >= 5, 10000);
+    QVERIFY2(strip.problems().isEmpty(), qPrintable(strip.problems().join('\n')));
+    strip.choose(0);
+    QTRY_VERIFY_WITH_TIMEOUT(same_pixels(strip.preview(), picture(0)), 10000);
+    window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/imported-images.png"));
+    // Another tag: its own strip (larger images are scaled into the preview, their own size said).
+    window.detail().imageTagBox()->setCurrentText("samples/reconstruction");
+    QTRY_VERIFY(strip.caption().startsWith("3 image(s) of samples/reconstruction, steps 0–300"));
+    QTRY_VERIFY_WITH_TIMEOUT(same_pixels(strip.preview(), picture(301).scaled(56, 56)), 10000);
+    QVERIFY(strip.previewCaption().contains("56×56"));
+    window.refresh();
+    QVERIFY2(window.alerts().isEmpty(), qPrintable(window.alerts().join('\n')));
+
+    // The event file cut short after the import: an image past the cut says why instead of showing.
+    QVERIFY(QFile::resize(event_file, static_cast<qint64>(events.size() / 2)));
+    strip.choose(2);
+    QTRY_VERIFY_WITH_TIMEOUT(strip.previewCaption().contains("import the run again"), 10000);
+    QVERIFY(strip.preview().isNull());
+    QVERIFY2(strip.previewCaption().contains(event_file), qPrintable(strip.previewCaption()));
 }
