@@ -118,12 +118,13 @@ const char* const kMigrations[] = {
         PRIMARY KEY(job, name, chunk));
     )",
     // 8: images a run logged (TensorBoard's, imported; model/imagestore.h): each one's tag, step and size, and where
-    // its encoded bytes are in the source (file, the record's offset, which image of the event). The pixels stay
-    // in the source; the job view reads them from there when it shows them.
+    // its encoded bytes are in the source (file, the record's offset, which image of the event), in chunks of up to
+    // 64 of one tag. The pixels stay in the source; the job view reads them from there when it shows them. A file's
+    // path is kept once (image_files).
     R"(
-    CREATE TABLE IF NOT EXISTS images(job INTEGER NOT NULL, tag TEXT NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL,
-        time REAL NOT NULL, width INTEGER NOT NULL, height INTEGER NOT NULL, bytes INTEGER NOT NULL, file TEXT NOT NULL,
-        record_offset INTEGER NOT NULL, item INTEGER NOT NULL, PRIMARY KEY(job, tag, seq)) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS image_files(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
+    CREATE TABLE IF NOT EXISTS images(job INTEGER NOT NULL, tag TEXT NOT NULL, chunk INTEGER NOT NULL,
+        count INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY(job, tag, chunk));
     )",
 };
 
@@ -737,8 +738,11 @@ std::vector<int64_t> Catalog::purge_deleted() {
             remove.step();
         }
     }
-    if (!gone.empty())
+    if (!gone.empty()) {
+        // A file's path stays while any image is left (which files those name is inside their chunks).
+        db_.exec("DELETE FROM image_files WHERE NOT EXISTS (SELECT 1 FROM images)");
         discard_caches(); // the series store's open chunks may name series that are gone
+    }
     return gone;
 }
 

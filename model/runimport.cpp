@@ -261,6 +261,9 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
     }
 
     std::optional<ImageStore> image_store;
+    std::vector<std::string> absolute_paths; // of run.files, made once
+    for (const std::string& file : run.files)
+        absolute_paths.push_back(run.images.empty() ? std::string() : absolute_path(file));
     for (const auto& [tag, images] : run.images) {
         const auto it = before.find({"image", tag});
         const Imported* had = it == before.end() ? nullptr : &it->second;
@@ -276,20 +279,22 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
             continue;
         if (!image_store)
             image_store.emplace(db);
+        std::vector<ImageRef> refs;
+        refs.reserve(images.size() - static_cast<size_t>(from));
         for (size_t i = static_cast<size_t>(from); i < images.size(); ++i) {
             const importers::ImagePoint& image = images[i];
             ImageRef ref;
-            ref.seq = static_cast<int64_t>(i);
             ref.step = image.step;
             ref.time = image.wall_time;
             ref.width = image.width;
             ref.height = image.height;
             ref.bytes = static_cast<int64_t>(image.encoded_bytes);
-            ref.file = image.file < run.files.size() ? absolute_path(run.files[image.file]) : std::string();
+            ref.file = image.file < run.files.size() ? absolute_paths.at(image.file) : std::string();
             ref.record_offset = static_cast<int64_t>(image.record_offset);
             ref.item = image.item;
-            image_store->put(job, tag, ref);
+            refs.push_back(std::move(ref));
         }
+        image_store->append(job, tag, from, refs);
         result.images_added += static_cast<int64_t>(images.size()) - from;
         remember_series(db, job, "image", tag, static_cast<int64_t>(images.size()), images.back().step,
                         size_of(images.back()));

@@ -14,7 +14,7 @@
 //         count chosen so the logdir reaches --megabytes (about 110 buckets at the defaults); the import keeps every
 //         bucket in the catalog;
 //       images: Summary.Image (4 sample tags) with incompressible encoded bytes sized likewise (about 1.9 KB each);
-//         the import keeps their tags, steps and sizes, the pixels stay in the source (importedrun.h).
+//         the import keeps their tags, steps, sizes and places (model/imagestore.h), the pixels stay in the source.
 //     --megabytes 0 writes the scalars alone. The output states the layout and the real size.
 // Then --rounds rounds, alternating which goes first, each timing:
 //   (a) `cat` of every file of the logdir to /dev/null: the physical limit of reading these bytes on this machine;
@@ -131,7 +131,8 @@ std::string histogram_event(const std::string& tag, int64_t step, double wall_ti
     return tfrecord_frame(event.data());
 }
 
-// One framed Event with a Summary.Image of `bytes` encoded bytes (not a real PNG: the reader keeps only the size).
+// One framed Event with a Summary.Image of `bytes` encoded bytes (not a real PNG: the import keeps its place, the job
+// view decodes it).
 std::string image_event(const std::string& tag, int64_t step, double wall_time, int bytes) {
     std::string encoded(static_cast<size_t>(bytes), '\0');
     uint64_t state = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(step);
@@ -292,8 +293,6 @@ ImportRound time_import(const std::string& logdir, const std::string& catalog_pa
                 ready.pop_front();
                 changed.notify_all();
             }
-            for (const auto& [tag, list] : run.images)
-                round.images += static_cast<int64_t>(list.size());
             auto result = import_run(catalog, run);
             if (!result) {
                 std::fprintf(stderr, "%s\n", result.error().c_str());
@@ -302,6 +301,7 @@ ImportRound time_import(const std::string& logdir, const std::string& catalog_pa
             }
             round.points += result->points_added;
             round.histograms += result->histograms_added;
+            round.images += result->images_added; // their places in the catalog, every one
             round.not_finite += result->not_finite;
             round.damage += static_cast<int64_t>(run.damage.size());
             ++round.runs;
@@ -422,7 +422,7 @@ int main(int argc, char** argv) {
                     static_cast<long long>(written.histograms), std::size(kHistogramTags), kHistogramEvery,
                     written.buckets, static_cast<double>(written.bytes - written.scalar_bytes) / 1e6);
     else if (written.images > 0)
-        std::printf("  images: %lld (%zu tags every %d steps a run, %d encoded bytes each, sizes kept): %.0f MB\n",
+        std::printf("  images: %lld (%zu tags every %d steps a run, %d encoded bytes each, places kept): %.0f MB\n",
                     static_cast<long long>(written.images), std::size(kImageTags), kHistogramEvery, written.image_bytes,
                     static_cast<double>(written.bytes - written.scalar_bytes) / 1e6);
     else

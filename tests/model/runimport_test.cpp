@@ -287,6 +287,7 @@ TEST(RunImport, ImagesAreKeptAsTheirPlacesAndAGrownSourceAddsOnlyItsNewOnes) {
     auto first = import_run(catalog, run);
     ASSERT_TRUE(first) << first.error();
     EXPECT_EQ(first->images_added, 5);
+    EXPECT_EQ(count(catalog, "SELECT COUNT(*) FROM image_files"), 2); // each path once
     EXPECT_EQ(ImageStore::tags(catalog.db(), first->job), (std::vector<std::string>{"pair", "samples"}));
     images.push_back(image(4, 0));
     auto second = import_run(catalog, run);
@@ -311,6 +312,26 @@ TEST(RunImport, ImagesAreKeptAsTheirPlacesAndAGrownSourceAddsOnlyItsNewOnes) {
     const auto pair = ImageStore::list(catalog.db(), first->job, "pair");
     ASSERT_EQ(pair.size(), 2u);
     EXPECT_EQ(pair[1].item, 1);
+    // Past a chunk of 64, and grown inside a stored chunk: every image as it was given, in order.
+    auto& many = run.images["many"];
+    for (int64_t step = 0; step < 70; ++step)
+        many.push_back(image(step * 3, static_cast<int>(step % 3)));
+    ASSERT_TRUE(import_run(catalog, run));
+    for (int64_t step = 70; step < 200; ++step)
+        many.push_back(image(step * 3, 0));
+    auto grown = import_run(catalog, run);
+    ASSERT_TRUE(grown) << grown.error();
+    EXPECT_EQ(grown->images_added, 130);
+    const auto stored_many = ImageStore::list(catalog.db(), first->job, "many");
+    ASSERT_EQ(stored_many.size(), 200u);
+    EXPECT_EQ(ImageStore::count(catalog.db(), first->job, "many"), 200);
+    for (size_t i = 0; i < stored_many.size(); ++i) {
+        EXPECT_EQ(stored_many[i].seq, static_cast<int64_t>(i));
+        EXPECT_EQ(stored_many[i].step, many[i].step);
+        EXPECT_EQ(stored_many[i].item, many[i].item);
+        EXPECT_EQ(stored_many[i].record_offset, static_cast<int64_t>(many[i].record_offset));
+        EXPECT_EQ(stored_many[i].bytes, static_cast<int64_t>(many[i].encoded_bytes));
+    }
     auto third = import_run(catalog, run);
     ASSERT_TRUE(third);
     EXPECT_EQ(third->images_added, 0);
@@ -319,6 +340,7 @@ TEST(RunImport, ImagesAreKeptAsTheirPlacesAndAGrownSourceAddsOnlyItsNewOnes) {
     catalog.set_deleted(first->job, true);
     EXPECT_EQ(catalog.purge_deleted(), std::vector<int64_t>{first->job});
     EXPECT_EQ(count(catalog, "SELECT COUNT(*) FROM images"), 0);
+    EXPECT_EQ(count(catalog, "SELECT COUNT(*) FROM image_files"), 0);
 }
 
 TEST(RunImport, ARewrittenSourceAddsNothingAndSaysSo) {
@@ -416,7 +438,7 @@ TEST(RunImport, ACatalogOfSchemaFiveMigratesAndTakesImports) {
         catalog.add_job("old", "local", "1", nlohmann::json::object());
         // Back to schema 5: before the import tables.
         catalog.db().exec("DROP TABLE import_sources; DROP TABLE import_series; DROP TABLE histogram_chunks; "
-                          "DROP TABLE images; PRAGMA user_version=5");
+                          "DROP TABLE images; DROP TABLE image_files; PRAGMA user_version=5");
     }
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
@@ -449,7 +471,8 @@ TEST(RunImport, ACatalogOfSchemaSixHasItsHistogramsPacked) {
         ASSERT_EQ(catalog.open(temp.path()), "");
         job = catalog.add_job("old", "import", "x", nlohmann::json::object());
         // Back to schema 6, its table of a histogram a row holding 70 of one series and one other.
-        catalog.db().exec("DROP TABLE histogram_chunks; DROP TABLE images; PRAGMA user_version=6; CREATE TABLE "
+        catalog.db().exec("DROP TABLE histogram_chunks; DROP TABLE images; DROP TABLE image_files; PRAGMA "
+                          "user_version=6; CREATE TABLE "
                           "histograms(job INTEGER "
                           "NOT NULL, name TEXT NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL, time REAL NOT "
                           "NULL, min REAL, max REAL, num REAL, sum REAL, sum_squares REAL, limits BLOB NOT NULL, "
