@@ -420,6 +420,15 @@ int cmd_export(Cli& cli) {
         if (tensorboard) {
             // One folder a run, named after it with only safe characters: a name never escapes the folder given.
             const std::string folder = QDir(*tensorboard).filePath(safe_folder_name(*run)).toStdString();
+            // A folder's event files are one run to TensorBoard (and to our importer): an export beside an earlier
+            // one would show every point twice.
+            const QStringList earlier =
+                QDir(QString::fromStdString(folder)).entryList({"*tfevents*"}, QDir::Files | QDir::Hidden);
+            if (!earlier.isEmpty())
+                return cli.fail(kFailed, QString("%1 already holds %2 (an earlier export?): TensorBoard reads a "
+                                                 "folder's event files as one run, so every point would show twice; "
+                                                 "remove it or export to another folder")
+                                             .arg(QString::fromStdString(folder), earlier.join(", ")));
             auto file = importers::write_tensorboard_scalars(folder, *exported);
             if (!file)
                 return cli.fail(kFailed, QString::fromStdString(file.error()));

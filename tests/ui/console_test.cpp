@@ -2288,6 +2288,22 @@ void ConsoleTest::commandLineSharesTheCatalogWithAnOpenConsole() {
     QFile csv(temp.filePath("out.csv"));
     QVERIFY(csv.open(QIODevice::ReadOnly));
     QVERIFY(csv.readLine().startsWith("step,time,epoch,hp_metric,"));
+    // And as a TensorBoard logdir, which imports back with every point once; a second export into it is refused
+    // (TensorBoard would read the folder's two files as one run, every point twice).
+    QCOMPARE(cli({"export", QString::number(imported_id), "--tensorboard", temp.filePath("tb")}).code, 0);
+    Result again = cli({"export", QString::number(imported_id), "--tensorboard", temp.filePath("tb")});
+    QCOMPARE(again.code, 1);
+    QVERIFY2(again.err.contains("already holds") && again.err.contains("twice"), again.err.constData());
+    Result back = cli({"--json", "import", temp.filePath("tb")});
+    QCOMPARE(back.code, 0);
+    const QJsonArray back_runs = json_of(back.out).array()[0].toObject()["runs"].toArray();
+    QCOMPARE(back_runs.size(), 1);
+    // As many as the run holds: 1034 came in, 5 of them a second value at a step (the catalog keeps one a step).
+    qint64 held = 0;
+    for (const QJsonValue metric : metrics)
+        held += metric.toObject()["points"].toInteger();
+    QCOMPARE(held, qint64(1029));
+    QCOMPARE(back_runs[0].toObject()["points_added"].toInteger(), held);
 
     // Errors: each its exit code and a message on stderr.
     Result missing = cli({"show", "99999"});
