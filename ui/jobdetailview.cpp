@@ -40,6 +40,21 @@ namespace traindeck {
 
 namespace {
 
+// Lists `choices` in the box when they differ from what it lists, keeping the chosen one where it still is (the
+// histograms' names, the images' tags: an import that is following adds some).
+void offer(QComboBox* box, const QStringList& choices) {
+    QStringList listed;
+    for (int i = 0; i < box->count(); ++i)
+        listed << box->itemText(i);
+    if (listed == choices)
+        return;
+    const QSignalBlocker blocker(box);
+    const QString current = box->currentText();
+    box->clear();
+    box->addItems(choices);
+    box->setCurrentIndex(std::max<qsizetype>(0, choices.indexOf(current)));
+}
+
 // Exponential moving average, as TensorBoard's slider does; 0 = raw.
 QVector<QPointF> smooth(const QVector<QPointF>& points, double weight) {
     if (weight <= 0)
@@ -612,16 +627,7 @@ void JobDetailView::refresh() {
         shareRoom();
     }
     if (!histogram_names.isEmpty()) {
-        QStringList listed;
-        for (int i = 0; i < histogram_name_->count(); ++i)
-            listed << histogram_name_->itemText(i);
-        if (listed != histogram_names) {
-            const QSignalBlocker blocker(histogram_name_);
-            const QString current = histogram_name_->currentText();
-            histogram_name_->clear();
-            histogram_name_->addItems(histogram_names);
-            histogram_name_->setCurrentIndex(std::max<qsizetype>(0, histogram_names.indexOf(current)));
-        }
+        offer(histogram_name_, histogram_names);
         const QString name = histogram_name_->currentText();
         const QString key = QString("%1/%2/%3").arg(job_).arg(name).arg(reader_.histogramCount(job_, name));
         if (key != histograms_shown_) {
@@ -632,16 +638,7 @@ void JobDetailView::refresh() {
 
     // Images: the same, by tag.
     if (!image_tags.isEmpty()) {
-        QStringList listed;
-        for (int i = 0; i < image_tag_->count(); ++i)
-            listed << image_tag_->itemText(i);
-        if (listed != image_tags) {
-            const QSignalBlocker blocker(image_tag_);
-            const QString current = image_tag_->currentText();
-            image_tag_->clear();
-            image_tag_->addItems(image_tags);
-            image_tag_->setCurrentIndex(std::max<qsizetype>(0, image_tags.indexOf(current)));
-        }
+        offer(image_tag_, image_tags);
         const QString tag = image_tag_->currentText();
         const QString key = QString("%1/%2/%3").arg(job_).arg(tag).arg(reader_.imageCount(job_, tag));
         if (key != images_shown_) {
