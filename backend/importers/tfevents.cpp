@@ -595,8 +595,75 @@ bool decode_value(std::string_view bytes, const TagPlugins& plugins, DecodedValu
 
 bool is_event_file_name(std::string_view file_name) { return file_name.find("tfevents") != std::string_view::npos; }
 
+namespace {
+
+// The event most of a logdir is: Event{wall_time, step, summary{value{tag, simple_value}}}, as every writer writes a
+// scalar. Decoded here, straight into the run, without the general path's list of decoded values (a third of the
+// reading's time went to that bookkeeping). False, with nothing kept, for anything else: the general path takes it.
+bool decode_simple_scalar(std::string_view record, ImportedRun& run, const TagPlugins& plugins) {
+    ProtoReader event(record);
+    ProtoField f;
+    double wall_time = 0;
+    int64_t step = 0;
+    std::string_view summary;
+    bool has_summary = false;
+    while (event.next(f)) {
+        if (f.number == 1 && f.type == WireType::fixed64)
+            wall_time = f.as_double();
+        else if (f.number == 2 && f.type == WireType::varint)
+            step = f.as_int64();
+        else if (f.number == 5 && f.type == WireType::bytes && !has_summary) {
+            summary = f.bytes;
+            has_summary = true;
+        } else
+            return false;
+    }
+    if (!event.ok() || !has_summary)
+        return false;
+    ProtoReader list(summary);
+    std::string_view value;
+    if (!list.next(f) || f.number != 1 || f.type != WireType::bytes)
+        return false;
+    value = f.bytes;
+    if (list.next(f) || !list.ok())
+        return false; // more than one value
+    ProtoReader fields(value);
+    std::string_view tag;
+    float scalar = 0;
+    bool has_tag = false, has_simple = false;
+    while (fields.next(f)) {
+        if (f.number == 1 && f.type == WireType::bytes && !has_tag) {
+            tag = f.bytes;
+            has_tag = true;
+        } else if (f.number == 2 && f.type == WireType::fixed32 && !has_simple) {
+            scalar = f.as_float();
+            has_simple = true;
+        } else
+            return false;
+    }
+    if (!fields.ok() || !has_simple)
+        return false;
+    if (!plugins.empty())
+        if (const auto it = plugins.find(tag); it != plugins.end() && it->second == "hparams")
+            return false; // a placeholder of the hparams plugin: the general path counts it
+    ++run.records;
+    if (wall_time > 0 && std::isfinite(wall_time)) {
+        run.started = run.started == 0 ? wall_time : std::min(run.started, wall_time);
+        run.finished = std::max(run.finished, wall_time);
+    }
+    auto it = run.scalars.find(tag);
+    if (it == run.scalars.end())
+        it = run.scalars.emplace(std::string(tag), std::vector<ScalarPoint>()).first;
+    it->second.push_back({step, scalar, wall_time});
+    return true;
+}
+
+} // namespace
+
 bool decode_event(std::string_view record, ImportedRun& run, TagPlugins& plugins, std::string& why,
                   uint64_t record_offset, size_t file_index) {
+    if (decode_simple_scalar(record, run, plugins))
+        return true;
     ProtoReader reader(record);
     ProtoField f;
     double wall_time = 0;
