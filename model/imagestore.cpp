@@ -1,6 +1,7 @@
 #include "imagestore.h"
 
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 namespace traindeck {
@@ -84,8 +85,12 @@ bool ImageStore::decode(std::string_view bytes, std::vector<Coded>& out) {
         image.height = static_cast<int64_t>(in.varint());
         image.bytes = static_cast<int64_t>(in.varint());
         image.file = static_cast<int64_t>(in.varint());
-        offset = image.record_offset = offset + unzigzag(in.varint());
-        image.item = static_cast<int64_t>(in.varint());
+        offset = image.record_offset =
+            static_cast<int64_t>(static_cast<uint64_t>(offset) + static_cast<uint64_t>(unzigzag(in.varint())));
+        const uint64_t item = in.varint();
+        image.item = static_cast<int64_t>(item);
+        if (item > static_cast<uint64_t>(std::numeric_limits<int>::max()) || image.record_offset < 0)
+            in.ok = false; // no image is there: a damaged chunk
         out.push_back(image);
     }
     if (!in.ok || in.at != in.end) {

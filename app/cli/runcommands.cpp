@@ -403,6 +403,20 @@ int cmd_export(Cli& cli) {
         return exit;
     json written = json::array();
     QString text;
+    // One folder a run, named after it with only safe characters: a name never escapes the folder given.
+    const std::string tensorboard_folder =
+        tensorboard ? QDir(*tensorboard).filePath(safe_folder_name(*run)).toStdString() : std::string();
+    if (tensorboard) {
+        // A folder's event files are one run to TensorBoard (and to our importer): an export beside an earlier one
+        // would show every point twice. Refused before anything is written.
+        const QStringList earlier =
+            QDir(QString::fromStdString(tensorboard_folder)).entryList({"*tfevents*"}, QDir::Files | QDir::Hidden);
+        if (!earlier.isEmpty())
+            return cli.fail(kFailed, QString("%1 already holds %2 (an earlier export?): TensorBoard reads a folder's "
+                                             "event files as one run, so every point would show twice; remove it or "
+                                             "export to another folder; nothing was written")
+                                         .arg(QString::fromStdString(tensorboard_folder), earlier.join(", ")));
+    }
     if (csv || jsonl || tensorboard) {
         auto exported = run_from_catalog(cli.catalog(), run->id);
         if (!exported)
@@ -418,18 +432,7 @@ int cmd_export(Cli& cli) {
             text += QString("%1 points written to %2\n").arg(points).arg(QString::fromStdString(target));
         }
         if (tensorboard) {
-            // One folder a run, named after it with only safe characters: a name never escapes the folder given.
-            const std::string folder = QDir(*tensorboard).filePath(safe_folder_name(*run)).toStdString();
-            // A folder's event files are one run to TensorBoard (and to our importer): an export beside an earlier
-            // one would show every point twice.
-            const QStringList earlier =
-                QDir(QString::fromStdString(folder)).entryList({"*tfevents*"}, QDir::Files | QDir::Hidden);
-            if (!earlier.isEmpty())
-                return cli.fail(kFailed, QString("%1 already holds %2 (an earlier export?): TensorBoard reads a "
-                                                 "folder's event files as one run, so every point would show twice; "
-                                                 "remove it or export to another folder")
-                                             .arg(QString::fromStdString(folder), earlier.join(", ")));
-            auto file = importers::write_tensorboard_scalars(folder, *exported);
+            auto file = importers::write_tensorboard_scalars(tensorboard_folder, *exported);
             if (!file)
                 return cli.fail(kFailed, QString::fromStdString(file.error()));
             written.push_back({{"format", "tensorboard"}, {"path", *file}, {"points", points}});

@@ -425,6 +425,11 @@ QString WorkerBackend::submit(const QJsonObject& request, QString* error) {
                         "submitting again").arg(QString::fromStdString(response.body.substr(0, 200)));
         return {};
     }
+    {
+        // A new job under an id an ended one had (a worker whose state folder was replaced): streamed from its start.
+        std::lock_guard lock(streams_mutex_);
+        ended_.erase(QString::number(id));
+    }
     return QString::number(id);
 }
 
@@ -639,8 +644,11 @@ void WorkerBackend::watch(const QString& remoteId, qint64 afterSeq) {
     std::lock_guard lock(streams_mutex_);
     if (closing_->load())
         return;
-    if (const auto ended = ended_.find(remoteId); ended != ended_.end() && afterSeq < ended->second)
-        return; // its events are on their way to the catalog
+    if (const auto ended = ended_.find(remoteId); ended != ended_.end()) {
+        if (afterSeq < ended->second)
+            return;          // its events are on their way to the catalog
+        ended_.erase(ended); // resumed (by another program too): stream it again
+    }
     if (per_job_)
         return start_stream(remoteId, afterSeq);
     if (watched_.contains(remoteId))

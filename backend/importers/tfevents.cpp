@@ -895,7 +895,7 @@ Expected<std::vector<ImportedRun>> read_tensorboard_logdir(const std::string& pa
 Expected<std::string> read_tensorboard_image(const std::string& file, uint64_t record_offset, const std::string& tag,
                                              int item, int64_t step) {
     const std::string where = file + " (the record at byte " + std::to_string(record_offset) + ")";
-    const std::string changed = "; the file changed since the import: import the run again";
+    const std::string changed = "; the file changed since the import: delete the run and import it again";
     std::ifstream in(file, std::ios::binary);
     if (!in)
         return Error{"cannot read " + file + ": " + std::strerror(errno) + " (moved or deleted since the import?)"};
@@ -908,8 +908,12 @@ Expected<std::string> read_tensorboard_image(const std::string& file, uint64_t r
     std::memcpy(&length_crc, header + 8, 4);
     if (mask_crc32c(crc32c(header, 8)) != length_crc) // checked before the length sizes anything
         return Error{where + " is not a record's start" + changed};
-    if (length > (uint64_t(1) << 32))
-        return Error{where + " says it holds " + std::to_string(length) + " bytes, more than an image event can"};
+    // The length was vouched for by its CRC, but the file must also hold it before anything that size is made.
+    in.seekg(0, std::ios::end);
+    const auto file_size = static_cast<uint64_t>(std::max<std::streamoff>(0, in.tellg()));
+    if (length > file_size || record_offset + sizeof header + length + 4 > file_size)
+        return Error{file + " ends inside " + where + changed};
+    in.seekg(static_cast<std::streamoff>(record_offset + sizeof header));
     std::string frame(sizeof header + length + 4, '\0');
     std::memcpy(frame.data(), header, sizeof header);
     if (!in.read(frame.data() + sizeof header, static_cast<std::streamsize>(length + 4)))

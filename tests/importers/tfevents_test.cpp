@@ -495,7 +495,7 @@ TEST(TfEvents, AnImageIsReadAgainFromWhereTheImportFoundItAndAChangedSourceSaysS
     const auto damaged = read("samples", samples[1]);
     ASSERT_FALSE(damaged);
     EXPECT_NE(damaged.error().find("CRC"), std::string::npos) << damaged.error();
-    EXPECT_NE(damaged.error().find("import the run again"), std::string::npos) << damaged.error();
+    EXPECT_NE(damaged.error().find("delete the run and import it again"), std::string::npos) << damaged.error();
     spill(second_file, file.substr(0, samples[1].record_offset + 20));
     const auto cut = read("samples", samples[1]);
     ASSERT_FALSE(cut);

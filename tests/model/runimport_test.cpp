@@ -336,6 +336,25 @@ TEST(RunImport, ImagesAreKeptAsTheirPlacesAndAGrownSourceAddsOnlyItsNewOnes) {
     ASSERT_TRUE(third);
     EXPECT_EQ(third->images_added, 0);
     EXPECT_FALSE(third->changed);
+    // A damaged chunk (the catalog file is outside data too) is left out and counted, never read as images: bad
+    // bytes, a count over 64, an item past int's range, bytes left over.
+    const auto bytes = [](std::initializer_list<int> values) {
+        std::string out;
+        for (const int v : values)
+            out.push_back(static_cast<char>(v));
+        return out;
+    };
+    for (const std::string& garbage :
+         {bytes({2, 1}), bytes({1, 0x41}),
+          bytes({1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0x7f}), bytes({1, 0, 0})}) {
+        Statement put = catalog.db().prepare("INSERT OR REPLACE INTO images(job, tag, chunk, count, data) "
+                                             "VALUES(?, 'samples', 5, 1, ?)");
+        put.bind(1, first->job).bind_blob_static(2, garbage.data(), garbage.size());
+        put.step();
+        int64_t damaged = 0;
+        EXPECT_EQ(ImageStore::list(catalog.db(), first->job, "samples", &damaged).size(), 4u);
+        EXPECT_EQ(damaged, 1);
+    }
     // Deleting the run for good takes its images along.
     catalog.set_deleted(first->job, true);
     EXPECT_EQ(catalog.purge_deleted(), std::vector<int64_t>{first->job});

@@ -2763,7 +2763,7 @@ void ConsoleTest::importedImagesShowAsAStripOverTheSteps() {
     // The event file cut short after the import: an image past the cut says why instead of showing.
     QVERIFY(QFile::resize(event_file, static_cast<qint64>(events.size() / 2)));
     strip.choose(2);
-    QTRY_VERIFY_WITH_TIMEOUT(strip.previewCaption().contains("import the run again"), 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(strip.previewCaption().contains("delete the run and import it again"), 10000);
     QVERIFY(strip.preview().isNull());
     QVERIFY2(strip.previewCaption().contains(event_file), qPrintable(strip.previewCaption()));
 }
