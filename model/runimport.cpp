@@ -280,8 +280,11 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
         if (!image_store)
             image_store.emplace(db);
         std::vector<ImageRef> refs;
-        refs.reserve(images.size() - static_cast<size_t>(from));
-        for (size_t i = static_cast<size_t>(from); i < images.size(); ++i) {
+        // From the border of the chunk the first new one falls in: the source still has the ones before it there
+        // (first_new_point said so), so that chunk is written whole again and a damaged stored one is never read.
+        const int64_t border = from - from % ImageStore::kChunkImages;
+        refs.reserve(images.size() - static_cast<size_t>(border));
+        for (size_t i = static_cast<size_t>(border); i < images.size(); ++i) {
             const importers::ImagePoint& image = images[i];
             ImageRef ref;
             ref.step = image.step;
@@ -294,7 +297,7 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
             ref.item = image.item;
             refs.push_back(std::move(ref));
         }
-        image_store->append(job, tag, from, refs);
+        image_store->append(job, tag, border, refs);
         result.images_added += static_cast<int64_t>(images.size()) - from;
         remember_series(db, job, "image", tag, static_cast<int64_t>(images.size()), images.back().step,
                         size_of(images.back()));

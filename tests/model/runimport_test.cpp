@@ -355,6 +355,23 @@ TEST(RunImport, ImagesAreKeptAsTheirPlacesAndAGrownSourceAddsOnlyItsNewOnes) {
         EXPECT_EQ(ImageStore::list(catalog.db(), first->job, "samples", &damaged).size(), 4u);
         EXPECT_EQ(damaged, 1);
     }
+    // A damaged chunk where the source grows is written again whole from the source, not read: the import goes on.
+    {
+        const std::string garbage = "\x07garbage";
+        Statement put = catalog.db().prepare("UPDATE images SET data=? WHERE job=? AND tag='samples' AND chunk=0");
+        put.bind_blob_static(1, garbage.data(), garbage.size()).bind(2, first->job);
+        put.step();
+    }
+    images.push_back(image(6, 0));
+    auto repaired = import_run(catalog, run);
+    ASSERT_TRUE(repaired) << repaired.error();
+    EXPECT_EQ(repaired->images_added, 1);
+    int64_t damaged = 0;
+    const auto again = ImageStore::list(catalog.db(), first->job, "samples", &damaged);
+    EXPECT_EQ(damaged, 1); // the made-up chunk 5 above is still there, and still counted
+    ASSERT_EQ(again.size(), 5u);
+    for (size_t i = 0; i < again.size(); ++i)
+        EXPECT_EQ(again[i].step, images[i].step);
     // Deleting the run for good takes its images along.
     catalog.set_deleted(first->job, true);
     EXPECT_EQ(catalog.purge_deleted(), std::vector<int64_t>{first->job});
