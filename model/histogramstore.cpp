@@ -1,5 +1,7 @@
 #include "histogramstore.h"
 
+#include "chunkcoding.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -7,6 +9,10 @@
 
 namespace traindeck {
 namespace {
+
+using chunk_coding::put_varint;
+using chunk_coding::unzigzag;
+using chunk_coding::zigzag;
 
 uint64_t bits_of(double value) {
     uint64_t bits = 0;
@@ -19,18 +25,6 @@ double double_of(uint64_t bits) {
     std::memcpy(&value, &bits, 8);
     return value;
 }
-
-char* put_varint(char* out, uint64_t value) {
-    while (value >= 0x80) {
-        *out++ = static_cast<char>(value | 0x80);
-        value >>= 7;
-    }
-    *out++ = static_cast<char>(value);
-    return out;
-}
-
-uint64_t zigzag(int64_t value) { return (static_cast<uint64_t>(value) << 1) ^ static_cast<uint64_t>(value >> 63); }
-int64_t unzigzag(uint64_t value) { return static_cast<int64_t>((value >> 1) ^ (~(value & 1) + 1)); }
 
 // A value against its prediction (the header's coding). Writes 8 bytes and keeps those it needs: the buffer has 8
 // bytes of room past its worst case.
@@ -52,31 +46,7 @@ char* put_coded(char* out, uint64_t bits, uint64_t predicted) {
 // byte, two coded values a bucket.
 size_t worst_size(size_t buckets) { return 10 + 6 * 9 + 10 + 1 + 18 * buckets; }
 
-struct Reader {
-    const char* at;
-    const char* end;
-    bool ok = true;
-
-    uint64_t varint() {
-        uint64_t value = 0;
-        for (int shift = 0; shift < 64; shift += 7) {
-            if (at == end)
-                break;
-            const auto byte = static_cast<uint8_t>(*at++);
-            value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-            if (!(byte & 0x80))
-                return value;
-        }
-        ok = false;
-        return 0;
-    }
-    uint8_t byte() {
-        if (at == end) {
-            ok = false;
-            return 0;
-        }
-        return static_cast<uint8_t>(*at++);
-    }
+struct Reader : chunk_coding::ChunkReader {
     uint64_t coded(uint64_t predicted) {
         const uint8_t header = byte();
         if (header == 0)
@@ -148,7 +118,7 @@ size_t HistogramStore::encode(std::span<const HistogramView> histograms, std::st
 }
 
 bool HistogramStore::decode(std::string_view bytes, std::vector<Histogram>& out) {
-    Reader in{bytes.data(), bytes.data() + bytes.size()};
+    Reader in{{bytes.data(), bytes.data() + bytes.size()}};
     if (in.byte() != 1)
         return false;
     const uint64_t count = in.varint();

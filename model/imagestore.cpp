@@ -1,73 +1,39 @@
 #include "imagestore.h"
 
+#include "chunkcoding.h"
+
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 
 namespace traindeck {
-namespace {
 
-void put_varint(std::string& out, uint64_t value) {
-    while (value >= 0x80) {
-        out.push_back(static_cast<char>(value | 0x80));
-        value >>= 7;
-    }
-    out.push_back(static_cast<char>(value));
-}
-
-uint64_t zigzag(int64_t value) { return (static_cast<uint64_t>(value) << 1) ^ static_cast<uint64_t>(value >> 63); }
-int64_t unzigzag(uint64_t value) { return static_cast<int64_t>((value >> 1) ^ (~(value & 1) + 1)); }
-
-struct Reader {
-    const char* at;
-    const char* end;
-    bool ok = true;
-
-    uint64_t varint() {
-        uint64_t value = 0;
-        for (int shift = 0; shift < 64; shift += 7) {
-            if (at == end)
-                return ok = false, 0;
-            const auto byte = static_cast<uint8_t>(*at++);
-            value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-            if (byte < 0x80)
-                return value;
-        }
-        return ok = false, 0;
-    }
-    double real() {
-        double value = 0;
-        if (end - at < 8)
-            return ok = false, 0;
-        std::memcpy(&value, at, 8);
-        at += 8;
-        return value;
-    }
-};
-
-} // namespace
+using chunk_coding::append_varint;
+using chunk_coding::unzigzag;
+using chunk_coding::zigzag;
 
 void ImageStore::encode(std::span<const Coded> images, std::string& out) {
     out.clear();
     out.push_back(1);
-    put_varint(out, images.size());
+    append_varint(out, images.size());
     int64_t step = 0, offset = 0;
     for (const Coded& image : images) {
-        put_varint(out, zigzag(static_cast<int64_t>(static_cast<uint64_t>(image.step) - static_cast<uint64_t>(step))));
+        append_varint(out,
+                      zigzag(static_cast<int64_t>(static_cast<uint64_t>(image.step) - static_cast<uint64_t>(step))));
         step = image.step;
         out.append(reinterpret_cast<const char*>(&image.time), 8);
-        put_varint(out, static_cast<uint64_t>(image.width));
-        put_varint(out, static_cast<uint64_t>(image.height));
-        put_varint(out, static_cast<uint64_t>(image.bytes));
-        put_varint(out, static_cast<uint64_t>(image.file));
-        put_varint(out, zigzag(image.record_offset - offset));
+        append_varint(out, static_cast<uint64_t>(image.width));
+        append_varint(out, static_cast<uint64_t>(image.height));
+        append_varint(out, static_cast<uint64_t>(image.bytes));
+        append_varint(out, static_cast<uint64_t>(image.file));
+        append_varint(out, zigzag(image.record_offset - offset));
         offset = image.record_offset;
-        put_varint(out, static_cast<uint64_t>(image.item));
+        append_varint(out, static_cast<uint64_t>(image.item));
     }
 }
 
 bool ImageStore::decode(std::string_view bytes, std::vector<Coded>& out) {
-    Reader in{bytes.data(), bytes.data() + bytes.size()};
+    chunk_coding::ChunkReader in{bytes.data(), bytes.data() + bytes.size()};
     if (bytes.empty() || bytes[0] != 1)
         return false;
     ++in.at;

@@ -40,6 +40,20 @@ namespace traindeck {
 
 namespace {
 
+// A labelled chooser above what it chooses for (the histograms' heatmap, the images' strip), hidden until a run has
+// something to show there.
+QWidget* chooser_box(const QString& label, QComboBox* chooser, QWidget* shown) {
+    auto* box = new QWidget;
+    auto* layout = new QVBoxLayout(box);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* row = new QHBoxLayout;
+    row->addWidget(new QLabel(label));
+    row->addWidget(chooser, 1);
+    layout->addLayout(row);
+    layout->addWidget(shown, 1);
+    return box;
+}
+
 // Lists `choices` in the box when they differ from what it lists, keeping the chosen one where it still is (the
 // histograms' names, the images' tags: an import that is following adds some).
 void offer(QComboBox* box, const QStringList& choices) {
@@ -194,28 +208,14 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     histogram_name_ = new QComboBox;
     histogram_name_->setAccessibleName(tr("Histogram"));
     heatmap_ = new HistogramHeatmap;
-    histograms_box_ = new QWidget;
-    auto* histogram_layout = new QVBoxLayout(histograms_box_);
-    histogram_layout->setContentsMargins(0, 0, 0, 0);
-    auto* histogram_row = new QHBoxLayout;
-    histogram_row->addWidget(new QLabel(tr("Histogram")));
-    histogram_row->addWidget(histogram_name_, 1);
-    histogram_layout->addLayout(histogram_row);
-    histogram_layout->addWidget(heatmap_, 1);
+    histograms_box_ = chooser_box(tr("Histogram"), histogram_name_, heatmap_);
     histograms_box_->hide();
     connect(histogram_name_, &QComboBox::currentIndexChanged, this, &JobDetailView::refresh);
     // Images (an imported TensorBoard run's samples): a strip over the steps, one tag at a time.
     image_tag_ = new QComboBox;
     image_tag_->setAccessibleName(tr("Image tag"));
     image_strip_ = new ImageStrip;
-    images_box_ = new QWidget;
-    auto* images_layout = new QVBoxLayout(images_box_);
-    images_layout->setContentsMargins(0, 0, 0, 0);
-    auto* images_row = new QHBoxLayout;
-    images_row->addWidget(new QLabel(tr("Images")));
-    images_row->addWidget(image_tag_, 1);
-    images_layout->addLayout(images_row);
-    images_layout->addWidget(image_strip_, 1);
+    images_box_ = chooser_box(tr("Images"), image_tag_, image_strip_);
     images_box_->hide();
     connect(image_tag_, &QComboBox::currentIndexChanged, this, &JobDetailView::refresh);
     splitter_ = new QSplitter(Qt::Vertical);
