@@ -41,6 +41,8 @@ void print_usage() {
         "  --price-base X --price-gpu X --price-cpu X --currency C   per-hour prices for spend\n"
         "  --idle-percent P --idle-seconds S [--idle-stop]   idle policy (report, optionally stop)\n"
         "  --stop-grace S         seconds between SIGTERM and SIGKILL when stopping a job (default 60)\n"
+        "  --capture-exclude GLOB never capture matching files of a job's code (repeatable; .env files, keys\n"
+        "                         and a folder's .traindeckignore patterns are never captured anyway)\n"
         "  --executor local|slurm where jobs run (default local). slurm: as Slurm batch jobs; the state folder must "
         "be\n"
         "                         on a filesystem the nodes share (installer/slurm-single-node.sh makes a test "
@@ -104,6 +106,7 @@ int main(int argc, char** argv) {
         return run_job_shim(argv[2]);
 
     WorkerConfig config;
+    config.version = TRAINDECK_VERSION;
     config.state_dir = default_state_dir();
     const std::string self = std::filesystem::canonical("/proc/self/exe").string();
     config.self_binary = self;
@@ -174,6 +177,8 @@ int main(int argc, char** argv) {
             config.idle_stop = true;
         } else if (arg == "--stop-grace") {
             config.stop_grace_seconds = number();
+        } else if (arg == "--capture-exclude") {
+            config.capture_exclude.push_back(value());
         } else if (arg == "--executor") {
             config.executor = value();
             if (config.executor != "local" && config.executor != "slurm") {

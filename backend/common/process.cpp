@@ -2,11 +2,17 @@
 #include "process.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <csignal>
+#include <cstring>
 #include <utility>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 extern char** environ;
 
@@ -76,6 +82,8 @@ pid_t spawn_process(const SpawnOptions& options, int& error_number) {
     }
     for (const auto& [here, in_child] : options.fds)
         posix_spawn_file_actions_adddup2(&actions, here, in_child);
+    if (!options.cwd.empty())
+        posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
     short flags = 0;
@@ -103,6 +111,78 @@ pid_t spawn_process(const SpawnOptions& options, int& error_number) {
         return -1;
     }
     return pid;
+}
+
+ProgramResult run_program(SpawnOptions options, const ProgramLimits& limits) {
+    ProgramResult result;
+    int out[2] = {-1, -1}, err[2] = {-1, -1};
+    if (::pipe2(out, O_CLOEXEC) != 0 || (!limits.merge_stderr && ::pipe2(err, O_CLOEXEC) != 0)) {
+        result.error = std::string("pipe: ") + std::strerror(errno);
+        for (int fd : {out[0], out[1]})
+            if (fd >= 0)
+                ::close(fd);
+        return result;
+    }
+    if (options.stdin_path.empty())
+        options.stdin_path = "/dev/null";
+    options.output_path.clear();
+    options.fds = {{out[1], 1}, {limits.merge_stderr ? out[1] : err[1], 2}};
+    int error_number = 0;
+    const pid_t pid = spawn_process(options, error_number);
+    ::close(out[1]);
+    if (err[1] >= 0)
+        ::close(err[1]);
+    if (pid < 0) {
+        ::close(out[0]);
+        if (err[0] >= 0)
+            ::close(err[0]);
+        result.error = "cannot run " + options.argv.front() + ": " + std::strerror(error_number);
+        return result;
+    }
+    result.started = true;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limits.seconds);
+    pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    const int count = err[0] >= 0 ? 2 : 1;
+    char buffer[65536];
+    for (int open = count; open > 0;) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) {
+            ::kill(pid, SIGKILL);
+            result.timed_out = true;
+            break;
+        }
+        const int ready = ::poll(fds, count, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+        if (ready < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < count; ++i) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            const ssize_t n = ::read(fds[i].fd, buffer, sizeof(buffer));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                fds[i].fd = -1;
+                --open;
+                continue;
+            }
+            std::string& into = i == 0 ? result.output : result.errors;
+            const size_t cap = i == 0 ? limits.max_output : size_t(64 << 10);
+            const size_t take = std::min(static_cast<size_t>(n), cap - std::min(cap, into.size()));
+            into.append(buffer, take);
+            if (take < static_cast<size_t>(n) && i == 0)
+                result.truncated = true;
+        }
+    }
+    ::close(out[0]);
+    if (err[0] >= 0)
+        ::close(err[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status))
+        result.exit_code = WEXITSTATUS(status);
+    return result;
 }
 
 } // namespace traindeck

@@ -54,10 +54,31 @@ struct SpawnOptions {
     std::vector<int> blocked_signals;       // blocked in the child until it unblocks them
     std::string stdin_path;                 // opened read-only as fd 0; empty: inherited
     std::string output_path;                // appended to as fd 1 and 2 (mode 0600); empty: inherited
+    std::string cwd;                        // the child's working folder; empty: ours
     std::vector<std::pair<int, int>> fds;   // {fd here, fd in the child}, dup'ed last: a pipe as 1 and 2, metrics as 3
 };
 
 // The child's pid, or -1 with error_number set to what failed (ENOENT: no such program, ...).
 pid_t spawn_process(const SpawnOptions& options, int& error_number);
+
+// A short-lived tool run to its end, its output read: git, dpkg-query, nvidia-smi, sbatch.
+struct ProgramResult {
+    bool started = false;   // false: it could not be started (error says why)
+    bool timed_out = false; // killed (SIGKILL) after the time limit
+    int exit_code = -1;     // when it exited; -1 when a signal ended it
+    std::string output;     // stdout (with stderr too when merge_stderr), at most max_output bytes
+    std::string errors;     // stderr when not merged, at most 64 KiB
+    bool truncated = false; // output went past max_output (the rest was read and dropped)
+    std::string error;      // why it could not be started
+    bool ok() const { return started && !timed_out && exit_code == 0; }
+};
+struct ProgramLimits {
+    double seconds = 30;
+    size_t max_output = 16 << 20;
+    bool merge_stderr = false;
+};
+// Runs options.argv (the pipes replace options.fds 1 and 2; stdin is /dev/null unless stdin_path says otherwise) and
+// waits for it, at most limits.seconds.
+ProgramResult run_program(SpawnOptions options, const ProgramLimits& limits = {});
 
 } // namespace traindeck

@@ -120,6 +120,99 @@ int ContentStore::put_chunk(const std::string& hash, const std::string& bytes, s
     return 201;
 }
 
+int ContentStore::put_chunks(const std::vector<std::pair<std::string, std::string_view>>& chunks) {
+    std::vector<std::pair<std::string, std::string>> written; // temp, final
+    auto drop = [&] {
+        for (const auto& [temp, final_path] : written)
+            ::unlink(temp.c_str());
+    };
+    for (const auto& [hash, bytes] : chunks) {
+        if (!is_sha256_hex(hash) || has_chunk(hash))
+            continue;
+        const std::string temp = dir_ + "/tmp/chunk-" + hash.substr(0, 16) + "." + unique_suffix();
+        const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+        int saved = fd < 0 ? errno : 0;
+        if (fd >= 0) {
+            write_all(fd, bytes.data(), bytes.size(), saved);
+            ::close(fd);
+        }
+        written.emplace_back(temp, chunk_path(hash));
+        if (saved != 0) {
+            drop();
+            return saved;
+        }
+    }
+    if (written.empty())
+        return 0;
+    if (const int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+        ::syncfs(fd); // every chunk's bytes are on disk before any has its name
+        ::close(fd);
+    }
+    std::error_code ec;
+    for (const auto& [temp, final_path] : written) {
+        fs::create_directories(fs::path(final_path).parent_path(), ec);
+        if (::rename(temp.c_str(), final_path.c_str()) != 0) {
+            const int saved = errno;
+            drop();
+            return saved;
+        }
+    }
+    if (const int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+        ::syncfs(fd); // and the names
+        ::close(fd);
+    }
+    return 0;
+}
+
+bool ContentStore::read_chunk(const std::string& hash, std::string& bytes) const {
+    if (!is_sha256_hex(hash))
+        return false;
+    const int fd = ::open(chunk_path(hash).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bytes.clear();
+    char buffer[65536];
+    for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) != 0;) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || static_cast<int64_t>(bytes.size()) + n > kChunkBytes) {
+            ::close(fd);
+            return false;
+        }
+        bytes.append(buffer, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return true;
+}
+
+int ContentStore::put_manifest(const Manifest& manifest) {
+    return write_file_atomically(dir_ + "/manifests/" + manifest.version() + ".json", manifest.to_json().dump());
+}
+
+bool ContentStore::stored_manifest(const std::string& version, Manifest& manifest, std::string& error) const {
+    if (!is_sha256_hex(version)) {
+        error = "a version is 64 lower-case hex digits";
+        return false;
+    }
+    std::string text;
+    const int fd = ::open((dir_ + "/manifests/" + version + ".json").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        error = "version " + version.substr(0, 12) + "… is not on this worker";
+        return false;
+    }
+    char buffer[65536];
+    for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) > 0;)
+        text.append(buffer, static_cast<size_t>(n));
+    ::close(fd);
+    const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+    if (parsed.is_discarded() || !Manifest::from_json(parsed, manifest, error) || manifest.version() != version) {
+        error =
+            "the stored manifest of " + version.substr(0, 12) + "… is damaged" + (error.empty() ? "" : ": " + error);
+        return false;
+    }
+    return true;
+}
+
 std::string ContentStore::dataset_path(const std::string& version) const {
     if (!is_sha256_hex(version))
         return {};

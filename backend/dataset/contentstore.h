@@ -13,6 +13,8 @@
 
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace traindeck::dataset {
@@ -20,6 +22,9 @@ namespace traindeck::dataset {
 class ContentStore {
 public:
     bool open(const std::string& dir, std::string& error);
+    // The store another process opened (a job's shim storing a code snapshot): no clean-up of tmp/, whose files
+    // may be that process's writes in progress.
+    void attach(const std::string& dir) { dir_ = dir; }
     const std::string& dir() const { return dir_; }
 
     bool has_chunk(const std::string& hash) const;
@@ -27,6 +32,16 @@ public:
     // Stores bytes under their hash. status: 201 stored, 200 already there, 400 bad hash or bytes that do not
     // hash to it, 507 out of space.
     int put_chunk(const std::string& hash, const std::string& bytes, std::string& error);
+    // Many chunks whose hashes the caller computed (a code snapshot: hundreds of small files): each written to
+    // tmp/, one syncfs for all, then each renamed to its name; far cheaper than an fsync per chunk. 0 or errno.
+    int put_chunks(const std::vector<std::pair<std::string, std::string_view>>& chunks);
+    // A chunk's bytes, false when the store does not hold it.
+    bool read_chunk(const std::string& hash, std::string& bytes) const;
+    // A manifest kept without its folder (a code snapshot, built only when a job reproduces it). 0 or errno.
+    int put_manifest(const Manifest& manifest);
+    // A manifest the store keeps (a dataset version's or a snapshot's); false and why when it has none or it is
+    // damaged.
+    bool stored_manifest(const std::string& version, Manifest& manifest, std::string& error) const;
 
     // Builds the version's folder from stored chunks. status: 201 built, 200 already there, 409 chunks missing
     // (listed in `missing`), 422 a file that does not hash to the manifest (its chunks are dropped so the next

@@ -1,5 +1,7 @@
 #include "jobrequest.h"
 
+#include "manifest.h"
+
 #include <limits>
 #include <set>
 #include <type_traits>
@@ -27,6 +29,10 @@ json JobRequest::to_json() const {
         out["dataset"] = dataset;
     if (!checkpoint_from.empty())
         out["checkpoint_from"] = checkpoint_from;
+    if (!code.empty())
+        out["code"] = code, out["code_cwd"] = code_cwd;
+    if (!capture)
+        out["capture"] = false;
     if (builtin.is_null()) {
         out["argv"] = argv;
         out["shell"] = shell;
@@ -117,21 +123,33 @@ bool parse_job_request(const json& body, JobRequest& r, std::string& error) {
         error = "the request nests deeper than " + std::to_string(kMaxDepth) + " levels";
         return false;
     }
-    if (!check_keys(body, {"name", "builtin", "argv", "shell", "cwd", "env", "resources", "priority", "budget",
-                           "max_restarts", "dataset", "checkpoint_from"},
+    if (!check_keys(body,
+                    {"name", "builtin", "argv", "shell", "cwd", "env", "resources", "priority", "budget",
+                     "max_restarts", "dataset", "checkpoint_from", "code", "code_cwd", "capture"},
                     "", error))
         return false;
-    if (!read(body, "name", r.name, error) || !read(body, "argv", r.argv, error) || !read(body, "shell", r.shell, error) ||
-        !read(body, "cwd", r.cwd, error) || !read(body, "env", r.env, error) ||
+    if (!read(body, "name", r.name, error) || !read(body, "argv", r.argv, error) ||
+        !read(body, "shell", r.shell, error) || !read(body, "cwd", r.cwd, error) || !read(body, "env", r.env, error) ||
         !read(body, "priority", r.priority, error) || !read(body, "budget", r.budget, error) ||
         !read(body, "max_restarts", r.max_restarts, error) || !read(body, "dataset", r.dataset, error) ||
-        !read(body, "checkpoint_from", r.checkpoint_from, error))
+        !read(body, "checkpoint_from", r.checkpoint_from, error) || !read(body, "code", r.code, error) ||
+        !read(body, "code_cwd", r.code_cwd, error) || !read(body, "capture", r.capture, error))
         return false;
-    for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"dataset", &r.dataset}, {"checkpoint_from", &r.checkpoint_from}}) {
+    for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"dataset", &r.dataset},
+                                     {"checkpoint_from", &r.checkpoint_from},
+                                     {"code", &r.code}}) {
         if (!value->empty() && (value->size() != 64 || value->find_first_not_of("0123456789abcdef") != std::string::npos)) {
             error = "\"" + std::string(key) + "\" must be a version in the worker's store: 64 lower-case hex digits";
             return false;
         }
+    }
+    if (!r.code_cwd.empty() && (r.code.empty() || !dataset::is_safe_relative_path(r.code_cwd))) {
+        error = "\"code_cwd\" is a folder inside the \"code\" snapshot: a relative path without \"..\"";
+        return false;
+    }
+    if (!r.code.empty() && !r.cwd.empty()) {
+        error = "give \"cwd\" or \"code\", not both: a job with a code snapshot runs in its copy of it";
+        return false;
     }
     if (body.contains("builtin"))
         r.builtin = body["builtin"];

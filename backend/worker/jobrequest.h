@@ -39,6 +39,11 @@ struct JobRequest {
     // A version in the store holding checkpoint files (ckpt-*.tdck): copied into the job's checkpoint folder before
     // its first start, so it resumes from there (a job moved from a lost worker).
     std::string checkpoint_from;
+    // A code snapshot in the store (what a run's capture stored): the job runs in a writable copy of it, in the
+    // snapshot's folder code_cwd. How "Reproduce" gives a run the exact code of another.
+    std::string code;
+    std::string code_cwd;
+    bool capture = true; // capture the job's code and environment as it starts (capture.h)
 
     nlohmann::json to_json() const;
 };

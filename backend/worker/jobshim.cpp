@@ -1,6 +1,7 @@
 #include "jobshim.h"
 
 #include "atomicfile.h"
+#include "capture.h"
 #include "process.h"
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -22,7 +24,9 @@ namespace traindeck::worker {
 using nlohmann::json;
 
 bool write_launch_plan(const std::string& job_dir, const LaunchPlan& plan, std::string& error) {
-    const json launch = {{"argv", plan.argv}, {"cwd", plan.cwd}, {"env", plan.env}};
+    json launch = {{"argv", plan.argv}, {"cwd", plan.cwd}, {"env", plan.env}};
+    if (!plan.capture.is_null())
+        launch["capture"] = plan.capture;
     return write_file_atomically(job_dir + "/launch.json", launch.dump(), 0600, error);
 }
 
@@ -86,6 +90,49 @@ int open_output(const std::string& path) {
     return ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 }
 
+// The run's code and command, before the job may change its folder (capture.h).
+void capture_code_part(const std::string& job_dir, const json& capture, const std::vector<std::string>& argv,
+                       const Environment& environment, const std::string& cwd) {
+    json record = capture.value("record", json::object());
+    dataset::ContentStore store;
+    store.attach(capture.value("store", std::string()));
+    const std::string snapshot = capture.value("snapshot", std::string());
+    std::string error;
+    if (!snapshot.empty()) {
+        dataset::Manifest manifest;
+        const std::string root = capture.value("snapshot_root", std::string());
+        record["code"] =
+            store.stored_manifest(snapshot, manifest, error)
+                ? verify_snapshot(root, manifest, cwd.size() > root.size() ? cwd.substr(root.size() + 1) : "")
+                : json{{"kind", "snapshot"}, {"snapshot", snapshot}, {"problems", {error}}};
+    } else if (capture.value("code", false)) {
+        CaptureLimits limits;
+        if (capture.contains("exclude") && capture["exclude"].is_array())
+            for (const json& pattern : capture["exclude"])
+                if (pattern.is_string())
+                    limits.exclude.push_back(pattern);
+        record["code"] = capture_code(cwd, store, limits);
+    }
+    record["command"] = argv;
+    record["cwd"] = cwd;
+    record["environment"] = redact_environment(environment.entries());
+    write_file_atomically(job_dir + "/" + kCaptureFiles[0], record.dump(-1, ' ', false, json::error_handler_t::replace),
+                          0600, error);
+}
+
+// The machine and packages: asked while the job starts (a Python interpreter takes a while to list them).
+void capture_environment_part(const std::string& job_dir, const json& capture, const std::vector<std::string>& argv,
+                              const Environment& environment, const std::string& cwd) {
+    json record = {{"system", capture_system()}};
+    if (const std::string python = python_interpreter(argv, environment, cwd); !python.empty())
+        record["python"] = capture_python(python, environment, cwd);
+    if (const std::string trainer = capture.value("train_binary", std::string()); !trainer.empty())
+        record["engine"] = capture_engine(trainer);
+    std::string error;
+    write_file_atomically(job_dir + "/" + kCaptureFiles[1], record.dump(-1, ' ', false, json::error_handler_t::replace),
+                          0600, error);
+}
+
 } // namespace
 
 int run_job_shim(const std::string& job_dir) {
@@ -116,6 +163,9 @@ int run_job_shim(const std::string& job_dir) {
     const std::optional<std::string> job_path = environment.get("PATH");
     const CStringArray argv(argv_words), envp(environment.entries());
     const std::string cwd = launch.value("cwd", std::string());
+    const json capture = launch.value("capture", json());
+    if (capture.is_object())
+        capture_code_part(job_dir, capture, argv_words, environment, cwd);
 
     const int out = open_output(job_dir + "/stdout.log");
     const int err = open_output(job_dir + "/stderr.log");
@@ -180,6 +230,9 @@ int run_job_shim(const std::string& job_dir) {
             ::kill(child, g_early_signal);
     }
     write_file_atomically(job_dir + "/pid", std::to_string(child) + "\n", 0600, error);
+    std::thread environment_capture;
+    if (capture.is_object() && child > 0)
+        environment_capture = std::thread(capture_environment_part, job_dir, capture, argv_words, environment, cwd);
     std::string exec_error;
     char buffer[512];
     for (ssize_t n; (n = ::read(exec_pipe[0], buffer, sizeof(buffer))) != 0;) {
@@ -206,6 +259,9 @@ int run_job_shim(const std::string& job_dir) {
         }
         ::usleep(100000);
     }
+    // The capture is part of the run: it is whole before the run's end is.
+    if (environment_capture.joinable())
+        environment_capture.join();
     json result;
     if (!exec_error.empty())
         result = {{"exec_error", exec_error}};

@@ -8,6 +8,10 @@
 // DIR/pid           the job's pid (the shim's pid is its process group)
 // DIR/exit_status.json  {"exit_code":N} | {"signal":N} | {"exec_error":"..."}
 // DIR/signal        a signal number the worker asks the shim to send its job (then renamed signal.sent)
+// DIR/capture.json  the run's code and command, captured before the job starts (capture.h)
+// DIR/environment.json  its machine and packages, captured while it starts
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -15,10 +19,17 @@
 
 namespace traindeck::worker {
 
+// The shim's capture files, in the order of their parts ("code", "environment").
+inline constexpr const char* kCaptureFiles[2] = {"capture.json", "environment.json"};
+
 struct LaunchPlan {
     std::vector<std::string> argv;
     std::string cwd;
     std::vector<std::string> env; // KEY=VALUE, the job's whole environment
+    // What to capture as the run starts (null: nothing): {"store": the content store's folder, "code": capture the
+    // working folder, "snapshot": the version a reproduced run's folder must match, "exclude": [patterns],
+    // "train_binary": a built-in job's trainer, "record": what the worker adds as it is (version, resources)}
+    nlohmann::json capture;
 };
 
 struct ExitStatus {

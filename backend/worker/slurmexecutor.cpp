@@ -98,11 +98,6 @@ bool SlurmExecutor::rest(const std::string& method, const std::string& path, con
 }
 
 bool SlurmExecutor::command(std::vector<std::string> argv, std::string& output, std::string& error) const {
-    int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-        error = std::string("pipe: ") + std::strerror(errno);
-        return false;
-    }
     SpawnOptions tool;
     tool.argv = argv;
     tool.environment = Environment::current();
@@ -110,30 +105,14 @@ bool SlurmExecutor::command(std::vector<std::string> argv, std::string& output, 
     if (!settings_.conf.empty())
         tool.environment->set("SLURM_CONF", settings_.conf);
     tool.search_path = true;
-    tool.fds = {{pipe_fds[1], 1}, {pipe_fds[1], 2}};
-    int rc = 0;
-    const pid_t pid = spawn_process(tool, rc);
-    ::close(pipe_fds[1]);
-    if (pid < 0) {
-        ::close(pipe_fds[0]);
-        error = "cannot run " + argv[0] + ": " + std::strerror(rc) + " (is slurm-client installed?)";
+    ProgramResult result = run_program(tool, {.seconds = 120, .merge_stderr = true});
+    output = std::move(result.output);
+    if (!result.started) {
+        error = result.error + " (is slurm-client installed?)";
         return false;
     }
-    output.clear();
-    char buffer[4096];
-    for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof(buffer))) != 0;) {
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            break;
-        output.append(buffer, static_cast<size_t>(n));
-    }
-    ::close(pipe_fds[0]);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        error = argv[0] + " failed: " + output;
+    if (!result.ok()) {
+        error = argv[0] + (result.timed_out ? " did not answer within 120 s: " : " failed: ") + output;
         while (!error.empty() && (error.back() == '\n' || error.back() == ' '))
             error.pop_back();
         return false;

@@ -3,6 +3,7 @@
 #include "supervisor.h"
 
 #include "atomicfile.h"
+#include "capture.h"
 #include "clock.h"
 #include "exitclassification.h"
 #include "ingest.h"
@@ -15,6 +16,8 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -50,6 +53,7 @@ struct Supervisor::Job : JobRow {
     int64_t preempted_by = 0;
     bool dirty = false;
     int fds[3] = {-1, -1, -1}; // the job's output files, open while it runs
+    bool capture_sent[2] = {false, false}; // this run's capture.json and environment.json became events
 
     void close_files() {
         for (int& fd : fds)
@@ -721,6 +725,11 @@ void Supervisor::start_job(Job& job) {
     }
     ::unlink((dir + "/exit_status.json").c_str());
     ::unlink((dir + "/pid").c_str());
+    for (const char* part : kCaptureFiles) {
+        ::unlink((dir + "/" + part).c_str());
+        ::unlink((dir + "/" + part + ".sent").c_str());
+    }
+    job.capture_sent[0] = job.capture_sent[1] = false;
     const bool resume = job.restarts > 0 || (fs::exists(dir + "/checkpoints") && !fs::is_empty(dir + "/checkpoints"));
     LaunchPlan plan;
     if (!job.request.builtin.is_null()) {
@@ -732,6 +741,31 @@ void Supervisor::start_job(Job& job) {
         plan.argv = job.request.argv;
     }
     plan.cwd = job.request.cwd.empty() ? dir : job.request.cwd;
+    if (!job.request.code.empty()) {
+        std::string error;
+        if (!copy_code_snapshot(job, dir, error)) {
+            job.exit_code = -1;
+            finish_run(job, JobState::failed, error);
+            return;
+        }
+        plan.cwd = dir + "/code" + (job.request.code_cwd.empty() ? "" : "/" + job.request.code_cwd);
+    }
+    if (job.request.capture) {
+        plan.capture = {{"store", store_.dir()},
+                        {"code", job.request.builtin.is_null() && !job.request.cwd.empty()},
+                        {"exclude", config_.capture_exclude},
+                        {"record",
+                         {{"traindeck", config_.version},
+                          {"executor", config_.executor},
+                          {"restarts", job.restarts},
+                          {"resumed", resume},
+                          {"resources", job.request.to_json()["resources"]},
+                          {"dataset", job.request.dataset}}}};
+        if (!job.request.code.empty())
+            plan.capture["snapshot"] = job.request.code, plan.capture["snapshot_root"] = dir + "/code";
+        if (!job.request.builtin.is_null())
+            plan.capture["train_binary"] = config_.train_binary;
+    }
     // The job sees only what it needs of the worker's own environment: never the worker's secrets (SLURM_JWT,
     // tokens, cloud keys) or settings meant for the worker alone. Everything else comes from the request.
     Environment env = Environment::current();
@@ -804,6 +838,74 @@ void Supervisor::ingest(Job& job) {
     }
     if (job.pid <= 0 && job.state != JobState::queued && executor_->runs_here())
         job.pid = read_job_pid(dir);
+    ingest_captures(job, dir);
+}
+
+// The shim's captures of this run (capture.h) become "capture" events once each; a file is renamed .sent after
+// the commit that holds its event, so a restarted worker sends only what it had not.
+void Supervisor::ingest_captures(Job& job, const std::string& dir) {
+    for (int part = 0; part < 2; ++part) {
+        if (job.capture_sent[part])
+            continue;
+        const std::string path = dir + "/" + kCaptureFiles[part];
+        std::ifstream in(path, std::ios::binary);
+        if (!in)
+            continue;
+        std::stringstream text;
+        text << in.rdbuf();
+        job.capture_sent[part] = true;
+        json record = json::parse(text.str(), nullptr, false);
+        if (!record.is_object()) {
+            add_event(job, "warning",
+                      json{{"message", std::string("this run's ") + kCaptureFiles[part] +
+                                           " is not valid JSON; its capture is lost"}}
+                          .dump());
+        } else {
+            record["part"] = part == 0 ? "code" : "environment";
+            add_event(job, "capture", record.dump(-1, ' ', false, json::error_handler_t::replace));
+        }
+        job.dirty = true;
+        after_commit_.push_back([path](bool committed, const std::string&) {
+            if (committed)
+                ::rename(path.c_str(), (path + ".sent").c_str());
+        });
+    }
+}
+
+// A reproduced job's code: its snapshot built in the store (verified against its manifest), then copied into the
+// job's folder, writable, since a script may write beside itself. A run that resumes finds its copy there.
+bool Supervisor::copy_code_snapshot(Job& job, const std::string& dir, std::string& error) {
+    const std::string target = dir + "/code";
+    std::error_code ec;
+    if (fs::is_directory(target, ec))
+        return true;
+    const std::string version = job.request.code;
+    dataset::Manifest manifest;
+    if (!store_.stored_manifest(version, manifest, error)) {
+        error = "code snapshot " + version.substr(0, 12) + "…: " + error + "; send it to this worker first";
+        return false;
+    }
+    std::vector<std::string> missing;
+    if (const int status = store_.materialize(manifest, missing, error); status >= 300) {
+        error = "cannot build code snapshot " + version.substr(0, 12) + "…: " + error;
+        return false;
+    }
+    const std::string temp = dir + "/code.partial";
+    fs::remove_all(temp, ec);
+    fs::copy(store_.dataset_path(version), temp, fs::copy_options::recursive, ec);
+    if (!ec)
+        for (fs::recursive_directory_iterator it(temp, ec), end; !ec && it != end; it.increment(ec))
+            fs::permissions(it->path(), fs::perms::owner_write, fs::perm_options::add, ec);
+    if (!ec)
+        fs::permissions(temp, fs::perms::owner_write, fs::perm_options::add, ec);
+    if (!ec)
+        fs::rename(temp, target, ec);
+    if (ec) {
+        fs::remove_all(temp, ec);
+        error = "cannot copy code snapshot " + version.substr(0, 12) + "… into the job's folder: " + ec.message();
+        return false;
+    }
+    return true;
 }
 
 void Supervisor::check_exit(Job& job) {
@@ -973,6 +1075,11 @@ json Supervisor::resources() {
                       {"memory_used_mb", host.memory_used_mb}, {"memory_total_mb", host.memory_total_mb}}},
             {"prices", {{"base_per_hour", config_.price_base}, {"gpu_per_hour", config_.price_gpu},
                         {"cpu_per_hour", config_.price_cpu}, {"currency", config_.currency}}}};
+    // What a reproduced built-in run depends on (the engine's build): asked of traindeck-train once.
+    if (engine_.is_null())
+        engine_ = capture_engine(config_.train_binary);
+    answer["engine"] = engine_;
+    answer["traindeck"] = config_.version;
     executor_->describe_resources(answer);
     return answer;
 }

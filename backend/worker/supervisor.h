@@ -87,6 +87,8 @@ private:
     void start_job(Job& job);
     std::string keep_dataset_intact(Job& job, bool after_run);
     void ingest(Job& job);
+    void ingest_captures(Job& job, const std::string& dir);
+    bool copy_code_snapshot(Job& job, const std::string& dir, std::string& error);
     void check_exit(Job& job);
     void end_run(Job& job, const ExitDecision& decision);
     void finish_run(Job& job, JobState state, const std::string& reason);
@@ -134,6 +136,7 @@ private:
     std::atomic<bool> stopping_{false};
     std::mutex resources_mutex_;
     nlohmann::json resources_snapshot_;
+    nlohmann::json engine_; // traindeck-train's build, asked once (loop thread)
     std::vector<std::pair<int64_t, std::pair<int64_t, bool>>> pending_announcements_;
     bool in_transaction_ = false;
     std::string read_buffer_;

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace traindeck::worker {
 
@@ -26,6 +27,8 @@ struct WorkerConfig {
     // "local": jobs are processes here. "slurm": jobs are Slurm batch jobs (the state folder must be on a
     // filesystem the cluster's nodes share); Slurm schedules them, this worker watches and ingests.
     std::string executor = "local";
+    std::string version;                      // TrainDeck's, recorded in each run's capture
+    std::vector<std::string> capture_exclude; // never-captured patterns besides the built-in secrets (capture.h)
     std::string slurm_rest, slurm_user, slurm_token_file, slurm_partition, slurm_conf;
 };
 

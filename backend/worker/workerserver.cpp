@@ -11,7 +11,9 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <regex>
 #include <fstream>
@@ -596,6 +598,47 @@ void WorkerServer::dataset_routes() {
         if (status >= 300)
             return error_reply(res, status, error);
         reply(res, status, {{"version", manifest.version()}, {"files", manifest.files.size()}, {"bytes", manifest.bytes()}});
+    });
+    // A chunk's bytes: how a console moves a run's code snapshot to another worker (Reproduce there).
+    s.Get(R"(/v1/chunks/([0-9a-f]{64}))", [&store](const httplib::Request& req, httplib::Response& res) {
+        std::string bytes;
+        if (!store.read_chunk(req.matches[1], bytes))
+            return error_reply(res, 404, "chunk " + std::string(req.matches[1]) + " is not on this worker");
+        res.status = 200;
+        res.body = std::move(bytes);
+        res.set_header("Content-Type", "application/octet-stream");
+    });
+    // Code snapshots (capture.h): their manifests, kept without a folder until a job reproduces one.
+    s.Get(R"(/v1/code/([0-9a-f]{64}))", [&store](const httplib::Request& req, httplib::Response& res) {
+        dataset::Manifest manifest;
+        std::string error;
+        if (!store.stored_manifest(req.matches[1], manifest, error))
+            return error_reply(res, 404, error);
+        reply(res, 200, manifest.to_json());
+    });
+    s.Put(R"(/v1/code/([0-9a-f]{64}))", [&store](const httplib::Request& req, httplib::Response& res) {
+        if (too_large(req, res, kManifestMaxBytes))
+            return;
+        const json body = json::parse(req.body, nullptr, false);
+        dataset::Manifest manifest;
+        std::string error;
+        if (body.is_discarded() || !dataset::Manifest::from_json(body, manifest, error))
+            return error_reply(res, 400, "the body is not a snapshot's manifest" + (error.empty() ? "" : ": " + error));
+        if (manifest.version() != req.matches[1].str())
+            return error_reply(res, 400,
+                               "the manifest's version is " + manifest.version() + ", not the one in the URL");
+        std::vector<std::string> all;
+        for (const dataset::ManifestFile& file : manifest.files)
+            all.insert(all.end(), file.chunks.begin(), file.chunks.end());
+        if (const std::vector<std::string> missing = store.missing_chunks(all); !missing.empty())
+            return reply(res, 409,
+                         {{"error", std::to_string(missing.size()) +
+                                        " chunk(s) of this snapshot are not on the worker yet; upload them first"},
+                          {"missing", missing}});
+        if (const int saved = store.put_manifest(manifest); saved != 0)
+            return error_reply(res, saved == ENOSPC ? 507 : 500,
+                               std::string("cannot store the manifest: ") + std::strerror(saved));
+        reply(res, 201, {{"code", manifest.version()}, {"files", manifest.files.size()}, {"bytes", manifest.bytes()}});
     });
     s.Get("/v1/datasets", [&store](const httplib::Request&, httplib::Response& res) {
         reply(res, 200, {{"datasets", store.versions()}});

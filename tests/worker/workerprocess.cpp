@@ -116,8 +116,11 @@ bool WorkerProcess::restart() {
 }
 
 client::WorkerClient& WorkerProcess::client() {
-    if (!client_)
+    if (!client_) {
         client_ = std::make_unique<client::WorkerClient>(url(), token_);
+        if (!tls_ca_.empty())
+            client_->set_tls("", tls_ca_);
+    }
     return *client_;
 }
 

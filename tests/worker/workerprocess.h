@@ -21,7 +21,14 @@ public:
     bool running() const { return pid_ > 0; }
     const std::string& state_dir() const { return state_dir_; }
     const std::string& token() const { return token_; }
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    std::string url() const {
+        return (tls_ca_.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(port_);
+    }
+    // A worker started with --tls-cert: its client speaks HTTPS, trusting that certificate.
+    void use_tls(const std::string& ca_file) {
+        tls_ca_ = ca_file;
+        client_.reset();
+    }
     int pid() const { return pid_; }
     const std::string& output() const { return output_path_; }
 
@@ -46,6 +53,7 @@ private:
     bool owns_state_dir_ = false;
     int pid_ = -1;
     int port_ = 0;
+    std::string tls_ca_;
     std::unique_ptr<client::WorkerClient> client_;
 };
 
