@@ -126,6 +126,14 @@ const char* const kMigrations[] = {
     CREATE TABLE IF NOT EXISTS images(job INTEGER NOT NULL, tag TEXT NOT NULL, chunk INTEGER NOT NULL,
         count INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY(job, tag, chunk));
     )",
+    // 9: what each run was made of (backend/worker/capture.h): its code and its environment as the worker captured
+    // them when the run started, one row a capture event (a resumed job has one per run). Checkpoints a run wrote
+    // are kept from its checkpoint records (the lineage: dataset version -> run -> checkpoints -> exports).
+    R"(
+    CREATE TABLE IF NOT EXISTS captures(job INTEGER NOT NULL, seq INTEGER NOT NULL, part TEXT NOT NULL,
+        time REAL NOT NULL, data TEXT NOT NULL, PRIMARY KEY(job, seq));
+    CREATE INDEX IF NOT EXISTS checkpoints_by_job ON checkpoints(job, step);
+    )",
 };
 
 } // namespace
@@ -408,6 +416,10 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     };
     double loss = NAN, accuracy = NAN, progress = NAN, spend = NAN;
     Statement log = db_.prepare("INSERT OR IGNORE INTO job_logs(job, seq, time, stream, line) VALUES(?, ?, ?, ?, ?)");
+    Statement capture = db_.prepare("INSERT OR IGNORE INTO captures(job, seq, part, time, data) VALUES(?, ?, ?, ?, ?)");
+    Statement checkpoint =
+        db_.prepare("INSERT INTO checkpoints(job, step, path, created) SELECT ?1, ?2, ?3, ?4 "
+                    "WHERE NOT EXISTS (SELECT 1 FROM checkpoints WHERE job=?1 AND step=?2 AND path=?3)");
     for (const json& event : events) {
         int64_t seq_number = 0;
         if (!integer_at(event, "seq", seq_number))
@@ -440,6 +452,13 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
             int64_t step = 0;
             if (!integer_at(data, "step", step))
                 continue;
+            if (is(record, "checkpoint")) {
+                const std::string* path = string_at(data, "path");
+                checkpoint.reset();
+                checkpoint.bind(1, job).bind(2, step).bind(3, path ? *path : "").bind(4, event_time);
+                checkpoint.step();
+                continue;
+            }
             if (is(record, "metric")) {
                 for (auto it = data.begin(); it != data.end(); ++it) {
                     const std::string& key = it.key();
@@ -503,6 +522,13 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
             if (is(string_at(data, "state"), "failed")) {
                 const std::string* reason = string_at(data, "reason");
                 raise("failed", "job failed: " + (reason ? *reason : std::string("no reason given")), event_time);
+            }
+        } else if (*type == "capture") {
+            const std::string* part = string_at(data, "part");
+            if (is(part, "code") || is(part, "environment")) {
+                capture.reset();
+                capture.bind(1, job).bind(2, seq).bind(3, *part).bind(4, event_time).bind(5, data.dump());
+                capture.step();
             }
         } else if (*type == "warning") {
             const std::string* kind = string_at(data, "alert");
@@ -724,15 +750,16 @@ std::vector<int64_t> Catalog::purge_deleted() {
             gone.push_back(select.integer(0));
     }
     for (const int64_t job : gone) {
-        for (const char* sql : {"DELETE FROM metric_chunk_data WHERE series IN (SELECT id FROM series WHERE job=?1)",
-                                "DELETE FROM metric_chunks WHERE series IN (SELECT id FROM series WHERE job=?1)",
-                                "DELETE FROM series WHERE job=?1", "DELETE FROM job_logs WHERE job=?1",
-                                "DELETE FROM job_config WHERE job=?1", "DELETE FROM metric_summaries WHERE job=?1",
-                                "DELETE FROM job_tags WHERE job=?1", "DELETE FROM checkpoints WHERE job=?1",
-                                "DELETE FROM artifacts WHERE job=?1", "DELETE FROM budgets WHERE job=?1",
-                                "DELETE FROM alerts WHERE job=?1", "DELETE FROM import_sources WHERE job=?1",
-                                "DELETE FROM import_series WHERE job=?1", "DELETE FROM histogram_chunks WHERE job=?1",
-                                "DELETE FROM images WHERE job=?1", "DELETE FROM jobs WHERE id=?1"}) {
+        for (const char* sql :
+             {"DELETE FROM metric_chunk_data WHERE series IN (SELECT id FROM series WHERE job=?1)",
+              "DELETE FROM metric_chunks WHERE series IN (SELECT id FROM series WHERE job=?1)",
+              "DELETE FROM series WHERE job=?1", "DELETE FROM job_logs WHERE job=?1",
+              "DELETE FROM job_config WHERE job=?1", "DELETE FROM metric_summaries WHERE job=?1",
+              "DELETE FROM job_tags WHERE job=?1", "DELETE FROM checkpoints WHERE job=?1",
+              "DELETE FROM artifacts WHERE job=?1", "DELETE FROM budgets WHERE job=?1",
+              "DELETE FROM alerts WHERE job=?1", "DELETE FROM import_sources WHERE job=?1",
+              "DELETE FROM import_series WHERE job=?1", "DELETE FROM histogram_chunks WHERE job=?1",
+              "DELETE FROM images WHERE job=?1", "DELETE FROM captures WHERE job=?1", "DELETE FROM jobs WHERE id=?1"}) {
             Statement remove = db_.prepare(sql);
             remove.bind(1, job);
             remove.step();

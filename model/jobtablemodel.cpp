@@ -14,6 +14,8 @@
 #include <QThreadPool>
 #include <QFont>
 #include <QImage>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QPainter>
 #include <QPolygonF>
 #include <QDateTime>
@@ -833,6 +835,69 @@ QString CatalogReader::jobBackend(qint64 job) {
             return select.step() ? QString::fromStdString(select.text(0)) : QString();
         },
         QString());
+}
+
+QString CatalogReader::jobName(qint64 job) {
+    return guarded(
+        [&] {
+            Statement select = catalog_.db().prepare("SELECT name FROM jobs WHERE id=?");
+            select.bind(1, static_cast<int64_t>(job));
+            return select.step() ? QString::fromStdString(select.text(0)) : QString();
+        },
+        QString());
+}
+
+CatalogReader::RunCapture CatalogReader::capture(qint64 job) {
+    return guarded(
+        [&] {
+            RunCapture capture;
+            Statement select = catalog_.db().prepare("SELECT part, data FROM captures WHERE job=? ORDER BY seq");
+            select.bind(1, static_cast<int64_t>(job));
+            while (select.step()) {
+                const QByteArray data = QByteArray::fromStdString(select.text(1));
+                if (select.text_view(0) == "environment") {
+                    capture.environment = data;
+                    continue;
+                }
+                capture.code = data;
+                ++capture.code_captures;
+                const QString snapshot =
+                    QJsonDocument::fromJson(data).object().value("code").toObject().value("snapshot").toString();
+                if (!snapshot.isEmpty() && !capture.snapshots.contains(snapshot))
+                    capture.snapshots << snapshot;
+            }
+            return capture;
+        },
+        RunCapture());
+}
+
+std::vector<CatalogReader::Checkpoint> CatalogReader::checkpoints(qint64 job) {
+    return guarded(
+        [&] {
+            std::vector<Checkpoint> rows;
+            Statement select =
+                catalog_.db().prepare("SELECT step, path, created FROM checkpoints WHERE job=? ORDER BY step");
+            select.bind(1, static_cast<int64_t>(job));
+            while (select.step())
+                rows.push_back({select.integer(0), QString::fromStdString(select.text(1)), select.real(2)});
+            return rows;
+        },
+        std::vector<Checkpoint>());
+}
+
+std::vector<CatalogReader::Artifact> CatalogReader::artifacts(qint64 job) {
+    return guarded(
+        [&] {
+            std::vector<Artifact> rows;
+            Statement select = catalog_.db().prepare(
+                "SELECT kind, path, bytes, info, created FROM artifacts WHERE job=? ORDER BY created, id");
+            select.bind(1, static_cast<int64_t>(job));
+            while (select.step())
+                rows.push_back({QString::fromStdString(select.text(0)), QString::fromStdString(select.text(1)),
+                                select.integer(2), QByteArray::fromStdString(select.text(3)), select.real(4)});
+            return rows;
+        },
+        std::vector<Artifact>());
 }
 
 QByteArray CatalogReader::jobRequest(qint64 job) {

@@ -169,6 +169,30 @@ public:
     std::vector<ImageRef> images(qint64 job, const QString& tag);
     QByteArray jobRequest(qint64 job); // the JSON the job was submitted with
     QString jobBackend(qint64 job);    // the backend's name ("import" for a run imported from another tool)
+    QString jobName(qint64 job);
+    // What the run was made of (backend/worker/capture.h): the newest capture of each part (JSON objects; empty when
+    // none came), how many runs captured their code, and each distinct code snapshot in the order they came (more
+    // than one: the code changed between a job's runs).
+    struct RunCapture {
+        QByteArray code, environment;
+        int code_captures = 0;
+        QStringList snapshots;
+    };
+    RunCapture capture(qint64 job);
+    // The lineage after the run: the checkpoints it wrote and what was exported from it.
+    struct Checkpoint {
+        qint64 step = 0;
+        QString path;
+        double created = 0;
+    };
+    std::vector<Checkpoint> checkpoints(qint64 job);
+    struct Artifact {
+        QString kind, path;
+        qint64 bytes = 0;
+        QByteArray info; // JSON
+        double created = 0;
+    };
+    std::vector<Artifact> artifacts(qint64 job);
     std::vector<Catalog::SavedView> savedViews();
     // Every point of a series, for export (no cap).
     QVector<QPointF> points(qint64 job, const QString& series);
