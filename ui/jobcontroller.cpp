@@ -2,6 +2,8 @@
 // GUI thread (DatasetSync, JobSync).
 #include "jobcontroller.h"
 
+#include "background.h"
+#include "backendref.h"
 #include "datasetsync.h"
 #include "jobsync.h"
 
@@ -88,6 +90,51 @@ void JobController::submit(const QString& backend_name, const QString& job_name,
                                           });
     if (!started)
         emit problem(tr("Not submitted: a dataset upload is still running; try again when it is done"));
+}
+
+void JobController::reproduce(const Job& original, const QString& backend_name, const QJsonObject& request,
+                              const QString& code) {
+    const std::optional<Connected> target = find(backend_name);
+    if (!target) {
+        emit problem(tr("Not rerun: backend “%1” is not connected").arg(backend_name));
+        return;
+    }
+    const QString name = request.value("name").toString();
+    if (code.isEmpty() || original.backend == backend_name) {
+        submit(backend_name, name, request);
+        return;
+    }
+    const std::optional<Connected> source = find(original.backend);
+    if (!source) {
+        emit problem(
+            tr("Not rerun: the run's code snapshot is on backend “%1”, which is not connected").arg(original.backend));
+        return;
+    }
+    const BackendRef from_ref = BackendRef::of(source->backend), to_ref = BackendRef::of(target->backend);
+    run_in_background(
+        this,
+        [from_ref, to_ref, code] {
+            const BackendRef::Use from = from_ref.use();
+            const BackendRef::Use to = to_ref.use();
+            if (!from || !to)
+                return tr("a backend was closed");
+            QString error;
+            const QByteArray manifest = from->codeManifest(code, &error);
+            if (manifest.isEmpty())
+                return error;
+            Backend* source = &*from;
+            if (!to->storeCode(
+                    manifest, [source](const QString& hash, QString* why) { return source->codeChunk(hash, why); },
+                    &error))
+                return error;
+            return QString();
+        },
+        [this, backend_name, name, request](const QString& error) {
+            if (!error.isEmpty())
+                emit problem(tr("Not rerun: %1").arg(error));
+            else
+                submit(backend_name, name, request);
+        });
 }
 
 } // namespace traindeck

@@ -52,6 +52,10 @@ public:
     // Submits to the named backend; a request with a "dataset" version has that version uploaded there first (only
     // the chunks it lacks). What stops it is said through problem(), as "Not submitted: …".
     void submit(const QString& backend_name, const QString& job_name, const QJsonObject& request);
+    // Reruns a job on the named backend (a request from model/reproduce.h's plan_reproduction): its code snapshot is
+    // copied there from the job's own backend first when they differ (only the chunks it lacks, off the GUI
+    // thread), then it is submitted as submit() does. What stops it is said through problem(), as "Not rerun: …".
+    void reproduce(const Job& original, const QString& backend_name, const QJsonObject& request, const QString& code);
 
 signals:
     void problem(const QString& message);

@@ -12,6 +12,8 @@
 #include "exportdialog.h"
 #include "jobstate.h"
 #include "newjobdialog.h"
+#include "reproduce.h"
+#include "reproducibilityview.h"
 #include "settingsdialog.h"
 #include "sweepview.h"
 #include "theme.h"
@@ -173,10 +175,21 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     left_layout->addWidget(alerts_);
 
     detail_ = new JobDetailView(catalog_path);
+    reproducibility_ = new ReproducibilityView(catalog_path);
+    connect(reproducibility_, &ReproducibilityView::reproduceRequested, this, &MainWindow::reproduceRun);
+    job_tabs_ = new QTabWidget;
+    job_tabs_->setObjectName("job_tabs");
+    job_tabs_->setDocumentMode(true);
+    job_tabs_->addTab(detail_, tr("Curves"));
+    job_tabs_->addTab(reproducibility_, tr("Reproducibility"));
+    connect(job_tabs_, &QTabWidget::currentChanged, this, [this] {
+        if (job_tabs_->currentWidget() == reproducibility_)
+            reproducibility_->refresh();
+    });
     auto* splitter = new QSplitter;
     splitter->setObjectName("jobs_splitter");
     splitter->addWidget(left);
-    splitter->addWidget(detail_);
+    splitter->addWidget(job_tabs_);
     splitter->setSizes({620, 780});
     dataset_sync_ = new DatasetSync(sync.writer(), catalog_path, this);
     controller_ = new JobController(
@@ -267,6 +280,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
                          jobs_->data(jobs_->index(current.row(), JobTableModel::Name), Qt::DisplayRole).toString());
         const RunRecord* run = jobs_->runAt(current.row());
         detail_->setNote(run ? QString::fromStdString(run->note) : QString());
+        reproducibility_->showJob(jobs_->data(current, JobTableModel::JobIdRole).toLongLong());
     });
     connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
         QList<QPair<qint64, QString>> others;
@@ -438,6 +452,8 @@ void MainWindow::refresh() {
     if (const RunRecord* run = jobs_->runAt(table_->currentIndex().row()))
         detail_->setNote(QString::fromStdString(run->note));
     detail_->refresh();
+    if (job_tabs_->currentWidget() == reproducibility_)
+        reproducibility_->refresh(); // shown again only when something came (a capture, a checkpoint, an export)
     // A catalog that cannot be read (damaged, or changed under us) is said once per new message, not per refresh.
     for (const QString& error : {jobs_->error(), detail_->error()})
         if (!error.isEmpty() && error != last_catalog_error_) {
@@ -1474,6 +1490,66 @@ void MainWindow::updateActions() {
         each->setToolTip(why.isEmpty() ? tip : tr("%1 — %2").arg(tip, why));
         each->setStatusTip(each->toolTip());
     }
+}
+
+void MainWindow::reproduceRun(qint64 job) {
+    const QString backend = reader_.jobBackend(job);
+    QStringList names = controller_->names();
+    if (names.isEmpty()) {
+        addAlert(tr("Not rerun: no backend is connected"));
+        return;
+    }
+    names.removeAll(backend);
+    if (controller_->find(backend))
+        names.prepend(backend); // the run's own backend first: its snapshot is there already
+    bool chosen = false;
+    const QString target = reproduce_target_ ? reproduce_target_(names)
+                                             : QInputDialog::getItem(this, tr("Rerun run %1 exactly").arg(job),
+                                                                     tr("Run it again on:"), names, 0, false, &chosen);
+    if (target.isEmpty() || (!reproduce_target_ && !chosen))
+        return;
+    // The target's engine build (for a built-in run's "bit-identical") is asked off the GUI thread; the captures are
+    // read there too.
+    struct Planned {
+        ReproducePlan plan;
+    };
+    const std::optional<JobController::Connected> connected = controller_->find(target);
+    if (!connected)
+        return;
+    const BackendRef ref = BackendRef::of(connected->backend);
+    run_in_background(
+        this,
+        [ref, path = QString::fromStdString(reader_.path()), job] {
+            QString error;
+            QJsonObject resources;
+            if (const BackendRef::Use use = ref.use())
+                resources = use->resources(&error);
+            CatalogReader reader(path);
+            const CatalogReader::RunCapture capture = reader.capture(job);
+            return Planned{plan_reproduction(job, QJsonDocument::fromJson(reader.jobRequest(job)).object(),
+                                             QJsonDocument::fromJson(capture.code).object(),
+                                             QJsonDocument::fromJson(capture.environment).object(), resources)};
+        },
+        [this, job, backend, target](const Planned& planned) {
+            const ReproducePlan& plan = planned.plan;
+            if (!plan.refused.isEmpty()) {
+                addAlert(tr("Not rerun: %1").arg(plan.refused));
+                return;
+            }
+            if (!plan.warnings.isEmpty() && !reproduce_target_) {
+                const QString text = tr("Rerun run %1 on %2?\n\nIt may not be exact:\n• %3")
+                                         .arg(job)
+                                         .arg(target, plan.warnings.join("\n• "));
+                if (QMessageBox::question(this, tr("Rerun exactly"), text) != QMessageBox::Yes)
+                    return;
+            }
+            controller_->reproduce({job, backend, QString()}, target, plan.request, plan.code);
+            statusBar()->showMessage(
+                tr("Rerunning run %1 on %2%3")
+                    .arg(job)
+                    .arg(target, plan.warnings.isEmpty() ? QString() : tr(" (%1 note(s))").arg(plan.warnings.size())),
+                8000);
+        });
 }
 
 } // namespace traindeck

@@ -48,6 +48,16 @@ public:
     JobTableModel& jobs() { return *jobs_; }
     BackendTableModel& backendsModel() { return *backends_model_; }
     JobDetailView& detail() { return *detail_; }
+    class ReproducibilityView& reproducibility() {
+        return *reproducibility_;
+    }
+    QTabWidget& jobTabs() { return *job_tabs_; }
+    // Reruns a run exactly (model/reproduce.h) on a backend the user picks; tests pick through the hook instead of
+    // the dialog (and confirm any warning).
+    void reproduceRun(qint64 job);
+    void setReproduceTarget(std::function<QString(const QStringList& backends)> pick) {
+        reproduce_target_ = std::move(pick);
+    }
     QTableView& table() { return *table_; }
     DatasetsView& datasets() { return *datasets_; }
     DatasetSync& datasetSync() { return *dataset_sync_; }
@@ -178,6 +188,9 @@ private:
     class SweepView* sweeps_ = nullptr;
     QWidget* compare_tab_;
     JobDetailView* detail_;
+    class ReproducibilityView* reproducibility_;
+    QTabWidget* job_tabs_;
+    std::function<QString(const QStringList&)> reproduce_target_;
     CatalogReader reader_;
     BackendTableModel* backends_model_;
     QTableView* backends_view_;

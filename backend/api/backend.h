@@ -50,6 +50,14 @@ public:
     // Resumable: calling again after a failure sends what is still missing.
     virtual bool uploadDataset(const QString& root, const QByteArray& manifest,
                                const std::function<void(qint64, qint64, double)>& progress, QString* error) = 0;
+    // Code snapshots (backend/worker/capture.h), for rerunning a run on another backend: codeManifest gives a
+    // snapshot's manifest (JSON) as this backend holds it, codeChunk one chunk's bytes; storeCode puts a snapshot
+    // into this backend's store, asking `chunk` only for the chunks it lacks (each checked against its hash before
+    // it is sent on). Blocking, so never on the GUI thread. Backends without a store say so in *error.
+    virtual QByteArray codeManifest(const QString& version, QString* error);
+    virtual QByteArray codeChunk(const QString& hash, QString* error);
+    virtual bool storeCode(const QByteArray& manifest,
+                           const std::function<QByteArray(const QString& hash, QString* error)>& chunk, QString* error);
     // Copies the job's newest checkpoint into dir; returns the file's path ("" and *error when there is none).
     virtual QString fetchCheckpoint(const QString& remoteId, const QString& dir, QString* error) = 0;
 

@@ -1,7 +1,5 @@
 #include "codetransfer.h"
 
-#include "manifest.h"
-
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -11,28 +9,51 @@ namespace traindeck::client {
 
 using nlohmann::json;
 
-bool copy_code_snapshot(const WorkerClient& from, const WorkerClient& to, const std::string& version,
-                        CodeTransfer& result, std::string& error) {
-    result = {};
+bool fetch_code_manifest(const WorkerClient& from, const std::string& version, dataset::Manifest& manifest,
+                         std::string& error) {
     if (!dataset::is_sha256_hex(version)) {
         error = "a code snapshot is named by 64 lower-case hex digits";
         return false;
     }
-    std::unique_ptr<WorkerClient> source = from.fork(), target = to.fork();
-    const HttpResponse listed = source->get("/v1/code/" + version);
+    const HttpResponse listed = from.fork()->get("/v1/code/" + version);
     if (!listed.ok()) {
         error = "the run's worker cannot give its code snapshot: " + listed.message();
         return false;
     }
-    dataset::Manifest manifest;
     if (const json body = listed.json();
         !dataset::Manifest::from_json(body, manifest, error) || manifest.version() != version) {
         error = "the run's worker sent a snapshot manifest that is not version " + version.substr(0, 12) + "…" +
                 (error.empty() ? "" : ": " + error);
         return false;
     }
+    return true;
+}
+
+bool fetch_chunk(const WorkerClient& from, const std::string& hash, std::string& bytes, std::string& error) {
+    if (!dataset::is_sha256_hex(hash)) {
+        error = "a chunk is named by 64 lower-case hex digits";
+        return false;
+    }
+    HttpResponse got = from.fork()->get("/v1/chunks/" + hash, 60000);
+    if (!got.ok()) {
+        error = "the run's worker cannot give chunk " + hash.substr(0, 12) + "…: " + got.message();
+        return false;
+    }
+    if (dataset::sha256_hex(got.body.data(), got.body.size()) != hash) {
+        error = "the run's worker sent other bytes for chunk " + hash.substr(0, 12) +
+                "… (its store is damaged?); nothing of them was sent on";
+        return false;
+    }
+    bytes = std::move(got.body);
+    return true;
+}
+
+bool store_code_snapshot(const WorkerClient& to, const dataset::Manifest& manifest, const ChunkSource& source,
+                         CodeTransfer& result, std::string& error) {
+    result = {};
     result.files = static_cast<int64_t>(manifest.files.size());
     result.bytes = manifest.bytes();
+    std::unique_ptr<WorkerClient> target = to.fork();
     std::vector<std::string> chunks;
     for (const dataset::ManifestFile& file : manifest.files)
         chunks.insert(chunks.end(), file.chunks.begin(), file.chunks.end());
@@ -48,30 +69,42 @@ bool copy_code_snapshot(const WorkerClient& from, const WorkerClient& to, const 
             return false;
         }
         const std::string name = hash;
-        const HttpResponse got = source->get("/v1/chunks/" + name, 60000);
-        if (!got.ok()) {
-            error = "the run's worker cannot give chunk " + name.substr(0, 12) + "…: " + got.message();
+        std::string bytes;
+        if (!source(name, bytes, error))
             return false;
-        }
-        if (dataset::sha256_hex(got.body.data(), got.body.size()) != name) {
-            error = "the run's worker sent other bytes for chunk " + name.substr(0, 12) +
+        if (dataset::sha256_hex(bytes.data(), bytes.size()) != name) {
+            error = "the run's backend sent other bytes for chunk " + name.substr(0, 12) +
                     "… (its store is damaged?); nothing of them was sent on";
             return false;
         }
-        const HttpResponse put = target->put("/v1/chunks/" + name, got.body, "application/octet-stream");
+        const HttpResponse put = target->put("/v1/chunks/" + name, bytes, "application/octet-stream");
         if (!put.ok()) {
             error = "the target worker did not take chunk " + name.substr(0, 12) + "…: " + put.message();
             return false;
         }
         ++result.chunks_sent;
-        result.bytes_sent += static_cast<int64_t>(got.body.size());
+        result.bytes_sent += static_cast<int64_t>(bytes.size());
     }
-    const HttpResponse stored = target->put("/v1/code/" + version, manifest.to_json().dump(), "application/json");
+    const HttpResponse stored =
+        target->put("/v1/code/" + manifest.version(), manifest.to_json().dump(), "application/json");
     if (!stored.ok()) {
         error = "the target worker did not take the snapshot: " + stored.message();
         return false;
     }
     return true;
+}
+
+bool copy_code_snapshot(const WorkerClient& from, const WorkerClient& to, const std::string& version,
+                        CodeTransfer& result, std::string& error) {
+    dataset::Manifest manifest;
+    if (!fetch_code_manifest(from, version, manifest, error))
+        return false;
+    return store_code_snapshot(
+        to, manifest,
+        [&from](const std::string& hash, std::string& bytes, std::string& why) {
+            return fetch_chunk(from, hash, bytes, why);
+        },
+        result, error);
 }
 
 } // namespace traindeck::client

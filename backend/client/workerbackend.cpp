@@ -3,6 +3,7 @@
 // what a worker answers.
 #include "workerbackend.h"
 
+#include "codetransfer.h"
 #include "datasetupload.h"
 #include "jobstate.h"
 #include "jsonrepair.h"
@@ -597,6 +598,74 @@ bool WorkerBackend::uploadDataset(const QString& root, const QByteArray& manifes
     if (progress)
         progress(result.bytes_sent, result.bytes_to_send, result.seconds);
     return true;
+}
+
+QByteArray WorkerBackend::codeManifest(const QString& version, QString* error) {
+    Pooled pooled = take_client();
+    if (!pooled.client) {
+        if (error)
+            *error = closing_->load() ? tr("the console is closing") : tr("not connected");
+        return {};
+    }
+    dataset::Manifest manifest;
+    std::string message;
+    const bool ok = client::fetch_code_manifest(*pooled.client, version.toStdString(), manifest, message);
+    return_client(std::move(pooled));
+    if (!ok && error)
+        *error = QString::fromStdString(message);
+    return ok ? QByteArray::fromStdString(manifest.to_json().dump()) : QByteArray();
+}
+
+QByteArray WorkerBackend::codeChunk(const QString& hash, QString* error) {
+    Pooled pooled = take_client();
+    if (!pooled.client) {
+        if (error)
+            *error = closing_->load() ? tr("the console is closing") : tr("not connected");
+        return {};
+    }
+    std::string bytes, message;
+    const bool ok = client::fetch_chunk(*pooled.client, hash.toStdString(), bytes, message);
+    return_client(std::move(pooled));
+    if (!ok && error)
+        *error = QString::fromStdString(message);
+    return ok ? QByteArray::fromStdString(bytes) : QByteArray();
+}
+
+bool WorkerBackend::storeCode(const QByteArray& manifest_json,
+                              const std::function<QByteArray(const QString& hash, QString* error)>& chunk,
+                              QString* error) {
+    dataset::Manifest manifest;
+    std::string message;
+    const nlohmann::json parsed = nlohmann::json::parse(manifest_json.toStdString(), nullptr, false);
+    if (parsed.is_discarded() || !dataset::Manifest::from_json(parsed, manifest, message)) {
+        if (error)
+            *error = tr("the snapshot's manifest is damaged: %1").arg(QString::fromStdString(message));
+        return false;
+    }
+    Pooled pooled = take_client();
+    if (!pooled.client) {
+        if (error)
+            *error = closing_->load() ? tr("the console is closing") : tr("not connected");
+        return false;
+    }
+    client::CodeTransfer result;
+    const bool ok = client::store_code_snapshot(
+        *pooled.client, manifest,
+        [&chunk](const std::string& hash, std::string& bytes, std::string& why) {
+            QString problem;
+            const QByteArray got = chunk(QString::fromStdString(hash), &problem);
+            if (!problem.isEmpty()) {
+                why = problem.toStdString();
+                return false;
+            }
+            bytes = got.toStdString();
+            return true;
+        },
+        result, message);
+    return_client(std::move(pooled));
+    if (!ok && error)
+        *error = QString::fromStdString(message);
+    return ok;
 }
 
 QString WorkerBackend::fetchCheckpoint(const QString& remoteId, const QString& dir, QString* error) {

@@ -46,6 +46,11 @@ public:
     bool uploadDataset(const QString& root, const QByteArray& manifest,
                        const std::function<void(qint64, qint64, double)>& progress, QString* error) override;
     QString fetchCheckpoint(const QString& remoteId, const QString& dir, QString* error) override;
+    QByteArray codeManifest(const QString& version, QString* error) override;
+    QByteArray codeChunk(const QString& hash, QString* error) override;
+    bool storeCode(const QByteArray& manifest,
+                   const std::function<QByteArray(const QString& hash, QString* error)>& chunk,
+                   QString* error) override;
 
     // Each upload, and with shutdown() each request, ends within 50 ms; the chunks already sent stay on the worker.
     void cancelUploads() override;

@@ -22,6 +22,7 @@
 #include "jobstate.h"
 #include "jobsync.h"
 #include "mainwindow.h"
+#include "reproducibilityview.h"
 #include "networkpool.h"
 #include "newjobdialog.h"
 #include "parallelcoordinates.h"
@@ -458,6 +459,7 @@ private slots:
     void importedImagesShowAsAStripOverTheSteps();
     void histogramHeatmapSpreadsEachBucketOverItsValues();
     void commandLineSharesTheCatalogWithAnOpenConsole();
+    void aRunIsCapturedShownAndRerunExactlyOnAnotherWorker();
 };
 
 void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
@@ -2766,4 +2768,114 @@ void ConsoleTest::importedImagesShowAsAStripOverTheSteps() {
     QTRY_VERIFY_WITH_TIMEOUT(strip.previewCaption().contains("delete the run and import it again"), 10000);
     QVERIFY(strip.preview().isNull());
     QVERIFY2(strip.previewCaption().contains(event_file), qPrintable(strip.previewCaption()));
+}
+
+namespace {
+
+// Runs `git args` in dir; false when it fails.
+bool run_git(const QString& dir, const QStringList& args) {
+    QProcess git;
+    git.setWorkingDirectory(dir);
+    git.start("git", args);
+    return git.waitForFinished(30000) && git.exitStatus() == QProcess::NormalExit && git.exitCode() == 0;
+}
+
+bool write_text(const QString& path, const QByteArray& text) {
+    QDir().mkpath(QFileInfo(path).path());
+    QFile file(path);
+    return file.open(QIODevice::WriteOnly | QIODevice::Truncate) && file.write(text) == text.size();
+}
+
+} // namespace
+
+void ConsoleTest::aRunIsCapturedShownAndRerunExactlyOnAnotherWorker() {
+    QTemporaryDir temp;
+    const QString dir = temp.path();
+    WorkerReaper local_reaper{dir + "/local"}, remote_reaper{dir + "/remote"};
+    TRAINDECK_REQUIRE(have_openssl(), kNeedOpenssl);
+    TRAINDECK_REQUIRE(run_git(dir, {"--version"}), "git is not installed (bash installer/install-deps.sh)");
+    // A repository as a user leaves it mid-experiment: committed code, an edit, an untracked file, a secret.
+    const QString repo = dir + "/repo";
+    QDir().mkpath(repo);
+    QVERIFY(run_git(repo, {"init", "-q", "-b", "main", "."}));
+    QVERIFY(run_git(repo, {"config", "user.email", "t@example.com"}) && run_git(repo, {"config", "user.name", "t"}));
+    QVERIFY(write_text(repo + "/job.py", R"(import json, os
+steps = int(open("steps.txt").read())
+scale = float(open("data/scale.txt").read())
+out = os.fdopen(int(os.environ["TRAINDECK_METRICS_FD"]), "w")
+loss = 2.0
+for step in range(1, steps + 1):
+    loss = loss * 0.9 + scale * ((step * 7919) % 13) / 1000.0
+    out.write(json.dumps({"type": "metric", "step": step, "loss": loss}) + "\n")
+)"));
+    QVERIFY(write_text(repo + "/steps.txt", "30\n"));
+    QVERIFY(run_git(repo, {"add", "-A"}) && run_git(repo, {"commit", "-qm", "first"}));
+    QVERIFY(write_text(repo + "/steps.txt", "40\n")); // tuned, not committed
+    QVERIFY(write_text(repo + "/data/scale.txt", "1.5\n"));
+    QVERIFY(write_text(repo + "/.env", "WANDB_API_KEY=never-in-the-catalog\n"));
+
+    TlsWorker remote;
+    const QString started = remote.start(dir);
+    QVERIFY2(started.isEmpty(), qPrintable(started));
+    Console console;
+    QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
+    GpuBox gpu_box;
+    const QString error = gpu_box.connect(console, remote);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    MainWindow& window = *console.window;
+
+    NewJobDialog dialog(&window);
+    dialog.setBackends(window.backendNames());
+    dialog.load(QJsonObject{{"name", "script"}, {"argv", QJsonArray{"/usr/bin/python3", "job.py"}}, {"cwd", repo}});
+    window.submitDialog(dialog);
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "script") >= 0, 15000);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "script")), QString("succeeded"), 60000);
+    const qint64 original =
+        window.jobs().data(window.jobs().index(row_of(window, "script"), 0), JobTableModel::JobIdRole).toLongLong();
+
+    // Its Reproducibility tab says where its code came from, shows the uncommitted diff, the packages, the lineage
+    // and what was never captured.
+    window.selectRow(row_of(window, "script"));
+    window.jobTabs().setCurrentWidget(&window.reproducibility());
+    ReproducibilityView& view = window.reproducibility();
+    QTRY_VERIFY_WITH_TIMEOUT(view.summary().contains("with uncommitted changes"), 20000);
+    QVERIFY2(view.summary().contains("git</b> main"), qPrintable(view.summary()));
+    QVERIFY2(view.diffText().contains("+40"), qPrintable(view.diffText()));
+    QVERIFY2(view.diffText().contains("+++ b/data/scale.txt"), qPrintable(view.diffText()));
+    QVERIFY2(any_contains(view.leftOut(), ".env: never captured"), qPrintable(view.leftOut().join("\n")));
+    QTRY_VERIFY_WITH_TIMEOUT(view.packageRows() > 0, 20000); // the environment comes a little later
+    QVERIFY(!view.packageVersion("numpy").isEmpty());
+    QVERIFY2(any_contains(view.lineage(), QString("Run %1").arg(original)), qPrintable(view.lineage().join("\n")));
+    QVERIFY(view.canReproduce());
+    CatalogReader reader(dir + "/catalog.db");
+    QVERIFY(!reader.capture(original).code.contains("never-in-the-catalog"));
+    window.resize(1400, 860);
+    view.tabs()->setCurrentIndex(0);
+    QTest::qWait(100);
+    window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/reproducibility.png"));
+
+    // The user goes on editing; the run is then rerun exactly on the TLS worker, from its snapshot.
+    QVERIFY(write_text(repo + "/steps.txt", "12\n"));
+    QVERIFY(write_text(repo + "/data/scale.txt", "0.25\n"));
+    window.setReproduceTarget(
+        [](const QStringList& backends) { return backends.contains("gpu-box") ? QString("gpu-box") : QString(); });
+    window.reproduceRun(original);
+    const QString rerun_name = QString("script (rerun of %1)").arg(original);
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, rerun_name) >= 0, 30000);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, rerun_name)), QString("succeeded"), 60000);
+    const int rerun_row = row_of(window, rerun_name);
+    QCOMPARE(window.jobs().data(window.jobs().index(rerun_row, JobTableModel::Backend), Qt::DisplayRole).toString(),
+             QString("gpu-box"));
+    const qint64 rerun = window.jobs().data(window.jobs().index(rerun_row, 0), JobTableModel::JobIdRole).toLongLong();
+    const QVector<QPointF> before = reader.points(original, "loss");
+    QCOMPARE(before.size(), 40);
+    QTRY_COMPARE_WITH_TIMEOUT(reader.points(rerun, "loss"), before, 20000); // though the live tree changed
+    const auto snapshot_of = [&](qint64 job) {
+        return QJsonDocument::fromJson(reader.capture(job).code).object()["code"].toObject()["snapshot"].toString();
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(!snapshot_of(rerun).isEmpty(), 20000);
+    QCOMPARE(snapshot_of(rerun), snapshot_of(original));
+    window.selectRow(rerun_row);
+    QTRY_VERIFY_WITH_TIMEOUT(view.summary().contains(QString("Reruns run %1").arg(original)), 20000);
+    QVERIFY2(view.summary().contains("every file as captured"), qPrintable(view.summary()));
 }
