@@ -200,11 +200,22 @@ std::string without_secret_sections(const std::string& diff, const std::vector<s
     return out;
 }
 
+// At most `limit` bytes of a file ("" when it cannot be read); only what the file holds is allocated.
 std::string read_small_file(const std::string& path, size_t limit = 1 << 20) {
-    std::ifstream in(path, std::ios::binary);
-    std::string text(limit, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(limit));
-    text.resize(static_cast<size_t>(in.gcount()));
+    std::string text;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return text;
+    char buffer[65536];
+    for (ssize_t n;
+         text.size() < limit && (n = ::read(fd, buffer, std::min(sizeof(buffer), limit - text.size()))) != 0;) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        text.append(buffer, static_cast<size_t>(n));
+    }
+    ::close(fd);
     return text;
 }
 
