@@ -3,6 +3,7 @@
 #include "chartexport.h"
 #include "groupstats.h"
 #include "parallelcoordinates.h"
+#include "reproduce.h"
 
 #include <QCategoryAxis>
 #include <QChart>
@@ -14,6 +15,8 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLegend>
 #include <QListWidget>
@@ -214,6 +217,18 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     tabs_->addTab(summary_page, tr("Summaries"));
     tabs_->addTab(parallel_page, tr("Parallel coordinates"));
     tabs_->addTab(scatter_page, tr("Scatter"));
+
+    // (5) Environment: what the runs were made of, where it differs (model/reproduce.h).
+    environment_model_ = new QStandardItemModel(this);
+    environment_table_ = make_table(environment_model_);
+    environment_note_ = new QLabel(tr("Select runs to compare what they were made of."));
+    environment_note_->setWordWrap(true);
+    auto* environment_page = new QWidget;
+    auto* environment_layout = new QVBoxLayout(environment_page);
+    environment_layout->setContentsMargins(6, 6, 6, 6);
+    environment_layout->addWidget(environment_note_);
+    environment_layout->addWidget(environment_table_, 1);
+    tabs_->addTab(environment_page, tr("Environment"));
 
     auto* top = new QHBoxLayout;
     top->addWidget(heading_);
@@ -725,6 +740,10 @@ QString CompareView::exportCurrent(const QString& path) {
         if (suffix != "csv")
             return tr("Cannot export the table to %1: tables export as CSV; use a file name ending in .csv.").arg(path);
         return writeModelCsv(tabs_->currentIndex() == configTab ? *config_model_ : *summary_model_, path);
+    case environmentTab:
+        if (suffix != "csv")
+            return tr("Cannot export the table to %1: tables export as CSV; use a file name ending in .csv.").arg(path);
+        return writeModelCsv(*environment_model_, path);
     case parallelTab:
         return exportWidget(parallel_, path);
     case scatterTab:
@@ -745,6 +764,86 @@ void CompareView::exportWithDialog() {
     const QString error = exportCurrent(path);
     if (!error.isEmpty())
         QMessageBox::warning(this, tr("Export"), error);
+}
+
+const QAbstractItemModel& CompareView::environmentModel() const { return *environment_model_; }
+
+QString CompareView::environmentNote() const { return environment_note_->text(); }
+
+void CompareView::setCaptures(const QList<CapturedRun>& runs) {
+    environment_model_->clear();
+    QList<CapturedRun> captured;
+    QStringList without;
+    for (const CapturedRun& run : runs) {
+        if (run.code.isEmpty() && run.environment.isEmpty())
+            without << run.name;
+        else
+            captured << run;
+    }
+    if (captured.size() < 2) {
+        environment_note_->setText(
+            runs.size() < 2 ? tr("Select two or more runs to compare what they were made of.")
+                            : tr("Fewer than two of these runs have a capture of their code and environment (runs are "
+                                 "captured as they start on a worker; imported runs have none)."));
+        return;
+    }
+    environment_model_->setColumnCount(2 + static_cast<int>(captured.size()));
+    environment_model_->setHorizontalHeaderItem(0, make_item(tr("kind")));
+    environment_model_->setHorizontalHeaderItem(1, make_item(tr("what")));
+    for (int r = 0; r < captured.size(); ++r)
+        environment_model_->setHorizontalHeaderItem(2 + r, make_item(captured[r].name));
+    // Each run against the first: every thing that differs in any becomes a row, with each run's value.
+    auto object = [](const QByteArray& bytes) { return QJsonDocument::fromJson(bytes).object(); };
+    const QJsonObject first_code = object(captured[0].code), first_environment = object(captured[0].environment);
+    std::map<std::pair<QString, QString>, std::vector<QString>> rows; // (kind, what) -> values
+    std::map<std::pair<QString, QString>, QString> reference;
+    int packages = 0;
+    bool code_diff_differs = false;
+    for (int r = 1; r < captured.size(); ++r) {
+        const EnvironmentDiff diff =
+            diff_captures(first_code, first_environment, object(captured[r].code), object(captured[r].environment));
+        packages = std::max(packages, diff.packages_compared);
+        code_diff_differs = code_diff_differs || diff.uncommitted_differs;
+        const std::pair<QString, const QList<CaptureDifference>*> kinds[] = {{tr("code"), &diff.code},
+                                                                             {tr("package"), &diff.packages},
+                                                                             {tr("system"), &diff.system},
+                                                                             {tr("variable"), &diff.environment}};
+        for (const auto& [kind, list] : kinds)
+            for (const CaptureDifference& difference : *list) {
+                auto& values = rows[{kind, difference.what}];
+                values.resize(captured.size());
+                values[r] = difference.after.isEmpty() ? tr("(none)") : difference.after;
+                reference[{kind, difference.what}] = difference.before.isEmpty() ? tr("(none)") : difference.before;
+            }
+    }
+    for (auto& [key, values] : rows) {
+        values[0] = reference[key];
+        for (int r = 1; r < captured.size(); ++r)
+            if (values[r].isEmpty())
+                values[r] = values[0]; // not in that run's differences: as the first
+        QList<QStandardItem*> row{make_item(key.first), make_item(key.second)};
+        for (const QString& value : values) {
+            QStandardItem* item = make_item(value);
+            item->setToolTip(value);
+            if (value != values[0])
+                item->setBackground(QColor(255, 236, 179));
+            row << item;
+        }
+        environment_model_->appendRow(row);
+    }
+    fit_columns(environment_table_, 2);
+    QString note = rows.empty() ? tr("The same code, packages (%1 compared), machine and variables in all %2 runs.")
+                                      .arg(packages)
+                                      .arg(captured.size())
+                                : tr("%1 difference(s) from %2, the first run (%3 packages compared).")
+                                      .arg(rows.size())
+                                      .arg(captured[0].name)
+                                      .arg(packages);
+    if (code_diff_differs)
+        note += tr(" Their uncommitted changes differ: see each run's Reproducibility tab.");
+    if (!without.isEmpty())
+        note += tr(" No capture for: %1.").arg(without.join(", "));
+    environment_note_->setText(note);
 }
 
 } // namespace traindeck

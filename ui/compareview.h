@@ -32,7 +32,7 @@ class ParallelCoordinates;
 class CompareView : public QWidget {
     Q_OBJECT
 public:
-    enum Tab { configTab, summaryTab, parallelTab, scatterTab };
+    enum Tab { configTab, summaryTab, parallelTab, scatterTab, environmentTab };
 
     explicit CompareView(QWidget* parent = nullptr);
 
@@ -53,6 +53,19 @@ public:
     // The scatter, brought up to date first (while its tab is hidden it is rebuilt only when shown).
     QChart* scatterChart();
     void setCurrentTab(Tab tab);
+
+    // The runs' captures (backend/worker/capture.h: "code" and "environment" JSON, empty when a run has none), for
+    // the Environment tab: what differs from the first run in code, Python packages, machine and variables, one
+    // column per run.
+    struct CapturedRun {
+        qint64 job = 0;
+        QString name;
+        QByteArray code, environment;
+    };
+    void setCaptures(const QList<CapturedRun>& runs);
+    // Columns "kind", "what", then one per run; one row per thing that differs.
+    const QAbstractItemModel& environmentModel() const;
+    QString environmentNote() const;
 
     // Exports the current tab to `path`: the tables as CSV, the plots as PNG, SVG or PDF (by the suffix; a table
     // tab also takes .csv only). "" or what went wrong.
@@ -85,6 +98,9 @@ private:
     QCheckBox* show_all_keys_;
     QStandardItemModel* summary_model_;
     QTableView* summary_table_;
+    QStandardItemModel* environment_model_;
+    QTableView* environment_table_;
+    QLabel* environment_note_;
     ParallelCoordinates* parallel_;
     QListWidget* axis_list_;
     QComboBox* metric_;

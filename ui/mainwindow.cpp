@@ -53,6 +53,7 @@
 #include <QSystemTrayIcon>
 #include <QTabWidget>
 #include <QTableView>
+#include <QThreadPool>
 #include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
@@ -879,6 +880,28 @@ void MainWindow::updateCompare() {
                 compared_selection_ << jobs_->data(row, JobTableModel::JobIdRole).toLongLong();
     }
     std::vector<RunRecord> runs = compareRuns();
+    // The Environment tab's captures, read off the GUI thread (the first 50 runs: a wider diff is unreadable).
+    QList<CompareView::CapturedRun> wanted;
+    for (const RunRecord& run : runs)
+        if (wanted.size() < 50)
+            wanted.push_back({run.id, QString::fromStdString(run.name), {}, {}});
+    const int generation = ++compare_captures_generation_;
+    run_in_background(
+        this,
+        [path = QString::fromStdString(reader_.path()), wanted]() mutable {
+            CatalogReader reader(path);
+            for (CompareView::CapturedRun& run : wanted) {
+                const CatalogReader::RunCapture capture = reader.capture(run.job);
+                run.code = capture.code;
+                run.environment = capture.environment;
+            }
+            return wanted;
+        },
+        [this, generation](const QList<CompareView::CapturedRun>& captured) {
+            if (generation == compare_captures_generation_)
+                compare_->setCaptures(captured);
+        },
+        QThreadPool::globalInstance());
     compare_->setRuns(runs);
     groups_->setRuns(std::move(runs));
 }

@@ -191,6 +191,7 @@ private:
     class ReproducibilityView* reproducibility_;
     QTabWidget* job_tabs_;
     std::function<QString(const QStringList&)> reproduce_target_;
+    int compare_captures_generation_ = 0; // an older read of the compared runs' captures is dropped
     CatalogReader reader_;
     BackendTableModel* backends_model_;
     QTableView* backends_view_;

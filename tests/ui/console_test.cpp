@@ -2878,4 +2878,38 @@ for step in range(1, steps + 1):
     window.selectRow(rerun_row);
     QTRY_VERIFY_WITH_TIMEOUT(view.summary().contains(QString("Reruns run %1").arg(original)), 20000);
     QVERIFY2(view.summary().contains("every file as captured"), qPrintable(view.summary()));
+
+    // The same script under another interpreter on this machine (a virtual environment without the system's
+    // packages): Compare → Environment shows what its packages lack.
+    QProcess venv;
+    venv.start("/usr/bin/python3", {"-m", "venv", "--without-pip", dir + "/venv"});
+    QVERIFY(venv.waitForFinished(60000) && venv.exitCode() == 0);
+    NewJobDialog isolated(&window);
+    isolated.setBackends(window.backendNames());
+    isolated.load(
+        QJsonObject{{"name", "script-venv"}, {"argv", QJsonArray{dir + "/venv/bin/python", "job.py"}}, {"cwd", repo}});
+    window.submitDialog(isolated);
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "script-venv") >= 0, 15000);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "script-venv")), QString("succeeded"), 60000);
+    const qint64 venv_job = window.jobs()
+                                .data(window.jobs().index(row_of(window, "script-venv"), 0), JobTableModel::JobIdRole)
+                                .toLongLong();
+    QTRY_VERIFY_WITH_TIMEOUT(!reader.capture(venv_job).environment.isEmpty(), 20000);
+    select_runs(window, {"script", "script-venv"});
+    window.tabs().setCurrentIndex(1);
+    window.compare().setCurrentTab(CompareView::environmentTab);
+    const QAbstractItemModel& differences = window.compare().environmentModel();
+    const auto value_of = [&](const QString& what, int run) {
+        for (int row = 0; row < differences.rowCount(); ++row)
+            if (differences.data(differences.index(row, 1)).toString() == what)
+                return differences.data(differences.index(row, 2 + run)).toString();
+        return QString();
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(!value_of("numpy", 0).isEmpty(), 20000);
+    QVERIFY2(value_of("numpy", 0).contains("python3-numpy"), qPrintable(value_of("numpy", 0)));
+    QCOMPARE(value_of("numpy", 1), QString("(none)"));
+    QCOMPARE(value_of("Python interpreter", 1), dir + "/venv/bin/python");
+    QVERIFY2(window.compare().environmentNote().contains("difference(s) from script"),
+             qPrintable(window.compare().environmentNote()));
+    window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/compare-environment.png"));
 }
