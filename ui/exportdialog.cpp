@@ -159,6 +159,8 @@ void ExportDialog::runExporter(const QString& checkpoint) {
     }
     QStringList args = {"export", spec_path, "--checkpoint", checkpoint, "--out", dir, "--name", "model",
                         "--calibration", QString::number(calibration_->value()), "--max-drop", QString::number(max_drop_->value())};
+    if (!job_.provenance.isEmpty())
+        args << "--provenance" << QString::fromUtf8(QJsonDocument(job_.provenance).toJson(QJsonDocument::Compact));
     if (!onnx_->isChecked())
         args << "--no-onnx";
     if (!int8_->isChecked())

@@ -27,6 +27,7 @@ public:
         QString name, remote_id;
         QJsonObject request;  // as submitted; its "builtin" is the spec
         QString dataset_root; // local folder of the job's dataset version ("" when none)
+        QJsonObject provenance; // written into the files' metadata (traindeck-train export --provenance)
     };
     ExportDialog(const Job& job, Backend& backend, const QString& out_dir, QWidget* parent = nullptr);
 

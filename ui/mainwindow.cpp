@@ -11,6 +11,7 @@
 #include "backendref.h"
 #include "exportdialog.h"
 #include "jobstate.h"
+#include "modelmeta.h"
 #include "newjobdialog.h"
 #include "reproduce.h"
 #include "reproducibilityview.h"
@@ -542,6 +543,16 @@ ExportDialog* MainWindow::exportSelected() {
         if (row >= 0)
             job.dataset_root = datasets_->model().data(datasets_->model().index(row, 0), DatasetTableModel::RootRole).toString();
     }
+    // What the exported files say of where they came from (traindeck_provenance in their metadata).
+    const QJsonObject capture = QJsonDocument::fromJson(reader_.capture(job.id).code).object().value("code").toObject();
+    job.provenance = {{"run", job.id},
+                      {"name", job.name},
+                      {"backend", selected.backend},
+                      {"remote_id", selected.remote_id},
+                      {"dataset", job.request.value("dataset").toString()},
+                      {"code_snapshot", capture.value("snapshot").toString()},
+                      {"commit", capture.value("commit").toString()},
+                      {"exported", QDateTime::currentDateTimeUtc().toString(Qt::ISODate)}};
     const QString dir = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
                         QString("/traindeck/exports/job-%1").arg(job.id);
     auto* dialog = new ExportDialog(job, *e->backend, dir, this);
@@ -839,7 +850,7 @@ void MainWindow::showTableMenu(const QPoint& at) {
     menu.addAction(run && run->archived ? action("unarchive") : action("archive"));
     menu.addActions({action("delete"), action("delete_with_files")});
     menu.addSeparator();
-    menu.addActions({action("clone"), action("cancel"), action("resume"), action("export_model")});
+    menu.addActions({action("clone"), action("cancel"), action("resume"), action("rerun"), action("export_model")});
     menu.addSeparator();
     menu.addActions({action("compare_selected"), action("export_series")});
     menu.exec(table_->viewport()->mapToGlobal(at));
@@ -1249,6 +1260,22 @@ void MainWindow::createActions() {
         on_runs(make("export_series", themed("document-save-as", QStyle::SP_DialogSaveButton),
                      tr("Export series as CSV…"), tr("Write every point of every curve of the current run to CSV")));
     connect(export_series, &QAction::triggered, this, &MainWindow::exportCurrentSeriesCsv);
+    QAction* open_model =
+        make("open_model", themed("document-open", QStyle::SP_DialogOpenButton), tr("Open exported model…"),
+             tr("Which run, checkpoint, data and code made an ONNX or safetensors file: read from the file"));
+    connect(open_model, &QAction::triggered, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open exported model"), {},
+                                                          tr("Models (*.onnx *.safetensors);;All files (*)"));
+        if (!path.isEmpty())
+            openExportedModel(path);
+    });
+    QAction* rerun =
+        on_runs(make("rerun", themed("view-refresh", QStyle::SP_BrowserReload), tr("Rerun exactly…"),
+                     tr("Run the current run again from its captured code, spec, seeds and data, on any backend")));
+    connect(rerun, &QAction::triggered, this, [this] {
+        if (const QModelIndex current = table_->currentIndex(); current.isValid())
+            reproduceRun(jobs_->data(current, JobTableModel::JobIdRole).toLongLong());
+    });
     QAction* quit = make("quit", themed("application-exit", QStyle::SP_DialogCloseButton), tr("Quit"),
                          tr("Close the console (jobs go on running on their workers)"), QKeySequence::Quit);
     quit->setMenuRole(QAction::QuitRole);
@@ -1397,6 +1424,7 @@ void MainWindow::createActions() {
     file->addActions({new_job, new_sweep, import_runs});
     file->addSeparator();
     file->addActions({export_model, export_table, export_series});
+    file->addAction(open_model);
     file->addSeparator();
     file->addAction(quit);
     QMenu* edit = menuBar()->addMenu(tr("&Edit"));
@@ -1419,7 +1447,7 @@ void MainWindow::createActions() {
     QMenu* jobs = menuBar()->addMenu(tr("&Jobs"));
     jobs->addActions({new_job, new_sweep, demo_mlp, demo_cnn});
     jobs->addSeparator();
-    jobs->addActions({clone, cancel, resume});
+    jobs->addActions({clone, cancel, resume, rerun});
     jobs->addSeparator();
     jobs->addActions({compare_selected, export_model});
     QMenu* datasets = menuBar()->addMenu(tr("&Datasets"));
@@ -1572,6 +1600,71 @@ void MainWindow::reproduceRun(qint64 job) {
                     .arg(job)
                     .arg(target, plan.warnings.isEmpty() ? QString() : tr(" (%1 note(s))").arg(plan.warnings.size())),
                 8000);
+        });
+}
+
+void MainWindow::openExportedModel(const QString& path) {
+    run_in_background(
+        this,
+        [path] {
+            importers::ModelMetadata metadata;
+            std::string error;
+            const bool ok = importers::read_model_metadata(path.toStdString(), metadata, error);
+            return std::make_pair(ok ? metadata : importers::ModelMetadata(), QString::fromStdString(error));
+        },
+        [this, path](const std::pair<importers::ModelMetadata, QString>& read) {
+            const importers::ModelMetadata& metadata = read.first;
+            if (!read.second.isEmpty()) {
+                model_provenance_ = tr("Not a model TrainDeck can read: %1").arg(read.second);
+                addAlert(model_provenance_);
+                return;
+            }
+            const auto property = [&](const char* key) {
+                const auto found = metadata.properties.find(key);
+                return found == metadata.properties.end() ? QString() : QString::fromStdString(found->second);
+            };
+            const QJsonObject provenance = QJsonDocument::fromJson(property("traindeck_provenance").toUtf8()).object();
+            const QJsonObject checkpoint = QJsonDocument::fromJson(property("traindeck_checkpoint").toUtf8()).object();
+            if (provenance.isEmpty()) {
+                model_provenance_ =
+                    tr("%1 (%2%3) says nothing of the run that made it: it was not exported by TrainDeck, "
+                       "or by a version before provenance was written")
+                        .arg(QFileInfo(path).fileName(), QString::fromStdString(metadata.format),
+                             metadata.producer.empty() ? QString() : ", " + QString::fromStdString(metadata.producer));
+                addAlert(model_provenance_);
+                return;
+            }
+            const qint64 run = provenance.value("run").toInteger();
+            QStringList lines;
+            lines << tr("%1 was exported from run %2 “%3” on %4, checkpoint %5 (step %6).")
+                         .arg(QFileInfo(path).fileName())
+                         .arg(run)
+                         .arg(provenance.value("name").toString(), provenance.value("backend").toString(),
+                              checkpoint.value("file").toString())
+                         .arg(checkpoint.value("step").toInteger());
+            if (const QString dataset = provenance.value("dataset").toString(); !dataset.isEmpty())
+                lines << tr("Dataset version %1…").arg(dataset.left(12));
+            if (const QString commit = provenance.value("commit").toString(); !commit.isEmpty())
+                lines << tr("Code: commit %1, snapshot %2…")
+                             .arg(commit.left(10), provenance.value("code_snapshot").toString().left(12));
+            // The run itself, when this catalog holds it (same id and name): selected, its Reproducibility shown.
+            const bool here = run > 0 && reader_.jobName(run) == provenance.value("name").toString();
+            lines << (here ? tr("The run is in this catalog: selected, with its Reproducibility tab.")
+                           : tr("The run is not in this catalog."));
+            model_provenance_ = lines.join('\n');
+            statusBar()->showMessage(lines.front(), 15000);
+            if (here) {
+                tabs_->setCurrentIndex(0);
+                for (int row = 0; row < jobs_->rowCount(); ++row)
+                    if (jobs_->data(jobs_->index(row, 0), JobTableModel::JobIdRole).toLongLong() == run) {
+                        table_->selectRow(row);
+                        break;
+                    }
+                reproducibility_->showJob(run);
+                job_tabs_->setCurrentWidget(reproducibility_);
+            }
+            if (!open_model_quietly_)
+                QMessageBox::information(this, tr("Exported model"), model_provenance_);
         });
 }
 

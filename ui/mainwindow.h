@@ -55,6 +55,11 @@ public:
     // Reruns a run exactly (model/reproduce.h) on a backend the user picks; tests pick through the hook instead of
     // the dialog (and confirm any warning).
     void reproduceRun(qint64 job);
+    // Reads an exported model's metadata (off the GUI thread) and says which run and checkpoint made it; selects
+    // that run when this catalog holds it. What it found: modelProvenance(). quietly: no message box (tests).
+    void openExportedModel(const QString& path);
+    QString modelProvenance() const { return model_provenance_; }
+    void setOpenModelQuietly(bool quietly) { open_model_quietly_ = quietly; }
     void setReproduceTarget(std::function<QString(const QStringList& backends)> pick) {
         reproduce_target_ = std::move(pick);
     }
@@ -191,6 +196,8 @@ private:
     class ReproducibilityView* reproducibility_;
     QTabWidget* job_tabs_;
     std::function<QString(const QStringList&)> reproduce_target_;
+    QString model_provenance_;
+    bool open_model_quietly_ = false;
     int compare_captures_generation_ = 0; // an older read of the compared runs' captures is dropped
     CatalogReader reader_;
     BackendTableModel* backends_model_;

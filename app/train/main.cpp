@@ -68,6 +68,7 @@ void print_usage() {
         "  --calibration N       training samples for the int8 activation ranges (default 1000)\n"
         "  --max-drop PERCENT    warn when int8 loses more validation accuracy than this (default 1)\n"
         "  --threads N           compute threads\n"
+        "  --provenance JSON     who made it (run, backend, dataset, code): kept in every file's metadata\n"
         "\n"
         "exit codes: 0 done, 2 bad arguments or spec, 3 bad data, 4 loss became NaN/inf,\n"
         "            5 checkpoint could not be written, 6 the GPU path failed (a CUDA/cuBLAS/cuDNN/NCCL call, a\n"
@@ -140,7 +141,14 @@ int run_export(int argc, char** argv) {
         else if (arg == "--calibration") options.calibration_samples = std::atoi(value().c_str());
         else if (arg == "--max-drop") options.max_accuracy_drop = std::atof(value().c_str()) / 100.0;
         else if (arg == "--dump-eval") options.dump_dir = value();
-        else if (arg == "--threads") threads = std::atoi(value().c_str());
+        else if (arg == "--provenance") {
+            options.provenance = nlohmann::json::parse(value(), nullptr, false);
+            if (!options.provenance.is_object()) {
+                std::fprintf(stderr, "traindeck-train export: --provenance takes a JSON object\n");
+                return kExitUsage;
+            }
+        } else if (arg == "--threads")
+            threads = std::atoi(value().c_str());
         else if (arg == "--help" || arg == "-h") {
             print_usage();
             return kExitDone;

@@ -195,6 +195,10 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
                      {"classes", std::to_string(classes)}};
     if (!raw.train.class_names.empty())
         metadata["class_names"] = json(raw.train.class_names).dump();
+    metadata["traindeck_checkpoint"] =
+        json{{"file", fs::path(checkpoint_path).filename().string()}, {"step", report.step}}.dump();
+    if (options.provenance.is_object() && !options.provenance.empty())
+        metadata["traindeck_provenance"] = options.provenance.dump();
     std::string error;
     auto write = [&](const std::string& kind, const std::string& file, const std::string& bytes) {
         const std::string path = (fs::path(options.out_dir) / file).string();

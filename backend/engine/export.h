@@ -31,6 +31,10 @@ struct ExportOptions {
     // Tests: also write <dump_dir>/{test_inputs.f32, test_labels.i32, test_pred_fp32.i32, test_pred_int8.i32,
     // val_inputs.f32, val_labels.i32} (raw NCHW inputs, as the ONNX model takes them).
     std::string dump_dir;
+    // Who made the model (the console's run id and name, its backend, dataset version, code snapshot, commit): written
+    // into every file's metadata as traindeck_provenance, beside traindeck_checkpoint (the checkpoint's file and
+    // step), so the file itself answers which run, data and code made it (backend/importers/modelmeta.h reads it).
+    nlohmann::json provenance;
 };
 
 struct ExportReport {

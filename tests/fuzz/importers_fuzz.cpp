@@ -4,12 +4,13 @@
 //      alone, so mutations reach the protobuf reader without having to fix CRCs); 2: MLflow metric lines
 //      (parse_mlflow_metric_line) and the same bytes as meta.yaml (parse_simple_yaml); 3: a CSV/TSV metric file;
 //      4: a JSONL metric file; 5: a W&B .wandb log (scan_wandb_log, decode_wandb_record on each record); 6: one W&B
-//      Record without framing.
+//      Record without framing; 7: an exported model's metadata (parse_model_metadata: ONNX or safetensors).
 // Properties: damage lies inside the input (offset < size) and says what; a refused Event says why and adds nothing to
 // the run; every point has a step, and a parsed MLflow line a finite time; a histogram has as many counts as limits;
 // the CSV and JSONL readers keep no more points than the rows they read could hold.
 #include "fuzzsupport.h"
 #include "metricfile.h"
+#include "modelmeta.h"
 #include "mlflow.h"
 #include "textlines.h"
 #include "tfevents.h"
@@ -44,7 +45,7 @@ void check_run(const ImportedRun& run) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 1)
         return 0;
-    const uint8_t selector = data[0] % 7;
+    const uint8_t selector = data[0] % 8;
     const std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);
     switch (selector) {
     case 0: {
@@ -114,6 +115,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             lines += c == '\n';
         for (const auto& [tag, points] : run.scalars)
             FUZZ_CHECK(points.size() <= lines, "more points in a series than lines in the file");
+        break;
+    }
+    case 7: {
+        ModelMetadata metadata;
+        std::string error;
+        const bool ok = parse_model_metadata(bytes, metadata, error);
+        FUZZ_CHECK(ok || !error.empty(), "a refused model file must say why");
+        FUZZ_CHECK(!ok || metadata.format == "onnx" || metadata.format == "safetensors", "a read model has a format");
         break;
     }
     default:

@@ -909,6 +909,24 @@ void ConsoleTest::datasetsRegisterPreviewUploadTrainAndExport() {
     QVERIFY(report.value("val_samples").toInt() > 0);
     exporter->grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/export.png"));
     exporter->close();
+
+    // Each exported file says which run and checkpoint made it, and from what data: opened in the console, it
+    // brings that run up.
+    const qint64 exported_run =
+        window.jobs().data(window.table().currentIndex(), JobTableModel::JobIdRole).toLongLong();
+    window.setOpenModelQuietly(true);
+    for (const auto& artifact : report.value("artifacts").toArray()) {
+        const QString path = artifact.toObject().value("path").toString();
+        window.openExportedModel(path);
+        QTRY_VERIFY_WITH_TIMEOUT(window.modelProvenance().contains(QFileInfo(path).fileName()), 20000);
+        const QString said = window.modelProvenance();
+        QVERIFY2(said.contains(QString("exported from run %1 “on dataset”").arg(exported_run)), qPrintable(said));
+        QVERIFY2(said.contains(QRegularExpression("checkpoint ckpt-\\d+\\.tdck \\(step \\d+\\)")), qPrintable(said));
+        QVERIFY2(said.contains("Dataset version " + second.left(12)), qPrintable(said));
+        QVERIFY2(said.contains("The run is in this catalog"), qPrintable(said));
+    }
+    window.openExportedModel(dir + "/catalog.db"); // not a model
+    QTRY_VERIFY_WITH_TIMEOUT(window.modelProvenance().startsWith("Not a model TrainDeck can read"), 20000);
 }
 
 void ConsoleTest::lostWorkerJobFinishesOnAnotherWorker() {
