@@ -3,7 +3,6 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 
-#include <map>
 #include <set>
 
 namespace traindeck {
@@ -29,16 +28,26 @@ void compare(QList<CaptureDifference>& out, const QString& what, const QString& 
         out.push_back({what, before, after});
 }
 
+// The keys either object has, sorted.
+std::set<QString> keys_of(const QJsonObject& a, const QJsonObject& b) {
+    std::set<QString> keys;
+    for (auto it = a.begin(); it != a.end(); ++it)
+        keys.insert(it.key());
+    for (auto it = b.begin(); it != b.end(); ++it)
+        keys.insert(it.key());
+    return keys;
+}
+
 QString gpus_of(const QJsonObject& system) {
     QStringList names;
-    for (const QJsonValue& gpu : system.value("gpus").toArray())
+    for (const auto& gpu : system.value("gpus").toArray())
         names << gpu.toObject().value("name").toString();
     return names.join(", ");
 }
 
 QString drivers_of(const QJsonObject& system) {
     QStringList drivers;
-    for (const QJsonValue& gpu : system.value("gpus").toArray())
+    for (const auto& gpu : system.value("gpus").toArray())
         if (const QString driver = gpu.toObject().value("driver").toString(); !drivers.contains(driver))
             drivers << driver;
     return drivers.join(", ");
@@ -65,11 +74,7 @@ EnvironmentDiff diff_captures(const QJsonObject& code_a, const QJsonObject& envi
 
     const QJsonObject packages_a = environment_a.value("python").toObject().value("packages").toObject();
     const QJsonObject packages_b = environment_b.value("python").toObject().value("packages").toObject();
-    std::set<QString> names;
-    for (auto it = packages_a.begin(); it != packages_a.end(); ++it)
-        names.insert(it.key());
-    for (auto it = packages_b.begin(); it != packages_b.end(); ++it)
-        names.insert(it.key());
+    const std::set<QString> names = keys_of(packages_a, packages_b);
     diff.packages_compared = static_cast<int>(names.size());
     for (const QString& name : names)
         compare(diff.packages, name,
@@ -103,14 +108,9 @@ EnvironmentDiff diff_captures(const QJsonObject& code_a, const QJsonObject& envi
 
     // The job's own variables, not the ones the worker sets for each run (job id, folders).
     const QJsonObject env_a = code_a.value("environment").toObject(), env_b = code_b.value("environment").toObject();
-    std::set<QString> keys;
-    for (auto it = env_a.begin(); it != env_a.end(); ++it)
-        keys.insert(it.key());
-    for (auto it = env_b.begin(); it != env_b.end(); ++it)
-        keys.insert(it.key());
     static const QStringList per_run = {"TRAINDECK_JOB_ID", "TRAINDECK_CHECKPOINT_DIR", "TRAINDECK_DATASET_DIR",
                                         "TRAINDECK_RESUME", "TRAINDECK_METRICS_FD"};
-    for (const QString& key : keys)
+    for (const QString& key : keys_of(env_a, env_b))
         if (!per_run.contains(key))
             compare(diff.environment, key, env_a.value(key).toString(), env_b.value(key).toString());
     return diff;
@@ -160,7 +160,7 @@ ReproducePlan plan_reproduction(qint64 job, const QJsonObject& original_request,
                                  "runs without them")
                                  .arg(code.value("left_out_count").toInt());
         QStringList secrets;
-        for (const QJsonValue& row : code.value("left_out").toArray())
+        for (const auto& row : code.value("left_out").toArray())
             if (row.toObject().value("why").toString().startsWith("never captured"))
                 secrets << row.toObject().value("path").toString();
         if (!secrets.isEmpty())

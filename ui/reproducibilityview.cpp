@@ -53,7 +53,7 @@ protected:
 QString bytes_text(qint64 bytes) {
     if (bytes < 1024)
         return QObject::tr("%1 B").arg(bytes);
-    if (bytes < 1024 * 1024)
+    if (bytes < qint64(1024) * 1024)
         return QObject::tr("%1 KiB").arg(bytes / 1024.0, 0, 'f', 1);
     return QObject::tr("%1 MiB").arg(bytes / 1048576.0, 0, 'f', 1);
 }
@@ -239,13 +239,13 @@ void ReproducibilityView::show(const Loaded& read) {
                      .arg(read.capture.snapshots.size());
     if (const qint64 reproduces = request.value("console").toObject().value("reproduces").toInteger(); reproduces > 0)
         lines << tr("Reruns run %1.").arg(reproduces);
-    for (const QJsonValue& problem : code.value("problems").toArray())
+    for (const auto& problem : code.value("problems").toArray())
         lines << tr("<b>Capture problem:</b> %1").arg(problem.toString().toHtmlEscaped());
     summary_->setText(lines.join("<br>"));
     reproduce_->setEnabled(!request.isEmpty() && (builtin || !code.value("snapshot").toString().isEmpty()));
 
     left_out_->setRowCount(0);
-    for (const QJsonValue& row : code.value("left_out").toArray())
+    for (const auto& row : code.value("left_out").toArray())
         add_row(left_out_, {row.toObject().value("path").toString(), row.toObject().value("why").toString()});
     if (const int more = code.value("left_out_count").toInt() - left_out_->rowCount(); more > 0)
         add_row(left_out_, {tr("… %1 more").arg(more), QString()});
@@ -280,7 +280,7 @@ void ReproducibilityView::show(const Loaded& read) {
     for (const auto& [key, label] : fields)
         if (system.contains(key))
             add_row(system_, {label, value_text(system.value(key))});
-    for (const QJsonValue& gpu : system.value("gpus").toArray()) {
+    for (const auto& gpu : system.value("gpus").toArray()) {
         const QJsonObject g = gpu.toObject();
         add_row(system_,
                 {tr("GPU %1").arg(g.value("index").toString()),
@@ -302,7 +302,7 @@ void ReproducibilityView::show(const Loaded& read) {
         add_row(system_, {tr("TrainDeck"), capture.value("traindeck").toString()});
         add_row(system_, {tr("Executor"), capture.value("executor").toString()});
         QStringList command;
-        for (const QJsonValue& word : capture.value("command").toArray())
+        for (const auto& word : capture.value("command").toArray())
             command << word.toString();
         add_row(system_, {tr("Command"), command.join(' ')});
         add_row(system_, {tr("Working folder"), capture.value("cwd").toString()});
@@ -366,7 +366,7 @@ QStringList ReproducibilityView::leftOut() const {
 QStringList ReproducibilityView::lineage() const {
     QStringList rows;
     std::function<void(QTreeWidgetItem*, int)> walk = [&](QTreeWidgetItem* item, int depth) {
-        rows << QString(depth * 2, ' ') + item->text(0);
+        rows << QString(qsizetype(depth) * 2, ' ') + item->text(0);
         for (int i = 0; i < item->childCount(); ++i)
             walk(item->child(i), depth + 1);
     };

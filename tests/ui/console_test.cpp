@@ -2812,19 +2812,35 @@ void ConsoleTest::aRunIsCapturedShownAndRerunExactlyOnAnotherWorker() {
     WorkerReaper local_reaper{dir + "/local"}, remote_reaper{dir + "/remote"};
     TRAINDECK_REQUIRE(have_openssl(), kNeedOpenssl);
     TRAINDECK_REQUIRE(run_git(dir, {"--version"}), "git is not installed (bash installer/install-deps.sh)");
+    TRAINDECK_REQUIRE(QProcess::execute("/usr/bin/python3", {"-c", "import torch"}) == 0,
+                      "python3-torch is not installed (bash installer/install-deps.sh --tests)");
     // A repository as a user leaves it mid-experiment: committed code, an edit, an untracked file, a secret.
     const QString repo = dir + "/repo";
     QDir().mkpath(repo);
     QVERIFY(run_git(repo, {"init", "-q", "-b", "main", "."}));
     QVERIFY(run_git(repo, {"config", "user.email", "t@example.com"}) && run_git(repo, {"config", "user.name", "t"}));
+    // A deterministic PyTorch script: its curve depends on the code (steps.txt) and the data (data/scale.txt).
     QVERIFY(write_text(repo + "/job.py", R"(import json, os
+import torch
+torch.manual_seed(7)
+torch.set_num_threads(1)
 steps = int(open("steps.txt").read())
 scale = float(open("data/scale.txt").read())
+x = torch.randn(256, 8)
+y = x @ torch.randn(8, 1) * scale
+model = torch.nn.Linear(8, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
 out = os.fdopen(int(os.environ["TRAINDECK_METRICS_FD"]), "w")
-loss = 2.0
 for step in range(1, steps + 1):
-    loss = loss * 0.9 + scale * ((step * 7919) % 13) / 1000.0
-    out.write(json.dumps({"type": "metric", "step": step, "loss": loss}) + "\n")
+    optimizer.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+    out.write(json.dumps({"type": "metric", "step": step, "loss": loss.item()}) + "\n")
+)"));
+    QVERIFY(write_text(repo + "/probe.py", R"(import json, os
+out = os.fdopen(int(os.environ["TRAINDECK_METRICS_FD"]), "w")
+out.write(json.dumps({"type": "metric", "step": 1, "loss": 1.0}) + "\n")
 )"));
     QVERIFY(write_text(repo + "/steps.txt", "30\n"));
     QVERIFY(run_git(repo, {"add", "-A"}) && run_git(repo, {"commit", "-qm", "first"}));
@@ -2897,15 +2913,15 @@ for step in range(1, steps + 1):
     QTRY_VERIFY_WITH_TIMEOUT(view.summary().contains(QString("Reruns run %1").arg(original)), 20000);
     QVERIFY2(view.summary().contains("every file as captured"), qPrintable(view.summary()));
 
-    // The same script under another interpreter on this machine (a virtual environment without the system's
-    // packages): Compare → Environment shows what its packages lack.
+    // A script under another interpreter on this machine (a virtual environment without the system's packages):
+    // Compare → Environment shows what its packages lack.
     QProcess venv;
     venv.start("/usr/bin/python3", {"-m", "venv", "--without-pip", dir + "/venv"});
     QVERIFY(venv.waitForFinished(60000) && venv.exitCode() == 0);
     NewJobDialog isolated(&window);
     isolated.setBackends(window.backendNames());
-    isolated.load(
-        QJsonObject{{"name", "script-venv"}, {"argv", QJsonArray{dir + "/venv/bin/python", "job.py"}}, {"cwd", repo}});
+    isolated.load(QJsonObject{
+        {"name", "script-venv"}, {"argv", QJsonArray{dir + "/venv/bin/python", "probe.py"}}, {"cwd", repo}});
     window.submitDialog(isolated);
     QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "script-venv") >= 0, 15000);
     QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "script-venv")), QString("succeeded"), 60000);

@@ -5,6 +5,7 @@
 #include "codetransfer.h"
 #include "jobchecks.h"
 #include "requireall.h"
+#include "tempfolder.h"
 #include "workerprocess.h"
 
 #include <gtest/gtest.h>
@@ -22,32 +23,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TempFolder {
-public:
-    TempFolder() {
-        char name[] = "/tmp/traindeck-capture-XXXXXX";
-        path_ = ::mkdtemp(name);
-    }
-    ~TempFolder() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
-
 void write(const std::string& path, const std::string& text) {
     fs::create_directories(fs::path(path).parent_path());
     std::ofstream(path, std::ios::binary) << text;
-}
-
-std::string read(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
 }
 
 // A shell command in a folder; its output, trimmed. Fails the test when it fails.
@@ -77,7 +55,7 @@ bool have_git() { return std::system("git --version >/dev/null 2>&1") == 0; }
 // tracked key file edited too, a secret .env, and a 1 GB data file that .gitignore names.
 struct DirtyRepo {
     TempFolder folder;
-    std::string root = folder.path() + "/repo";
+    std::string root = folder.path + "/repo";
     DirtyRepo() {
         fs::create_directories(root);
         run(root, "git init -q -b main . && git config user.email t@example.com && git config user.name test");
@@ -119,7 +97,7 @@ TEST(Capture, ADirtyGitCheckoutIsCapturedWithItsDiffAndNeverItsSecrets) {
     DirtyRepo repo;
     traindeck::dataset::ContentStore store;
     std::string error;
-    ASSERT_TRUE(store.open(repo.folder.path() + "/store", error)) << error;
+    ASSERT_TRUE(store.open(repo.folder.path + "/store", error)) << error;
 
     const json code = capture_code(repo.root + "/src", store, {});
     EXPECT_EQ(code["kind"], "git");
@@ -142,7 +120,7 @@ TEST(Capture, ADirtyGitCheckoutIsCapturedWithItsDiffAndNeverItsSecrets) {
     ASSERT_TRUE(store.stored_manifest(code["snapshot"], manifest, error));
     std::string train;
     ASSERT_TRUE(store.read_chunk(manifest.find("train.py")->sha256, train));
-    EXPECT_EQ(train, read(repo.root + "/train.py"));
+    EXPECT_EQ(train, read_file(repo.root + "/train.py"));
     EXPECT_TRUE(left_out(code, ".env", "never captured")) << code["left_out"];
     EXPECT_TRUE(left_out(code, "deploy.key", "never captured")) << code["left_out"];
     const std::string everything = code.dump();
@@ -152,9 +130,9 @@ TEST(Capture, ADirtyGitCheckoutIsCapturedWithItsDiffAndNeverItsSecrets) {
     EXPECT_EQ(code["complete"], true);
     const int64_t bytes = code["bytes"];
     EXPECT_EQ(code["stored_bytes"], bytes) << "a first capture stores every file";
-    EXPECT_EQ(bytes,
-              static_cast<int64_t>(read(repo.root + "/train.py").size() + read(repo.root + "/helper.py").size() +
-                                   read(repo.root + "/src/model.py").size() + read(repo.root + "/.gitignore").size()));
+    EXPECT_EQ(bytes, static_cast<int64_t>(
+                         read_file(repo.root + "/train.py").size() + read_file(repo.root + "/helper.py").size() +
+                         read_file(repo.root + "/src/model.py").size() + read_file(repo.root + "/.gitignore").size()));
 
     // Unchanged: the same snapshot, no byte stored again. One file changed: only its bytes.
     const json again = capture_code(repo.root + "/src", store, {});
@@ -163,7 +141,7 @@ TEST(Capture, ADirtyGitCheckoutIsCapturedWithItsDiffAndNeverItsSecrets) {
     write(repo.root + "/helper.py", "HELP = 2  # changed\n");
     const json changed = capture_code(repo.root, store, {});
     EXPECT_NE(changed["snapshot"], code["snapshot"]);
-    EXPECT_EQ(changed["stored_bytes"], static_cast<int64_t>(read(repo.root + "/helper.py").size()));
+    EXPECT_EQ(changed["stored_bytes"], static_cast<int64_t>(read_file(repo.root + "/helper.py").size()));
     EXPECT_EQ(changed["cwd"], "");
 
     // A pattern of the folder's own (.traindeckignore) or the worker's is never captured either, with its note.
@@ -179,7 +157,7 @@ TEST(Capture, ADirtyGitCheckoutIsCapturedWithItsDiffAndNeverItsSecrets) {
 
 TEST(Capture, OutsideGitTheFolderIsSnapshotWithItsLimitsSaid) {
     TempFolder folder;
-    const std::string root = folder.path() + "/project";
+    const std::string root = folder.path + "/project";
     write(root + "/main.py", "print(1)\n");
     write(root + "/lib/util.py", "X = 1\n");
     write(root + "/lib/__pycache__/util.cpython-311.pyc", "bytecode");
@@ -190,7 +168,7 @@ TEST(Capture, OutsideGitTheFolderIsSnapshotWithItsLimitsSaid) {
     write(root + "/weights.bin", std::string(5 << 20, 'w'));
     traindeck::dataset::ContentStore store;
     std::string error;
-    ASSERT_TRUE(store.open(folder.path() + "/store", error)) << error;
+    ASSERT_TRUE(store.open(folder.path + "/store", error)) << error;
     const json code = capture_code(root, store, {});
     EXPECT_EQ(code["kind"], "folder");
     EXPECT_TRUE(code["dirty"].is_null()) << "outside git nothing says what is committed";
@@ -213,28 +191,28 @@ TEST(Capture, PythonPackagesAreAskedOfTheJobsOwnInterpreter) {
     TempFolder folder;
     traindeck::Environment env;
     env.set("PATH", "/usr/bin:/bin");
-    EXPECT_EQ(python_interpreter({"python3", "train.py"}, env, folder.path()), "/usr/bin/python3");
-    EXPECT_EQ(python_interpreter({"/bin/sh", "-c", "python3 -u train.py --lr 0.1"}, env, folder.path()),
+    EXPECT_EQ(python_interpreter({"python3", "train.py"}, env, folder.path), "/usr/bin/python3");
+    EXPECT_EQ(python_interpreter({"/bin/sh", "-c", "python3 -u train.py --lr 0.1"}, env, folder.path),
               "/usr/bin/python3");
-    write(folder.path() + "/job.py", "#!/usr/bin/env python3\nprint(1)\n");
-    EXPECT_EQ(python_interpreter({"./job.py"}, env, folder.path()), "/usr/bin/python3");
-    EXPECT_EQ(python_interpreter({"/bin/true"}, env, folder.path()), "");
+    write(folder.path + "/job.py", "#!/usr/bin/env python3\nprint(1)\n");
+    EXPECT_EQ(python_interpreter({"./job.py"}, env, folder.path), "/usr/bin/python3");
+    EXPECT_EQ(python_interpreter({"/bin/true"}, env, folder.path), "");
 
-    const json system = capture_python("/usr/bin/python3", env, folder.path());
+    const json system = capture_python("/usr/bin/python3", env, folder.path);
     ASSERT_TRUE(system.contains("packages")) << system.dump();
     ASSERT_TRUE(system["packages"].contains("numpy")) << system.dump();
     const json numpy = system["packages"]["numpy"];
     EXPECT_EQ(numpy["debian"], "python3-numpy");
-    EXPECT_EQ(numpy["version"], run(folder.path(), "/usr/bin/python3 -c 'import numpy; print(numpy.__version__)'"));
-    EXPECT_EQ(numpy["debian_version"], run(folder.path(), "dpkg-query -W -f='${Version}' python3-numpy"));
+    EXPECT_EQ(numpy["version"], run(folder.path, "/usr/bin/python3 -c 'import numpy; print(numpy.__version__)'"));
+    EXPECT_EQ(numpy["debian_version"], run(folder.path, "dpkg-query -W -f='${Version}' python3-numpy"));
 
     // Another interpreter on the machine (a virtual environment without the system's packages) answers for itself.
-    run(folder.path(), "/usr/bin/python3 -m venv --without-pip venv");
-    const json isolated = capture_python(folder.path() + "/venv/bin/python", env, folder.path());
+    run(folder.path, "/usr/bin/python3 -m venv --without-pip venv");
+    const json isolated = capture_python(folder.path + "/venv/bin/python", env, folder.path);
     ASSERT_TRUE(isolated.contains("packages")) << isolated.dump();
     EXPECT_FALSE(isolated["packages"].contains("numpy")) << isolated.dump();
-    EXPECT_EQ(isolated["prefix"], folder.path() + "/venv");
-    const json broken = capture_python(folder.path() + "/no-such-python", env, folder.path());
+    EXPECT_EQ(isolated["prefix"], folder.path + "/venv");
+    const json broken = capture_python(folder.path + "/no-such-python", env, folder.path);
     EXPECT_NE(broken.value("problem", "").find("could not ask"), std::string::npos) << broken.dump();
 }
 
@@ -301,20 +279,19 @@ TEST(Capture, AScriptRunIsCapturedAndReproducedExactlyOnASecondTlsWorker) {
     write(repo.root + "/src/__init__.py", "");
     write(repo.root + "/src/settings.py", "STEPS = 40\n");
     write(repo.root + "/data/scale.txt", "1.5\n");
-    if (!make_certificate(repo.folder.path())) {
+    if (!make_certificate(repo.folder.path)) {
         TRAINDECK_SKIP("the openssl command is not available to make a test certificate");
     }
     WorkerProcess first;
-    WorkerProcess second(
-        {"--tls-cert", repo.folder.path() + "/cert.pem", "--tls-key", repo.folder.path() + "/key.pem"});
+    WorkerProcess second({"--tls-cert", repo.folder.path + "/cert.pem", "--tls-key", repo.folder.path + "/key.pem"});
     ASSERT_TRUE(first.running() && second.running());
-    second.use_tls(repo.folder.path() + "/cert.pem");
+    second.use_tls(repo.folder.path + "/cert.pem");
     const json request = {{"argv", {"/usr/bin/python3", "job.py"}}, {"cwd", repo.root}};
     const int64_t original = first.submit(request);
     ASSERT_GT(original, 0) << first.last_error;
     const std::vector<json> events = first.drain(original);
     const json code = capture_of(events, "code"), environment = capture_of(events, "environment");
-    ASSERT_FALSE(code.is_null()) << "no capture event; the worker said: " << read(first.output());
+    ASSERT_FALSE(code.is_null()) << "no capture event; the worker said: " << read_file(first.output());
     ASSERT_FALSE(environment.is_null()) << "no environment event";
     EXPECT_EQ(code["code"]["commit"], run(repo.root, "git rev-parse HEAD"));
     EXPECT_EQ(code["code"]["dirty"], true);
