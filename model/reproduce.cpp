@@ -1,8 +1,12 @@
 #include "reproduce.h"
 
+#include "linediff.h"
+
 #include <QJsonArray>
 #include <QJsonDocument>
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 namespace traindeck {
@@ -114,6 +118,61 @@ EnvironmentDiff diff_captures(const QJsonObject& code_a, const QJsonObject& envi
         if (!per_run.contains(key))
             compare(diff.environment, key, env_a.value(key).toString(), env_b.value(key).toString());
     return diff;
+}
+
+QString snapshot_diff(const QByteArray& manifest_a, const QByteArray& manifest_b,
+                      const std::function<QByteArray(const QString& sha256, bool second, QString* error)>& chunk,
+                      qint64 max_file_bytes) {
+    // path -> (sha256, size) of each side.
+    const auto files_of = [](const QByteArray& manifest, std::map<QString, std::pair<QString, qint64>>& files) {
+        const QJsonObject root = QJsonDocument::fromJson(manifest).object();
+        if (!root.value("files").isArray())
+            return false;
+        for (const auto& file : root.value("files").toArray()) {
+            const QJsonObject entry = file.toObject();
+            files[entry.value("path").toString()] = {entry.value("sha256").toString(), entry.value("size").toInteger()};
+        }
+        return true;
+    };
+    std::map<QString, std::pair<QString, qint64>> a, b;
+    if (!files_of(manifest_a, a) || !files_of(manifest_b, b))
+        return QStringLiteral("(a snapshot's manifest could not be read)\n");
+    std::set<QString> paths;
+    for (const auto& [path, file] : a)
+        paths.insert(path);
+    for (const auto& [path, file] : b)
+        paths.insert(path);
+    QString out;
+    for (const QString& path : paths) {
+        const auto in_a = a.find(path), in_b = b.find(path);
+        if (in_a != a.end() && in_b != b.end() && in_a->second.first == in_b->second.first)
+            continue;
+        const QString name_a = in_a == a.end() ? QStringLiteral("/dev/null") : "a/" + path;
+        const QString name_b = in_b == b.end() ? QStringLiteral("/dev/null") : "b/" + path;
+        out += QStringLiteral("diff --git a/%1 b/%1\n").arg(path);
+        const qint64 largest =
+            std::max(in_a == a.end() ? 0 : in_a->second.second, in_b == b.end() ? 0 : in_b->second.second);
+        if (largest > max_file_bytes) {
+            out += QStringLiteral("Files differ (%1 bytes: too large to show here)\n").arg(largest);
+            continue;
+        }
+        QByteArray bytes_a, bytes_b;
+        QString error;
+        if (in_a != a.end())
+            bytes_a = chunk(in_a->second.first, false, &error);
+        if (error.isEmpty() && in_b != b.end())
+            bytes_b = chunk(in_b->second.first, true, &error);
+        if (!error.isEmpty()) {
+            out += QStringLiteral("(cannot read it: %1)\n").arg(error);
+            continue;
+        }
+        if (bytes_a.contains('\0') || bytes_b.contains('\0')) {
+            out += QStringLiteral("Binary files %1 and %2 differ\n").arg(name_a, name_b);
+            continue;
+        }
+        out += unified_diff(name_a, bytes_a, name_b, bytes_b);
+    }
+    return out;
 }
 
 ReproducePlan plan_reproduction(qint64 job, const QJsonObject& original_request, const QJsonObject& code_capture,

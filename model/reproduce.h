@@ -2,10 +2,13 @@
 // Reproducibility over runs' captures (backend/worker/capture.h, kept by the catalog): what differs between two
 // runs' code, packages and machines, and the request that reruns a run exactly, with what stands in the way of
 // "exactly" said before it starts. Pure functions over the captures' JSON: no catalog, no network.
+#include <QByteArray>
 #include <QJsonObject>
 #include <QList>
 #include <QString>
 #include <QStringList>
+
+#include <functional>
 
 namespace traindeck {
 
@@ -34,6 +37,15 @@ EnvironmentDiff diff_captures(const QJsonObject& code_a, const QJsonObject& envi
 
 // A package's version as a run had it: "1.24.2 (Debian python3-numpy 1:1.24.2-1)" or "1.24.2".
 QString package_version(const QJsonObject& package);
+
+// The code two runs started from, file by file: a unified diff of every text file that differs between their
+// snapshots' manifests (the JSON GET /v1/code gives), "Binary files differ" for others. chunk(sha256, second) gives a
+// file's bytes from the first or the second run's backend (empty and *error set when it cannot); a file over
+// max_file_bytes is only said to differ. "" when the snapshots hold the same files; a line saying what could not be
+// read when a manifest is not one.
+QString snapshot_diff(const QByteArray& manifest_a, const QByteArray& manifest_b,
+                      const std::function<QByteArray(const QString& sha256, bool second, QString* error)>& chunk,
+                      qint64 max_file_bytes = 256 * 1024);
 
 struct ReproducePlan {
     QJsonObject request;  // to submit (with "console": {"reproduces": job}); empty when it cannot be made

@@ -1,6 +1,7 @@
 #include "compareview.h"
 
 #include "chartexport.h"
+#include "diffhighlighter.h"
 #include "groupstats.h"
 #include "parallelcoordinates.h"
 #include "reproduce.h"
@@ -13,6 +14,7 @@
 #include <QCursor>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QJsonDocument>
@@ -22,6 +24,7 @@
 #include <QListWidget>
 #include <QLogValueAxis>
 #include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScatterSeries>
 #include <QSplitter>
@@ -227,7 +230,24 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     auto* environment_layout = new QVBoxLayout(environment_page);
     environment_layout->setContentsMargins(6, 6, 6, 6);
     environment_layout->addWidget(environment_note_);
-    environment_layout->addWidget(environment_table_, 1);
+    code_diff_title_ = new QLabel;
+    code_diff_ = new QPlainTextEdit;
+    code_diff_->setReadOnly(true);
+    code_diff_->setLineWrapMode(QPlainTextEdit::NoWrap);
+    code_diff_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    new DiffHighlighter(code_diff_->document());
+    auto* code_box = new QWidget;
+    auto* code_layout = new QVBoxLayout(code_box);
+    code_layout->setContentsMargins(0, 0, 0, 0);
+    code_layout->addWidget(code_diff_title_);
+    code_layout->addWidget(code_diff_, 1);
+    code_box->hide();
+    auto* environment_split = new QSplitter(Qt::Vertical);
+    environment_split->addWidget(environment_table_);
+    environment_split->addWidget(code_box);
+    environment_split->setStretchFactor(0, 3);
+    environment_split->setStretchFactor(1, 2);
+    environment_layout->addWidget(environment_split, 1);
     tabs_->addTab(environment_page, tr("Environment"));
 
     auto* top = new QHBoxLayout;
@@ -768,10 +788,19 @@ void CompareView::exportWithDialog() {
 
 const QAbstractItemModel& CompareView::environmentModel() const { return *environment_model_; }
 
+void CompareView::setCodeDiff(const QString& title, const QString& diff) {
+    code_diff_title_->setText(title);
+    code_diff_->setPlainText(diff);
+    code_diff_->parentWidget()->setVisible(!title.isEmpty());
+}
+
+QString CompareView::codeDiff() const { return code_diff_->toPlainText(); }
+
 QString CompareView::environmentNote() const { return environment_note_->text(); }
 
 void CompareView::setCaptures(const QList<CapturedRun>& runs) {
     environment_model_->clear();
+    setCodeDiff({}, {});
     QList<CapturedRun> captured;
     QStringList without;
     for (const CapturedRun& run : runs) {

@@ -19,6 +19,7 @@ class QChartView;
 class QComboBox;
 class QLabel;
 class QListWidget;
+class QPlainTextEdit;
 class QScatterSeries;
 class QStandardItemModel;
 class QTabWidget;
@@ -66,6 +67,10 @@ public:
     // Columns "kind", "what", then one per run; one row per thing that differs.
     const QAbstractItemModel& environmentModel() const;
     QString environmentNote() const;
+    // The code two of the runs started from, file by file (model/reproduce.h's snapshot_diff), under a title saying
+    // which two; "" hides it.
+    void setCodeDiff(const QString& title, const QString& diff);
+    QString codeDiff() const;
 
     // Exports the current tab to `path`: the tables as CSV, the plots as PNG, SVG or PDF (by the suffix; a table
     // tab also takes .csv only). "" or what went wrong.
@@ -101,6 +106,8 @@ private:
     QStandardItemModel* environment_model_;
     QTableView* environment_table_;
     QLabel* environment_note_;
+    QLabel* code_diff_title_;
+    QPlainTextEdit* code_diff_;
     ParallelCoordinates* parallel_;
     QListWidget* axis_list_;
     QComboBox* metric_;

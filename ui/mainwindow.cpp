@@ -893,9 +893,12 @@ void MainWindow::updateCompare() {
     std::vector<RunRecord> runs = compareRuns();
     // The Environment tab's captures, read off the GUI thread (the first 50 runs: a wider diff is unreadable).
     QList<CompareView::CapturedRun> wanted;
+    QHash<qint64, QString> backends; // run -> its backend's name (where its code snapshot is)
     for (const RunRecord& run : runs)
-        if (wanted.size() < 50)
+        if (wanted.size() < 50) {
             wanted.push_back({run.id, QString::fromStdString(run.name), {}, {}});
+            backends.insert(run.id, QString::fromStdString(run.backend));
+        }
     const int generation = ++compare_captures_generation_;
     run_in_background(
         this,
@@ -908,9 +911,11 @@ void MainWindow::updateCompare() {
             }
             return wanted;
         },
-        [this, generation](const QList<CompareView::CapturedRun>& captured) {
-            if (generation == compare_captures_generation_)
-                compare_->setCaptures(captured);
+        [this, generation, backends](const QList<CompareView::CapturedRun>& captured) {
+            if (generation != compare_captures_generation_)
+                return;
+            compare_->setCaptures(captured);
+            showCodeDiff(captured, backends, generation);
         },
         QThreadPool::globalInstance());
     compare_->setRuns(runs);
@@ -1665,6 +1670,54 @@ void MainWindow::openExportedModel(const QString& path) {
             }
             if (!open_model_quietly_)
                 QMessageBox::information(this, tr("Exported model"), model_provenance_);
+        });
+}
+
+void MainWindow::showCodeDiff(const QList<CompareView::CapturedRun>& captured, const QHash<qint64, QString>& backends,
+                              int generation) {
+    // The first run against the first other whose code snapshot differs: both manifests and the changed files'
+    // bytes fetched from each run's own backend, off the GUI thread.
+    const auto snapshot_of = [](const CompareView::CapturedRun& run) {
+        return QJsonDocument::fromJson(run.code).object().value("code").toObject().value("snapshot").toString();
+    };
+    if (captured.size() < 2 || snapshot_of(captured[0]).isEmpty())
+        return;
+    const CompareView::CapturedRun* other = nullptr;
+    for (const CompareView::CapturedRun& run : captured)
+        if (!snapshot_of(run).isEmpty() && snapshot_of(run) != snapshot_of(captured[0])) {
+            other = &run;
+            break;
+        }
+    if (!other)
+        return;
+    const std::optional<JobController::Connected> first = controller_->find(backends.value(captured[0].job));
+    const std::optional<JobController::Connected> second = controller_->find(backends.value(other->job));
+    const QString title = tr("Code: %1 → %2").arg(captured[0].name, other->name);
+    if (!first || !second) {
+        compare_->setCodeDiff(title, tr("(the code diff needs both runs' backends connected)"));
+        return;
+    }
+    const BackendRef a = BackendRef::of(first->backend), b = BackendRef::of(second->backend);
+    run_in_background(
+        this,
+        [a, b, snapshot_a = snapshot_of(captured[0]), snapshot_b = snapshot_of(*other)] {
+            const BackendRef::Use use_a = a.use(), use_b = b.use();
+            if (!use_a || !use_b)
+                return tr("(a backend was closed)");
+            QString error;
+            const QByteArray manifest_a = use_a->codeManifest(snapshot_a, &error);
+            const QByteArray manifest_b = manifest_a.isEmpty() ? QByteArray() : use_b->codeManifest(snapshot_b, &error);
+            if (manifest_b.isEmpty())
+                return tr("(cannot read the snapshots: %1)").arg(error);
+            Backend* backend_a = &*use_a;
+            Backend* backend_b = &*use_b;
+            return snapshot_diff(manifest_a, manifest_b, [&](const QString& sha256, bool second_run, QString* why) {
+                return (second_run ? backend_b : backend_a)->codeChunk(sha256, why);
+            });
+        },
+        [this, generation, title](const QString& diff) {
+            if (generation == compare_captures_generation_)
+                compare_->setCodeDiff(title, diff.isEmpty() ? tr("(the same files)") : diff);
         });
 }
 

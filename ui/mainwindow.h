@@ -4,6 +4,7 @@
 // diff, summaries, parallel coordinates, scatter), the backend's resources and the alerts. It reads models and acts on
 // jobs through its JobController (which backend, upload then submit) and their JobSync; no SQL, no HTTP here.
 #include "backendtablemodel.h"
+#include "compareview.h"
 #include "datasetsview.h"
 #include "datasetsync.h"
 #include "jobcontroller.h"
@@ -132,6 +133,9 @@ protected:
     void dropEvent(QDropEvent* event) override;
 
 private:
+    // Compare → Environment's code diff of two of the compared runs (their captures just read).
+    void showCodeDiff(const QList<CompareView::CapturedRun>& captured, const QHash<qint64, QString>& backends,
+                      int generation);
     // Runs another program added or resumed in the catalog (traindeck-cli submit, resume) are watched as the
     // console's own are: each sync looks again for the active jobs of its backend when a new one shows.
     void watchNewRuns();

@@ -3,6 +3,7 @@
 #include "reproducibilityview.h"
 
 #include "background.h"
+#include "diffhighlighter.h"
 
 #include <QDateTime>
 #include <QFileInfo>
@@ -14,7 +15,6 @@
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
-#include <QSyntaxHighlighter>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTreeWidget>
@@ -26,29 +26,6 @@
 namespace traindeck {
 
 namespace {
-
-// A unified diff's added and removed lines in colour, its file headers in bold.
-class DiffHighlighter : public QSyntaxHighlighter {
-public:
-    using QSyntaxHighlighter::QSyntaxHighlighter;
-
-protected:
-    void highlightBlock(const QString& text) override {
-        QTextCharFormat format;
-        if (text.startsWith("diff --git") || text.startsWith("+++") || text.startsWith("---")) {
-            format.setFontWeight(QFont::Bold);
-        } else if (text.startsWith('+')) {
-            format.setForeground(QColor(0x1a, 0x7f, 0x37));
-        } else if (text.startsWith('-')) {
-            format.setForeground(QColor(0xcf, 0x22, 0x2e));
-        } else if (text.startsWith("@@")) {
-            format.setForeground(QColor(0x57, 0x60, 0x6a));
-        } else {
-            return;
-        }
-        setFormat(0, static_cast<int>(text.size()), format);
-    }
-};
 
 QString bytes_text(qint64 bytes) {
     if (bytes < 1024)

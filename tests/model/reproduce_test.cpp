@@ -2,6 +2,7 @@
 // the request that reruns a run exactly (model/reproduce.h).
 #include "catalog.h"
 #include "jobtablemodel.h"
+#include "linediff.h"
 #include "reproduce.h"
 #include "tempcatalog.h"
 
@@ -9,6 +10,10 @@
 
 #include <QJsonArray>
 #include <QJsonDocument>
+
+#include <map>
+#include <tuple>
+#include <vector>
 
 using namespace traindeck;
 using nlohmann::json;
@@ -165,4 +170,65 @@ TEST(Reproduce, ABuiltInRerunSaysBeforeItStartsWhenItCannotBeBitIdentical) {
                           qt(json{{"engine", {{"version", "0.1.0"}, {"blas", "OpenBLAS 0.3.21 SkylakeX"}}}}));
     ASSERT_EQ(other.warnings.size(), 1);
     EXPECT_TRUE(other.warnings[0].contains("another BLAS"));
+}
+
+TEST(Reproduce, AUnifiedDiffIsWhatDiffUWrites) {
+    EXPECT_EQ(unified_diff("a/x", "same\n", "b/x", "same\n"), "");
+    EXPECT_EQ(unified_diff("a/x", "1\n2\n3\n", "b/x", "1\nB\n3\n").toStdString(),
+              "--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n 1\n-2\n+B\n 3\n");
+    EXPECT_EQ(unified_diff("/dev/null", "", "b/new.py", "x = 1\n").toStdString(),
+              "--- /dev/null\n+++ b/new.py\n@@ -0,0 +1,1 @@\n+x = 1\n");
+    // Two changes far apart are two hunks, each with three lines of context.
+    QByteArray a, b;
+    for (int i = 1; i <= 20; ++i) {
+        a += QByteArray::number(i) + '\n';
+        b += (i == 2 ? QByteArray("two") : i == 18 ? QByteArray("eighteen") : QByteArray::number(i)) + '\n';
+    }
+    EXPECT_EQ(unified_diff("a/n", a, "b/n", b).toStdString(),
+              "--- a/n\n+++ b/n\n"
+              "@@ -1,5 +1,5 @@\n 1\n-2\n+two\n 3\n 4\n 5\n"
+              "@@ -15,6 +15,6 @@\n 15\n 16\n 17\n-18\n+eighteen\n 19\n 20\n");
+}
+
+TEST(Reproduce, TwoSnapshotsDifferFileByFile) {
+    const auto manifest = [](const std::vector<std::tuple<std::string, std::string, int64_t>>& files) {
+        json list = json::array();
+        for (const auto& [path, sha, size] : files)
+            list.push_back({{"path", path}, {"size", size}, {"sha256", sha}, {"chunks", {sha}}});
+        return QByteArray::fromStdString(json{{"format", 1}, {"files", list}}.dump());
+    };
+    const std::map<QString, QByteArray> chunks = {
+        {"s1", "keep\n"}, {"t1", "lr = 0.1\n"},          {"t2", "lr = 0.2\n"},         {"g1", "gone\n"},
+        {"n1", "new\n"},  {"b1", QByteArray("\0\1", 2)}, {"b2", QByteArray("\0\2", 2)}};
+    int asked = 0;
+    const QString diff = snapshot_diff(manifest({{"same.py", "s1", 5},
+                                                 {"train.py", "t1", 9},
+                                                 {"old.py", "g1", 5},
+                                                 {"w.bin", "b1", 2},
+                                                 {"big.bin", "x1", 1 << 20}}),
+                                       manifest({{"same.py", "s1", 5},
+                                                 {"train.py", "t2", 9},
+                                                 {"new.py", "n1", 4},
+                                                 {"w.bin", "b2", 2},
+                                                 {"big.bin", "x2", 1 << 20}}),
+                                       [&](const QString& sha, bool, QString*) {
+                                           ++asked;
+                                           return chunks.at(sha);
+                                       });
+    EXPECT_TRUE(diff.contains("--- a/train.py\n+++ b/train.py\n@@ -1,1 +1,1 @@\n-lr = 0.1\n+lr = 0.2\n"))
+        << diff.toStdString();
+    EXPECT_TRUE(diff.contains("--- a/old.py\n+++ /dev/null\n")) << diff.toStdString();
+    EXPECT_TRUE(diff.contains("--- /dev/null\n+++ b/new.py\n")) << diff.toStdString();
+    EXPECT_TRUE(diff.contains("Binary files a/w.bin and b/w.bin differ")) << diff.toStdString();
+    EXPECT_TRUE(diff.contains("Files differ (1048576 bytes: too large to show here)")) << diff.toStdString();
+    EXPECT_FALSE(diff.contains("same.py"));
+    EXPECT_EQ(asked, 6) << "unchanged and too-large files are not fetched";
+    EXPECT_TRUE(snapshot_diff(manifest({{"same.py", "s1", 5}}), manifest({{"same.py", "s1", 5}}), {}).isEmpty());
+    EXPECT_TRUE(snapshot_diff("not json", manifest({}), {}).contains("could not be read"));
+    const QString unreadable = snapshot_diff(manifest({{"a.py", "t1", 9}}), manifest({{"a.py", "t2", 9}}),
+                                             [](const QString&, bool, QString* error) {
+                                                 *error = "the worker is gone";
+                                                 return QByteArray();
+                                             });
+    EXPECT_TRUE(unreadable.contains("(cannot read it: the worker is gone)")) << unreadable.toStdString();
 }

@@ -2945,5 +2945,10 @@ out.write(json.dumps({"type": "metric", "step": 1, "loss": 1.0}) + "\n")
     QCOMPARE(value_of("Python interpreter", 1), dir + "/venv/bin/python");
     QVERIFY2(window.compare().environmentNote().contains("difference(s) from script"),
              qPrintable(window.compare().environmentNote()));
+    // And the code they started from, file by file, fetched from each run's worker: the tree was edited between.
+    QTRY_VERIFY_WITH_TIMEOUT(window.compare().codeDiff().contains("+++ b/steps.txt"), 20000);
+    QVERIFY2(window.compare().codeDiff().contains("-40\n+12"), qPrintable(window.compare().codeDiff()));
+    QVERIFY2(window.compare().codeDiff().contains("-1.5\n+0.25"), qPrintable(window.compare().codeDiff()));
+    QVERIFY(!window.compare().codeDiff().contains("job.py")); // unchanged files are not in it
     window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/compare-environment.png"));
 }

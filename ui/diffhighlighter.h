@@ -1,0 +1,32 @@
+#pragma once
+// A unified diff's added and removed lines in colour, its file headers in bold: the Reproducibility tab's diff and
+// Compare → Environment's code diff.
+#include <QColor>
+#include <QSyntaxHighlighter>
+#include <QTextCharFormat>
+
+namespace traindeck {
+
+class DiffHighlighter : public QSyntaxHighlighter {
+public:
+    using QSyntaxHighlighter::QSyntaxHighlighter;
+
+protected:
+    void highlightBlock(const QString& text) override {
+        QTextCharFormat format;
+        if (text.startsWith("diff --git") || text.startsWith("+++") || text.startsWith("---")) {
+            format.setFontWeight(QFont::Bold);
+        } else if (text.startsWith('+')) {
+            format.setForeground(QColor(0x1a, 0x7f, 0x37));
+        } else if (text.startsWith('-')) {
+            format.setForeground(QColor(0xcf, 0x22, 0x2e));
+        } else if (text.startsWith("@@")) {
+            format.setForeground(QColor(0x57, 0x60, 0x6a));
+        } else {
+            return;
+        }
+        setFormat(0, static_cast<int>(text.size()), format);
+    }
+};
+
+} // namespace traindeck
