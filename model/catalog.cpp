@@ -417,6 +417,7 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     double loss = NAN, accuracy = NAN, progress = NAN, spend = NAN;
     Statement log = db_.prepare("INSERT OR IGNORE INTO job_logs(job, seq, time, stream, line) VALUES(?, ?, ?, ?, ?)");
     Statement capture = db_.prepare("INSERT OR IGNORE INTO captures(job, seq, part, time, data) VALUES(?, ?, ?, ?, ?)");
+    Statement same_capture = db_.prepare("SELECT data FROM captures WHERE job=? AND part=? ORDER BY seq DESC LIMIT 1");
     Statement checkpoint =
         db_.prepare("INSERT INTO checkpoints(job, step, path, created) SELECT ?1, ?2, ?3, ?4 "
                     "WHERE NOT EXISTS (SELECT 1 FROM checkpoints WHERE job=?1 AND step=?2 AND path=?3)");
@@ -526,8 +527,14 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
         } else if (*type == "capture") {
             const std::string* part = string_at(data, "part");
             if (is(part, "code") || is(part, "environment")) {
+                // A run that restarts with nothing changed (a re-adopted worker's re-send, a resume) adds no row.
+                const std::string text = data.dump();
+                same_capture.reset();
+                same_capture.bind(1, job).bind(2, *part);
+                if (same_capture.step() && same_capture.text_view(0) == text)
+                    continue;
                 capture.reset();
-                capture.bind(1, job).bind(2, seq).bind(3, *part).bind(4, event_time).bind(5, data.dump());
+                capture.bind(1, job).bind(2, seq).bind(3, *part).bind(4, event_time).bind(5, text);
                 capture.step();
             }
         } else if (*type == "warning") {

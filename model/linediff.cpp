@@ -65,7 +65,7 @@ QString unified_diff(const QString& path_a, const QByteArray& a, const QString& 
         size_t end = start;
         for (size_t unchanged = 0; end < count; ++end) {
             unchanged = edits[end].kind == ' ' ? unchanged + 1 : 0;
-            if (unchanged > static_cast<size_t>(2 * context))
+            if (unchanged > 2 * static_cast<size_t>(context))
                 break;
         }
         // Trailing context: at most `context` unchanged lines after the last change.

@@ -230,6 +230,20 @@ ReproducePlan plan_reproduction(qint64 job, const QJsonObject& original_request,
     // What makes a rerun not bit-identical, known before it starts.
     const QJsonObject engine = environment_capture.value("engine").toObject();
     const QJsonObject target_engine = target_resources.value("engine").toObject();
+    if (builtin && (engine.isEmpty() || target_engine.isEmpty()))
+        plan.warnings << QStringLiteral(
+                             "the %1 engine build is not known, so a bit-identical result cannot be promised")
+                             .arg(engine.isEmpty() ? QStringLiteral("original run's") : QStringLiteral("target's"));
+    if (builtin && !engine.isEmpty() && !target_engine.isEmpty() &&
+        engine.value("gpu").toString() != target_engine.value("gpu").toString())
+        plan.warnings << QStringLiteral("the rerun's engine has another GPU path (%1, not %2)")
+                             .arg(target_engine.value("gpu").toString(), engine.value("gpu").toString());
+    if (builtin && request.value("dataset").toString().isEmpty())
+        plan.warnings << QStringLiteral("its data is named by the spec (%1), not a registered dataset version: the "
+                                        "rerun reads whatever that name holds on its worker")
+                             .arg(
+                                 request.value("builtin").toObject().value("data").toObject().value("dataset").toString(
+                                     QStringLiteral("fashion-mnist, the default")));
     if (builtin && !engine.isEmpty() && !target_engine.isEmpty()) {
         if (engine.value("blas").toString() != target_engine.value("blas").toString())
             plan.warnings << QStringLiteral("the rerun's engine uses another BLAS (%1, not %2): its weights will "

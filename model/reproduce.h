@@ -45,7 +45,7 @@ QString package_version(const QJsonObject& package);
 // read when a manifest is not one.
 QString snapshot_diff(const QByteArray& manifest_a, const QByteArray& manifest_b,
                       const std::function<QByteArray(const QString& sha256, bool second, QString* error)>& chunk,
-                      qint64 max_file_bytes = 256 * 1024);
+                      qint64 max_file_bytes = qint64(256) * 1024);
 
 struct ReproducePlan {
     QJsonObject request;  // to submit (with "console": {"reproduces": job}); empty when it cannot be made

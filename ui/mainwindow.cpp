@@ -1653,23 +1653,32 @@ void MainWindow::openExportedModel(const QString& path) {
                 lines << tr("Code: commit %1, snapshot %2…")
                              .arg(commit.left(10), provenance.value("code_snapshot").toString().left(12));
             // The run itself, when this catalog holds it (same id and name): selected, its Reproducibility shown.
-            const bool here = run > 0 && reader_.jobName(run) == provenance.value("name").toString();
+            // Same id, name, backend and remote id: a file from another catalog does not pick an unrelated local run.
+            int row_of_run = -1;
+            for (int row = 0; row < jobs_->rowCount() && row_of_run < 0; ++row)
+                if (const RunRecord* record = jobs_->runAt(row);
+                    record && record->id == run &&
+                    QString::fromStdString(record->name) == provenance.value("name").toString() &&
+                    QString::fromStdString(record->backend) == provenance.value("backend").toString() &&
+                    QString::fromStdString(record->remote_id) == provenance.value("remote_id").toString())
+                    row_of_run = row;
+            const bool here = row_of_run >= 0;
             lines << (here ? tr("The run is in this catalog: selected, with its Reproducibility tab.")
-                           : tr("The run is not in this catalog."));
+                           : tr("The run is not in this catalog (or not among the runs shown)."));
             model_provenance_ = lines.join('\n');
             statusBar()->showMessage(lines.front(), 15000);
             if (here) {
                 tabs_->setCurrentIndex(0);
-                for (int row = 0; row < jobs_->rowCount(); ++row)
-                    if (jobs_->data(jobs_->index(row, 0), JobTableModel::JobIdRole).toLongLong() == run) {
-                        table_->selectRow(row);
-                        break;
-                    }
+                table_->selectRow(row_of_run);
                 reproducibility_->showJob(run);
                 job_tabs_->setCurrentWidget(reproducibility_);
             }
-            if (!open_model_quietly_)
-                QMessageBox::information(this, tr("Exported model"), model_provenance_);
+            if (!open_model_quietly_) {
+                QMessageBox box(QMessageBox::Information, tr("Exported model"), model_provenance_, QMessageBox::Ok,
+                                this);
+                box.setTextFormat(Qt::PlainText); // the file's words are never markup
+                box.exec();
+            }
         });
 }
 

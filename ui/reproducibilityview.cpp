@@ -195,7 +195,7 @@ void ReproducibilityView::show(const Loaded& read) {
                           code.value("dirty").toBool() ? tr("<b>with uncommitted changes</b> (below)") : tr("clean"));
     } else if (code.value("kind") == "snapshot") {
         lines << tr("<b>Rerun</b> from code snapshot <tt>%1…</tt>: %2")
-                     .arg(code.value("snapshot").toString().left(12),
+                     .arg(code.value("snapshot").toString().left(12).toHtmlEscaped(),
                           code.value("complete").toBool() ? tr("every file as captured")
                                                           : tr("<b>files differ from the snapshot</b>"));
     } else if (code.value("kind") == "folder") {
@@ -206,7 +206,7 @@ void ReproducibilityView::show(const Loaded& read) {
     if (const QString snapshot = code.value("snapshot").toString();
         !snapshot.isEmpty() && code.value("kind") != "snapshot")
         lines << tr("Snapshot <tt>%1…</tt>: %2 files, %3 (%4 new on the worker), captured in %5 ms")
-                     .arg(snapshot.left(12))
+                     .arg(snapshot.left(12).toHtmlEscaped())
                      .arg(code.value("files").toInt())
                      .arg(bytes_text(code.value("bytes").toInteger()),
                           bytes_text(code.value("stored_bytes").toInteger()))

@@ -15,7 +15,9 @@ bool fetch_code_manifest(const WorkerClient& from, const std::string& version, d
         error = "a code snapshot is named by 64 lower-case hex digits";
         return false;
     }
-    const HttpResponse listed = from.fork()->get("/v1/code/" + version);
+    std::unique_ptr<WorkerClient> source = from.fork();
+    source->set_max_response_bytes(size_t(64) << 20); // a manifest of the largest snapshot is far smaller
+    const HttpResponse listed = source->get("/v1/code/" + version);
     if (!listed.ok()) {
         error = "the run's worker cannot give its code snapshot: " + listed.message();
         return false;
@@ -34,7 +36,9 @@ bool fetch_chunk(const WorkerClient& from, const std::string& hash, std::string&
         error = "a chunk is named by 64 lower-case hex digits";
         return false;
     }
-    HttpResponse got = from.fork()->get("/v1/chunks/" + hash, 60000);
+    std::unique_ptr<WorkerClient> source = from.fork();
+    source->set_max_response_bytes(static_cast<size_t>(dataset::kChunkBytes)); // a chunk is never larger
+    HttpResponse got = source->get("/v1/chunks/" + hash, 60000);
     if (!got.ok()) {
         error = "the run's worker cannot give chunk " + hash.substr(0, 12) + "…: " + got.message();
         return false;

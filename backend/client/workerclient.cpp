@@ -12,8 +12,17 @@ namespace traindeck::client {
 
 namespace {
 
+// A response body, and the most it may grow to (0: no limit); past it the transfer is aborted.
+struct BodySink {
+    std::string* body;
+    size_t limit = 0;
+};
+
 size_t append_body(char* data, size_t size, size_t count, void* target) {
-    static_cast<std::string*>(target)->append(data, size * count);
+    auto* sink = static_cast<BodySink*>(target);
+    if (sink->limit > 0 && sink->body->size() + size * count > sink->limit)
+        return 0; // CURLE_WRITE_ERROR: a peer that sends more than it may is not read further
+    sink->body->append(data, size * count);
     return size * count;
 }
 
@@ -110,6 +119,7 @@ std::unique_ptr<WorkerClient> WorkerClient::fork() const {
     client->set_tls(pinned_, ca_file_, verify_host_);
     client->set_headers(headers_);
     client->set_abort(abort_);
+    client->set_max_response_bytes(max_response_bytes_);
     return client;
 }
 
@@ -127,8 +137,9 @@ HttpResponse WorkerClient::perform(const std::string& method, const std::string&
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, std::min(timeout_ms, 5000L));
+    BodySink sink{&response.body, max_response_bytes_};
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
     curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
     struct curl_slist* headers = nullptr;
     const std::string authorization = "Authorization: Bearer " + token_;
@@ -169,6 +180,11 @@ HttpResponse WorkerClient::perform(const std::string& method, const std::string&
         response.error = url + ": interrupted (the console is closing or the operation was cancelled)";
         return response;
     }
+    if (code == CURLE_WRITE_ERROR && max_response_bytes_ > 0) {
+        response.error = url + ": the answer is larger than the " + std::to_string(max_response_bytes_) +
+                         " bytes it may be; not read further";
+        return response;
+    }
     if (code != CURLE_OK) {
         response.error = url + ": " + (error_buffer[0] ? error_buffer : curl_easy_strerror(code));
         return response;
@@ -194,8 +210,9 @@ std::string WorkerClient::fetch_public_key_pin(std::string& error) {
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
     curl_easy_setopt(curl, CURLOPT_CERTINFO, 1L);
+    BodySink sink{&body, 0};
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
     if (const CURLcode code = curl_easy_perform(curl); code != CURLE_OK) {
         error = url + ": " + curl_easy_strerror(code);
         return {};

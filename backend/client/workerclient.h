@@ -44,6 +44,9 @@ public:
     // Forks share the flag.
     void set_abort(std::shared_ptr<const std::atomic<bool>> flag) { abort_ = std::move(flag); }
 
+    // The largest answer body read (0: any): a peer that sends more has its answer cut off with an error.
+    void set_max_response_bytes(size_t bytes) { max_response_bytes_ = bytes; }
+
     // Extra request headers ("Name: value"); with an empty token no Authorization header is sent (slurmrestd).
     void set_headers(std::vector<std::string> headers) { headers_ = std::move(headers); }
 
@@ -61,6 +64,7 @@ private:
 
     std::string base_url_, token_, pinned_, ca_file_;
     std::vector<std::string> headers_;
+    size_t max_response_bytes_ = 0;
     bool verify_host_ = true;
     std::shared_ptr<const std::atomic<bool>> abort_;
     void* curl_ = nullptr;

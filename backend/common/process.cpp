@@ -177,8 +177,18 @@ ProgramResult run_program(SpawnOptions options, const ProgramLimits& limits) {
     ::close(out[0]);
     if (err[0] >= 0)
         ::close(err[0]);
+    // A program that closed its output may still run: it too is held to the time limit.
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    for (;;) {
+        const pid_t done = ::waitpid(pid, &status, WNOHANG);
+        if (done == pid || (done < 0 && errno != EINTR))
+            break;
+        if (done == 0 && std::chrono::steady_clock::now() >= deadline && !result.timed_out) {
+            ::kill(pid, SIGKILL);
+            result.timed_out = true;
+        }
+        if (done == 0)
+            ::usleep(2000);
     }
     if (WIFEXITED(status))
         result.exit_code = WEXITSTATUS(status);

@@ -5,8 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <istream>
 
 namespace traindeck::importers {
 
@@ -89,23 +92,108 @@ bool parse_model_metadata(std::string_view bytes, ModelMetadata& metadata, std::
     return parse_onnx(bytes, metadata, error);
 }
 
+namespace {
+
+bool read_varint(std::istream& in, uint64_t& value, std::string* raw) {
+    value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        const int byte = in.get();
+        if (byte < 0)
+            return false;
+        if (raw)
+            raw->push_back(static_cast<char>(byte));
+        value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+        if (!(byte & 0x80))
+            return true;
+    }
+    return false;
+}
+
+} // namespace
+
 bool read_model_metadata(const std::string& path, ModelMetadata& metadata, std::string& error) {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    // Only what the metadata needs is read: a safetensors file's header, an ONNX model's top-level fields but its
+    // graph (the weights, skipped with a seek), so a model of gigabytes costs a few kilobytes of memory.
+    std::ifstream in(path, std::ios::binary);
     if (!in) {
         error = path + ": cannot be read (" + std::strerror(errno) + ")";
         return false;
     }
+    in.seekg(0, std::ios::end);
     const std::streamoff size = in.tellg();
-    if (size > (std::streamoff(4) << 30)) {
-        error = path + ": larger than 4 GiB, not read";
+    in.seekg(0);
+    if (size < 0) {
+        error = path + ": cannot be read (not a regular file?)";
         return false;
     }
-    std::string bytes(static_cast<size_t>(size), '\0');
+    char head[9] = {};
+    in.read(head, sizeof head);
+    in.clear();
     in.seekg(0);
-    in.read(bytes.data(), size);
-    if (in.gcount() != size) {
-        error = path + ": could not be read whole";
-        return false;
+    std::string bytes;
+    if (size >= 10 && head[8] == '{') {
+        uint64_t length = 0;
+        for (int i = 7; i >= 0; --i)
+            length = (length << 8) | static_cast<unsigned char>(head[i]);
+        bytes.resize(static_cast<size_t>(std::min<uint64_t>(length + 8, std::min<uint64_t>(size, (100u << 20) + 8))));
+        in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        bytes.resize(static_cast<size_t>(in.gcount()));
+        if (length + 8 > bytes.size())
+            bytes.resize(8); // a lying length: let the parser say so
+    } else {
+        // The top-level fields again, with the graph's bytes left out (an empty field 7 stands for it).
+        for (;;) {
+            std::string raw;
+            uint64_t key = 0;
+            if (!read_varint(in, key, &raw))
+                break; // the end (or a cut file: the parser of what was read says so)
+            const auto type = static_cast<WireType>(key & 7);
+            uint64_t value = 0;
+            if (type == WireType::varint) {
+                if (!read_varint(in, value, &raw))
+                    break;
+                bytes += raw;
+            } else if (type == WireType::bytes) {
+                if (!read_varint(in, value, nullptr) || value > static_cast<uint64_t>(size)) {
+                    error = path + ": not an ONNX model, or a damaged one (a field longer than the file)";
+                    return false;
+                }
+                if ((key >> 3) == 7 || value > (64u << 20)) {
+                    in.seekg(static_cast<std::streamoff>(value), std::ios::cur);
+                    if (!in || in.tellg() > size) {
+                        error = path + ": a damaged ONNX model (its graph runs past the end of the file)";
+                        return false;
+                    }
+                    if ((key >> 3) == 7)
+                        bytes += raw + std::string(1, '\0');
+                    continue;
+                }
+                std::string field(static_cast<size_t>(value), '\0');
+                in.read(field.data(), static_cast<std::streamsize>(value));
+                if (static_cast<uint64_t>(in.gcount()) != value) {
+                    error = path + ": a damaged ONNX model (cut in the middle of a field)";
+                    return false;
+                }
+                bytes += raw;
+                uint64_t left = value; // the length again, as a varint
+                do {
+                    const unsigned char byte = static_cast<unsigned char>(left & 0x7f);
+                    left >>= 7;
+                    bytes.push_back(static_cast<char>(left ? byte | 0x80 : byte));
+                } while (left);
+                bytes += field;
+            } else if (type == WireType::fixed64 || type == WireType::fixed32) {
+                const int width = type == WireType::fixed64 ? 8 : 4;
+                std::string fixed(static_cast<size_t>(width), '\0');
+                in.read(fixed.data(), width);
+                if (in.gcount() != width)
+                    break;
+                bytes += raw + fixed;
+            } else {
+                error = path + ": not an ONNX model (an unknown protobuf wire type)";
+                return false;
+            }
+        }
     }
     if (!parse_model_metadata(bytes, metadata, error)) {
         error = path + ": " + error;

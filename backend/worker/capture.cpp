@@ -31,6 +31,7 @@ const std::vector<std::string>& secret_patterns() {
     static const std::vector<std::string> patterns = {".env",
                                                       ".env.*",
                                                       "*.env",
+                                                      ".envrc",
                                                       "*.pem",
                                                       "*.key",
                                                       "*.p12",
@@ -49,9 +50,21 @@ const std::vector<std::string>& secret_patterns() {
                                                       ".git-credentials",
                                                       "credentials",
                                                       "credentials.json",
+                                                      "*credentials*.json",
+                                                      "service-account*.json",
+                                                      "*.token",
+                                                      "token",
+                                                      ".bash_history",
+                                                      ".zsh_history",
+                                                      ".python_history",
                                                       ".ssh/",
                                                       ".aws/",
-                                                      ".gnupg/"};
+                                                      ".gnupg/",
+                                                      ".kube/",
+                                                      ".docker/",
+                                                      ".config/",
+                                                      ".cache/",
+                                                      ".local/"};
     return patterns;
 }
 
@@ -203,7 +216,7 @@ std::string without_secret_sections(const std::string& diff, const std::vector<s
 // At most `limit` bytes of a file ("" when it cannot be read); only what the file holds is allocated.
 std::string read_small_file(const std::string& path, size_t limit = 1 << 20) {
     std::string text;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC); // a link is never followed out
     if (fd < 0)
         return text;
     char buffer[65536];
@@ -244,9 +257,10 @@ std::string strip_credentials(const std::string& url) {
 }
 
 json redact_environment(const std::vector<std::string>& entries) {
-    static const char* secret_words[] = {"TOKEN",   "SECRET",  "PASSWORD", "PASSWD",     "CREDENTIAL",
-                                         "PRIVATE", "API_KEY", "APIKEY",   "ACCESS_KEY", "JWT",
-                                         "AUTH",    "COOKIE",  "SESSION"};
+    static const char* secret_words[] = {
+        "TOKEN",   "SECRET",   "PASSWORD",   "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDS",   "PRIVATE",
+        "API_KEY", "APIKEY",   "ACCESS_KEY", "JWT",    "AUTH",       "COOKIE",     "SESSION", "CONNECTION_STRING",
+        "DSN",     "SIGNATURE"};
     json out = json::object();
     for (const std::string& entry : entries) {
         const size_t eq = entry.find('=');
@@ -255,7 +269,7 @@ json redact_environment(const std::vector<std::string>& entries) {
         const std::string key = entry.substr(0, eq);
         std::string upper = key;
         std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
-        bool secret = upper.ends_with("_KEY") || upper == "KEY" || upper.ends_with("_PASS");
+        bool secret = upper.ends_with("_KEY") || upper == "KEY" || upper.ends_with("_PASS") || upper.ends_with("_PAT");
         for (const char* word : secret_words)
             secret = secret || upper.find(word) != std::string::npos;
         const std::string value = entry.substr(eq + 1);
@@ -287,15 +301,46 @@ json capture_code(const std::string& cwd, dataset::ContentStore& store, const Ca
         root = trimmed(top.output);
         info["kind"] = "git";
         // Four questions at once: a capture holds up the job's start.
-        auto status = std::async(
-            std::launch::async, git, root,
-            std::vector<std::string>{"status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all"}, 30.0);
+        auto status = std::async(std::launch::async, git, root,
+                                 std::vector<std::string>{"-c", "core.quotePath=false", "status", "--porcelain=v2",
+                                                          "--branch", "-z", "--untracked-files=all"},
+                                 30.0);
         auto files =
             std::async(std::launch::async, git, root,
                        std::vector<std::string>{"ls-files", "-z", "--cached", "--others", "--exclude-standard"}, 30.0);
-        auto changes =
-            std::async(std::launch::async, git, root,
-                       std::vector<std::string>{"diff", "HEAD", "--binary", "--no-color", "--no-ext-diff"}, 30.0);
+        // The diff as it is read back (a/ and b/ prefixes, paths unquoted) whatever the user's git config says, and
+        // without the secrets' files at all: git is told to leave them out, and what it prints is filtered again.
+        std::vector<std::string> diff_args = {"-c",
+                                              "core.quotePath=false",
+                                              "-c",
+                                              "diff.noprefix=false",
+                                              "-c",
+                                              "diff.mnemonicPrefix=false",
+                                              "diff",
+                                              "HEAD",
+                                              "--no-color",
+                                              "--no-ext-diff",
+                                              "--no-textconv",
+                                              "--src-prefix=a/",
+                                              "--dst-prefix=b/",
+                                              "--",
+                                              "."};
+        std::vector<std::string> all_patterns = secret_patterns();
+        all_patterns.insert(all_patterns.end(), patterns.begin(), patterns.end());
+        for (const std::string& own : read_patterns(root + "/.traindeckignore"))
+            all_patterns.push_back(own);
+        for (std::string pattern : all_patterns) {
+            const bool folder_only = !pattern.empty() && pattern.back() == '/';
+            if (folder_only)
+                pattern.pop_back();
+            const bool anchored = pattern.find('/') != std::string::npos;
+            if (!pattern.empty() && pattern.front() == '/')
+                pattern.erase(0, 1);
+            const std::string glob = (anchored ? "" : "**/") + pattern;
+            diff_args.push_back(":(exclude,glob)" + glob);
+            diff_args.push_back(":(exclude,glob)" + glob + "/**");
+        }
+        auto changes = std::async(std::launch::async, git, root, diff_args, 30.0);
         const ProgramResult remote = git(root, {"config", "--get", "remote.origin.url"});
         info["remote"] = remote.ok() ? strip_credentials(trimmed(remote.output)) : "";
         const ProgramResult state = status.get();
@@ -332,13 +377,18 @@ json capture_code(const std::string& cwd, dataset::ContentStore& store, const Ca
         for (const std::string& negation : negations)
             problems.push_back(".gitignore's \"" + negation +
                                "\" is not followed outside git: what it keeps may be left out");
-        static const std::vector<std::string> skipped = {
-            ".git/",        ".hg/",           ".svn/", "__pycache__/",        "node_modules/", ".venv/",
-            ".mypy_cache/", ".pytest_cache/", ".tox/", ".ipynb_checkpoints/", "*.pyc"};
+        // Hidden folders too: version control, caches, tools' settings and credentials (~/.config, ~/.kube, ...).
+        static const std::vector<std::string> skipped = {".*/", "__pycache__/", "node_modules/", "*.pyc"};
         ignored.insert(ignored.end(), skipped.begin(), skipped.end());
         const int give_up = limits.max_files * 4;
+        int64_t visited = 0;
         for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
              it != end; it.increment(ec)) {
+            if (++visited > int64_t(give_up) * 5) { // ignored entries count too: a home folder is not walked whole
+                problems.push_back("stopped looking after " + std::to_string(visited - 1) +
+                                   " entries: is the working folder a project's folder?");
+                break;
+            }
             const std::string relative = fs::relative(it->path(), root, ec).generic_string();
             const bool folder = it->is_directory(ec) && !it->is_symlink(ec);
             bool skip = false;
@@ -378,7 +428,8 @@ json capture_code(const std::string& cwd, dataset::ContentStore& store, const Ca
         cached.is_object() && cached.value("root", "") == root && cached.contains("files") &&
         cached["files"].is_object())
         for (const auto& [path, row] : cached["files"].items())
-            if (row.is_array() && row.size() == 5 && row[4].is_string())
+            if (row.is_array() && row.size() == 5 && row[0].is_number_integer() && row[1].is_number_integer() &&
+                row[2].is_number_integer() && row[3].is_number_integer() && row[4].is_string())
                 cache[path] = {row[0].get<int64_t>(), row[1].get<int64_t>(), row[2].get<int64_t>(),
                                row[3].get<int64_t>(), row[4].get<std::string>()};
     const int64_t trust_before = static_cast<int64_t>((started - 2) * 1e9);
@@ -421,6 +472,10 @@ json capture_code(const std::string& cwd, dataset::ContentStore& store, const Ca
             leave_out(path, "a symbolic link (to " + fs::read_symlink(absolute, ec).string() + ")", false);
             continue;
         }
+        if (S_ISDIR(st.st_mode)) {
+            leave_out(path, "a git submodule or a folder git lists: its files are not in the snapshot", false);
+            continue;
+        }
         if (!S_ISREG(st.st_mode))
             continue;
         if (st.st_size > limits.max_file_bytes) {
@@ -436,6 +491,13 @@ json capture_code(const std::string& cwd, dataset::ContentStore& store, const Ca
                       "over the snapshot's limit of " + std::to_string(limits.max_files) + " files or " +
                           std::to_string(limits.max_total_bytes >> 20) + " MiB",
                       false);
+            if (static_cast<int>(manifest.files.size()) >= limits.max_files) {
+                // Full: the rest are only counted, not looked at (a tree of a million files costs no more).
+                const int64_t rest = static_cast<int64_t>(&candidates.back() - &path);
+                left_out_count += rest;
+                incomplete += rest;
+                break;
+            }
             continue;
         }
         CachedFile now{
@@ -620,8 +682,13 @@ std::string python_interpreter(const std::vector<std::string>& argv, const Envir
     return is_python(program) ? resolve(program) : std::string();
 }
 
-json capture_python(const std::string& interpreter, const Environment& env, const std::string& cwd) {
-    static const char* script = R"(import sys, json, platform
+json capture_python(const std::string& interpreter, const Environment& env, const std::string& cwd, double seconds) {
+    const double deadline = wall_seconds() + seconds;
+    const auto left = [&] { return std::max(0.1, deadline - wall_seconds()); };
+    // The job's folder is not on the path (-c puts it first): a project's json.py or platform.py must not answer.
+    static const char* script = R"(import sys
+sys.path = [p for p in sys.path if p not in ("", ".")]
+import json, platform
 try:
     import importlib.metadata as m
     dists = list(m.distributions())
@@ -644,17 +711,18 @@ print(json.dumps({"version": platform.python_version(), "implementation": platfo
     options.argv = {interpreter, "-c", script};
     options.environment = env;
     options.cwd = cwd;
-    const ProgramResult result = run_program(options, {.seconds = 60, .max_output = 8 << 20});
+    const ProgramResult result = run_program(options, {.seconds = left(), .max_output = 8 << 20});
     json parsed = result.ok() ? json::parse(result.output, nullptr, false) : json();
     if (!parsed.is_object() || !parsed.contains("packages") || !parsed["packages"].is_object()) {
-        info["problem"] = "could not ask " + interpreter + " for its packages: " +
-                          (!result.started    ? result.error
-                           : result.timed_out ? std::string("it did not answer within 60 s")
-                                              : trimmed(result.errors.substr(0, 400)));
+        info["problem"] =
+            "could not ask " + interpreter + " for its packages: " +
+            (!result.started    ? result.error
+             : result.timed_out ? "it did not answer within " + std::to_string(static_cast<int>(seconds)) + " s"
+                                : trimmed(result.errors.substr(0, 400)));
         return info;
     }
     for (const char* key : {"version", "implementation", "executable", "prefix"})
-        info[key] = parsed.value(key, "");
+        info[key] = parsed.contains(key) && parsed[key].is_string() ? parsed[key] : json("");
     // Which Debian package holds each distribution that came from Debian: one dpkg-query for all.
     std::vector<std::string> debian_paths;
     for (const auto& [name, row] : parsed["packages"].items())
@@ -668,7 +736,7 @@ print(json.dumps({"version": platform.python_version(), "implementation": platfo
         query.argv = {"dpkg-query", "-S"};
         query.argv.insert(query.argv.end(), debian_paths.begin(), debian_paths.end());
         query.search_path = true;
-        const ProgramResult owners = run_program(query, {.seconds = 60});
+        const ProgramResult owners = run_program(query, {.seconds = left()});
         std::istringstream lines(owners.output);
         std::vector<std::string> names;
         for (std::string line; std::getline(lines, line);) {
@@ -686,7 +754,7 @@ print(json.dumps({"version": platform.python_version(), "implementation": platfo
             versions.argv = {"dpkg-query", "-W", "-f=${binary:Package}\t${Version}\n"};
             versions.argv.insert(versions.argv.end(), names.begin(), names.end());
             versions.search_path = true;
-            std::istringstream rows(run_program(versions, {.seconds = 60}).output);
+            std::istringstream rows(run_program(versions, {.seconds = left()}).output);
             for (std::string row; std::getline(rows, row);)
                 if (const size_t tab = row.find('\t'); tab != std::string::npos) {
                     std::string package = row.substr(0, tab);
@@ -712,7 +780,7 @@ print(json.dumps({"version": platform.python_version(), "implementation": platfo
     return info;
 }
 
-json capture_system() {
+json capture_system(double seconds) {
     json info;
     char host[256] = {};
     ::gethostname(host, sizeof(host) - 1);
@@ -753,7 +821,7 @@ json capture_system() {
     smi.argv = {"nvidia-smi", "--query-gpu=index,name,driver_version,memory.total,uuid",
                 "--format=csv,noheader,nounits"};
     smi.search_path = true;
-    if (const ProgramResult result = run_program(smi, {.seconds = 20}); result.ok()) {
+    if (const ProgramResult result = run_program(smi, {.seconds = seconds}); result.ok()) {
         std::istringstream lines(result.output);
         for (std::string line; std::getline(lines, line);) {
             std::vector<std::string> fields;
@@ -804,11 +872,11 @@ json capture_system() {
     return info;
 }
 
-json capture_engine(const std::string& train_binary) {
+json capture_engine(const std::string& train_binary, double seconds) {
     json info = {{"binary", train_binary}};
     SpawnOptions options;
     options.argv = {train_binary, "--version"};
-    const ProgramResult result = run_program(options, {.seconds = 30});
+    const ProgramResult result = run_program(options, {.seconds = seconds});
     if (!result.ok()) {
         info["problem"] = "could not ask " + train_binary +
                           " for its build: " + (result.started ? trimmed(result.errors) : result.error);

@@ -49,10 +49,12 @@ nlohmann::json verify_snapshot(const std::string& folder, const dataset::Manifes
 std::string python_interpreter(const std::vector<std::string>& argv, const Environment& env, const std::string& cwd);
 // The interpreter's version and installed distributions, asked of it (importlib.metadata) with the job's
 // environment and folder; those under /usr/lib/python3 are mapped to the Debian packages that hold them.
-nlohmann::json capture_python(const std::string& interpreter, const Environment& env, const std::string& cwd);
+// At most `seconds` in all (the interpreter, then dpkg-query).
+nlohmann::json capture_python(const std::string& interpreter, const Environment& env, const std::string& cwd,
+                              double seconds = 60);
 // The machine: OS, kernel, CPU, memory, GPUs and driver (nvidia-smi when present), CUDA/cuDNN/NCCL versions.
-nlohmann::json capture_system();
+nlohmann::json capture_system(double seconds = 20);
 // The built-in trainer's build (traindeck-train --version: version, BLAS, GPU path).
-nlohmann::json capture_engine(const std::string& train_binary);
+nlohmann::json capture_engine(const std::string& train_binary, double seconds = 30);
 
 } // namespace traindeck::worker

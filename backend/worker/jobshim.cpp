@@ -2,6 +2,7 @@
 
 #include "atomicfile.h"
 #include "capture.h"
+#include "clock.h"
 #include "process.h"
 
 #include <nlohmann/json.hpp>
@@ -111,7 +112,12 @@ void capture_code_part(const std::string& job_dir, const json& capture, const st
             for (const json& pattern : capture["exclude"])
                 if (pattern.is_string())
                     limits.exclude.push_back(pattern);
-        record["code"] = capture_code(cwd, store, limits);
+        try {
+            record["code"] = capture_code(cwd, store, limits);
+        } catch (const std::exception& e) {
+            record["code"] = {{"kind", "none"},
+                              {"problems", {std::string("the capture of the code failed: ") + e.what()}}};
+        }
     }
     record["command"] = argv;
     record["cwd"] = cwd;
@@ -123,11 +129,19 @@ void capture_code_part(const std::string& job_dir, const json& capture, const st
 // The machine and packages: asked while the job starts (a Python interpreter takes a while to list them).
 void capture_environment_part(const std::string& job_dir, const json& capture, const std::vector<std::string>& argv,
                               const Environment& environment, const std::string& cwd) {
-    json record = {{"system", capture_system()}};
-    if (const std::string python = python_interpreter(argv, environment, cwd); !python.empty())
-        record["python"] = capture_python(python, environment, cwd);
-    if (const std::string trainer = capture.value("train_binary", std::string()); !trainer.empty())
-        record["engine"] = capture_engine(trainer);
+    // 30 s in all, so that a run's end (which waits for this) is never held up by a tool that hangs.
+    const double deadline = wall_seconds() + 30;
+    const auto left = [&] { return std::max(0.1, deadline - wall_seconds()); };
+    json record;
+    try {
+        record["system"] = capture_system(std::min(10.0, left()));
+        if (const std::string python = python_interpreter(argv, environment, cwd); !python.empty())
+            record["python"] = capture_python(python, environment, cwd, left());
+        if (const std::string trainer = capture.value("train_binary", std::string()); !trainer.empty())
+            record["engine"] = capture_engine(trainer, left());
+    } catch (const std::exception& e) {
+        record["problem"] = std::string("the capture of the environment failed: ") + e.what();
+    }
     std::string error;
     write_file_atomically(job_dir + "/" + kCaptureFiles[1], record.dump(-1, ' ', false, json::error_handler_t::replace),
                           0600, error);
@@ -164,8 +178,6 @@ int run_job_shim(const std::string& job_dir) {
     const CStringArray argv(argv_words), envp(environment.entries());
     const std::string cwd = launch.value("cwd", std::string());
     const json capture = launch.value("capture", json());
-    if (capture.is_object())
-        capture_code_part(job_dir, capture, argv_words, environment, cwd);
 
     const int out = open_output(job_dir + "/stdout.log");
     const int err = open_output(job_dir + "/stderr.log");
@@ -192,6 +204,10 @@ int run_job_shim(const std::string& job_dir) {
     sigaction(SIGTERM, &action, nullptr);
     sigaction(SIGINT, &action, nullptr);
     sigaction(SIGHUP, &action, nullptr);
+    // The code is captured before the job exists (nothing it writes can get in); a stop that comes meanwhile is
+    // held and passed on to the job once it starts, as any early stop is.
+    if (capture.is_object())
+        capture_code_part(job_dir, capture, argv_words, environment, cwd);
 
     const pid_t child = ::fork();
     if (child == 0) {

@@ -8,8 +8,8 @@
 // DIR/pid           the job's pid (the shim's pid is its process group)
 // DIR/exit_status.json  {"exit_code":N} | {"signal":N} | {"exec_error":"..."}
 // DIR/signal        a signal number the worker asks the shim to send its job (then renamed signal.sent)
-// DIR/capture.json  the run's code and command, captured before the job starts (capture.h)
-// DIR/environment.json  its machine and packages, captured while it starts
+// DIR/traindeck-capture.json  the run's code and command, captured before the job starts (capture.h)
+// DIR/traindeck-environment.json  its machine and packages, captured while it starts (30 s at most)
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -20,7 +20,8 @@
 namespace traindeck::worker {
 
 // The shim's capture files, in the order of their parts ("code", "environment").
-inline constexpr const char* kCaptureFiles[2] = {"capture.json", "environment.json"};
+// Named so that a job running in its own folder does not write over them with files of its own.
+inline constexpr const char* kCaptureFiles[2] = {"traindeck-capture.json", "traindeck-environment.json"};
 
 struct LaunchPlan {
     std::vector<std::string> argv;

@@ -53,7 +53,7 @@ struct Supervisor::Job : JobRow {
     int64_t preempted_by = 0;
     bool dirty = false;
     int fds[3] = {-1, -1, -1}; // the job's output files, open while it runs
-    bool capture_sent[2] = {false, false}; // this run's capture.json and environment.json became events
+    bool capture_sent[2] = {false, false}; // this run's two capture files (kCaptureFiles) became events
 
     void close_files() {
         for (int& fd : fds)

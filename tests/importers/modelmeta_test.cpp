@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <string>
+
+#include <unistd.h>
 
 using namespace traindeck::importers;
 
@@ -64,4 +68,32 @@ TEST(ModelMetadata, ASafetensorsFileSaysItsMetadataAndALyingLengthIsRefused) {
     EXPECT_FALSE(parse_model_metadata(safetensors("{not json"), metadata, error));
     EXPECT_FALSE(read_model_metadata("/no/such/model.onnx", metadata, error));
     EXPECT_NE(error.find("cannot be read"), std::string::npos) << error;
+}
+
+TEST(ModelMetadata, AFileIsReadWithoutItsGraphAndACutOneIsRefused) {
+    char name[] = "/tmp/traindeck-modelmeta-XXXXXX";
+    const int fd = ::mkstemp(name);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    const std::string path = name;
+    const auto write = [&](const std::string& bytes) {
+        std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    };
+    // A model whose graph is 8 MB of weights: its metadata comes after it, as an exporter may write it.
+    ProtoWriter model;
+    model.bytes(2, "traindeck").bytes(7, std::string(8 << 20, 'w'));
+    model.bytes(14, ProtoWriter().bytes(1, "traindeck_checkpoint").bytes(2, R"({"step":9})").take());
+    write(model.data());
+    ModelMetadata metadata;
+    std::string error;
+    ASSERT_TRUE(read_model_metadata(path, metadata, error)) << error;
+    EXPECT_EQ(metadata.format, "onnx");
+    EXPECT_EQ(metadata.properties.at("traindeck_checkpoint"), R"({"step":9})");
+    write(model.data().substr(0, 4 << 20)); // cut inside the graph
+    EXPECT_FALSE(read_model_metadata(path, metadata, error));
+    EXPECT_NE(error.find("damaged"), std::string::npos) << error;
+    write(safetensors(R"({"__metadata__":{"a":"b"}})"));
+    ASSERT_TRUE(read_model_metadata(path, metadata, error)) << error;
+    EXPECT_EQ(metadata.properties.at("a"), "b");
+    std::remove(path.c_str());
 }

@@ -67,7 +67,8 @@ TEST(Reproduce, TheCatalogKeepsEachRunsCaptureAndCheckpoints) {
             event(3, "record", {{"type", "checkpoint"}, {"step", 100}, {"path", "ckpt-0000000100.tdck"}}),
             event(4, "capture", code_capture(std::string(64, 'b'), "c2")),
             event(5, "record", {{"type", "checkpoint"}, {"step", 200}, {"path", "ckpt-0000000200.tdck"}}),
-            event(6, "capture", json{{"part", "something else"}})};
+            event(6, "capture", json{{"part", "something else"}}),
+            event(7, "capture", code_capture(std::string(64, 'b'), "c2"))}; // the same again: no new row
         catalog.ingest(job, events);
         catalog.ingest(job, events); // the same events again: nothing twice
     }
@@ -162,14 +163,19 @@ TEST(Reproduce, ABuiltInRerunSaysBeforeItStartsWhenItCannotBeBitIdentical) {
     const ReproducePlan same = plan_reproduction(3, qt(request), qt(json{{"part", "code"}}), qt(engine),
                                                  qt(json{{"engine", engine["engine"]}}));
     EXPECT_EQ(same.refused, "");
-    EXPECT_TRUE(same.warnings.isEmpty()) << same.warnings.join("\n").toStdString();
+    ASSERT_EQ(same.warnings.size(), 1) << same.warnings.join("\n").toStdString();
+    EXPECT_TRUE(same.warnings[0].contains("named by the spec (fashion-mnist, the default)"))
+        << "not a registered version";
     EXPECT_EQ(same.code, "") << "a built-in job's spec is its code";
     EXPECT_EQ(same.request["builtin"].toObject()["seed"].toInt(), 3);
     const ReproducePlan other =
         plan_reproduction(3, qt(request), qt(json{{"part", "code"}}), qt(engine),
                           qt(json{{"engine", {{"version", "0.1.0"}, {"blas", "OpenBLAS 0.3.21 SkylakeX"}}}}));
-    ASSERT_EQ(other.warnings.size(), 1);
-    EXPECT_TRUE(other.warnings[0].contains("another BLAS"));
+    ASSERT_EQ(other.warnings.size(), 2);
+    EXPECT_TRUE(other.warnings[1].contains("another BLAS"));
+    const ReproducePlan unknown = plan_reproduction(3, qt(request), qt(json{{"part", "code"}}), {}, {});
+    EXPECT_TRUE(unknown.warnings.join("\n").contains("engine build is not known"))
+        << unknown.warnings.join("\n").toStdString();
 }
 
 TEST(Reproduce, AUnifiedDiffIsWhatDiffUWrites) {

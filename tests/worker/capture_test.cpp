@@ -62,11 +62,16 @@ struct DirtyRepo {
         write(root + "/train.py", "import sys\nprint('training')\n");
         write(root + "/.gitignore", "data.bin\n");
         write(root + "/deploy.key", "-----BEGIN KEY-----\nKEYMATERIAL-one\n");
+        write(root + "/données/prod.env", "DB_PASSWORD=KEYMATERIAL-three\n");
         write(root + "/src/model.py", "LAYERS = 2\n");
         run(root, "git add -A && git commit -qm first && git remote add origin "
                   "https://bob:tok-123456@example.com/lab/repo.git");
         write(root + "/train.py", "import sys\nprint('training')\n# tuned\n");
         write(root + "/deploy.key", "-----BEGIN KEY-----\nKEYMATERIAL-two\n");
+        write(root + "/données/prod.env", "DB_PASSWORD=KEYMATERIAL-four\n");
+        // The user's own git settings must not change what the capture reads back (prefixes, quoted paths).
+        run(root,
+            "git config diff.noprefix true && git config diff.mnemonicPrefix true && git config core.quotePath true");
         write(root + "/helper.py", "HELP = 1\n");
         write(root + "/.env", "API_TOKEN=hunter2-secret\n");
         run(root, "truncate -s 1G data.bin");
