@@ -182,8 +182,8 @@ void ReproducibilityView::show(const Loaded& read) {
         lines << tr("<b>No capture for this run.</b> Runs are captured by workers from TrainDeck 0.1 on, as they "
                     "start; an imported run keeps what its tool recorded.");
     } else if (builtin) {
-        lines << tr("<b>Built-in trainer.</b> Its spec (every default filled in, seed included) is its code; "
-                    "%1 thread(s).")
+        lines << tr("<b>Built-in trainer.</b> Its spec is its code (below as submitted; the run's config holds it "
+                    "with every default filled in, the seed included); %1 thread(s).")
                      .arg(request.value("resources").toObject().value("cpus").toInt(1));
     } else if (code.value("kind") == "git") {
         const QString commit = code.value("commit").toString();

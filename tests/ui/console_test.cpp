@@ -9,6 +9,7 @@
 // tool skips only through TRAINDECK_REQUIRE (a failure under TRAINDECK_REQUIRE_ALL=1); a helper worker that fails
 // to start fails the test.
 #include "catalog.h"
+#include "checkpoint.h"
 #include "compareview.h"
 #include "groupchart.h"
 #include "datasetsync.h"
@@ -2951,4 +2952,36 @@ out.write(json.dumps({"type": "metric", "step": 1, "loss": 1.0}) + "\n")
     QVERIFY2(window.compare().codeDiff().contains("-1.5\n+0.25"), qPrintable(window.compare().codeDiff()));
     QVERIFY(!window.compare().codeDiff().contains("job.py")); // unchanged files are not in it
     window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/compare-environment.png"));
+
+    // A built-in run rerun the same way ends with bit-identical weights: the same spec, seed and thread count on
+    // the same engine build (the rerun would have said otherwise before it started).
+    TRAINDECK_REQUIRE(QFile::exists(kFashionMnist), kNeedFashion);
+    NewJobDialog builtin(&window);
+    builtin.setBackends(window.backendNames());
+    QJsonObject mlp = small_job("mlp-exact", 2000, 1);
+    QJsonObject spec = mlp.value("builtin").toObject();
+    spec["model"] = "mlp";
+    spec.remove("conv");
+    mlp["builtin"] = spec;
+    builtin.load(mlp);
+    window.submitDialog(builtin);
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "mlp-exact") >= 0, 15000);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "mlp-exact")), QString("succeeded"), 120000);
+    const int mlp_row = row_of(window, "mlp-exact");
+    const qint64 mlp_job = window.jobs().data(window.jobs().index(mlp_row, 0), JobTableModel::JobIdRole).toLongLong();
+    const QString mlp_remote =
+        window.jobs().data(window.jobs().index(mlp_row, 0), JobTableModel::RemoteIdRole).toString();
+    window.reproduceRun(mlp_job);
+    const QString mlp_rerun = QString("mlp-exact (rerun of %1)").arg(mlp_job);
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, mlp_rerun) >= 0, 30000);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, mlp_rerun)), QString("succeeded"), 120000);
+    const QString rerun_remote =
+        window.jobs().data(window.jobs().index(row_of(window, mlp_rerun), 0), JobTableModel::RemoteIdRole).toString();
+    const auto weights = [](const QString& folder) {
+        const auto found = engine::find_latest_checkpoint(folder.toStdString());
+        return found && !found->path.empty() ? found->checkpoint.params : std::vector<float>{};
+    };
+    const std::vector<float> original_weights = weights(dir + "/local/jobs/" + mlp_remote + "/checkpoints");
+    QVERIFY(!original_weights.empty());
+    QVERIFY(original_weights == weights(dir + "/remote/jobs/" + rerun_remote + "/checkpoints"));
 }
