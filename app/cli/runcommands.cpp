@@ -209,6 +209,48 @@ int cmd_show(Cli& cli) {
             for (const json& piece : damage)
                 text += "  damaged   " + QString::fromStdString(piece.dump()) + "\n";
     }
+    // What the run was made of (backend/worker/capture.h): the newest capture of each part.
+    Statement captured = cli.catalog().db().prepare("SELECT part, data FROM captures WHERE job=? AND seq IN (SELECT "
+                                                    "MAX(seq) FROM captures WHERE job=? GROUP BY part)");
+    captured.bind(1, run->id).bind(2, run->id);
+    while (captured.step()) {
+        const json data = json::parse(captured.text(1), nullptr, false);
+        if (!data.is_object())
+            continue;
+        out["capture"][captured.text(0)] = data;
+        if (captured.text(0) == "code" && data.contains("code") && data["code"].is_object()) {
+            const json& code = data["code"];
+            const auto field = [&](const char* key) {
+                return code.contains(key) && code[key].is_string()
+                           ? QString::fromStdString(code[key].get<std::string>())
+                           : QString();
+            };
+            if (code.value("kind", "") == "git")
+                text += QString("  code      git %1 @ %2%3%4\n")
+                            .arg(field("branch"), field("commit").left(10),
+                                 code.value("dirty", false) ? ", with uncommitted changes" : ", clean",
+                                 field("remote").isEmpty() ? QString() : " (" + field("remote") + ")");
+            else if (!field("kind").isEmpty())
+                text += "  code      " + field("kind") + " " + field("root") + "\n";
+            if (!field("snapshot").isEmpty())
+                text += QString("  snapshot  %1 (%2 files, %3 bytes)\n")
+                            .arg(field("snapshot"))
+                            .arg(code.value("files", 0))
+                            .arg(code.value("bytes", int64_t(0)));
+            if (code.contains("left_out") && code["left_out"].is_array())
+                for (const json& row : code["left_out"])
+                    if (row.is_object())
+                        text += QString("  left out  %1: %2\n")
+                                    .arg(QString::fromStdString(row.value("path", "")),
+                                         QString::fromStdString(row.value("why", "")));
+        }
+        if (captured.text(0) == "environment" && data.contains("python") && data["python"].is_object())
+            text += QString("  python    %1 (%2 packages)\n")
+                        .arg(QString::fromStdString(data["python"].value("executable", "")))
+                        .arg(data["python"].contains("packages") && data["python"]["packages"].is_object()
+                                 ? static_cast<int>(data["python"]["packages"].size())
+                                 : 0);
+    }
     if (!run->config.empty()) {
         text += "Config\n";
         std::vector<Row> rows;

@@ -2888,6 +2888,26 @@ out.write(json.dumps({"type": "metric", "step": 1, "loss": 1.0}) + "\n")
     view.tabs()->setCurrentIndex(0);
     QTest::qWait(100);
     window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/reproducibility.png"));
+    // The command line shows the same capture (traindeck-cli show), in text and in JSON.
+    const auto show = [&](const QStringList& args) {
+        QProcess process;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("TRAINDECK_PLUGIN_DIR", TRAINDECK_PLUGIN_DIR);
+        process.setProcessEnvironment(env);
+        process.start(TRAINDECK_CLI_BINARY,
+                      QStringList{"--catalog", dir + "/catalog.db", "--worker-state-dir", dir + "/local"} + args);
+        QDeadlineTimer deadline(60000);
+        while (!process.waitForFinished(10) && !deadline.hasExpired())
+            QCoreApplication::processEvents();
+        return QString::fromUtf8(process.readAllStandardOutput());
+    };
+    const QString shown = show({"show", QString::number(original)});
+    QVERIFY2(shown.contains("code      git main @ ") && shown.contains("with uncommitted changes"), qPrintable(shown));
+    QVERIFY2(shown.contains("left out  .env: never captured"), qPrintable(shown));
+    const QJsonObject shown_json =
+        QJsonDocument::fromJson(show({"--json", "show", QString::number(original)}).toUtf8()).object();
+    QCOMPARE(shown_json["capture"].toObject()["code"].toObject()["code"].toObject()["snapshot"].toString(),
+             QJsonDocument::fromJson(reader.capture(original).code).object()["code"].toObject()["snapshot"].toString());
 
     // The user goes on editing; the run is then rerun exactly on the TLS worker, from its snapshot.
     QVERIFY(write_text(repo + "/steps.txt", "12\n"));
