@@ -14,7 +14,6 @@
 #include <QCursor>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QJsonDocument>
@@ -231,11 +230,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     environment_layout->setContentsMargins(6, 6, 6, 6);
     environment_layout->addWidget(environment_note_);
     code_diff_title_ = new QLabel;
-    code_diff_ = new QPlainTextEdit;
-    code_diff_->setReadOnly(true);
-    code_diff_->setLineWrapMode(QPlainTextEdit::NoWrap);
-    code_diff_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-    new DiffHighlighter(code_diff_->document());
+    code_diff_ = make_diff_view();
     auto* code_box = new QWidget;
     auto* code_layout = new QVBoxLayout(code_box);
     code_layout->setContentsMargins(0, 0, 0, 0);

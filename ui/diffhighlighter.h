@@ -1,7 +1,9 @@
 #pragma once
-// A unified diff's added and removed lines in colour, its file headers in bold: the Reproducibility tab's diff and
-// Compare → Environment's code diff.
+// A unified diff's added and removed lines in colour, its file headers in bold, in a read-only monospaced view: the
+// Reproducibility tab's diff and Compare → Environment's code diff.
 #include <QColor>
+#include <QFontDatabase>
+#include <QPlainTextEdit>
 #include <QSyntaxHighlighter>
 #include <QTextCharFormat>
 
@@ -28,5 +30,15 @@ protected:
         setFormat(0, static_cast<int>(text.size()), format);
     }
 };
+
+// A read-only, unwrapped, monospaced view whose text is highlighted as a diff.
+inline QPlainTextEdit* make_diff_view() {
+    auto* view = new QPlainTextEdit;
+    view->setReadOnly(true);
+    view->setLineWrapMode(QPlainTextEdit::NoWrap);
+    view->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    new DiffHighlighter(view->document());
+    return view;
+}
 
 } // namespace traindeck

@@ -7,7 +7,6 @@
 
 #include <QDateTime>
 #include <QFileInfo>
-#include <QFontDatabase>
 #include <QHeaderView>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -92,12 +91,8 @@ ReproducibilityView::ReproducibilityView(const QString& catalog_path, QWidget* p
     connect(reproduce_, &QPushButton::clicked, this, [this] { emit reproduceRequested(job_); });
 
     left_out_ = make_table({tr("Left out"), tr("Why")});
-    diff_ = new QPlainTextEdit;
-    diff_->setReadOnly(true);
-    diff_->setLineWrapMode(QPlainTextEdit::NoWrap);
-    diff_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    diff_ = make_diff_view();
     diff_->setPlaceholderText(tr("No uncommitted change: the run's code is its commit."));
-    new DiffHighlighter(diff_->document());
     auto* code = new QWidget;
     auto* code_layout = new QVBoxLayout(code);
     code_layout->setContentsMargins(0, 0, 0, 0);

@@ -58,9 +58,7 @@ bool store_code_snapshot(const WorkerClient& to, const dataset::Manifest& manife
     result.files = static_cast<int64_t>(manifest.files.size());
     result.bytes = manifest.bytes();
     std::unique_ptr<WorkerClient> target = to.fork();
-    std::vector<std::string> chunks;
-    for (const dataset::ManifestFile& file : manifest.files)
-        chunks.insert(chunks.end(), file.chunks.begin(), file.chunks.end());
+    const std::vector<std::string> chunks = manifest.chunk_hashes();
     const HttpResponse asked = target->post("/v1/chunks/missing", json{{"chunks", chunks}});
     const json missing = asked.json();
     if (!asked.ok() || !missing.contains("missing") || !missing["missing"].is_array()) {

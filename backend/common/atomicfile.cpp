@@ -2,6 +2,7 @@
 // process), fchmod gives it the asked mode before any byte is written.
 #include "atomicfile.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -84,6 +85,27 @@ void fsync_folder(const std::string& folder) {
         return;
     ::fsync(fd);
     ::close(fd);
+}
+
+bool read_file_upto(const std::string& path, size_t limit, std::string& bytes, bool follow_links) {
+    bytes.clear();
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (follow_links ? 0 : O_NOFOLLOW));
+    if (fd < 0)
+        return false;
+    char buffer[65536];
+    bool ok = true;
+    while (bytes.size() < limit) {
+        const ssize_t n = ::read(fd, buffer, std::min(sizeof(buffer), limit - bytes.size()));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            ok = n == 0;
+            break;
+        }
+        bytes.append(buffer, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return ok;
 }
 
 } // namespace traindeck

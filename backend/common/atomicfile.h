@@ -49,4 +49,9 @@ bool write_file_atomically(const std::string& path, std::string_view bytes, mode
 // fsync of a folder, after a rename or unlink in it. Best effort: some file systems do not support it.
 void fsync_folder(const std::string& folder);
 
+// The other way: at most `limit` bytes of a file into `bytes` (only what the file holds is allocated). False when it
+// cannot be opened or read. follow_links false: a symbolic link is not followed (a file of a user's tree that may
+// point anywhere).
+bool read_file_upto(const std::string& path, size_t limit, std::string& bytes, bool follow_links = true);
+
 } // namespace traindeck

@@ -39,6 +39,14 @@ bool write_all(int fd, const char* data, size_t size, int& saved_errno) {
     return true;
 }
 
+// Every dirty page of the store's file system on disk: one call for many files written at once.
+void sync_file_system(const std::string& dir) {
+    if (const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+        ::syncfs(fd);
+        ::close(fd);
+    }
+}
+
 int space_status(int error_number) { return error_number == ENOSPC || error_number == EDQUOT ? 507 : 500; }
 
 void make_read_only(const fs::path& root) {
@@ -144,10 +152,7 @@ int ContentStore::put_chunks(const std::vector<std::pair<std::string, std::strin
     }
     if (written.empty())
         return 0;
-    if (const int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
-        ::syncfs(fd); // every chunk's bytes are on disk before any has its name
-        ::close(fd);
-    }
+    sync_file_system(dir_); // every chunk's bytes are on disk before any has its name
     std::error_code ec;
     for (const auto& [temp, final_path] : written) {
         fs::create_directories(fs::path(final_path).parent_path(), ec);
@@ -157,32 +162,14 @@ int ContentStore::put_chunks(const std::vector<std::pair<std::string, std::strin
             return saved;
         }
     }
-    if (const int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
-        ::syncfs(fd); // and the names
-        ::close(fd);
-    }
+    sync_file_system(dir_); // and the names
     return 0;
 }
 
 bool ContentStore::read_chunk(const std::string& hash, std::string& bytes) const {
-    if (!is_sha256_hex(hash))
-        return false;
-    const int fd = ::open(chunk_path(hash).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    bytes.clear();
-    char buffer[65536];
-    for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) != 0;) {
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 || static_cast<int64_t>(bytes.size()) + n > kChunkBytes) {
-            ::close(fd);
-            return false;
-        }
-        bytes.append(buffer, static_cast<size_t>(n));
-    }
-    ::close(fd);
-    return true;
+    // One byte more than a chunk may hold: a larger file under a chunk's name is no chunk.
+    return is_sha256_hex(hash) && read_file_upto(chunk_path(hash), static_cast<size_t>(kChunkBytes) + 1, bytes) &&
+           static_cast<int64_t>(bytes.size()) <= kChunkBytes;
 }
 
 int ContentStore::put_manifest(const Manifest& manifest) {
@@ -195,15 +182,10 @@ bool ContentStore::stored_manifest(const std::string& version, Manifest& manifes
         return false;
     }
     std::string text;
-    const int fd = ::open((dir_ + "/manifests/" + version + ".json").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    if (!read_file_upto(dir_ + "/manifests/" + version + ".json", size_t(256) << 20, text)) {
         error = "version " + version.substr(0, 12) + "… is not on this worker";
         return false;
     }
-    char buffer[65536];
-    for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) > 0;)
-        text.append(buffer, static_cast<size_t>(n));
-    ::close(fd);
     const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
     if (parsed.is_discarded() || !Manifest::from_json(parsed, manifest, error) || manifest.version() != version) {
         error =
@@ -240,10 +222,7 @@ int ContentStore::materialize(const Manifest& manifest, std::vector<std::string>
 
 int ContentStore::build(const Manifest& manifest, std::vector<std::string>& missing, std::string& error) {
     const std::string version = manifest.version();
-    std::vector<std::string> all;
-    for (const ManifestFile& file : manifest.files)
-        all.insert(all.end(), file.chunks.begin(), file.chunks.end());
-    missing = missing_chunks(all);
+    missing = missing_chunks(manifest.chunk_hashes());
     if (!missing.empty()) {
         error = std::to_string(missing.size()) + " chunk(s) of this version are not on the worker yet; upload them first";
         return 409;
@@ -313,10 +292,7 @@ int ContentStore::build(const Manifest& manifest, std::vector<std::string>& miss
         return 500;
     }
     // The version's bytes are on disk before its name says it is complete.
-    if (const int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
-        ::syncfs(fd);
-        ::close(fd);
-    }
+    sync_file_system(dir_);
     if (::rename(build.c_str(), (dir_ + "/datasets/" + version).c_str()) != 0) {
         const int saved = errno;
         remove_tree(build);

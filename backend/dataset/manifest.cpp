@@ -320,6 +320,13 @@ const ManifestFile* Manifest::find(const std::string& path) const {
     return it != files.end() && it->path == path ? &*it : nullptr;
 }
 
+std::vector<std::string> Manifest::chunk_hashes() const {
+    std::vector<std::string> hashes;
+    for (const ManifestFile& file : files)
+        hashes.insert(hashes.end(), file.chunks.begin(), file.chunks.end());
+    return hashes;
+}
+
 bool scan_manifest(const std::string& root, Manifest& manifest, std::string& error, const ScanOptions& options) {
     manifest = {};
     std::vector<PendingFile> pending;

@@ -33,6 +33,7 @@ struct Manifest {
     // Checks every field (a manifest also arrives from the network); false + error says what is wrong.
     static bool from_json(const nlohmann::json& json, Manifest& manifest, std::string& error);
     const ManifestFile* find(const std::string& path) const;
+    std::vector<std::string> chunk_hashes() const; // every file's chunks, in order (a hash may repeat)
 };
 
 struct ScanProgress {

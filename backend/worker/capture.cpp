@@ -1,5 +1,6 @@
 #include "capture.h"
 
+#include "atomicfile.h"
 #include "clock.h"
 #include "manifest.h"
 
@@ -213,22 +214,11 @@ std::string without_secret_sections(const std::string& diff, const std::vector<s
     return out;
 }
 
-// At most `limit` bytes of a file ("" when it cannot be read); only what the file holds is allocated.
-std::string read_small_file(const std::string& path, size_t limit = 1 << 20) {
+// At most `limit` bytes of a file; "" when it cannot be read.
+std::string read_small_file(const std::string& path, size_t limit = 1 << 20, bool follow_links = true) {
     std::string text;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC); // a link is never followed out
-    if (fd < 0)
-        return text;
-    char buffer[65536];
-    for (ssize_t n;
-         text.size() < limit && (n = ::read(fd, buffer, std::min(sizeof(buffer), limit - text.size()))) != 0;) {
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            break;
-        text.append(buffer, static_cast<size_t>(n));
-    }
-    ::close(fd);
+    if (!read_file_upto(path, limit, text, follow_links))
+        text.clear();
     return text;
 }
 
@@ -296,9 +286,13 @@ json capture_code(const std::string& cwd, dataset::ContentStore& store, const Ca
     std::vector<std::string> untracked;
     const ProgramResult top = git(root, {"rev-parse", "--show-toplevel"});
     const bool in_git = top.ok() && !trimmed(top.output).empty();
-    std::vector<std::string> patterns = limits.exclude;
-    if (in_git) {
+    if (in_git)
         root = trimmed(top.output);
+    // Never captured: the worker's patterns and the folder's own (.traindeckignore), besides the built-in secrets.
+    std::vector<std::string> patterns = limits.exclude;
+    for (const std::string& own : read_patterns(root + "/.traindeckignore"))
+        patterns.push_back(own);
+    if (in_git) {
         info["kind"] = "git";
         // Four questions at once: a capture holds up the job's start.
         auto status = std::async(std::launch::async, git, root,
@@ -327,8 +321,6 @@ json capture_code(const std::string& cwd, dataset::ContentStore& store, const Ca
                                               "."};
         std::vector<std::string> all_patterns = secret_patterns();
         all_patterns.insert(all_patterns.end(), patterns.begin(), patterns.end());
-        for (const std::string& own : read_patterns(root + "/.traindeckignore"))
-            all_patterns.push_back(own);
         for (std::string pattern : all_patterns) {
             const bool folder_only = !pattern.empty() && pattern.back() == '/';
             if (folder_only)
@@ -416,8 +408,6 @@ json capture_code(const std::string& cwd, dataset::ContentStore& store, const Ca
     info["cwd"] = fs::relative(fs::weakly_canonical(cwd, ec), root, ec).generic_string();
     if (info["cwd"] == ".")
         info["cwd"] = "";
-    for (const std::string& pattern : read_patterns(root + "/.traindeckignore"))
-        patterns.push_back(pattern);
 
     // What the last capture of this folder saw of each file: an unchanged file (size, times, inode) is not read
     // again, as git's index does. A file changed within two seconds of a capture is never trusted to it.
@@ -552,7 +542,7 @@ json capture_code(const std::string& cwd, dataset::ContentStore& store, const Ca
             std::string absolute = root;
             absolute += "/";
             absolute += path;
-            diff += new_file_diff(path, read_small_file(absolute, 256 << 10));
+            diff += new_file_diff(path, read_small_file(absolute, 256 << 10, false)); // never through a link
         }
     }
     std::vector<std::string> dropped;

@@ -627,10 +627,7 @@ void WorkerServer::dataset_routes() {
         if (manifest.version() != req.matches[1].str())
             return error_reply(res, 400,
                                "the manifest's version is " + manifest.version() + ", not the one in the URL");
-        std::vector<std::string> all;
-        for (const dataset::ManifestFile& file : manifest.files)
-            all.insert(all.end(), file.chunks.begin(), file.chunks.end());
-        if (const std::vector<std::string> missing = store.missing_chunks(all); !missing.empty())
+        if (const std::vector<std::string> missing = store.missing_chunks(manifest.chunk_hashes()); !missing.empty())
             return reply(res, 409,
                          {{"error", std::to_string(missing.size()) +
                                         " chunk(s) of this snapshot are not on the worker yet; upload them first"},

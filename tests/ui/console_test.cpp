@@ -2886,7 +2886,6 @@ out.write(json.dumps({"type": "metric", "step": 1, "loss": 1.0}) + "\n")
     QVERIFY(!reader.capture(original).code.contains("never-in-the-catalog"));
     window.resize(1400, 860);
     view.tabs()->setCurrentIndex(0);
-    QTest::qWait(100);
     window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/reproducibility.png"));
     // The command line shows the same capture (traindeck-cli show), in text and in JSON.
     const auto show = [&](const QStringList& args) {
