@@ -15,8 +15,8 @@ done
 packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config git libgtest-dev
-  # engine
-  libopenblas-dev zlib1g-dev
+  # engine (stb_image's PNG/JPEG decoder and resizer: headers only, built into the engine)
+  libopenblas-dev zlib1g-dev libstb-dev
   # worker, client, catalog
   nlohmann-json3-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev
   # console
@@ -26,7 +26,7 @@ packages=(
   # data shipped by Debian: the demo job and the tests train on it
   dataset-fashion-mnist
   # peer benchmark and user-script jobs (Debian's PyTorch lives in /usr/bin/python3)
-  python3 python3-torch python3-optuna python3-numpy
+  python3 python3-torch python3-torchvision python3-optuna python3-numpy
   # GUI tests and screenshots
   xvfb xauth imagemagick
   # tests: certificates for the TLS tests, pkill for the Slurm set-up's stray slurmstepd

@@ -5,8 +5,11 @@
 #include "rng.h"
 
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -14,7 +17,106 @@
 #include <numeric>
 #include <sstream>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace traindeck::engine {
+
+ByteRows::ByteRows(std::vector<uint8_t> bytes, size_t row_bytes)
+    : owned_(std::move(bytes)), base_(owned_.data()), rows_(row_bytes ? owned_.size() / row_bytes : 0),
+      row_bytes_(row_bytes) {}
+
+Expected<std::shared_ptr<const ByteRows>> ByteRows::map(const std::string& path, size_t offset, size_t rows,
+                                                        size_t row_bytes) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return Error{path + ": cannot open: " + std::strerror(errno)};
+    struct stat st {};
+    const size_t needed = offset + rows * row_bytes;
+    if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < needed) {
+        ::close(fd);
+        return Error{path + ": shorter than its header says (" + std::to_string(st.st_size) + " of " +
+                     std::to_string(needed) + " bytes)"};
+    }
+    std::shared_ptr<ByteRows> mapped(new ByteRows());
+    mapped->rows_ = rows;
+    mapped->row_bytes_ = row_bytes;
+    if (needed > 0) {
+        void* address = ::mmap(nullptr, needed, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (address == MAP_FAILED) {
+            const int error = errno;
+            ::close(fd);
+            return Error{path + ": cannot map: " + std::strerror(error)};
+        }
+        mapped->mapping_ = address;
+        mapped->mapped_bytes_ = needed;
+        mapped->base_ = static_cast<const uint8_t*>(address) + offset;
+    }
+    ::close(fd);
+    return std::shared_ptr<const ByteRows>(std::move(mapped));
+}
+
+ByteRows::~ByteRows() {
+    if (mapping_)
+        ::munmap(mapping_, mapped_bytes_);
+}
+
+void Dataset::copy_row(size_t i, float* out) const {
+    const size_t n = features();
+    if (!bytes) {
+        std::memcpy(out, x.data() + i * n, sizeof(float) * n);
+        return;
+    }
+    const uint8_t* row = bytes->row(rows[i]);
+    if (byte_norm.empty()) {
+        for (size_t f = 0; f < n; ++f)
+            out[f] = row[f] * (1.0f / 255.0f);
+        return;
+    }
+    const size_t c = channels;
+    for (size_t f = 0; f < n; ++f) {
+        const size_t g = f % c;
+        out[f] = (row[f] * (1.0f / 255.0f) - byte_norm.mean[g]) * byte_norm.inverse_std[g];
+    }
+}
+
+const float* Dataset::batch(size_t start, size_t count, std::vector<float>& buffer) const {
+    const size_t n = features();
+    if (!bytes)
+        return x.data() + start * n;
+    buffer.resize(count * n);
+    for (size_t i = 0; i < count; ++i)
+        copy_row(start + i, buffer.data() + i * n);
+    return buffer.data();
+}
+
+Dataset Dataset::subset(const std::vector<size_t>& indices) const {
+    Dataset out;
+    out.bytes = bytes;
+    out.byte_norm = byte_norm;
+    out.height = height;
+    out.width = width;
+    out.channels = channels;
+    out.classes = classes;
+    out.class_names = class_names;
+    const size_t n = features();
+    out.y.reserve(indices.size());
+    if (bytes)
+        out.rows.reserve(indices.size());
+    else
+        out.x.reserve(indices.size() * n);
+    for (size_t i : indices) {
+        out.y.push_back(y[i]);
+        if (bytes)
+            out.rows.push_back(rows[i]);
+        else
+            out.x.insert(out.x.end(), x.begin() + i * n, x.begin() + (i + 1) * n);
+    }
+    return out;
+}
+
 namespace {
 
 std::string trim(const std::string& text) {
@@ -147,31 +249,39 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
     return data;
 }
 
-Dataset split_validation(Dataset& data, double fraction, uint64_t seed) {
-    Dataset val;
-    val.height = data.height;
-    val.width = data.width;
-    val.channels = data.channels;
-    val.classes = data.classes;
-    val.class_names = data.class_names;
+Dataset split_validation(Dataset& data, double fraction, uint64_t seed, bool stratified) {
     const size_t n = data.size();
-    const size_t val_count = static_cast<size_t>(std::floor(n * fraction));
-    if (val_count == 0)
-        return val;
     std::vector<size_t> order(n);
     std::iota(order.begin(), order.end(), 0);
     Rng rng(seed ^ 0x5eedULL);
-    for (size_t i = n - 1; i > 0; --i)
-        std::swap(order[i], order[rng.below(i + 1)]);
-    const size_t features = data.features();
-    Dataset train = val;
-    for (size_t i = 0; i < n; ++i) {
-        Dataset& target = i < n - val_count ? train : val;
-        const size_t src = order[i];
-        target.x.insert(target.x.end(), data.x.begin() + src * features, data.x.begin() + (src + 1) * features);
-        target.y.push_back(data.y[src]);
+    auto shuffle = [&rng](std::vector<size_t>& items) {
+        for (size_t i = items.size(); i > 1; --i)
+            std::swap(items[i - 1], items[rng.below(i)]);
+    };
+    std::vector<size_t> train_rows, val_rows;
+    if (stratified) {
+        // Each class shuffled on its own, its last floor(count * fraction) to validation; then both sets in one
+        // shuffled order, so that no later step sees the samples grouped by class.
+        std::vector<std::vector<size_t>> by_class(std::max(data.classes, 1));
+        for (size_t i = 0; i < n; ++i)
+            by_class[std::clamp(data.y[i], 0, static_cast<int>(by_class.size()) - 1)].push_back(i);
+        for (auto& members : by_class) {
+            shuffle(members);
+            const size_t val_count = static_cast<size_t>(std::floor(members.size() * fraction));
+            train_rows.insert(train_rows.end(), members.begin(), members.end() - val_count);
+            val_rows.insert(val_rows.end(), members.end() - val_count, members.end());
+        }
+        shuffle(train_rows);
+        shuffle(val_rows);
+    } else {
+        const size_t val_count = static_cast<size_t>(std::floor(n * fraction));
+        if (val_count > 0)
+            shuffle(order);
+        train_rows.assign(order.begin(), order.end() - val_count);
+        val_rows.assign(order.end() - val_count, order.end());
     }
-    data = std::move(train);
+    Dataset val = data.subset(val_rows);
+    data = data.subset(train_rows);
     return val;
 }
 
@@ -181,7 +291,22 @@ Normalization fit_normalization(const Dataset& data) {
     const size_t groups = image ? data.channels : data.features();
     std::vector<double> sum(groups, 0.0), sum_sq(groups, 0.0);
     const size_t features = data.features();
-    for (size_t i = 0; i < data.size(); ++i) {
+    if (data.bytes) {
+        // Bytes: a histogram per channel, then the sums of the values each byte stands for.
+        std::vector<std::array<uint64_t, 256>> counts(groups, std::array<uint64_t, 256>{});
+        for (size_t i = 0; i < data.size(); ++i) {
+            const uint8_t* row = data.bytes->row(data.rows[i]);
+            for (size_t f = 0; f < features; ++f)
+                ++counts[f % groups][row[f]];
+        }
+        for (size_t g = 0; g < groups; ++g)
+            for (int v = 0; v < 256; ++v) {
+                const double value = v * (1.0f / 255.0f);
+                sum[g] += counts[g][v] * value;
+                sum_sq[g] += counts[g][v] * value * value;
+            }
+    }
+    for (size_t i = 0; i < data.size() && !data.bytes; ++i) {
         const float* row = data.x.data() + i * features;
         for (size_t f = 0; f < features; ++f) {
             const size_t g = image ? f % data.channels : f;
@@ -201,6 +326,10 @@ Normalization fit_normalization(const Dataset& data) {
 }
 
 void apply_normalization(Dataset& data, const Normalization& norm) {
+    if (data.bytes) {
+        data.byte_norm = norm;
+        return;
+    }
     const size_t features = data.features();
     const size_t groups = norm.mean.size();
     for (size_t i = 0; i < data.size(); ++i) {

@@ -1,24 +1,65 @@
 #pragma once
-// In-memory datasets: IDX image sets (gzip or plain, as Debian's dataset-fashion-mnist ships them)
-// and CSV tables (numeric feature columns plus one label column).
+// Datasets: IDX image sets (gzip or plain, as Debian's dataset-fashion-mnist ships them) and CSV tables (numeric
+// feature columns plus one label column) in memory as floats; image folders (imagefolder.h) as bytes mapped from
+// their cache.
 #include "expected.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace traindeck::engine {
 
+// Same-sized rows of bytes (HWC uint8 images), held in memory or mapped read-only from a file.
+class ByteRows {
+public:
+    ByteRows(std::vector<uint8_t> bytes, size_t row_bytes);
+    // rows * row_bytes bytes at offset of path; the mapping lives as long as this object.
+    static Expected<std::shared_ptr<const ByteRows>> map(const std::string& path, size_t offset, size_t rows,
+                                                         size_t row_bytes);
+    ~ByteRows();
+    ByteRows(const ByteRows&) = delete;
+    ByteRows& operator=(const ByteRows&) = delete;
+
+    const uint8_t* row(size_t i) const { return base_ + i * row_bytes_; }
+    size_t rows() const { return rows_; }
+
+private:
+    ByteRows() = default;
+    std::vector<uint8_t> owned_;
+    void* mapping_ = nullptr;
+    size_t mapped_bytes_ = 0;
+    const uint8_t* base_ = nullptr;
+    size_t rows_ = 0, row_bytes_ = 0;
+};
+
+struct Normalization {
+    std::vector<float> mean, inverse_std; // one per feature (CSV) or one per channel (images)
+    bool empty() const { return mean.empty(); }
+};
+
 struct Dataset {
-    // Samples are rows of `features()` floats; images are NHWC.
+    // Samples are rows of `features()` floats; images are NHWC. Either in x, or (image folders) sample i is the
+    // byte row bytes->row(rows[i]), each byte read as byte / 255 and then normalised by `byte_norm`.
     std::vector<float> x;
+    std::shared_ptr<const ByteRows> bytes;
+    std::vector<uint32_t> rows;
+    Normalization byte_norm;
     std::vector<int32_t> y;
     int height = 1, width = 1, channels = 1;
     int classes = 0;
-    std::vector<std::string> class_names; // CSV string labels, in class-index order
+    std::vector<std::string> class_names; // CSV string labels or image folders' class folders, in class-index order
 
     size_t size() const { return y.size(); }
     size_t features() const { return static_cast<size_t>(height) * width * channels; }
+    bool is_image() const { return height > 1; }
+    // Sample i's features into out (features() floats).
+    void copy_row(size_t i, float* out) const;
+    // Samples [start, start + count) as contiguous floats: a pointer into x, or buffer filled and returned.
+    const float* batch(size_t start, size_t count, std::vector<float>& buffer) const;
+    // The samples at `indices`, in that order (their bytes shared, not copied).
+    Dataset subset(const std::vector<size_t>& indices) const;
 };
 
 // Pixels are scaled to [0, 1]. Every header field and length is checked against the file.
@@ -28,13 +69,12 @@ Expected<Dataset> load_idx(const std::string& images_path, const std::string& la
 Expected<Dataset> load_csv(const std::string& path, const std::string& label_column,
                            const std::vector<std::string>& known_classes = {});
 
-// Moves the last `fraction` of a shuffled order of `data` into the returned validation set.
-Dataset split_validation(Dataset& data, double fraction, uint64_t seed);
+// Moves the last `fraction` of a shuffled order of `data` into the returned validation set. Stratified: the same
+// fraction of each class (rounded down per class), so a small class is never missing from validation by chance.
+Dataset split_validation(Dataset& data, double fraction, uint64_t seed, bool stratified = false);
 
-struct Normalization {
-    std::vector<float> mean, inverse_std; // one per feature (CSV) or one per channel (images)
-};
 Normalization fit_normalization(const Dataset& data);
+// Floats are normalised in place; bytes keep their bytes and are normalised as they are read.
 void apply_normalization(Dataset& data, const Normalization& norm);
 
 } // namespace traindeck::engine

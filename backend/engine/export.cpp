@@ -35,12 +35,12 @@ struct Scored {
 // layer's input.
 Scored score(Network& net, const Dataset& data, const WeightedInputHook& hook) {
     Scored result;
-    const size_t features = data.features();
     const int classes = net.classes();
+    std::vector<float> buffer;
     long correct = 0;
     for (size_t start = 0; start < data.size(); start += net.max_batch()) {
         const int batch = static_cast<int>(std::min<size_t>(net.max_batch(), data.size() - start));
-        const float* logits = net.forward(data.x.data() + start * features, batch, hook);
+        const float* logits = net.forward(data.batch(start, batch, buffer), batch, hook);
         for (int b = 0; b < batch; ++b) {
             const float* row = logits + static_cast<size_t>(b) * classes;
             const int predicted = static_cast<int>(std::max_element(row, row + classes) - row);
@@ -54,7 +54,8 @@ Scored score(Network& net, const Dataset& data, const WeightedInputHook& hook) {
 
 // Raw NHWC samples → NCHW, the layout of the ONNX input.
 std::vector<float> to_nchw(const Dataset& data) {
-    return engine::to_nchw(data.x.data(), data.size(), data.height, data.width, data.channels);
+    std::vector<float> buffer;
+    return engine::to_nchw(data.batch(0, data.size(), buffer), data.size(), data.height, data.width, data.channels);
 }
 
 template <typename T>
@@ -150,9 +151,10 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
         return input;
     };
     const size_t calibration = std::min<size_t>(std::max(1, options.calibration_samples), normalized.train.size());
+    std::vector<float> calibration_buffer;
     for (size_t start = 0; start < calibration; start += batch) {
         const int n = static_cast<int>(std::min<size_t>(batch, calibration - start));
-        net.forward(normalized.train.x.data() + start * normalized.train.features(), n, observe);
+        net.forward(normalized.train.batch(start, n, calibration_buffer), n, observe);
     }
     report.calibration_samples = static_cast<long>(calibration);
 

@@ -192,16 +192,65 @@ Expected<DataSpec> parse_data(const json* object) {
         r.read("train_csv", data.train_csv);
         r.read("test_csv", data.test_csv);
         r.read("label_column", data.label_column);
+        r.read("train_dir", data.train_dir);
+        r.read("test_dir", data.test_dir);
+        if (const json* size = r.child("image_size")) {
+            if (size->is_number_integer()) {
+                data.image_height = data.image_width = size->get<int>();
+            } else if (size->is_array() && size->size() == 2 && (*size)[0].is_number_integer() &&
+                       (*size)[1].is_number_integer()) {
+                data.image_height = (*size)[0].get<int>();
+                data.image_width = (*size)[1].get<int>();
+            } else {
+                r.fail("\"image_size\" must be a number or [height, width]");
+            }
+            r.require(data.image_height > 0 && data.image_width > 0 && data.image_height <= 4096 &&
+                          data.image_width <= 4096,
+                      "\"image_size\" must be between 1 and 4096 pixels");
+        }
+        r.read("channels", data.channels);
+        r.read("resize", data.resize);
+        r.read("skip_bad_images", data.skip_bad_images);
         r.read("val_fraction", data.val_fraction);
         r.read("normalize", data.normalize);
         r.read("limit", data.limit);
-        r.require(data.format == "idx" || data.format == "csv", "\"format\" must be \"idx\" or \"csv\"");
+        if (const json* augment = r.child("augment")) {
+            if (!augment->is_object()) {
+                r.fail("\"augment\" must be an object");
+            } else {
+                Reader a(*augment, "data.augment");
+                AugmentSpec& spec = data.augment;
+                a.read("crop_padding", spec.crop_padding);
+                a.read("hflip", spec.hflip);
+                a.read("rotate", spec.rotate);
+                a.read("translate", spec.translate);
+                a.read("brightness", spec.brightness);
+                a.read("contrast", spec.contrast);
+                a.require(spec.crop_padding >= 0 && spec.crop_padding <= 64,
+                          "\"crop_padding\" must be in [0, 64] pixels");
+                a.require(spec.rotate >= 0.0f && spec.rotate <= 180.0f, "\"rotate\" must be in [0, 180] degrees");
+                a.require(spec.translate >= 0.0f && spec.translate <= 0.5f, "\"translate\" must be in [0, 0.5]");
+                a.require(spec.brightness >= 0.0f && spec.brightness < 1.0f && spec.contrast >= 0.0f &&
+                              spec.contrast < 1.0f,
+                          "\"brightness\" and \"contrast\" must be in [0, 1)");
+                a.reject_unknown();
+                if (!a.ok())
+                    return Error{a.error()};
+            }
+        }
+        r.require(data.format == "idx" || data.format == "csv" || data.format == "image_folder",
+                  "\"format\" must be \"idx\", \"csv\" or \"image_folder\"");
+        r.require(data.channels == 0 || data.channels == 1 || data.channels == 3, "\"channels\" must be 1 or 3");
+        r.require(data.resize == "pad" || data.resize == "crop", "\"resize\" must be \"pad\" or \"crop\"");
         r.require(data.val_fraction >= 0.0 && data.val_fraction < 1.0, "\"val_fraction\" must be in [0, 1)");
         r.require(data.limit >= 0, "\"limit\" must not be negative");
         r.reject_unknown();
         if (!r.ok())
             return Error{r.error()};
-        if (object->contains("format") || object->contains("train_images") || object->contains("train_csv"))
+        if (data.augment.any() && data.format == "csv")
+            return Error{"data: \"augment\" transforms images; a CSV table has none"};
+        if (object->contains("format") || object->contains("train_images") || object->contains("train_csv") ||
+            object->contains("train_dir"))
             dataset.clear();
     }
     if (dataset == "fashion-mnist") {
@@ -218,8 +267,10 @@ Expected<DataSpec> parse_data(const json* object) {
         return Error{"data: IDX data needs \"train_images\" and \"train_labels\""};
     if (data.format == "csv" && data.train_csv.empty())
         return Error{"data: CSV data needs \"train_csv\""};
+    if (data.format == "image_folder" && data.train_dir.empty())
+        return Error{"data: an image folder needs \"train_dir\" (a folder with one folder of images per class)"};
     for (std::string* path : {&data.train_images, &data.train_labels, &data.test_images, &data.test_labels,
-                              &data.train_csv, &data.test_csv})
+                              &data.train_csv, &data.test_csv, &data.train_dir, &data.test_dir})
         *path = resolve_data_path(*path);
     return data;
 }
@@ -387,11 +438,26 @@ json job_spec_to_json(const JobSpec& spec) {
         data.update({{"train_csv", spec.data.train_csv},
                      {"test_csv", spec.data.test_csv},
                      {"label_column", spec.data.label_column}});
+    else if (spec.data.format == "image_folder")
+        data.update({{"train_dir", spec.data.train_dir},
+                     {"test_dir", spec.data.test_dir},
+                     {"resize", spec.data.resize},
+                     {"skip_bad_images", spec.data.skip_bad_images}});
     else
         data.update({{"train_images", spec.data.train_images},
                      {"train_labels", spec.data.train_labels},
                      {"test_images", spec.data.test_images},
                      {"test_labels", spec.data.test_labels}});
+    if (spec.data.format == "image_folder" && spec.data.image_height > 0) // 0: from the images (the trainer's
+        data["image_size"] = json::array({spec.data.image_height, spec.data.image_width}); // config says which)
+    if (spec.data.format == "image_folder" && spec.data.channels > 0)
+        data["channels"] = spec.data.channels;
+    if (spec.data.augment.any()) {
+        const AugmentSpec& a = spec.data.augment;
+        data["augment"] = {{"crop_padding", a.crop_padding},       {"hflip", a.hflip},
+                           {"rotate", shortest(a.rotate)},         {"translate", shortest(a.translate)},
+                           {"brightness", shortest(a.brightness)}, {"contrast", shortest(a.contrast)}};
+    }
     json optimizer = {{"type", spec.optimizer.type},
                       {"lr", shortest(spec.optimizer.lr)},
                       {"weight_decay", shortest(spec.optimizer.weight_decay)}};

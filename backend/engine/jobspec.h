@@ -1,6 +1,7 @@
 #pragma once
 // The built-in trainer's job spec: what a user writes (JSON) and what the engine runs.
 // "model":"mlp" and "model":"cnn" are presets that expand into "layers"; a spec may also list layers itself.
+#include "augment.h"
 #include "expected.h"
 
 #include <nlohmann/json.hpp>
@@ -32,12 +33,19 @@ struct LayerSpec {
 };
 
 struct DataSpec {
-    std::string format = "idx"; // idx | csv
+    std::string format = "idx";                                       // idx | csv | image_folder
     std::string train_images, train_labels, test_images, test_labels; // idx
     std::string train_csv, test_csv, label_column;                    // csv (label defaults to the last column)
-    double val_fraction = 0.1;
+    // image_folder: <dir>/<class>/<image>.png|jpg; "image_size" N or [height, width] (0: the first image's),
+    // "channels" 1 or 3 (0: from the images), "resize" pad | crop, "skip_bad_images" (default: fail, listing them).
+    std::string train_dir, test_dir;
+    int image_height = 0, image_width = 0, channels = 0;
+    std::string resize = "pad";
+    bool skip_bad_images = false;
+    double val_fraction = 0.1; // image folders: stratified (this fraction of each class)
     bool normalize = true;  // standardise inputs with the training set's mean and deviation
     long limit = 0;         // use only the first N training samples (0 = all)
+    AugmentSpec augment;    // images only; training samples only
 };
 
 struct OptimizerSpec {

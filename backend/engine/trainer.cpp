@@ -1,15 +1,18 @@
 #include "trainer.h"
 
+#include "augment.h"
 #include "checkpoint.h"
 #include "cpumodel.h"
 #include "dataset.h"
 #include "gemm.h"
 #include "gpumodel.h"
+#include "imagefolder.h"
 #include "layers.h"
 #include "metricswriter.h"
 #include "model.h"
 #include "network.h"
 #include "optimizer.h"
+#include "parallel.h"
 #include "rng.h"
 
 #include <algorithm>
@@ -50,6 +53,30 @@ Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed) {
                 return Error{spec.test_images + ": test images are not the size of the training images"};
             data.test = std::move(*test);
         }
+    } else if (spec.format == "image_folder") {
+        ImageFolderOptions options{spec.image_height, spec.image_width,     spec.channels,
+                                   spec.resize,       spec.skip_bad_images, {}};
+        ImageFolderReport train_report, test_report;
+        auto train = load_image_folder(spec.train_dir, options, {}, train_report);
+        if (!train)
+            return Error{train.error()};
+        data.train = std::move(*train);
+        if (!spec.test_dir.empty()) {
+            auto test = load_image_folder(spec.test_dir, options, data.train.class_names, test_report);
+            if (!test)
+                return Error{test.error()};
+            data.test = std::move(*test);
+        }
+        auto describe = [](const ImageFolderReport& r) {
+            return json{{"images", r.images},         {"skipped", r.skipped},  {"ignored_files", r.ignored_files},
+                        {"from_cache", r.from_cache}, {"cache", r.cache_path}, {"cache_note", r.cache_note}};
+        };
+        data.report = {{"image_size", {options.height, options.width}},
+                       {"channels", options.channels},
+                       {"classes", data.train.class_names},
+                       {"train", describe(train_report)}};
+        if (!spec.test_dir.empty())
+            data.report["test"] = describe(test_report);
     } else {
         auto train = load_csv(spec.train_csv, spec.label_column);
         if (!train)
@@ -65,12 +92,13 @@ Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed) {
         }
     }
     if (spec.limit > 0 && static_cast<size_t>(spec.limit) < data.train.size()) {
-        data.train.y.resize(spec.limit);
-        data.train.x.resize(spec.limit * data.train.features());
+        std::vector<size_t> first(spec.limit);
+        std::iota(first.begin(), first.end(), 0);
+        data.train = data.train.subset(first);
     }
     data.test.classes = std::max(data.test.classes, data.train.classes);
     data.train.classes = data.test.classes;
-    data.val = split_validation(data.train, spec.val_fraction, seed);
+    data.val = split_validation(data.train, spec.val_fraction, seed, spec.format == "image_folder");
     if (data.train.size() == 0)
         return Error{"no training samples left after the validation split"};
     if (spec.normalize) {
@@ -94,11 +122,11 @@ Evaluation evaluate(Model& model, int classes, int max_batch, const Dataset& dat
     Evaluation result;
     result.confusion.assign(classes, std::vector<long>(classes, 0));
     std::vector<float> probs(static_cast<size_t>(max_batch) * classes);
-    const size_t features = data.features();
+    std::vector<float> buffer;
     long correct = 0;
     for (size_t start = 0; start < data.size(); start += max_batch) {
         const int batch = static_cast<int>(std::min<size_t>(max_batch, data.size() - start));
-        const float* logits = model.logits(data.x.data() + start * features, batch);
+        const float* logits = model.logits(data.batch(start, batch, buffer), batch);
         result.loss += softmax_cross_entropy_forward(probs.data(), logits, data.y.data() + start, batch, classes);
         for (int b = 0; b < batch; ++b) {
             const float* row = probs.data() + static_cast<size_t>(b) * classes;
@@ -177,6 +205,19 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
     if (!loaded)
         return fail(kExitBadData, loaded.error());
     TrainingData& data = *loaded;
+    if (!data.report.is_null()) {
+        const json& train_report = data.report["train"];
+        std::string message = "image folder: " + std::to_string(train_report["images"].get<size_t>()) + " images, " +
+                              std::to_string(data.train.classes) + " classes, " + std::to_string(data.train.height) +
+                              "x" + std::to_string(data.train.width) + "x" + std::to_string(data.train.channels) +
+                              (train_report["from_cache"].get<bool>() ? ", from the cache" : ", decoded");
+        if (!train_report["skipped"].empty())
+            message += "; " + std::to_string(train_report["skipped"].size()) + " unreadable images left out";
+        if (!train_report["cache_note"].get<std::string>().empty())
+            message += "; " + train_report["cache_note"].get<std::string>();
+        metrics.write({{"type", "event"}, {"event", "data"}, {"message", message}, {"data", data.report}});
+        metrics.log(message);
+    }
     const SampleShape shape{data.train.height, data.train.width, data.train.channels};
     auto built = Network::build(spec.layers, shape, data.train.classes, spec.batch_size);
     if (!built)
@@ -225,6 +266,10 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
     // differs" would list it, and the default grouping would put each run in a group of its own).
     json config = job_spec_to_json(spec);
     config.erase("name");
+    if (spec.data.format == "image_folder") { // the size and channels as chosen, when the spec left them out
+        config["data"]["image_size"] = {data.train.height, data.train.width};
+        config["data"]["channels"] = data.train.channels;
+    }
     metrics.write({{"type", "config"}, {"config", config}});
     metrics.write({{"type", "status"}, {"state", "running"}, {"name", spec.name}, {"model", net.describe()},
                    {"parameters", net.params().size()}, {"train_samples", train_count}, {"val_samples", data.val.size()},
@@ -251,6 +296,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         return path;
     };
 
+    const bool augment = spec.data.augment.any() && data.train.is_image();
     std::vector<float> batch_x(static_cast<size_t>(spec.batch_size) * features);
     std::vector<int32_t> batch_y(spec.batch_size);
     std::vector<size_t> order(train_count);
@@ -301,12 +347,26 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
             for (long micro = 0; micro < window_batches; ++micro) {
                 const size_t first = window_first + static_cast<size_t>(micro) * spec.batch_size;
                 const int batch = static_cast<int>(std::min<size_t>(spec.batch_size, train_count - first));
-                for (int b = 0; b < batch; ++b) {
-                    const size_t sample = order[first + b];
-                    std::memcpy(batch_x.data() + b * features, data.train.x.data() + sample * features,
-                                sizeof(float) * features);
-                    batch_y[b] = data.train.y[sample];
-                }
+                // Each sample's augmentation draws from a generator of its own, seeded by the seed, the epoch and
+                // its place in the epoch: a resumed run augments exactly as the unbroken run did, on any threads.
+                const uint64_t epoch_seed = stream_seed(stream_seed(spec.seed, 4), static_cast<uint64_t>(state.epoch));
+                parallel_for(
+                    batch,
+                    [&](size_t begin, size_t end) {
+                        thread_local std::vector<float> scratch;
+                        for (size_t b = begin; b < end; ++b) {
+                            const size_t sample = order[first + b];
+                            float* row = batch_x.data() + b * features;
+                            data.train.copy_row(sample, row);
+                            batch_y[b] = data.train.y[sample];
+                            if (augment) {
+                                Rng rng(stream_seed(epoch_seed, first + b));
+                                augment_sample(row, data.train.height, data.train.width, data.train.channels,
+                                               spec.data.augment, data.normalization, rng, scratch);
+                            }
+                        }
+                    },
+                    augment ? 8 : 64);
                 model->forward_backward(batch_x.data(), batch_y.data(), batch, scale, dropout_rng);
             }
             // The update comes before the loss check; a non-finite loss still keeps NaN out of every checkpoint,

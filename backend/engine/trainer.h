@@ -49,6 +49,7 @@ struct TrainResult {
 struct TrainingData {
     Dataset train, val, test;
     Normalization normalization; // empty when the spec does not normalise
+    nlohmann::json report;       // image folders: what was read, left out and cached (the trainer's "data" event)
 };
 Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed);
 

@@ -100,3 +100,62 @@ TEST(JobSpec, ItsJsonHasEveryDefaultAndParsesBackToTheSameRun) {
         return expected.dump();
     }());
 }
+
+TEST(JobSpec, AnImageFolderWithAugmentationParsesChecksAndRoundTrips) {
+    ::setenv("TRAINDECK_DATASET_DIR", "/data/v2", 1);
+    auto spec = parse_job_spec(
+        json{{"model", "cnn"},
+             {"data",
+              {{"format", "image_folder"},
+               {"train_dir", "photos/train"},
+               {"test_dir", "/elsewhere/test"},
+               {"image_size", {48, 64}},
+               {"channels", 3},
+               {"resize", "crop"},
+               {"augment", {{"crop_padding", 4}, {"hflip", true}, {"rotate", 15}, {"contrast", 0.3}}}}}});
+    ::unsetenv("TRAINDECK_DATASET_DIR");
+    ASSERT_TRUE(spec) << spec.error();
+    EXPECT_EQ(spec->data.train_dir, "/data/v2/photos/train");
+    EXPECT_EQ(spec->data.test_dir, "/elsewhere/test");
+    EXPECT_EQ(spec->data.image_height, 48);
+    EXPECT_EQ(spec->data.image_width, 64);
+    EXPECT_EQ(spec->data.augment.crop_padding, 4);
+    EXPECT_TRUE(spec->data.augment.hflip);
+    EXPECT_FLOAT_EQ(spec->data.augment.contrast, 0.3f);
+
+    const json out = job_spec_to_json(*spec);
+    EXPECT_EQ(out["data"]["image_size"], json::array({48, 64}));
+    EXPECT_EQ(out["data"]["augment"]["rotate"].dump(), "15.0");
+    json again = out;
+    again.erase("model");
+    auto reparsed = parse_job_spec(again);
+    ASSERT_TRUE(reparsed) << reparsed.error();
+    EXPECT_EQ(job_spec_to_json(*reparsed)["data"], out["data"]);
+    // A square size may be one number; "image_size" left out is "from the images", not written as 0.
+    EXPECT_EQ(parse_job_spec(json{{"data", {{"format", "image_folder"}, {"train_dir", "/d"}, {"image_size", 32}}}})
+                  ->data.image_width,
+              32);
+    EXPECT_FALSE(
+        job_spec_to_json(*parse_job_spec(json{{"data", {{"format", "image_folder"}, {"train_dir", "/d"}}}}))["data"]
+            .contains("image_size"));
+
+    auto data_error = [](const json& data) { return error_of({{"data", data}}); };
+    EXPECT_NE(data_error({{"format", "image_folder"}}).find("needs \"train_dir\""), std::string::npos);
+    EXPECT_NE(data_error({{"format", "images"}}).find("\"idx\", \"csv\" or \"image_folder\""), std::string::npos);
+    EXPECT_NE(
+        data_error({{"format", "image_folder"}, {"train_dir", "/d"}, {"image_size", {0, 3}}}).find("\"image_size\""),
+        std::string::npos);
+    EXPECT_NE(
+        data_error({{"format", "image_folder"}, {"train_dir", "/d"}, {"image_size", "big"}}).find("\"image_size\""),
+        std::string::npos);
+    EXPECT_NE(data_error({{"format", "image_folder"}, {"train_dir", "/d"}, {"channels", 4}}).find("1 or 3"),
+              std::string::npos);
+    EXPECT_NE(data_error({{"format", "image_folder"}, {"train_dir", "/d"}, {"resize", "stretch"}})
+                  .find("\"pad\" or \"crop\""),
+              std::string::npos);
+    EXPECT_NE(data_error({{"augment", {{"flip", true}}}}).find("unknown key \"flip\""), std::string::npos);
+    EXPECT_NE(data_error({{"augment", {{"brightness", 1.5}}}}).find("[0, 1)"), std::string::npos);
+    EXPECT_NE(data_error({{"format", "csv"}, {"train_csv", "t.csv"}, {"augment", {{"hflip", true}}}})
+                  .find("a CSV table has none"),
+              std::string::npos);
+}
