@@ -1,6 +1,6 @@
 #pragma once
 // Image folders: one subfolder per class (its name is the class), PNG or JPEG files in it. Every image is decoded
-// (stb_image, built here for PNG and JPEG only), brought to one size and channel count, and kept as uint8 rows in a
+// (libpng, libjpeg-turbo), brought to one size and channel count, and kept as uint8 rows in a
 // cache file keyed by the files (names, sizes, times) and the preprocessing: a later load of the same folder maps
 // the cache instead of decoding again, so the second run reads as fast as an IDX file.
 #include "dataset.h"

@@ -252,6 +252,21 @@ TEST(ImageFolder, TheCacheIsMappedTheSecondTimeAndAChangedFolderOrDamagedCacheIs
     ASSERT_TRUE(load_image_folder(dir.file("set"), options, {}, repaired));
     EXPECT_TRUE(repaired.from_cache) << "the damaged cache was written again";
 
+    // One flipped bit in its last pixel: the checksum finds it, and the image is decoded again, not trained on.
+    {
+        std::fstream cache(repaired.cache_path, std::ios::in | std::ios::out | std::ios::binary);
+        cache.seekg(-1, std::ios::end);
+        const char last = static_cast<char>(cache.get());
+        cache.seekp(-1, std::ios::end);
+        cache.put(static_cast<char>(last ^ 0x10));
+    }
+    ImageFolderReport flipped;
+    auto checked = load_image_folder(dir.file("set"), options, {}, flipped);
+    ASSERT_TRUE(checked) << checked.error();
+    EXPECT_FALSE(flipped.from_cache);
+    EXPECT_NE(flipped.cache_note.find("checksum does not match"), std::string::npos) << flipped.cache_note;
+    EXPECT_EQ(row_bytes(*checked, checked->size() - 1), row_bytes(*more, more->size() - 1));
+
     // A cache folder that cannot be written: said, and the images are used from memory.
     write_text(dir.file("blocked"), "a file where the cache folder would be");
     ImageFolderOptions blocked = options;
