@@ -134,6 +134,12 @@ const char* const kMigrations[] = {
         time REAL NOT NULL, data TEXT NOT NULL, PRIMARY KEY(job, seq));
     CREATE INDEX IF NOT EXISTS checkpoints_by_job ON checkpoints(job, step);
     )",
+    // 10: a run's evaluations with their confusion matrices ("eval" records: split, step, epoch, and as JSON the
+    // [true][predicted] counts, the class names when the run knew them, loss and accuracy), for the Results view.
+    R"(
+    CREATE TABLE IF NOT EXISTS evaluations(job INTEGER NOT NULL, seq INTEGER NOT NULL, split TEXT NOT NULL,
+        step INTEGER NOT NULL, epoch INTEGER NOT NULL, time REAL NOT NULL, data TEXT NOT NULL, PRIMARY KEY(job, seq));
+    )",
 };
 
 } // namespace
@@ -384,6 +390,42 @@ bool integer_at(const json& object, const char* key, int64_t& out, double scale 
 
 bool is(const std::string* text, std::string_view expected) { return text && *text == expected; }
 
+// What the catalog keeps of an eval record for the Results view: its confusion matrix (square, counts that are
+// whole and not negative, at most kMaxClasses classes), its class names when there is one per class, its loss and
+// accuracy. null, with why, when the matrix is not one.
+json evaluation_to_keep(const json& record, std::string& why) {
+    constexpr size_t kMaxClasses = 256;
+    const json& matrix = record["confusion"];
+    if (!matrix.is_array() || matrix.empty()) {
+        why = "\"confusion\" is not a list of rows";
+        return nullptr;
+    }
+    if (matrix.size() > kMaxClasses) {
+        why = std::to_string(matrix.size()) + " classes (at most " + std::to_string(kMaxClasses) + " are kept)";
+        return nullptr;
+    }
+    for (const json& row : matrix) {
+        if (!row.is_array() || row.size() != matrix.size()) {
+            why = "its rows are not " + std::to_string(matrix.size()) + " counts each (the matrix is not square)";
+            return nullptr;
+        }
+        for (const json& count : row)
+            if (!count.is_number_integer() || count.get<int64_t>() < 0) {
+                why = "a count that is not a whole number of samples (" + count.dump() + ")";
+                return nullptr;
+            }
+    }
+    json kept = {{"confusion", matrix}};
+    if (const auto names = record.find("class_names");
+        names != record.end() && names->is_array() && names->size() == matrix.size() &&
+        std::all_of(names->begin(), names->end(), [](const json& name) { return name.is_string(); }))
+        kept["class_names"] = *names;
+    for (const char* key : {"loss", "accuracy"})
+        if (const auto value = record.find(key); value != record.end() && value->is_number())
+            kept[key] = *value;
+    return kept;
+}
+
 } // namespace
 
 int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
@@ -417,6 +459,8 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     double loss = NAN, accuracy = NAN, progress = NAN, spend = NAN;
     Statement log = db_.prepare("INSERT OR IGNORE INTO job_logs(job, seq, time, stream, line) VALUES(?, ?, ?, ?, ?)");
     Statement capture = db_.prepare("INSERT OR IGNORE INTO captures(job, seq, part, time, data) VALUES(?, ?, ?, ?, ?)");
+    Statement evaluation = db_.prepare(
+        "INSERT OR IGNORE INTO evaluations(job, seq, split, step, epoch, time, data) VALUES(?, ?, ?, ?, ?, ?, ?)");
     Statement same_capture = db_.prepare("SELECT data FROM captures WHERE job=? AND part=? ORDER BY seq DESC LIMIT 1");
     Statement checkpoint =
         db_.prepare("INSERT INTO checkpoints(job, step, path, created) SELECT ?1, ?2, ?3, ?4 "
@@ -484,6 +528,20 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
                         add_point(split + "/" + key, step, value);
                 if (split == "val")
                     number_at(data, "accuracy", accuracy);
+                if (data.contains("confusion")) {
+                    std::string why;
+                    if (const json kept = evaluation_to_keep(data, why); !kept.is_null()) {
+                        int64_t epoch = 0;
+                        integer_at(data, "epoch", epoch);
+                        evaluation.reset();
+                        evaluation.bind(1, job).bind(2, seq).bind(3, split).bind(4, step).bind(5, epoch);
+                        evaluation.bind(6, event_time).bind(7, kept.dump());
+                        evaluation.step();
+                    } else {
+                        raise("evaluation_dropped", "an eval record's confusion matrix was not kept: " + why,
+                              event_time);
+                    }
+                }
             }
         } else if (*type == "telemetry") {
             int64_t t = 0; // telemetry is keyed by milliseconds

@@ -871,6 +871,21 @@ CatalogReader::RunCapture CatalogReader::capture(qint64 job) {
         RunCapture());
 }
 
+std::vector<CatalogReader::Evaluation> CatalogReader::evaluations(qint64 job) {
+    return guarded(
+        [&] {
+            std::vector<Evaluation> evaluations;
+            Statement select = catalog_.db().prepare(
+                "SELECT split, step, epoch, time, data FROM evaluations WHERE job=? ORDER BY seq");
+            select.bind(1, static_cast<int64_t>(job));
+            while (select.step())
+                evaluations.push_back({QString::fromStdString(select.text(0)), select.integer(1), select.integer(2),
+                                       select.real(3), QByteArray::fromStdString(select.text(4))});
+            return evaluations;
+        },
+        std::vector<Evaluation>());
+}
+
 std::vector<CatalogReader::Checkpoint> CatalogReader::checkpoints(qint64 job) {
     return guarded(
         [&] {

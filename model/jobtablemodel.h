@@ -193,6 +193,14 @@ public:
         double created = 0;
     };
     std::vector<Artifact> artifacts(qint64 job);
+    // Its evaluations with confusion matrices ("eval" records), in the order they came.
+    struct Evaluation {
+        QString split; // "val", "test"
+        qint64 step = 0, epoch = 0;
+        double time = 0;
+        QByteArray data; // JSON: confusion ([true][predicted]), class_names (when known), loss, accuracy
+    };
+    std::vector<Evaluation> evaluations(qint64 job);
     std::vector<Catalog::SavedView> savedViews();
     // Every point of a series, for export (no cap).
     QVector<QPointF> points(qint64 job, const QString& series);

@@ -12,8 +12,11 @@ namespace {
 bool is_command(const JobForm& form) { return form.kind == JobForm::Kind::command; }
 
 // The data choice as the default job name says it.
-QString data_title(const QString& data) {
-    return data == "csv" ? QStringLiteral("CSV") : QStringLiteral("Fashion-MNIST");
+QString data_title(const JobForm& form) {
+    if (form.data == "images")
+        return QFileInfo(form.train_folder).fileName().isEmpty() ? QStringLiteral("images")
+                                                                 : QFileInfo(form.train_folder).fileName();
+    return form.data == "csv" ? QStringLiteral("CSV") : QStringLiteral("Fashion-MNIST");
 }
 
 QStringList environment_lines(const JobForm& form) { return form.environment.split('\n', Qt::SkipEmptyParts); }
@@ -99,7 +102,24 @@ JobForm job_form_from_request(const QJsonObject& request, JobForm form) {
         form.data = "csv";
         form.train_csv = data.value("train_csv").toString();
         form.test_csv = data.value("test_csv").toString();
+    } else if (data.value("format").toString() == "image_folder") {
+        form.data = "images";
+        form.train_folder = data.value("train_dir").toString();
+        if (form.train_folder == ".")
+            form.train_folder.clear();
+        form.test_folder = data.value("test_dir").toString();
+        const QJsonValue size = data.value("image_size");
+        form.image_size = size.isArray() ? size.toArray().at(0).toInt() : size.toInt(0);
+        form.channels = data.value("channels").toInt(0);
+        form.resize = data.value("resize").toString("pad");
+    } else {
+        form.data = "fashion-mnist";
     }
+    const QJsonObject augment = data.value("augment").toObject();
+    form.crop_padding = augment.value("crop_padding").toInt(0);
+    form.hflip = augment.value("hflip").toBool(false);
+    form.rotate = augment.value("rotate").toDouble(0);
+    form.jitter = augment.value("brightness").toDouble(augment.value("contrast").toDouble(0));
     form.epochs = spec.value("epochs").toInt(5);
     form.batch_size = spec.value("batch_size").toInt(128);
     const QJsonObject optimizer = spec.value("optimizer").toObject();
@@ -116,7 +136,7 @@ QString job_form_name(const JobForm& form) {
         return form.name.trimmed();
     if (is_command(form))
         return form.command_line.section(' ', 0, 0);
-    return QStringLiteral("%1 on %2").arg(form.model.toUpper(), data_title(form.data));
+    return QStringLiteral("%1 on %2").arg(form.model.toUpper(), data_title(form));
 }
 
 QString job_form_problem(const JobForm& form) {
@@ -136,6 +156,12 @@ QString job_form_problem(const JobForm& form) {
             return QObject::tr("Choose a training CSV file that exists.");
         if (!form.test_csv.isEmpty() && !QFileInfo(form.test_csv).isFile())
             return QObject::tr("The test file %1 does not exist.").arg(form.test_csv);
+    } else if (form.data == "images" && form.dataset_version.isEmpty()) {
+        // With a dataset version the folders are inside it, on the worker: nothing here to look at.
+        if (!QFileInfo(form.train_folder).isDir())
+            return QObject::tr("Choose a training folder that exists (one folder of images per class).");
+        if (!form.test_folder.isEmpty() && !QFileInfo(form.test_folder).isDir())
+            return QObject::tr("The test folder %1 does not exist.").arg(form.test_folder);
     }
     return {};
 }
@@ -179,16 +205,39 @@ QJsonObject job_form_request(const JobForm& form) {
     QJsonObject spec = form.loaded.value("builtin").toObject();
     QJsonObject data = spec.value("data").toObject();
     if (form.data == "csv") {
-        data.remove("dataset");
+        for (const char* key :
+             {"dataset", "train_dir", "test_dir", "image_size", "channels", "resize", "skip_bad_images"})
+            data.remove(key);
         data["format"] = "csv";
         data["train_csv"] = form.train_csv;
         if (!form.test_csv.isEmpty())
             data["test_csv"] = form.test_csv;
         else
             data.remove("test_csv");
+    } else if (form.data == "images") {
+        for (const char* key : {"dataset", "train_csv", "test_csv", "label_column", "train_images", "train_labels",
+                                "test_images", "test_labels"})
+            data.remove(key);
+        data["format"] = "image_folder";
+        data["train_dir"] =
+            form.train_folder.isEmpty() && !form.dataset_version.isEmpty() ? QStringLiteral(".") : form.train_folder;
+        if (!form.test_folder.isEmpty())
+            data["test_dir"] = form.test_folder;
+        else
+            data.remove("test_dir");
+        if (form.image_size > 0)
+            data["image_size"] = form.image_size;
+        else
+            data.remove("image_size");
+        if (form.channels > 0)
+            data["channels"] = form.channels;
+        else
+            data.remove("channels");
+        data["resize"] = form.resize;
     } else {
-        for (const char* key : {"format", "train_csv", "test_csv", "label_column", "train_images", "train_labels",
-                                "test_images", "test_labels", "dataset"})
+        for (const char* key :
+             {"format", "train_csv", "test_csv", "label_column", "train_images", "train_labels", "test_images",
+              "test_labels", "dataset", "train_dir", "test_dir", "image_size", "channels", "resize", "skip_bad_images"})
             data.remove(key);
         if (form.dataset_version.isEmpty()) {
             data["dataset"] = "fashion-mnist";
@@ -201,6 +250,27 @@ QJsonObject job_form_request(const JobForm& form) {
             data["test_labels"] = "t10k-labels-idx1-ubyte.gz";
         }
     }
+    // Augmentation: images only, each transform the form turns on (a loaded request's other keys kept).
+    QJsonObject augment = data.value("augment").toObject();
+    const bool images = form.data != "csv";
+    auto set = [&](const char* key, double value, bool on) {
+        if (on && images)
+            augment[key] = value;
+        else
+            augment.remove(key);
+    };
+    set("crop_padding", form.crop_padding, form.crop_padding > 0);
+    if (form.hflip && images)
+        augment["hflip"] = true;
+    else
+        augment.remove("hflip");
+    set("rotate", form.rotate, form.rotate > 0);
+    set("brightness", form.jitter, form.jitter > 0);
+    set("contrast", form.jitter, form.jitter > 0);
+    if (augment.isEmpty())
+        data.remove("augment");
+    else
+        data["augment"] = augment;
     // A different model than the one loaded drops the old model's own keys.
     if (spec.value("model").toString() != form.model)
         for (const char* key : {"hidden", "conv", "fc", "kernel", "layers"})

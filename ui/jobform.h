@@ -17,8 +17,18 @@ struct JobForm {
 
     // The built-in trainer.
     QString model = "mlp";          // "mlp" or "cnn"
-    QString data = "fashion-mnist"; // "fashion-mnist" or "csv"
+    QString data = "fashion-mnist"; // "fashion-mnist", "csv" or "images" (a folder with one folder per class)
     QString train_csv, test_csv;    // for "csv"; test_csv may be empty
+    // For "images": the folders (relative to the dataset version's folder when one is chosen; empty train: the
+    // version's folder itself), the size (0: the first image's), channels (0: from the images, 1 gray, 3 RGB) and how
+    // an image of another shape is fitted ("pad" or "crop").
+    QString train_folder, test_folder;
+    int image_size = 0, channels = 0;
+    QString resize = "pad";
+    // Augmentation of image data (Fashion-MNIST or a folder), each 0/false: off.
+    int crop_padding = 0;
+    bool hflip = false;
+    double rotate = 0, jitter = 0; // degrees; brightness and contrast factor range
     int epochs = 5;
     int batch_size = 128;
     QString optimizer = "sgd"; // "sgd" or "adamw"

@@ -15,6 +15,7 @@
 #include "newjobdialog.h"
 #include "reproduce.h"
 #include "reproducibilityview.h"
+#include "resultsview.h"
 #include "settingsdialog.h"
 #include "sweepview.h"
 #include "theme.h"
@@ -182,11 +183,15 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     job_tabs_ = new QTabWidget;
     job_tabs_->setObjectName("job_tabs");
     job_tabs_->setDocumentMode(true);
+    results_ = new ResultsView(catalog_path);
     job_tabs_->addTab(detail_, tr("Curves"));
+    job_tabs_->addTab(results_, tr("Results"));
     job_tabs_->addTab(reproducibility_, tr("Reproducibility"));
     connect(job_tabs_, &QTabWidget::currentChanged, this, [this] {
         if (job_tabs_->currentWidget() == reproducibility_)
             reproducibility_->refresh();
+        if (job_tabs_->currentWidget() == results_)
+            results_->refresh();
     });
     auto* splitter = new QSplitter;
     splitter->setObjectName("jobs_splitter");
@@ -283,6 +288,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
         const RunRecord* run = jobs_->runAt(current.row());
         detail_->setNote(run ? QString::fromStdString(run->note) : QString());
         reproducibility_->showJob(jobs_->data(current, JobTableModel::JobIdRole).toLongLong());
+        results_->showJob(jobs_->data(current, JobTableModel::JobIdRole).toLongLong());
     });
     connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
         QList<QPair<qint64, QString>> others;
@@ -456,6 +462,8 @@ void MainWindow::refresh() {
     detail_->refresh();
     if (job_tabs_->currentWidget() == reproducibility_)
         reproducibility_->refresh(); // shown again only when something came (a capture, a checkpoint, an export)
+    if (job_tabs_->currentWidget() == results_)
+        results_->refresh(); // likewise: a new evaluation
     // A catalog that cannot be read (damaged, or changed under us) is said once per new message, not per refresh.
     for (const QString& error : {jobs_->error(), detail_->error()})
         if (!error.isEmpty() && error != last_catalog_error_) {

@@ -52,6 +52,9 @@ public:
     class ReproducibilityView& reproducibility() {
         return *reproducibility_;
     }
+    class ResultsView& results() {
+        return *results_;
+    }
     QTabWidget& jobTabs() { return *job_tabs_; }
     // Reruns a run exactly (model/reproduce.h) on a backend the user picks; tests pick through the hook instead of
     // the dialog (and confirm any warning).
@@ -198,6 +201,7 @@ private:
     QWidget* compare_tab_;
     JobDetailView* detail_;
     class ReproducibilityView* reproducibility_;
+    class ResultsView* results_;
     QTabWidget* job_tabs_;
     std::function<QString(const QStringList&)> reproduce_target_;
     QString model_provenance_;

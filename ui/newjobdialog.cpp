@@ -6,6 +6,7 @@
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
+#include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -31,10 +32,46 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     dataset_ = new QComboBox;
     dataset_->addItem(tr("Fashion-MNIST (Debian dataset-fashion-mnist)"), "fashion-mnist");
     dataset_->addItem(tr("CSV file (numeric columns + label)"), "csv");
+    dataset_->addItem(tr("Image folder (one folder of PNG/JPEG images per class)"), "images");
     train_file_ = new QLineEdit;
     train_file_->setPlaceholderText(tr("/path/to/train.csv"));
     test_file_ = new QLineEdit;
     test_file_->setPlaceholderText(tr("optional /path/to/test.csv"));
+    image_size_ = new QSpinBox;
+    image_size_->setRange(0, 4096);
+    image_size_->setSuffix(tr(" px"));
+    image_size_->setSpecialValueText(tr("the first image's size"));
+    image_size_->setToolTip(tr("Every image is brought to this square size (its aspect kept)"));
+    channels_ = new QComboBox;
+    channels_->addItem(tr("from the images"), 0);
+    channels_->addItem(tr("grayscale"), 1);
+    channels_->addItem(tr("RGB"), 3);
+    resize_ = new QComboBox;
+    resize_->addItem(tr("pad (the whole image, on black)"), "pad");
+    resize_->addItem(tr("centre crop"), "crop");
+
+    augment_ = new QGroupBox(tr("Augmentation (images; training samples only, reproducible from the seed)"));
+    auto* augment_form = new QFormLayout(augment_);
+    crop_padding_ = new QSpinBox;
+    crop_padding_->setRange(0, 64);
+    crop_padding_->setSuffix(tr(" px"));
+    crop_padding_->setSpecialValueText(tr("off"));
+    crop_padding_->setToolTip(tr("Random crop of the image padded by this many pixels on each side"));
+    hflip_ = new QCheckBox(tr("mirror left-right at random"));
+    rotate_ = new QDoubleSpinBox;
+    rotate_->setRange(0, 180);
+    rotate_->setSuffix(tr("°"));
+    rotate_->setSpecialValueText(tr("off"));
+    rotate_->setToolTip(tr("Rotation by up to ± this many degrees"));
+    jitter_ = new QDoubleSpinBox;
+    jitter_->setRange(0, 0.9);
+    jitter_->setSingleStep(0.05);
+    jitter_->setSpecialValueText(tr("off"));
+    jitter_->setToolTip(tr("Brightness and contrast scaled by a factor in [1 - x, 1 + x]"));
+    augment_form->addRow(tr("Random crop, padding"), crop_padding_);
+    augment_form->addRow(tr("Flip"), hflip_);
+    augment_form->addRow(tr("Rotation"), rotate_);
+    augment_form->addRow(tr("Brightness/contrast"), jitter_);
     epochs_ = new QSpinBox;
     epochs_->setRange(1, 10000);
     epochs_->setValue(5);
@@ -55,8 +92,12 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     seed_->setValue(42);
     builtin_form->addRow(tr("Model"), model_);
     builtin_form->addRow(tr("Data"), dataset_);
-    builtin_form->addRow(tr("Training file"), train_file_);
-    builtin_form->addRow(tr("Test file"), test_file_);
+    builtin_form->addRow(tr("Training data"), train_file_);
+    builtin_form->addRow(tr("Test data"), test_file_);
+    builtin_form->addRow(tr("Image size"), image_size_);
+    builtin_form->addRow(tr("Channels"), channels_);
+    builtin_form->addRow(tr("Other shapes"), resize_);
+    builtin_form->addRow(augment_);
     builtin_form->addRow(tr("Epochs"), epochs_);
     builtin_form->addRow(tr("Batch size"), batch_);
     builtin_form->addRow(tr("Optimizer"), optimizer_);
@@ -136,17 +177,26 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
         connect(edit, &QLineEdit::textChanged, this, &NewJobDialog::validate);
     connect(env_, &QPlainTextEdit::textChanged, this, &NewJobDialog::validate);
     connect(kind_, &QTabWidget::currentChanged, this, &NewJobDialog::validate);
-    connect(dataset_, &QComboBox::currentIndexChanged, this, [this] {
-        const bool csv = dataset_->currentData() == "csv";
-        train_file_->setEnabled(csv);
-        test_file_->setEnabled(csv);
-        validate();
-    });
+    connect(dataset_, &QComboBox::currentIndexChanged, this, &NewJobDialog::updateDataFields);
     connect(optimizer_, &QComboBox::currentTextChanged, this, [this](const QString& type) {
         lr_->setValue(type == "adamw" ? 0.001 : 0.05);
     });
-    train_file_->setEnabled(false);
-    test_file_->setEnabled(false);
+    updateDataFields();
+}
+
+void NewJobDialog::updateDataFields() {
+    const QString data = dataset_->currentData().toString();
+    const bool files = data != "fashion-mnist", images = data == "images";
+    train_file_->setEnabled(files);
+    test_file_->setEnabled(files);
+    train_file_->setPlaceholderText(images ? tr("/path/to/photos/train (one folder per class; with a dataset "
+                                                "version: inside it, empty for all of it)")
+                                           : tr("/path/to/train.csv"));
+    test_file_->setPlaceholderText(images ? tr("optional /path/to/photos/test") : tr("optional /path/to/test.csv"));
+    for (QWidget* field :
+         {static_cast<QWidget*>(image_size_), static_cast<QWidget*>(channels_), static_cast<QWidget*>(resize_)})
+        field->setEnabled(images);
+    augment_->setEnabled(data != "csv");
     validate();
 }
 
@@ -183,8 +233,20 @@ JobForm NewJobDialog::form() const {
     form.name = name_->text();
     form.model = model_->currentData().toString();
     form.data = dataset_->currentData().toString();
-    form.train_csv = train_file_->text();
-    form.test_csv = test_file_->text();
+    if (form.data == "images") {
+        form.train_folder = train_file_->text();
+        form.test_folder = test_file_->text();
+    } else {
+        form.train_csv = train_file_->text();
+        form.test_csv = test_file_->text();
+    }
+    form.image_size = image_size_->value();
+    form.channels = channels_->currentData().toInt();
+    form.resize = resize_->currentData().toString();
+    form.crop_padding = crop_padding_->value();
+    form.hflip = hflip_->isChecked();
+    form.rotate = rotate_->value();
+    form.jitter = jitter_->value();
     form.epochs = epochs_->value();
     form.batch_size = batch_->value();
     form.optimizer = optimizer_->currentText();
@@ -228,8 +290,15 @@ void NewJobDialog::setForm(const JobForm& form) {
     if (const int index = dataset_version_->findData(form.dataset_version); index >= 0)
         dataset_version_->setCurrentIndex(index);
     dataset_->setCurrentIndex(std::max(0, dataset_->findData(form.data)));
-    train_file_->setText(form.train_csv);
-    test_file_->setText(form.test_csv);
+    train_file_->setText(form.data == "images" ? form.train_folder : form.train_csv);
+    test_file_->setText(form.data == "images" ? form.test_folder : form.test_csv);
+    image_size_->setValue(form.image_size);
+    channels_->setCurrentIndex(std::max(0, channels_->findData(form.channels)));
+    resize_->setCurrentIndex(std::max(0, resize_->findData(form.resize)));
+    crop_padding_->setValue(form.crop_padding);
+    hflip_->setChecked(form.hflip);
+    rotate_->setValue(form.rotate);
+    jitter_->setValue(form.jitter);
     epochs_->setValue(form.epochs);
     batch_->setValue(form.batch_size);
     // Before the learning rate: choosing an optimizer sets its usual rate.

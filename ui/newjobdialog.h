@@ -9,6 +9,7 @@
 #include <QJsonObject>
 
 class QCheckBox;
+class QGroupBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -43,6 +44,7 @@ public:
 private:
     void setForm(const JobForm& form);
     void validate();
+    void updateDataFields(); // which data fields apply to the data chosen
 
     QTabWidget* kind_;
     QComboBox* backend_;
@@ -53,6 +55,14 @@ private:
     QComboBox* dataset_;
     QLineEdit* train_file_;
     QLineEdit* test_file_;
+    QSpinBox* image_size_;
+    QComboBox* channels_;
+    QComboBox* resize_;
+    QGroupBox* augment_;
+    QSpinBox* crop_padding_;
+    QCheckBox* hflip_;
+    QDoubleSpinBox* rotate_;
+    QDoubleSpinBox* jitter_;
     QSpinBox* epochs_;
     QSpinBox* batch_;
     QComboBox* optimizer_;

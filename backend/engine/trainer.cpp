@@ -143,10 +143,19 @@ Evaluation evaluate(Model& model, int classes, int max_batch, const Dataset& dat
     return result;
 }
 
-json evaluation_json(const char* split, const Evaluation& e, long step, long epoch) {
-    return {{"type", "eval"}, {"split", split}, {"step", step}, {"epoch", epoch},
-            {"loss", e.loss}, {"accuracy", e.accuracy}, {"confusion", e.confusion}};
+json evaluation_json(const char* split, const Evaluation& e, long step, long epoch,
+                     const std::vector<std::string>& class_names) {
+    json record = {{"type", "eval"},          {"split", split}, {"step", step},
+                   {"epoch", epoch},          {"loss", e.loss}, {"accuracy", e.accuracy},
+                   {"confusion", e.confusion}};
+    if (class_names.size() == e.confusion.size())
+        record["class_names"] = class_names;
+    return record;
 }
+
+// Fashion-MNIST's classes, in its label order (the dataset's documentation): the preset's runs name them.
+const std::vector<std::string> kFashionMnistClasses = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
 // The device, chosen once: the GPU path when asked for (or "auto") and the model runs there; otherwise the CPU
 // engine, which says why when a GPU was asked for. Data parallel runs on the GPU path only: then nullptr + error.
@@ -254,6 +263,11 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         }
     }
 
+    // Class names for the eval records' confusion matrices: the folders', the CSV's, or Fashion-MNIST's.
+    std::vector<std::string> class_names = data.train.class_names;
+    if (class_names.empty() && spec.data.format == "idx" &&
+        spec.data.train_images.rfind(std::string(kFashionMnistDir) + "/", 0) == 0 && data.train.classes == 10)
+        class_names = kFashionMnistClasses;
     const size_t train_count = data.train.size();
     const size_t features = data.train.features();
     const int classes = net.classes();
@@ -418,7 +432,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
 
         const Evaluation val = evaluate(*model, classes, spec.batch_size, data.val);
         if (data.val.size() > 0)
-            metrics.write(evaluation_json("val", val, state.step, state.epoch + 1));
+            metrics.write(evaluation_json("val", val, state.step, state.epoch + 1, class_names));
         const double epoch_rate = epoch_seconds > 0 ? epoch_samples / epoch_seconds : 0.0;
         metrics.write({{"type", "epoch"}, {"epoch", state.epoch + 1}, {"step", state.step}, {"samples", epoch_samples},
                        {"seconds", epoch_seconds}, {"samples_per_s", epoch_rate}});
@@ -440,7 +454,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
 
     if (data.test.size() > 0) {
         const Evaluation test = evaluate(*model, classes, spec.batch_size, data.test);
-        metrics.write(evaluation_json("test", test, state.step, spec.epochs));
+        metrics.write(evaluation_json("test", test, state.step, spec.epochs, class_names));
         char line[120];
         std::snprintf(line, sizeof(line), "test loss %.4f  test accuracy %.2f%%", test.loss, 100.0 * test.accuracy);
         metrics.log(line);

@@ -90,9 +90,13 @@ TEST(Export, CnnRunsInOnnxRuntimeWithTheSamePredictions) {
     const ProcessResult trained = run_trainer({dir.file("spec.json"), "--checkpoint-dir", dir.file("ck")});
     ASSERT_EQ(trained.exit_code, 0) << trained.err;
     double reported_test_accuracy = -1;
+    json reported_confusion, reported_names;
     for (const auto& r : trained.records("eval"))
-        if (r["split"] == "test")
+        if (r["split"] == "test") {
             reported_test_accuracy = r["accuracy"];
+            reported_confusion = r["confusion"];
+            reported_names = r["class_names"];
+        }
 
     const json report = run_export({dir.file("spec.json"), "--checkpoint", dir.file("ck"), "--out", dir.file("out"),
                                     "--dump-eval", dir.file("dump"), "--max-drop", "0"});
@@ -120,6 +124,13 @@ TEST(Export, CnnRunsInOnnxRuntimeWithTheSamePredictions) {
     for (size_t i = 0; i < labels.size(); ++i)
         differ += ort_fp32[i] != ours_fp32[i];
     EXPECT_EQ(differ, 0) << "fp32 ONNX must predict the same class as TrainDeck on every test sample";
+    // The run's test confusion matrix is the count of its predictions against the labels, cell for cell.
+    std::vector<std::vector<long>> counted(10, std::vector<long>(10, 0));
+    for (size_t i = 0; i < labels.size(); ++i)
+        ++counted[labels[i]][ours_fp32[i]];
+    EXPECT_EQ(reported_confusion, json(counted));
+    ASSERT_EQ(reported_names.size(), 10u);
+    EXPECT_EQ(reported_names[6], "Shirt") << "the Fashion-MNIST preset names its classes";
 
     const auto ort_int8 = onnxruntime_predictions(dir.file("out/model.int8.onnx"), dir.file("dump/test_inputs.f32"),
                                                   "1,28,28", dir.file("ort_int8.i32"));

@@ -732,3 +732,59 @@ TEST(Catalog, StateEventsSetWhenARunStartedAndFinished) {
     EXPECT_EQ(b->started, 2000.0);
     EXPECT_EQ(b->finished, 2050.0);
 }
+
+TEST(Catalog, EvaluationsKeepTheirConfusionMatricesAndABadOneIsAnAlert) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("j", "local", "1", json::object());
+    const json matrix = {{5, 1, 0}, {2, 7, 1}, {0, 0, 9}};
+    catalog.db().exec("BEGIN");
+    catalog.ingest(job,
+                   {record(1, {{"type", "eval"},
+                               {"split", "val"},
+                               {"step", 10},
+                               {"epoch", 1},
+                               {"loss", 0.5},
+                               {"accuracy", 0.84},
+                               {"confusion", matrix},
+                               {"class_names", {"ant", "bee", "cat"}}}),
+                    // Not square; a negative count; names that do not fit (dropped, the matrix kept).
+                    record(2, {{"type", "eval"}, {"split", "val"}, {"step", 20}, {"confusion", {{1, 2}, {3}}}}),
+                    record(3, {{"type", "eval"}, {"split", "val"}, {"step", 30}, {"confusion", {{1, -2}, {3, 4}}}}),
+                    record(4, {{"type", "eval"},
+                               {"split", "test"},
+                               {"step", 40},
+                               {"epoch", 2},
+                               {"confusion", {{3, 0}, {1, 4}}},
+                               {"class_names", {"only one"}}}),
+                    // Loss and accuracy alone (a script's eval): a curve point, no matrix and no alert.
+                    record(5, {{"type", "eval"}, {"split", "val"}, {"step", 50}, {"accuracy", 0.9}})});
+    // A re-delivered record adds nothing.
+    catalog.ingest(job, {record(1, {{"type", "eval"}, {"split", "val"}, {"step", 10}, {"confusion", matrix}})});
+    catalog.db().exec("COMMIT");
+
+    Statement select =
+        catalog.db().prepare("SELECT split, step, epoch, data FROM evaluations WHERE job=? ORDER BY seq");
+    select.bind(1, job);
+    ASSERT_TRUE(select.step());
+    EXPECT_EQ(select.text(0), "val");
+    EXPECT_EQ(select.integer(1), 10);
+    EXPECT_EQ(select.integer(2), 1);
+    const json first = json::parse(select.text(3));
+    EXPECT_EQ(first["confusion"], matrix);
+    EXPECT_EQ(first["class_names"], json({"ant", "bee", "cat"}));
+    EXPECT_EQ(first["accuracy"], 0.84);
+    ASSERT_TRUE(select.step());
+    EXPECT_EQ(select.text(0), "test");
+    const json second = json::parse(select.text(3));
+    EXPECT_EQ(second["confusion"], json({{3, 0}, {1, 4}}));
+    EXPECT_FALSE(second.contains("class_names")) << "one name for two classes is no naming";
+    EXPECT_FALSE(select.step());
+
+    const auto alerts = catalog.take_alerts();
+    ASSERT_EQ(alerts.size(), 2u);
+    EXPECT_EQ(alerts[0].kind, "evaluation_dropped");
+    EXPECT_NE(alerts[0].message.find("not square"), std::string::npos) << alerts[0].message;
+    EXPECT_NE(alerts[1].message.find("not a whole number"), std::string::npos) << alerts[1].message;
+}

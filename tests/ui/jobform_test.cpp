@@ -320,3 +320,72 @@ TEST(CommandLine, JoinedWordsSplitBack) {
     EXPECT_TRUE(split_command_line(line, back));
     EXPECT_EQ(back, words);
 }
+
+TEST(JobForm, AnImageFolderWithAugmentationMakesTheTrainersSpecAndRoundTrips) {
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    JobForm form;
+    form.model = "cnn";
+    form.data = "images";
+    form.train_folder = dir.filePath("photos/train");
+    EXPECT_EQ(job_form_problem(form), "Choose a training folder that exists (one folder of images per class).");
+    ASSERT_TRUE(QDir().mkpath(dir.filePath("photos/train/cats")));
+    form.test_folder = dir.filePath("photos/test");
+    EXPECT_EQ(job_form_problem(form), QString("The test folder %1 does not exist.").arg(form.test_folder));
+    ASSERT_TRUE(QDir().mkpath(form.test_folder));
+    EXPECT_EQ(job_form_problem(form), QString());
+    form.image_size = 64;
+    form.channels = 3;
+    form.resize = "crop";
+    form.crop_padding = 4;
+    form.hflip = true;
+    form.rotate = 10;
+    form.jitter = 0.2;
+    EXPECT_EQ(job_form_name(form), "CNN on train");
+    const QJsonObject data = job_form_request(form).value("builtin").toObject().value("data").toObject();
+    EXPECT_EQ(data, (QJsonObject{{"format", "image_folder"},
+                                 {"train_dir", form.train_folder},
+                                 {"test_dir", form.test_folder},
+                                 {"image_size", 64},
+                                 {"channels", 3},
+                                 {"resize", "crop"},
+                                 {"augment", QJsonObject{{"crop_padding", 4},
+                                                         {"hflip", true},
+                                                         {"rotate", 10},
+                                                         {"brightness", 0.2},
+                                                         {"contrast", 0.2}}}}));
+
+    // Loaded back (clone and edit), the form is the same; the request made from it too.
+    const JobForm again = job_form_from_request(job_form_request(form));
+    EXPECT_EQ(again.data, "images");
+    EXPECT_EQ(again.train_folder, form.train_folder);
+    EXPECT_EQ(again.test_folder, form.test_folder);
+    EXPECT_EQ(again.image_size, 64);
+    EXPECT_EQ(again.channels, 3);
+    EXPECT_EQ(again.resize, "crop");
+    EXPECT_EQ(again.crop_padding, 4);
+    EXPECT_TRUE(again.hflip);
+    EXPECT_EQ(again.rotate, 10);
+    EXPECT_DOUBLE_EQ(again.jitter, 0.2);
+    EXPECT_EQ(job_form_request(again), job_form_request(form));
+
+    // Inside a dataset version the folders are relative to it; no folder: the version's folder itself. Nothing is
+    // looked for on this machine.
+    JobForm versioned;
+    versioned.data = "images";
+    versioned.dataset_version = "9c1e";
+    EXPECT_EQ(job_form_problem(versioned), QString());
+    EXPECT_EQ(job_form_request(versioned).value("builtin").toObject().value("data").toObject().value("train_dir"), ".");
+    EXPECT_EQ(job_form_from_request(job_form_request(versioned)).train_folder, QString());
+
+    // Back to Fashion-MNIST: the folder's keys go, the augmentation stays (Fashion-MNIST is images); to CSV: it goes.
+    form.data = "fashion-mnist";
+    const QJsonObject fashion = job_form_request(form).value("builtin").toObject().value("data").toObject();
+    EXPECT_EQ(fashion.value("dataset"), "fashion-mnist");
+    EXPECT_FALSE(fashion.contains("train_dir"));
+    EXPECT_FALSE(fashion.contains("image_size"));
+    EXPECT_TRUE(fashion.value("augment").toObject().value("hflip").toBool());
+    form.data = "csv";
+    form.train_csv = dir.filePath("t.csv");
+    EXPECT_FALSE(job_form_request(form).value("builtin").toObject().value("data").toObject().contains("augment"));
+}

@@ -1,0 +1,135 @@
+// resultsview.h: a run's confusion matrices from a real catalog file, shown with class names, shaded by each row's
+// share, with per-class scores that match the counts; the newest evaluation first, the user's choice kept while
+// evaluations arrive. Writes its screenshot to the build's screenshots folder.
+#include "catalog.h"
+#include "resultsview.h"
+#include "unittest.h"
+
+#include <gtest/gtest.h>
+
+#include <QDir>
+#include <QTableWidget>
+#include <QTemporaryDir>
+
+namespace traindeck {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string> kNames = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                         "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+
+// A plausible Fashion-MNIST test matrix: mostly right, shirts taken for T-shirts, pullovers and coats.
+json fashion_matrix(int epoch) {
+    json matrix = json::array();
+    for (int t = 0; t < 10; ++t) {
+        json row = json::array();
+        for (int p = 0; p < 10; ++p)
+            row.push_back(t == p                                     ? 800 + 10 * epoch + 15 * (t % 3)
+                          : (t == 6 && (p == 0 || p == 2 || p == 4)) ? 60 - 5 * epoch
+                          : (t + p) % 7 == 0                         ? 9
+                                                                     : 2);
+        matrix.push_back(row);
+    }
+    return matrix;
+}
+
+class Results : public ::testing::Test {
+protected:
+    void SetUp() override {
+        ASSERT_TRUE(dir_.isValid());
+        path_ = dir_.filePath("catalog.db");
+        ASSERT_EQ(catalog_.open(path_.toStdString()), "");
+        job_ = catalog_.add_job("cnn on photos", "local", "1", json::object());
+    }
+    void add_eval(int64_t seq, const char* split, int64_t step, int epoch, const json& matrix, bool names = true) {
+        json data = {{"type", "eval"}, {"split", split}, {"step", step}, {"epoch", epoch}, {"confusion", matrix}};
+        if (names)
+            data["class_names"] = kNames;
+        catalog_.db().exec("BEGIN");
+        catalog_.ingest(job_, {json{{"seq", seq}, {"time", 100.0 + seq}, {"type", "record"}, {"data", data}}});
+        catalog_.db().exec("COMMIT");
+    }
+    QTemporaryDir dir_;
+    QString path_;
+    Catalog catalog_;
+    int64_t job_ = 0;
+};
+
+} // namespace
+
+TEST_F(Results, TheNewestMatrixShowsWithNamesShadesAndScoresThatMatchItsCounts) {
+    add_eval(1, "val", 422, 1, fashion_matrix(1));
+    add_eval(2, "val", 844, 2, fashion_matrix(2));
+    add_eval(3, "test", 844, 2, fashion_matrix(3));
+    ResultsView view(path_);
+    view.resize(1100, 560);
+    view.show();
+    bool loaded = false;
+    QObject::connect(&view, &ResultsView::loaded, [&] { loaded = true; });
+    view.showJob(job_);
+    ASSERT_TRUE(test::process_until([&] { return loaded; }));
+
+    ASSERT_EQ(view.evaluationCount(), 3);
+    EXPECT_EQ(view.evaluationLabel(0), "test set, step 844") << "the newest first";
+    EXPECT_EQ(view.evaluationLabel(2), "val set, epoch 1 (step 422)");
+    EXPECT_EQ(view.classNames().at(6), "Shirt");
+    EXPECT_EQ(view.matrix()->verticalHeaderItem(6)->text(), "Shirt");
+    EXPECT_EQ(view.matrix()->horizontalHeaderItem(9)->text(), "Ankle boot");
+    const json shown = fashion_matrix(3);
+    int64_t shirt_row = 0, predicted_shirt = 0;
+    for (int p = 0; p < 10; ++p)
+        shirt_row += shown[6][p].get<int64_t>();
+    for (int t = 0; t < 10; ++t)
+        predicted_shirt += shown[t][6].get<int64_t>();
+    EXPECT_EQ(view.cell(6, 0), QString::number(shown[6][0].get<int64_t>()));
+    EXPECT_DOUBLE_EQ(view.cellShare(6, 0), shown[6][0].get<double>() / shirt_row);
+    const int64_t hits = shown[6][6].get<int64_t>();
+    EXPECT_EQ(view.score(6, 0), QString::number(double(hits) / predicted_shirt, 'f', 3)) << "precision";
+    EXPECT_EQ(view.score(6, 1), QString::number(double(hits) / shirt_row, 'f', 3)) << "recall";
+    EXPECT_EQ(view.score(6, 3), QString::number(shirt_row));
+    EXPECT_NE(view.summary().indexOf("Shirt → T-shirt/top"), -1) << view.summary().toStdString();
+
+    // Shading: the diagonal green, a mistake red, deeper where the share is larger.
+    const QColor right = view.matrix()->item(1, 1)->background().color();
+    const QColor wrong = view.matrix()->item(6, 0)->background().color();
+    EXPECT_GT(right.green(), right.red());
+    EXPECT_GT(wrong.red(), wrong.green());
+    EXPECT_LT(view.matrix()->item(6, 0)->background().color().lightness(),
+              view.matrix()->item(1, 0)->background().color().lightness());
+
+    const QString folder = QStringLiteral(TRAINDECK_SCREENSHOT_DIR);
+    ASSERT_TRUE(QDir().mkpath(folder));
+    ASSERT_TRUE(view.grab().save(QDir(folder).filePath("results-confusion.png")));
+
+    // The user picks epoch 1; a new evaluation arrives; the choice stays.
+    view.selectEvaluation(2);
+    EXPECT_EQ(view.cell(6, 0), QString::number(fashion_matrix(1)[6][0].get<int64_t>()));
+    loaded = false;
+    add_eval(4, "val", 1266, 3, fashion_matrix(4));
+    view.refresh();
+    ASSERT_TRUE(test::process_until([&] { return loaded; }));
+    EXPECT_EQ(view.evaluationCount(), 4);
+    EXPECT_EQ(view.cell(6, 0), QString::number(fashion_matrix(1)[6][0].get<int64_t>())) << "the choice was kept";
+}
+
+TEST_F(Results, ARunWithoutNamesNumbersItsClassesAndARunWithoutMatricesSaysHowToGetOne) {
+    add_eval(1, "val", 10, 1, {{3, 1}, {0, 4}}, false);
+    ResultsView view(path_);
+    bool loaded = false;
+    QObject::connect(&view, &ResultsView::loaded, [&] { loaded = true; });
+    view.showJob(job_);
+    ASSERT_TRUE(test::process_until([&] { return loaded; }));
+    EXPECT_EQ(view.classNames(), QStringList({"class 0", "class 1"}));
+    EXPECT_EQ(view.score(0, 1), "0.750");
+
+    const int64_t other = catalog_.add_job("script without evals", "local", "2", json::object());
+    loaded = false;
+    view.showJob(other);
+    ASSERT_TRUE(test::process_until([&] { return loaded; }));
+    EXPECT_EQ(view.evaluationCount(), 0);
+    EXPECT_NE(view.summary().indexOf("No confusion matrix"), -1);
+    EXPECT_EQ(view.matrix()->rowCount(), 0);
+}
+
+} // namespace traindeck

@@ -1,0 +1,60 @@
+#pragma once
+// A run's Results panel: what the model gets wrong, from the confusion matrices its evaluations carried (the
+// built-in trainer's val after every epoch and test at the end; any script's "eval" records). A heat map of the
+// chosen evaluation, true classes down and predicted across, each row shaded by its share (the diagonal green, the
+// mistakes red on a square-root scale), with class names; per class precision, recall, F1 and support; accuracy, macro
+// F1 and the pairs most often confused. Read on a pool thread; the GUI thread never waits on the catalog.
+#include "confusion.h"
+
+#include <QWidget>
+
+#include <vector>
+
+class QComboBox;
+class QLabel;
+class QTableWidget;
+
+namespace traindeck {
+
+class ResultsView : public QWidget {
+    Q_OBJECT
+public:
+    explicit ResultsView(const QString& catalog_path, QWidget* parent = nullptr);
+    void showJob(qint64 job);
+    void refresh(); // the same job, read again (an evaluation may have come)
+
+    // What shows, for tests.
+    int evaluationCount() const;
+    void selectEvaluation(int index); // 0: the newest
+    QString evaluationLabel(int index) const;
+    QStringList classNames() const;
+    QString cell(int truth, int predicted) const;     // the count shown
+    double cellShare(int truth, int predicted) const; // its share of the row, as shaded
+    QString score(int klass, int column) const;       // column: 0 precision, 1 recall, 2 F1, 3 support
+    QString summary() const;
+    QTableWidget* matrix() const { return matrix_; }
+
+signals:
+    void loaded(); // a read was shown
+
+private:
+    struct Shown {
+        QString label;
+        std::vector<std::vector<int64_t>> matrix;
+        QStringList names;
+    };
+    void showEvaluation(int index);
+
+    QString catalog_path_;
+    qint64 job_ = 0;
+    int generation_ = 0;
+    QByteArray shown_;
+    std::vector<Shown> evaluations_; // newest first
+    QLabel* summary_;
+    QComboBox* choice_;
+    QTableWidget* matrix_;
+    QTableWidget* scores_;
+    QLabel* confused_;
+};
+
+} // namespace traindeck
