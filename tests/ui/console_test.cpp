@@ -499,6 +499,23 @@ void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
 
     dialog.show();
     dialog.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/new-job.png"));
+
+    // An image folder with augmentation: through the dialog's fields and back to the same data.
+    QTemporaryDir photos;
+    QVERIFY(QDir().mkpath(photos.filePath("train/cats")));
+    const QJsonObject folder_data{
+        {"format", "image_folder"},
+        {"train_dir", photos.filePath("train")},
+        {"image_size", 64},
+        {"channels", 3},
+        {"resize", "crop"},
+        {"augment",
+         QJsonObject{{"crop_padding", 4}, {"hflip", true}, {"rotate", 10}, {"brightness", 0.2}, {"contrast", 0.2}}}};
+    dialog.load(QJsonObject{{"name", "photos"}, {"builtin", QJsonObject{{"model", "cnn"}, {"data", folder_data}}}});
+    QCOMPARE(dialog.problem(), QString());
+    QCOMPARE(dialog.request().value("builtin").toObject().value("data").toObject(), folder_data);
+    dialog.adjustSize();
+    dialog.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/new-job-images.png"));
     // Fields the form does not show survive clone-and-edit.
     QJsonObject custom = builtin;
     QJsonObject custom_spec = builtin.value("builtin").toObject();
