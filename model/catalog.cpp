@@ -815,16 +815,16 @@ std::vector<int64_t> Catalog::purge_deleted() {
             gone.push_back(select.integer(0));
     }
     for (const int64_t job : gone) {
-        for (const char* sql :
-             {"DELETE FROM metric_chunk_data WHERE series IN (SELECT id FROM series WHERE job=?1)",
-              "DELETE FROM metric_chunks WHERE series IN (SELECT id FROM series WHERE job=?1)",
-              "DELETE FROM series WHERE job=?1", "DELETE FROM job_logs WHERE job=?1",
-              "DELETE FROM job_config WHERE job=?1", "DELETE FROM metric_summaries WHERE job=?1",
-              "DELETE FROM job_tags WHERE job=?1", "DELETE FROM checkpoints WHERE job=?1",
-              "DELETE FROM artifacts WHERE job=?1", "DELETE FROM budgets WHERE job=?1",
-              "DELETE FROM alerts WHERE job=?1", "DELETE FROM import_sources WHERE job=?1",
-              "DELETE FROM import_series WHERE job=?1", "DELETE FROM histogram_chunks WHERE job=?1",
-              "DELETE FROM images WHERE job=?1", "DELETE FROM captures WHERE job=?1", "DELETE FROM jobs WHERE id=?1"}) {
+        for (const char* sql : {"DELETE FROM metric_chunk_data WHERE series IN (SELECT id FROM series WHERE job=?1)",
+                                "DELETE FROM metric_chunks WHERE series IN (SELECT id FROM series WHERE job=?1)",
+                                "DELETE FROM series WHERE job=?1", "DELETE FROM job_logs WHERE job=?1",
+                                "DELETE FROM job_config WHERE job=?1", "DELETE FROM metric_summaries WHERE job=?1",
+                                "DELETE FROM job_tags WHERE job=?1", "DELETE FROM checkpoints WHERE job=?1",
+                                "DELETE FROM artifacts WHERE job=?1", "DELETE FROM budgets WHERE job=?1",
+                                "DELETE FROM alerts WHERE job=?1", "DELETE FROM import_sources WHERE job=?1",
+                                "DELETE FROM import_series WHERE job=?1", "DELETE FROM histogram_chunks WHERE job=?1",
+                                "DELETE FROM images WHERE job=?1", "DELETE FROM captures WHERE job=?1",
+                                "DELETE FROM evaluations WHERE job=?1", "DELETE FROM jobs WHERE id=?1"}) {
             Statement remove = db_.prepare(sql);
             remove.bind(1, job);
             remove.step();

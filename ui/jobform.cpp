@@ -225,9 +225,11 @@ QJsonObject job_form_request(const JobForm& form) {
             data["test_dir"] = form.test_folder;
         else
             data.remove("test_dir");
-        if (form.image_size > 0)
+        // One number in the form; a loaded [height, width] stays as it was while its height is unchanged.
+        const QJsonArray loaded_size = data.value("image_size").toArray();
+        if (form.image_size > 0 && !(loaded_size.size() == 2 && loaded_size.at(0).toInt() == form.image_size))
             data["image_size"] = form.image_size;
-        else
+        else if (form.image_size <= 0)
             data.remove("image_size");
         if (form.channels > 0)
             data["channels"] = form.channels;
@@ -253,6 +255,9 @@ QJsonObject job_form_request(const JobForm& form) {
     // Augmentation: images only, each transform the form turns on (a loaded request's other keys kept).
     QJsonObject augment = data.value("augment").toObject();
     const bool images = form.data != "csv";
+    // Brightness and contrast share one field: a loaded pair stays as it was while the field is unchanged.
+    const double loaded_jitter = augment.value("brightness").toDouble(augment.value("contrast").toDouble(0));
+    const bool jitter_as_loaded = form.jitter == loaded_jitter;
     auto set = [&](const char* key, double value, bool on) {
         if (on && images)
             augment[key] = value;
@@ -265,8 +270,12 @@ QJsonObject job_form_request(const JobForm& form) {
     else
         augment.remove("hflip");
     set("rotate", form.rotate, form.rotate > 0);
-    set("brightness", form.jitter, form.jitter > 0);
-    set("contrast", form.jitter, form.jitter > 0);
+    if (!jitter_as_loaded || !images) {
+        set("brightness", form.jitter, form.jitter > 0);
+        set("contrast", form.jitter, form.jitter > 0);
+    }
+    if (!images)
+        augment = {}; // a CSV table has no images: no transform of the loaded request may go with it
     if (augment.isEmpty())
         data.remove("augment");
     else

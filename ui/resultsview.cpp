@@ -48,6 +48,7 @@ ResultsView::ResultsView(const QString& catalog_path, QWidget* parent) : QWidget
     choice_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     choice_->setMinimumContentsLength(30);
     connect(choice_, &QComboBox::currentIndexChanged, this, [this](int index) { showEvaluation(index); });
+    connect(choice_, &QComboBox::activated, this, [this] { user_chose_ = true; });
 
     matrix_ = new QTableWidget;
     matrix_->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -80,8 +81,10 @@ ResultsView::ResultsView(const QString& catalog_path, QWidget* parent) : QWidget
 }
 
 void ResultsView::showJob(qint64 job) {
-    if (job != job_)
+    if (job != job_) {
         shown_.clear();
+        user_chose_ = false; // another run: its newest evaluation first
+    }
     job_ = job;
     refresh();
 }
@@ -92,32 +95,22 @@ void ResultsView::refresh() {
     const int generation = ++generation_;
     struct Read {
         int generation = 0;
-        std::vector<CatalogReader::Evaluation> evaluations;
+        QByteArray key; // what was read, to leave the view alone when nothing came
+        std::vector<Shown> evaluations;
         QString error;
     };
     run_in_background(
         this,
         [path = catalog_path_, job = job_, generation] {
+            // Read and parsed here, on the pool thread; the GUI thread only fills the tables.
             Read read;
             read.generation = generation;
             CatalogReader reader(path);
-            read.evaluations = reader.evaluations(job);
+            const std::vector<CatalogReader::Evaluation> evaluations = reader.evaluations(job);
             read.error = reader.error();
-            return read;
-        },
-        [this](const Read& read) {
-            if (read.generation != generation_)
-                return;
-            // Rebuilt only when something came: the user's choice stays while the run trains.
-            QByteArray key = QByteArray::number(job_) + read.error.toUtf8();
-            for (const auto& e : read.evaluations)
-                key += '/' + QByteArray::number(e.step) + e.split.toUtf8();
-            if (key == shown_)
-                return;
-            shown_ = key;
-            const QString chosen = choice_->currentText();
-            evaluations_.clear();
-            for (auto it = read.evaluations.rbegin(); it != read.evaluations.rend(); ++it) {
+            read.key = QByteArray::number(job) + read.error.toUtf8();
+            for (auto it = evaluations.rbegin(); it != evaluations.rend(); ++it) {
+                read.key += '/' + QByteArray::number(it->step) + it->split.toUtf8();
                 const QJsonObject data = QJsonDocument::fromJson(it->data).object();
                 Shown shown;
                 shown.label = it->split == "test"
@@ -133,16 +126,24 @@ void ResultsView::refresh() {
                     shown.names << name.toString();
                 while (shown.names.size() < static_cast<qsizetype>(shown.matrix.size()))
                     shown.names << tr("class %1").arg(shown.names.size());
-                evaluations_.push_back(std::move(shown));
+                read.evaluations.push_back(std::move(shown));
             }
+            return read;
+        },
+        [this](const Read& read) {
+            if (read.generation != generation_ || read.key == shown_)
+                return; // an older read, or nothing new: the user's view stays as it is
+            shown_ = read.key;
+            error_ = read.error;
+            // The newest evaluation shows as they arrive, unless the user chose one: that choice stays.
+            const QString chosen = user_chose_ ? choice_->currentText() : QString();
+            evaluations_ = read.evaluations;
             const QSignalBlocker block(choice_);
             choice_->clear();
             for (const Shown& e : evaluations_)
                 choice_->addItem(e.label);
-            const int keep = choice_->findText(chosen);
+            const int keep = chosen.isEmpty() ? -1 : choice_->findText(chosen);
             choice_->setCurrentIndex(keep >= 0 ? keep : 0);
-            if (!read.error.isEmpty())
-                summary_->setText(tr("<b>The catalog could not be read:</b> %1").arg(read.error.toHtmlEscaped()));
             showEvaluation(choice_->currentIndex());
             emit loaded();
         },
@@ -156,7 +157,9 @@ void ResultsView::showEvaluation(int index) {
     if (index < 0 || index >= static_cast<int>(evaluations_.size())) {
         matrix_->setRowCount(0);
         matrix_->setColumnCount(0);
-        if (evaluations_.empty())
+        if (!error_.isEmpty())
+            summary_->setText(tr("<b>The catalog could not be read:</b> %1").arg(error_.toHtmlEscaped()));
+        else if (evaluations_.empty())
             summary_->setText(tr("<b>No confusion matrix for this run.</b> The built-in trainer reports one after "
                                  "every epoch (validation) and at the end (test); a script can send \"eval\" records "
                                  "with a \"confusion\" matrix (backend/api/METRICS.md)."));
@@ -212,7 +215,10 @@ void ResultsView::showEvaluation(int index) {
 
 int ResultsView::evaluationCount() const { return static_cast<int>(evaluations_.size()); }
 
-void ResultsView::selectEvaluation(int index) { choice_->setCurrentIndex(index); }
+void ResultsView::selectEvaluation(int index) {
+    choice_->setCurrentIndex(index);
+    user_chose_ = true; // as a user's pick in the list
+}
 
 QString ResultsView::evaluationLabel(int index) const { return choice_->itemText(index); }
 

@@ -49,6 +49,8 @@ private:
     qint64 job_ = 0;
     int generation_ = 0;
     QByteArray shown_;
+    QString error_;
+    bool user_chose_ = false;        // the user picked an evaluation: it stays while new ones arrive
     std::vector<Shown> evaluations_; // newest first
     QLabel* summary_;
     QComboBox* choice_;

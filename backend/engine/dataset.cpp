@@ -75,9 +75,9 @@ void Dataset::copy_row(size_t i, float* out) const {
             out[f] = row[f] * (1.0f / 255.0f);
         return;
     }
-    const size_t c = channels;
+    const size_t groups = byte_norm.mean.size(); // one per channel, or (a one-row image) one per feature
     for (size_t f = 0; f < n; ++f) {
-        const size_t g = f % c;
+        const size_t g = groups == n ? f : f % groups;
         out[f] = (row[f] * (1.0f / 255.0f) - byte_norm.mean[g]) * byte_norm.inverse_std[g];
     }
 }

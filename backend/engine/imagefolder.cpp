@@ -48,7 +48,8 @@ struct Entry {
     std::string relative; // class/file
     int label = 0;
     uint64_t size = 0;
-    int64_t mtime_ns = 0;
+    int64_t mtime_ns = 0, ctime_ns = 0;
+    uint64_t inode = 0;
 };
 
 bool is_image_name(const std::string& name) {
@@ -88,7 +89,7 @@ std::string hex(uint64_t value) {
     return text;
 }
 
-// The cache key: every file's name, size and modification time, the classes and the preprocessing. A changed,
+// The cache key: every file's name, size, times and inode, the classes and the preprocessing. A changed,
 // added or removed image, or another size, makes another key.
 std::string cache_key(const std::vector<Entry>& entries, const std::vector<std::string>& classes,
                       const ImageFolderOptions& options) {
@@ -97,7 +98,8 @@ std::string cache_key(const std::vector<Entry>& entries, const std::vector<std::
     for (const auto& name : classes)
         text += name + "\n";
     for (const auto& e : entries)
-        text += e.relative + "\t" + std::to_string(e.size) + "\t" + std::to_string(e.mtime_ns) + "\n";
+        text += e.relative + "\t" + std::to_string(e.size) + "\t" + std::to_string(e.mtime_ns) + "\t" +
+                std::to_string(e.ctime_ns) + "\t" + std::to_string(e.inode) + "\n";
     return hex(fnv1a(text, 0xcbf29ce484222325ULL)) + hex(fnv1a(text, 0x84222325cbf29ce4ULL));
 }
 
@@ -119,7 +121,7 @@ struct CacheHeader {
 
 // Reads and checks a cache file's header against what this load expects; the labels into `labels`.
 Expected<CacheHeader> read_cache(const std::string& path, const std::string& key, const ImageFolderOptions& options,
-                                 size_t max_images, std::vector<int32_t>& labels) {
+                                 size_t classes, size_t max_images, std::vector<int32_t>& labels) {
     std::ifstream in(path, std::ios::binary);
     if (!in)
         return Error{"cannot open"};
@@ -134,13 +136,25 @@ Expected<CacheHeader> read_cache(const std::string& path, const std::string& key
     if (!in.read(text.data(), static_cast<std::streamsize>(json_bytes)))
         return Error{"header cut short"};
     const json header = json::parse(text, nullptr, false);
-    if (!header.is_object() || header.value("key", "") != key || header.value("height", 0) != options.height ||
-        header.value("width", 0) != options.width || header.value("channels", 0) != options.channels ||
-        !header.contains("images") || !header["images"].is_number_unsigned() || !header.contains("skipped") ||
-        !header["skipped"].is_array() || !header.contains("crc32") || !header["crc32"].is_number_unsigned())
+    // Each field of its type before it is read (a header that parses can still hold anything).
+    auto number_is = [&](const char* name, long long expected) {
+        const auto it = header.find(name);
+        return it != header.end() && it->is_number_integer() && it->get<long long>() == expected;
+    };
+    auto unsigned_field = [&](const char* name) {
+        const auto it = header.find(name);
+        return it != header.end() && it->is_number_unsigned();
+    };
+    if (!header.is_object() || !header.contains("key") || !header["key"].is_string() || header["key"] != key ||
+        !number_is("height", options.height) || !number_is("width", options.width) ||
+        !number_is("channels", options.channels) || !number_is("classes", static_cast<long long>(classes)) ||
+        !unsigned_field("images") || !unsigned_field("crc32") || !header.contains("skipped") ||
+        !header["skipped"].is_array())
         return Error{"header does not match the folder"};
     CacheHeader result;
-    result.checksum = header["crc32"].get<uint32_t>();
+    if (header["crc32"].get<uint64_t>() > UINT32_MAX)
+        return Error{"header does not match the folder"};
+    result.checksum = static_cast<uint32_t>(header["crc32"].get<uint64_t>());
     result.images = header["images"].get<size_t>();
     if (result.images > max_images)
         return Error{"holds more images than the folder"};
@@ -154,7 +168,7 @@ Expected<CacheHeader> read_cache(const std::string& path, const std::string& key
     if (!in.read(reinterpret_cast<char*>(labels.data()), static_cast<std::streamsize>(labels.size() * sizeof(int32_t))))
         return Error{"labels cut short"};
     for (int32_t label : labels)
-        if (label < 0 || label >= static_cast<int32_t>(header.value("classes", 0)))
+        if (label < 0 || static_cast<size_t>(label) >= classes)
             return Error{"a label out of range"};
     return result;
 }
@@ -171,7 +185,8 @@ Status write_cache(const std::string& path, const std::string& key, const ImageF
                          {"classes", classes},
                          {"skipped", skipped},
                          {"crc32", cache_checksum(labels, pixels.data(), pixels.size())}};
-    const std::string text = header.dump();
+    // A file name need not be UTF-8 (Linux allows any bytes): replaced in the header, never an exception.
+    const std::string text = header.dump(-1, ' ', false, json::error_handler_t::replace);
     const uint64_t json_bytes = text.size();
     const size_t labels_offset = aligned(16 + text.size());
     const size_t pixels_offset = aligned(labels_offset + labels.size() * sizeof(int32_t));
@@ -196,6 +211,8 @@ Status list_class(const std::string& root, const std::string& folder, int label,
     if (label < 0)
         return Error{folder_path + ": class \"" + folder + "\" is not one of the training set's classes"};
     std::error_code ec;
+    // Images are read one level down only: a folder inside a class folder is counted and said, not read.
+    report.ignored_folders += sorted_children(folder_path, true, ec).size();
     for (const std::string& name : sorted_children(folder_path, false, ec)) {
         if (!is_image_name(name)) {
             ++report.ignored_files;
@@ -210,6 +227,9 @@ Status list_class(const std::string& root, const std::string& folder, int label,
         if (::stat((root + '/').append(e.relative).c_str(), &st) == 0) {
             e.size = static_cast<uint64_t>(st.st_size);
             e.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+            // ctime and inode too: a file rewritten with its old size and mtime put back is another file.
+            e.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+            e.inode = static_cast<uint64_t>(st.st_ino);
         }
         entries.push_back(std::move(e));
     }
@@ -265,6 +285,8 @@ std::string decode_full(const std::string& bytes, int channels, int& w, int& h, 
             return std::to_string(w) + "x" + std::to_string(h) + " pixels is more than this reader takes";
         }
         image.format = channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
+        // 16-bit values as the file's own encoding (as every image tool reads them), not as linear light.
+        image.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
         pixels.assign(PNG_IMAGE_SIZE(image), 0);
         if (!png_image_finish_read(&image, nullptr, pixels.data(), 0, nullptr))
             return std::string("cannot decode the PNG (") + image.message + ")";
@@ -280,11 +302,15 @@ std::string decode_full(const std::string& bytes, int channels, int& w, int& h, 
         if (w <= 0 || h <= 0 || static_cast<long long>(w) * h > kMaxPixels)
             return std::to_string(w) + "x" + std::to_string(h) + " pixels is more than this reader takes";
         pixels.assign(static_cast<size_t>(w) * h * channels, 0);
-        // A warning (a truncated or damaged file libjpeg would fill in with grey) is a failure here; and a
-        // progressive file's scans are limited, so a hostile one cannot take minutes.
+        // A progressive file's scans are limited, so a hostile one cannot take minutes. Of the warnings (the image
+        // decoded), a file cut short is a failure: libjpeg would have filled its missing part with grey. Others
+        // (extraneous bytes before a marker, common in scraped photos) are not, as PIL takes them.
         if (tjDecompress2(jpeg.handle, data, bytes.size(), pixels.data(), w, 0, h, channels == 3 ? TJPF_RGB : TJPF_GRAY,
-                          TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS) != 0)
-            return std::string("cannot decode the JPEG (") + tjGetErrorStr2(jpeg.handle) + ")";
+                          TJFLAG_LIMITSCANS) != 0) {
+            const std::string message = tjGetErrorStr2(jpeg.handle);
+            if (tjGetErrorCode(jpeg.handle) != TJERR_WARNING || message.find("Premature end") != std::string::npos)
+                return "cannot decode the JPEG (" + message + ")";
+        }
         return {};
     }
     return "not a PNG or JPEG image";
@@ -329,23 +355,35 @@ std::string decode_image(const std::string& bytes, int height, int width, int ch
         std::memcpy(out, pixels, static_cast<size_t>(width) * height * channels);
         return {};
     }
-    // pad: the whole image scaled to fit, centred on black; crop: scaled to cover, its centre kept.
-    const double scale = resize == "crop" ? std::max(double(width) / w, double(height) / h)
-                                          : std::min(double(width) / w, double(height) / h);
-    const int scaled_w = std::max(1, static_cast<int>(std::lround(w * scale)));
-    const int scaled_h = std::max(1, static_cast<int>(std::lround(h * scale)));
-    std::vector<uint8_t> scaled(static_cast<size_t>(scaled_w) * scaled_h * channels);
-    if (!stbir_resize_uint8(pixels, w, h, 0, scaled.data(), scaled_w, scaled_h, 0, channels))
-        return "cannot resize";
     std::memset(out, 0, static_cast<size_t>(width) * height * channels);
-    // Offsets of the copied window in the scaled image (crop) and in the output (pad).
-    const int src_x = std::max(0, (scaled_w - width) / 2), src_y = std::max(0, (scaled_h - height) / 2);
-    const int dst_x = std::max(0, (width - scaled_w) / 2), dst_y = std::max(0, (height - scaled_h) / 2);
-    const int copy_w = std::min(width, scaled_w), copy_h = std::min(height, scaled_h);
-    for (int y = 0; y < copy_h; ++y)
-        std::memcpy(out + (static_cast<size_t>(dst_y + y) * width + dst_x) * channels,
-                    scaled.data() + (static_cast<size_t>(src_y + y) * scaled_w + src_x) * channels,
-                    static_cast<size_t>(copy_w) * channels);
+    const size_t out_stride = static_cast<size_t>(width) * channels, in_stride = static_cast<size_t>(w) * channels;
+    // Copies or resizes a w' x h' window of the source (rows in_stride apart) into a window of the output.
+    auto place = [&](const uint8_t* from, int from_w, int from_h, uint8_t* to, int to_w, int to_h) {
+        if (from_w == to_w && from_h == to_h) { // no scaling: the pixels as they are, not filtered
+            for (int y = 0; y < to_h; ++y)
+                std::memcpy(to + y * out_stride, from + y * in_stride, static_cast<size_t>(to_w) * channels);
+            return true;
+        }
+        return stbir_resize_uint8(from, from_w, from_h, static_cast<int>(in_stride), to, to_w, to_h,
+                                  static_cast<int>(out_stride), channels) != 0;
+    };
+    if (resize == "crop") {
+        // The source's centre window with the output's aspect, resized to the output: never the whole image scaled
+        // up first (a 1 x 10,000 strip must not become gigabytes).
+        const double scale = std::max(double(width) / w, double(height) / h);
+        const int window_w = std::clamp(static_cast<int>(std::lround(width / scale)), 1, w);
+        const int window_h = std::clamp(static_cast<int>(std::lround(height / scale)), 1, h);
+        const uint8_t* window = pixels + (static_cast<size_t>((h - window_h) / 2) * w + (w - window_w) / 2) * channels;
+        return place(window, window_w, window_h, out, width, height) ? std::string() : std::string("cannot resize");
+    }
+    // pad: the whole image scaled to fit, centred on black.
+    const double scale = std::min(double(width) / w, double(height) / h);
+    const int scaled_w = std::clamp(static_cast<int>(std::lround(w * scale)), 1, width);
+    const int scaled_h = std::clamp(static_cast<int>(std::lround(h * scale)), 1, height);
+    uint8_t* target = out + static_cast<size_t>((height - scaled_h) / 2) * out_stride +
+                      static_cast<size_t>((width - scaled_w) / 2) * channels;
+    if (!place(pixels, w, h, target, scaled_w, scaled_h))
+        return "cannot resize";
     return {};
 }
 
@@ -430,10 +468,12 @@ Expected<Dataset> load_image_folder(const std::string& root, ImageFolderOptions&
     const std::string key = cache_key(entries, classes, options);
     const std::string cache_dir = options.cache_dir.empty() ? default_image_cache_dir() : options.cache_dir;
     const bool use_cache = options.cache_dir != "none" && !cache_dir.empty();
+    if (!use_cache && options.cache_dir != "none")
+        report.cache_note = "no cache folder (set TRAINDECK_CACHE_DIR or HOME): the images are decoded every run";
     if (use_cache) {
         report.cache_path = cache_dir + "/" + key + ".tdimg";
         std::vector<int32_t> labels;
-        auto cached = read_cache(report.cache_path, key, options, entries.size(), labels);
+        auto cached = read_cache(report.cache_path, key, options, classes.size(), entries.size(), labels);
         if (cached) {
             if (!cached->skipped.empty() && !options.skip_bad)
                 return bad_images(root, cached->skipped, entries.size());

@@ -23,6 +23,7 @@ struct ImageFolderOptions {
 struct ImageFolderReport {
     size_t images = 0;
     size_t ignored_files = 0;         // files that are not .png/.jpg/.jpeg, left out
+    size_t ignored_folders = 0;       // folders inside class folders (images are read one level down only)
     std::vector<std::string> skipped; // "path: why" of each bad image left out (skip_bad)
     bool from_cache = false;          // mapped from a cache an earlier load wrote
     std::string cache_path;           // "" when no cache is used

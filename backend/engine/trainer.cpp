@@ -36,6 +36,13 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 // Independent generator streams from one seed: initialisation, data order and dropout never share draws.
 uint64_t stream_seed(uint64_t seed, uint64_t stream) { return seed * 0x9e3779b97f4a7c15ULL + stream; }
 
+// splitmix64's finaliser: seeds made from (seed, epoch, place) this way share no state words, as sums would.
+uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
 } // namespace
 
 Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed) {
@@ -67,9 +74,18 @@ Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed) {
                 return Error{test.error()};
             data.test = std::move(*test);
         }
+        // The first 100 unreadable images by name, and how many there were (an event line stays small).
         auto describe = [](const ImageFolderReport& r) {
-            return json{{"images", r.images},         {"skipped", r.skipped},  {"ignored_files", r.ignored_files},
-                        {"from_cache", r.from_cache}, {"cache", r.cache_path}, {"cache_note", r.cache_note}};
+            const std::vector<std::string> first(r.skipped.begin(),
+                                                 r.skipped.begin() + std::min<size_t>(r.skipped.size(), 100));
+            return json{{"images", r.images},
+                        {"skipped", first},
+                        {"skipped_count", r.skipped.size()},
+                        {"ignored_files", r.ignored_files},
+                        {"ignored_folders", r.ignored_folders},
+                        {"from_cache", r.from_cache},
+                        {"cache", r.cache_path},
+                        {"cache_note", r.cache_note}};
         };
         data.report = {{"image_size", {options.height, options.width}},
                        {"channels", options.channels},
@@ -92,9 +108,19 @@ Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed) {
         }
     }
     if (spec.limit > 0 && static_cast<size_t>(spec.limit) < data.train.size()) {
-        std::vector<size_t> first(spec.limit);
-        std::iota(first.begin(), first.end(), 0);
-        data.train = data.train.subset(first);
+        // IDX and CSV: the first N samples, as they are stored. An image folder is stored class by class, so its
+        // first N would be its first classes: a shuffled N (from the seed) instead, in their stored order.
+        std::vector<size_t> kept(data.train.size());
+        std::iota(kept.begin(), kept.end(), 0);
+        if (spec.format == "image_folder") {
+            Rng rng(seed ^ 0x11a17ULL);
+            for (size_t i = kept.size(); i > 1; --i)
+                std::swap(kept[i - 1], kept[rng.below(i)]);
+            kept.resize(spec.limit);
+            std::sort(kept.begin(), kept.end());
+        }
+        kept.resize(spec.limit);
+        data.train = data.train.subset(kept);
     }
     data.test.classes = std::max(data.test.classes, data.train.classes);
     data.train.classes = data.test.classes;
@@ -143,13 +169,19 @@ Evaluation evaluate(Model& model, int classes, int max_batch, const Dataset& dat
     return result;
 }
 
+constexpr size_t kMaxConfusionClasses = 256; // the catalog keeps no larger matrix either
+
 json evaluation_json(const char* split, const Evaluation& e, long step, long epoch,
                      const std::vector<std::string>& class_names) {
-    json record = {{"type", "eval"},          {"split", split}, {"step", step},
-                   {"epoch", epoch},          {"loss", e.loss}, {"accuracy", e.accuracy},
-                   {"confusion", e.confusion}};
-    if (class_names.size() == e.confusion.size())
-        record["class_names"] = class_names;
+    json record = {{"type", "eval"}, {"split", split}, {"step", step},
+                   {"epoch", epoch}, {"loss", e.loss}, {"accuracy", e.accuracy}};
+    // The matrix up to kMaxConfusionClasses classes (beyond, a record would outgrow a metrics line: 1,000 classes
+    // are a million counts); the run says so once, in its status record.
+    if (e.confusion.size() <= kMaxConfusionClasses) {
+        record["confusion"] = e.confusion;
+        if (class_names.size() == e.confusion.size())
+            record["class_names"] = class_names;
+    }
     return record;
 }
 
@@ -220,8 +252,12 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                               std::to_string(data.train.classes) + " classes, " + std::to_string(data.train.height) +
                               "x" + std::to_string(data.train.width) + "x" + std::to_string(data.train.channels) +
                               (train_report["from_cache"].get<bool>() ? ", from the cache" : ", decoded");
-        if (!train_report["skipped"].empty())
-            message += "; " + std::to_string(train_report["skipped"].size()) + " unreadable images left out";
+        if (train_report["skipped_count"].get<size_t>() > 0)
+            message +=
+                "; " + std::to_string(train_report["skipped_count"].get<size_t>()) + " unreadable images left out";
+        if (train_report["ignored_folders"].get<size_t>() > 0)
+            message += "; " + std::to_string(train_report["ignored_folders"].get<size_t>()) +
+                       " folders inside class folders not read (images are read one level down)";
         if (!train_report["cache_note"].get<std::string>().empty())
             message += "; " + train_report["cache_note"].get<std::string>();
         metrics.write({{"type", "event"}, {"event", "data"}, {"message", message}, {"data", data.report}});
@@ -290,6 +326,9 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                    {"test_samples", data.test.size()}, {"classes", classes}, {"total_steps", total_steps},
                    {"resumed_from_step", state.step}, {"threads", compute_threads()}});
     metrics.log("model " + net.describe());
+    if (static_cast<size_t>(classes) > kMaxConfusionClasses)
+        metrics.log("confusion matrices are not reported: " + std::to_string(classes) + " classes (at most " +
+                    std::to_string(kMaxConfusionClasses) + ")");
 
     std::string device_error;
     const std::unique_ptr<Model> model = make_model(net, spec, options, metrics, device_error);
@@ -362,8 +401,10 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                 const size_t first = window_first + static_cast<size_t>(micro) * spec.batch_size;
                 const int batch = static_cast<int>(std::min<size_t>(spec.batch_size, train_count - first));
                 // Each sample's augmentation draws from a generator of its own, seeded by the seed, the epoch and
-                // its place in the epoch: a resumed run augments exactly as the unbroken run did, on any threads.
-                const uint64_t epoch_seed = stream_seed(stream_seed(spec.seed, 4), static_cast<uint64_t>(state.epoch));
+                // its place in the epoch: a resumed run augments exactly as the unbroken run did, whichever thread
+                // fills which sample.
+                const uint64_t epoch_seed =
+                    mix64(stream_seed(spec.seed, 4) ^ mix64(static_cast<uint64_t>(state.epoch)));
                 parallel_for(
                     batch,
                     [&](size_t begin, size_t end) {
@@ -374,7 +415,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                             data.train.copy_row(sample, row);
                             batch_y[b] = data.train.y[sample];
                             if (augment) {
-                                Rng rng(stream_seed(epoch_seed, first + b));
+                                Rng rng(mix64(epoch_seed ^ mix64(first + b + 1)));
                                 augment_sample(row, data.train.height, data.train.width, data.train.channels,
                                                spec.data.augment, data.normalization, rng, scratch);
                             }

@@ -32,7 +32,10 @@ namespace {
 } // namespace
 
 bool inherited_by_jobs(std::string_view name) {
-    static const char* const kInherited[] = {"PATH", "HOME", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME", "TMPDIR", "TERM"};
+    // TRAINDECK_CACHE_DIR and XDG_CACHE_HOME: where the trainer keeps decoded image folders (imagefolder.h).
+    static const char* const kInherited[] = {"PATH",          "HOME",    "LANG",   "LANGUAGE", "TZ",
+                                             "USER",          "LOGNAME", "TMPDIR", "TERM",     "TRAINDECK_CACHE_DIR",
+                                             "XDG_CACHE_HOME"};
     for (const char* allowed : kInherited)
         if (name == allowed)
             return true;

@@ -189,11 +189,12 @@ Run run_traindeck(const std::string& root, const Variant& v, int epochs, int thr
 }
 
 Run run_torchvision(const std::string& root, const Variant& v, int epochs, int threads, int seed) {
-    const std::string command =
-        "OPENBLAS_NUM_THREADS=" + std::to_string(threads) + " /usr/bin/python3 " + TRAINDECK_SOURCE_DIR +
-        "/tests/bench/image_folder_peer.py --train " + root + "/" + v.name + "/train --test " + root + "/" + v.name +
-        "/test --channels " + std::to_string(v.channels) + " --size " + std::to_string(v.size) + " --epochs " +
-        std::to_string(epochs) + " --threads " + std::to_string(threads) + " --workers " + std::to_string(threads);
+    const std::string command = "OPENBLAS_NUM_THREADS=" + std::to_string(threads) + " /usr/bin/python3 " +
+                                TRAINDECK_SOURCE_DIR + "/tests/bench/image_folder_peer.py --train " + root + "/" +
+                                v.name + "/train --test " + root + "/" + v.name + "/test --channels " +
+                                std::to_string(v.channels) + " --size " + std::to_string(v.size) + " --epochs " +
+                                std::to_string(epochs) + " --threads " + std::to_string(threads) + " --workers " +
+                                std::to_string(threads) + " --seed " + std::to_string(seed);
     const double launched = now();
     std::vector<std::pair<double, long>> ends;
     double accuracy = 0;

@@ -11,6 +11,7 @@
 #include "trainer.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -79,6 +80,7 @@ TEST(ImageFolder, ClassesAreTheSortedFolderNamesAndEachImageKeepsItsLabel) {
     write_text(dir.file("set/README.txt"), "notes");
     write_text(dir.file("set/apple/labels.csv"), "a,b");
     fs::create_directories(dir.file("set/.hidden"));
+    write_png(dir.file("set/apple/more/deep.png"), 6, 5, 1, pattern(6, 5, 1, [](int, int, int) { return 1; }));
 
     ImageFolderOptions options = no_cache();
     ImageFolderReport report;
@@ -91,6 +93,7 @@ TEST(ImageFolder, ClassesAreTheSortedFolderNamesAndEachImageKeepsItsLabel) {
     EXPECT_EQ(options.channels, 1);
     EXPECT_EQ(report.images, 9u);
     EXPECT_EQ(report.ignored_files, 2u) << "README.txt and labels.csv";
+    EXPECT_EQ(report.ignored_folders, 1u) << "apple/more is counted, not read";
     ASSERT_EQ(data->size(), 9u);
     for (size_t i = 0; i < data->size(); ++i) {
         const std::string& name = data->class_names[data->y[i]];
@@ -122,6 +125,26 @@ TEST(ImageFolder, ImagesOfAnotherSizeArePaddedOrCroppedWithTheirAspectKept) {
     ASSERT_TRUE(cropped) << cropped.error();
     for (uint8_t v : row_bytes(*cropped, 0))
         EXPECT_EQ(v, 255) << "a centre crop of a white image has no border";
+
+    // An image that needs no scaling (6 x 4 padded into 6 x 6) keeps its pixels exactly: no filter runs over them.
+    write_png(dir.file("exact/a/e.png"), 6, 4, 1, pattern(6, 4, 1, [](int x, int y, int) { return 10 * x + 60 * y; }));
+    ImageFolderOptions six = no_cache();
+    six.height = six.width = 6;
+    auto exact = load_image_folder(dir.file("exact"), six, {}, report);
+    ASSERT_TRUE(exact) << exact.error();
+    const std::vector<uint8_t> e = row_bytes(*exact, 0);
+    for (int y = 0; y < 6; ++y)
+        for (int x = 0; x < 6; ++x)
+            EXPECT_EQ(e[y * 6 + x], (y >= 1 && y < 5) ? 10 * x + 60 * (y - 1) : 0) << x << "," << y;
+
+    // A 1 x 400 strip cropped into 8 x 8: its square centre is its middle pixel, read from a 1 x 1 window of the
+    // source (the strip is never scaled up whole: 8 x 3,200 here, gigabytes for a longer one).
+    write_png(dir.file("strip/a/s.png"), 1, 400, 1,
+              pattern(1, 400, 1, [](int, int y, int) { return y < 199 ? 50 : (y == 199 ? 120 : 200); }));
+    auto strip = load_image_folder(dir.file("strip"), crop, {}, report);
+    ASSERT_TRUE(strip) << strip.error();
+    for (uint8_t v : row_bytes(*strip, 0))
+        EXPECT_EQ(v, 120);
 
     // A left-half-black image, cropped: the kept centre is half black, half white (left to right).
     write_png(dir.file("half/a/h.png"), 20, 10, 1,
@@ -166,6 +189,46 @@ TEST(ImageFolder, ChannelsAreConvertedAndColourIsFoundFromTheImages) {
     const std::vector<uint8_t> luminance = row_bytes(*one, 1);
     EXPECT_GT(luminance[0], 10);
     EXPECT_LT(luminance[0], 250) << "red to gray is a weighted mean, not one channel";
+}
+
+namespace {
+
+// A 16-bit grayscale PNG without gAMA or sRGB chunks (as OpenCV and scientific tools write them), made by hand.
+std::string png16(const std::vector<uint16_t>& values) {
+    auto chunk = [](const std::string& type, const std::string& data) {
+        std::string out;
+        for (int shift = 24; shift >= 0; shift -= 8)
+            out += static_cast<char>((data.size() >> shift) & 0xff);
+        const std::string body = type + data;
+        out += body;
+        const uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
+        for (int shift = 24; shift >= 0; shift -= 8)
+            out += static_cast<char>((crc >> shift) & 0xff);
+        return out;
+    };
+    std::string header;
+    for (uint32_t v : {static_cast<uint32_t>(values.size()), 1u})
+        for (int shift = 24; shift >= 0; shift -= 8)
+            header += static_cast<char>((v >> shift) & 0xff);
+    header += std::string{16, 0, 0, 0, 0}; // depth 16, grayscale, deflate, no filter, no interlace
+    std::string raw(1, '\0');              // the row's filter: none
+    for (uint16_t v : values)
+        raw += {static_cast<char>(v >> 8), static_cast<char>(v & 0xff)};
+    std::string packed(compressBound(raw.size()), '\0');
+    uLongf size = packed.size();
+    compress(reinterpret_cast<Bytef*>(packed.data()), &size, reinterpret_cast<const Bytef*>(raw.data()), raw.size());
+    packed.resize(size);
+    return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", header) + chunk("IDAT", packed) + chunk("IEND", "");
+}
+
+} // namespace
+
+TEST(ImageFolder, SixteenBitPngsKeepTheirValuesAsEveryImageToolReadsThem) {
+    std::vector<uint8_t> out(3);
+    ASSERT_EQ(decode_image(png16({0, 32896, 65535}), 1, 3, 1, "pad", out.data()), "");
+    EXPECT_EQ(out[0], 0);
+    EXPECT_EQ(out[1], 128) << "half way is 128, not the 188 of 16-bit values taken as linear light";
+    EXPECT_EQ(out[2], 255);
 }
 
 TEST(ImageFolder, EveryBadImageIsListedAndSkippedOnlyWhenAllowed) {

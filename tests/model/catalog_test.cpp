@@ -787,4 +787,11 @@ TEST(Catalog, EvaluationsKeepTheirConfusionMatricesAndABadOneIsAnAlert) {
     EXPECT_EQ(alerts[0].kind, "evaluation_dropped");
     EXPECT_NE(alerts[0].message.find("not square"), std::string::npos) << alerts[0].message;
     EXPECT_NE(alerts[1].message.find("not a whole number"), std::string::npos) << alerts[1].message;
+
+    // A deleted job takes its evaluations with it: a later job given its id must not show them.
+    catalog.set_deleted(job, true);
+    EXPECT_EQ(catalog.purge_deleted(), std::vector<int64_t>{job});
+    Statement left = catalog.db().prepare("SELECT COUNT(*) FROM evaluations");
+    ASSERT_TRUE(left.step());
+    EXPECT_EQ(left.integer(0), 0);
 }

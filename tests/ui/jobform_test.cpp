@@ -388,4 +388,25 @@ TEST(JobForm, AnImageFolderWithAugmentationMakesTheTrainersSpecAndRoundTrips) {
     form.data = "csv";
     form.train_csv = dir.filePath("t.csv");
     EXPECT_FALSE(job_form_request(form).value("builtin").toObject().value("data").toObject().contains("augment"));
+
+    // What the form shows in one field stays as loaded while the field is not changed: a [height, width] size,
+    // brightness and contrast of their own, a transform the form does not show (translate).
+    const QJsonObject loaded_data{{"format", "image_folder"},
+                                  {"train_dir", dir.filePath("photos/train")},
+                                  {"image_size", QJsonArray{48, 64}},
+                                  {"resize", "pad"},
+                                  {"augment", QJsonObject{{"brightness", 0.2}, {"contrast", 0.4}, {"translate", 0.1}}}};
+    const QJsonObject loaded{{"builtin", QJsonObject{{"model", "cnn"}, {"data", loaded_data}}}};
+    JobForm edited = job_form_from_request(loaded);
+    EXPECT_EQ(job_form_request(edited).value("builtin").toObject().value("data").toObject(), loaded_data);
+    edited.image_size = 32;
+    edited.jitter = 0.3;
+    const QJsonObject changed = job_form_request(edited).value("builtin").toObject().value("data").toObject();
+    EXPECT_EQ(changed.value("image_size"), 32);
+    EXPECT_EQ(changed.value("augment").toObject(),
+              (QJsonObject{{"brightness", 0.3}, {"contrast", 0.3}, {"translate", 0.1}}));
+    // Switched to CSV, a loaded request's transforms all go (the trainer refuses augmenting a table).
+    edited.data = "csv";
+    edited.train_csv = dir.filePath("t.csv");
+    EXPECT_FALSE(job_form_request(edited).value("builtin").toObject().value("data").toObject().contains("augment"));
 }

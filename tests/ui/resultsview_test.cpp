@@ -102,14 +102,21 @@ TEST_F(Results, TheNewestMatrixShowsWithNamesShadesAndScoresThatMatchItsCounts) 
     ASSERT_TRUE(QDir().mkpath(folder));
     ASSERT_TRUE(view.grab().save(QDir(folder).filePath("results-confusion.png")));
 
-    // The user picks epoch 1; a new evaluation arrives; the choice stays.
-    view.selectEvaluation(2);
-    EXPECT_EQ(view.cell(6, 0), QString::number(fashion_matrix(1)[6][0].get<int64_t>()));
+    // While the user has chosen nothing, a new evaluation shows as it arrives.
     loaded = false;
     add_eval(4, "val", 1266, 3, fashion_matrix(4));
     view.refresh();
     ASSERT_TRUE(test::process_until([&] { return loaded; }));
-    EXPECT_EQ(view.evaluationCount(), 4);
+    EXPECT_EQ(view.cell(6, 0), QString::number(fashion_matrix(4)[6][0].get<int64_t>())) << "the newest shows";
+
+    // The user picks epoch 1; a new evaluation arrives; the choice stays.
+    view.selectEvaluation(3);
+    EXPECT_EQ(view.cell(6, 0), QString::number(fashion_matrix(1)[6][0].get<int64_t>()));
+    loaded = false;
+    add_eval(5, "val", 1688, 4, fashion_matrix(5));
+    view.refresh();
+    ASSERT_TRUE(test::process_until([&] { return loaded; }));
+    EXPECT_EQ(view.evaluationCount(), 5);
     EXPECT_EQ(view.cell(6, 0), QString::number(fashion_matrix(1)[6][0].get<int64_t>())) << "the choice was kept";
 }
 
