@@ -263,9 +263,8 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
         }
         auto med = [](const std::vector<Run>& runs, double Run::*field) {
-            std::vector<double> values;
-            for (const Run& r : runs)
-                values.push_back(r.*field);
+            std::vector<double> values(runs.size());
+            std::transform(runs.begin(), runs.end(), values.begin(), [field](const Run& r) { return r.*field; });
             return median(values);
         };
         const double ratio = median(ratios);
