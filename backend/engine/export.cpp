@@ -195,8 +195,9 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
                      {"traindeck_step", std::to_string(report.step)},
                      {"input_layout", input.image ? "NCHW, pixels in [0,1]" : "N x features"},
                      {"classes", std::to_string(classes)}};
-    if (!raw.train.class_names.empty())
-        metadata["class_names"] = json(raw.train.class_names).dump();
+    const std::vector<std::string> class_names = known_class_names(spec->data, raw.train);
+    if (!class_names.empty())
+        metadata["class_names"] = json(class_names).dump(-1, ' ', false, json::error_handler_t::replace);
     metadata["traindeck_checkpoint"] =
         json{{"file", fs::path(checkpoint_path).filename().string()}, {"step", report.step}}.dump();
     if (options.provenance.is_object() && !options.provenance.empty())
@@ -228,6 +229,45 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
     }
     if (options.safetensors &&
         !write("safetensors", options.name + ".safetensors", network_safetensors(net, params, input.shape, metadata)))
+        return Error{error};
+
+    // The model card: what a user's own code needs to run the model and what it scored, beside the files.
+    json files = json::object();
+    for (const auto& artifact : report.artifacts)
+        files[artifact.kind] = fs::path(artifact.path).filename().string();
+    json card = {{"format", "traindeck-model-card"},
+                 {"version", 1},
+                 {"name", spec->name.empty() ? options.name : spec->name},
+                 {"classes", class_names.empty() ? json(classes) : json(class_names)},
+                 {"input",
+                  {{"name", "input"},
+                   {"layout", input.image ? "NCHW" : "NC"},
+                   {"shape", input.image ? json::array({1, input.shape.channels, input.shape.height, input.shape.width})
+                                         : json::array({1, raw.train.features()})},
+                   {"values", input.image ? "pixels scaled to [0, 1] (byte / 255)" : "the table's feature columns"},
+                   {"normalization", spec->data.normalize ? "inside the graph" : "none"}}},
+                 {"output", {{"name", "logits"}, {"shape", json::array({1, classes})}}},
+                 {"files", files},
+                 {"metrics",
+                  {{"val_accuracy_fp32", report.val_accuracy_fp32},
+                   {"test_accuracy_fp32", report.test_accuracy_fp32},
+                   {"val_samples", report.val_samples},
+                   {"test_samples", report.test_samples}}},
+                 {"checkpoint", {{"file", fs::path(checkpoint_path).filename().string()}, {"step", report.step}}}};
+    if (input.image) {
+        card["input"]["channels"] = input.shape.channels == 3 ? "RGB" : "grayscale";
+        if (spec->data.format == "image_folder")
+            card["input"]["resize"] = spec->data.resize == "crop"
+                                          ? "centre crop to the size, aspect kept"
+                                          : "fit inside the size, aspect kept, padded with black";
+    }
+    if (options.int8)
+        card["metrics"].update({{"val_accuracy_int8", report.val_accuracy_int8},
+                                {"test_accuracy_int8", report.test_accuracy_int8},
+                                {"int8_agreement", report.int8_agreement}});
+    if (options.provenance.is_object() && !options.provenance.empty())
+        card["provenance"] = options.provenance;
+    if (!write("model-card", options.name + ".json", card.dump(2, ' ', false, json::error_handler_t::replace) + "\n"))
         return Error{error};
 
     if (!options.dump_dir.empty()) {

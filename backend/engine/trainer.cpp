@@ -185,10 +185,6 @@ json evaluation_json(const char* split, const Evaluation& e, long step, long epo
     return record;
 }
 
-// Fashion-MNIST's classes, in its label order (the dataset's documentation): the preset's runs name them.
-const std::vector<std::string> kFashionMnistClasses = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
-
 // The device, chosen once: the GPU path when asked for (or "auto") and the model runs there; otherwise the CPU
 // engine, which says why when a GPU was asked for. Data parallel runs on the GPU path only: then nullptr + error.
 std::unique_ptr<Model> make_model(Network& net, const JobSpec& spec, const TrainOptions& options,
@@ -214,6 +210,18 @@ std::unique_ptr<Model> make_model(Network& net, const JobSpec& spec, const Train
 }
 
 } // namespace
+
+std::vector<std::string> known_class_names(const DataSpec& spec, const Dataset& train) {
+    // Fashion-MNIST's classes, in its label order (the dataset's documentation).
+    static const std::vector<std::string> fashion_mnist = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                           "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+    if (!train.class_names.empty())
+        return train.class_names;
+    if (spec.format == "idx" && spec.train_images.rfind(std::string(kFashionMnistDir) + "/", 0) == 0 &&
+        train.classes == 10)
+        return fashion_mnist;
+    return {};
+}
 
 bool parse_holds(const std::string& text, std::vector<std::pair<long, std::string>>& holds, std::string& error) {
     size_t start = 0;
@@ -300,10 +308,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
     }
 
     // Class names for the eval records' confusion matrices: the folders', the CSV's, or Fashion-MNIST's.
-    std::vector<std::string> class_names = data.train.class_names;
-    if (class_names.empty() && spec.data.format == "idx" &&
-        spec.data.train_images.rfind(std::string(kFashionMnistDir) + "/", 0) == 0 && data.train.classes == 10)
-        class_names = kFashionMnistClasses;
+    const std::vector<std::string> class_names = known_class_names(spec.data, data.train);
     const size_t train_count = data.train.size();
     const size_t features = data.train.features();
     const int classes = net.classes();

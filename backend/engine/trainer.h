@@ -53,6 +53,10 @@ struct TrainingData {
 };
 Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed);
 
+// The class names a run knows, in index order: an image folder's folders, a CSV's string labels, Fashion-MNIST's
+// classes for its files in Debian's folder; empty when unknown (integer labels).
+std::vector<std::string> known_class_names(const DataSpec& spec, const Dataset& train);
+
 TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWriter& metrics);
 
 } // namespace traindeck::engine

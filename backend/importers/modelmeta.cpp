@@ -83,12 +83,36 @@ bool parse_onnx(std::string_view bytes, ModelMetadata& metadata, std::string& er
     return true;
 }
 
+// The model card an export writes beside its files (model.json): the same provenance, as JSON.
+bool parse_model_card(std::string_view bytes, ModelMetadata& metadata, std::string& error) {
+    const nlohmann::json card = nlohmann::json::parse(bytes, nullptr, false);
+    if (!card.is_object() || card.value("format", nlohmann::json()) != "traindeck-model-card") {
+        error = "a JSON file that is not a TrainDeck model card (no \"format\": \"traindeck-model-card\")";
+        return false;
+    }
+    metadata.format = "model-card";
+    for (const char* key : {"checkpoint", "provenance", "classes", "input", "metrics"})
+        if (const auto it = card.find(key); it != card.end())
+            metadata.properties[std::string(key == std::string_view("checkpoint")   ? "traindeck_checkpoint"
+                                            : key == std::string_view("provenance") ? "traindeck_provenance"
+                                                                                    : key)] =
+                it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return true;
+}
+
+bool starts_as_json(std::string_view bytes) {
+    const size_t first = bytes.find_first_not_of(" \t\r\n");
+    return first != std::string_view::npos && bytes[first] == '{';
+}
+
 } // namespace
 
 bool parse_model_metadata(std::string_view bytes, ModelMetadata& metadata, std::string& error) {
     metadata = {};
     if (bytes.size() >= 10 && bytes[8] == '{') // safetensors: a little-endian length, then a JSON header
         return parse_safetensors(bytes, metadata, error);
+    if (starts_as_json(bytes))
+        return parse_model_card(bytes, metadata, error);
     return parse_onnx(bytes, metadata, error);
 }
 
@@ -140,6 +164,11 @@ bool read_model_metadata(const std::string& path, ModelMetadata& metadata, std::
         bytes.resize(static_cast<size_t>(in.gcount()));
         if (length + 8 > bytes.size())
             bytes.resize(8); // a lying length: let the parser say so
+    } else if (starts_as_json(std::string_view(head, static_cast<size_t>(std::min<std::streamoff>(size, 9))))) {
+        // A model card: small JSON, read whole (at most 1 MiB; a longer one is cut, and its parser says so).
+        bytes.resize(static_cast<size_t>(std::min<std::streamoff>(size, 1 << 20)));
+        in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        bytes.resize(static_cast<size_t>(in.gcount()));
     } else {
         // The top-level fields again, with the graph's bytes left out (an empty field 7 stands for it).
         for (;;) {

@@ -101,7 +101,7 @@ TEST(Export, CnnRunsInOnnxRuntimeWithTheSamePredictions) {
     const json report = run_export({dir.file("spec.json"), "--checkpoint", dir.file("ck"), "--out", dir.file("out"),
                                     "--dump-eval", dir.file("dump"), "--max-drop", "0"});
     ASSERT_TRUE(report.is_object());
-    ASSERT_EQ(report["artifacts"].size(), 3u);
+    ASSERT_EQ(report["artifacts"].size(), 4u);
     std::map<std::string, int64_t> sizes;
     for (const auto& artifact : report["artifacts"]) {
         EXPECT_TRUE(fs::exists(artifact["path"].get<std::string>()));
@@ -109,6 +109,21 @@ TEST(Export, CnnRunsInOnnxRuntimeWithTheSamePredictions) {
         sizes[artifact["kind"]] = artifact["bytes"];
     }
     EXPECT_LT(sizes["onnx-int8"], sizes["onnx"] * 0.4) << "int8 weights should make the model about 4x smaller";
+
+    // The model card beside the files: what a user's code needs to run the model, and what it scored.
+    std::ifstream card_file(dir.file("out/model.json"));
+    const json card = json::parse(card_file, nullptr, false);
+    ASSERT_TRUE(card.is_object());
+    EXPECT_EQ(card["format"], "traindeck-model-card");
+    ASSERT_EQ(card["classes"].size(), 10u);
+    EXPECT_EQ(card["classes"][9], "Ankle boot");
+    EXPECT_EQ(card["input"]["shape"], json::array({1, 1, 28, 28}));
+    EXPECT_EQ(card["input"]["channels"], "grayscale");
+    EXPECT_EQ(card["files"]["onnx"], "model.onnx");
+    EXPECT_EQ(card["files"]["onnx-int8"], "model.int8.onnx");
+    EXPECT_EQ(card["metrics"]["test_accuracy_fp32"], report["test_accuracy_fp32"]);
+    EXPECT_EQ(card["metrics"]["test_accuracy_int8"], report["test_accuracy_int8"]);
+    EXPECT_EQ(card["checkpoint"]["step"], report["step"]);
     // Our fp32 inference is the trainer's: the same test accuracy as the run reported.
     EXPECT_DOUBLE_EQ(report["test_accuracy_fp32"].get<double>(), reported_test_accuracy);
     EXPECT_EQ(report["accuracy_warning"].get<bool>(),

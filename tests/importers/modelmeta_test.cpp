@@ -95,5 +95,15 @@ TEST(ModelMetadata, AFileIsReadWithoutItsGraphAndACutOneIsRefused) {
     write(safetensors(R"({"__metadata__":{"a":"b"}})"));
     ASSERT_TRUE(read_model_metadata(path, metadata, error)) << error;
     EXPECT_EQ(metadata.properties.at("a"), "b");
+    // The model card an export writes beside its files says the same checkpoint and provenance.
+    write("{\n  \"checkpoint\": {\"file\": \"ckpt-0000000086.tdck\", \"step\": 86},\n  \"format\": "
+          "\"traindeck-model-card\",\n  \"provenance\": {\"run\": 7}\n}\n");
+    ASSERT_TRUE(read_model_metadata(path, metadata, error)) << error;
+    EXPECT_EQ(metadata.format, "model-card");
+    EXPECT_EQ(metadata.properties.at("traindeck_checkpoint"), R"({"file":"ckpt-0000000086.tdck","step":86})");
+    EXPECT_EQ(metadata.properties.at("traindeck_provenance"), R"({"run":7})");
+    write(R"({"name": "some other tool's JSON"})");
+    EXPECT_FALSE(read_model_metadata(path, metadata, error));
+    EXPECT_NE(error.find("not a TrainDeck model card"), std::string::npos) << error;
     std::remove(path.c_str());
 }

@@ -920,7 +920,7 @@ void ConsoleTest::datasetsRegisterPreviewUploadTrainAndExport() {
     QTRY_VERIFY_WITH_TIMEOUT(!exporter->running(), 90000);
     QVERIFY2(exporter->status().startsWith("Exported"), qPrintable(exporter->status()));
     const QJsonObject report = exporter->report();
-    QCOMPARE(report.value("artifacts").toArray().size(), 3);
+    QCOMPARE(report.value("artifacts").toArray().size(), 4); // fp32, int8, safetensors and the model card
     for (const auto& artifact : report.value("artifacts").toArray())
         QVERIFY(QFileInfo(artifact.toObject().value("path").toString()).size() > 1000);
     QVERIFY(report.value("test_accuracy_fp32").toDouble() > 0.6);
