@@ -9,6 +9,8 @@
 // both sides always share one environment, and the table says which kernels it used.
 //
 // Medians, not single times: MLP over its epochs, CNN over 10-step windows (these machines are noisy).
+#include "benchsupport.h"
+
 #include <cblas.h>
 #include <nlohmann/json.hpp>
 
@@ -23,41 +25,10 @@
 #include <unistd.h>
 
 using nlohmann::json;
+using traindeck::bench::median;
+using traindeck::bench::run_json_lines;
 
 namespace {
-
-double median(std::vector<double> values) {
-    if (values.empty())
-        return 0.0;
-    std::sort(values.begin(), values.end());
-    const size_t mid = values.size() / 2;
-    return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
-
-// Runs command and returns the JSON objects on lines that start with prefix (the prefix itself is dropped).
-std::vector<json> run_json_lines(const std::string& command, const std::string& prefix) {
-    std::vector<json> records;
-    std::FILE* pipe = ::popen(command.c_str(), "r");
-    if (!pipe) {
-        std::fprintf(stderr, "cannot run: %s\n", command.c_str());
-        std::exit(1);
-    }
-    char buffer[1 << 16];
-    while (std::fgets(buffer, sizeof(buffer), pipe)) {
-        std::string line(buffer);
-        if (line.rfind(prefix, 0) != 0 || line.find('{') == std::string::npos)
-            continue;
-        json record = json::parse(line.substr(prefix.size()), nullptr, false);
-        if (!record.is_discarded())
-            records.push_back(record);
-    }
-    const int status = ::pclose(pipe);
-    if (status != 0) {
-        std::fprintf(stderr, "failed (status %d): %s\n", status, command.c_str());
-        std::exit(1);
-    }
-    return records;
-}
 
 double sgemm_gflops(int threads) {
     openblas_set_num_threads(threads);

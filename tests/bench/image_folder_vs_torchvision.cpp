@@ -19,6 +19,8 @@
 // points.
 #include "idx.h"
 
+#include "benchsupport.h"
+
 #include <nlohmann/json.hpp>
 #include <png.h>
 
@@ -33,6 +35,8 @@
 #include <vector>
 
 using nlohmann::json;
+using traindeck::bench::median;
+using traindeck::bench::run_json_lines;
 namespace fs = std::filesystem;
 
 namespace {
@@ -40,38 +44,6 @@ namespace {
 constexpr const char* kFashion = "/usr/share/datasets/fashion-mnist";
 
 double now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
-
-double median(std::vector<double> values) {
-    if (values.empty())
-        return 0.0;
-    std::sort(values.begin(), values.end());
-    const size_t mid = values.size() / 2;
-    return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
-
-// The JSON objects on the lines of command's stdout that start with prefix.
-std::vector<json> run_json_lines(const std::string& command, const std::string& prefix) {
-    std::vector<json> records;
-    std::FILE* pipe = ::popen(command.c_str(), "r");
-    if (!pipe) {
-        std::fprintf(stderr, "cannot run: %s\n", command.c_str());
-        std::exit(2);
-    }
-    char buffer[1 << 16];
-    while (std::fgets(buffer, sizeof(buffer), pipe)) {
-        const std::string line(buffer);
-        if (line.rfind(prefix, 0) != 0 || line.find('{') == std::string::npos)
-            continue;
-        json record = json::parse(line.substr(prefix.size()), nullptr, false);
-        if (!record.is_discarded())
-            records.push_back(record);
-    }
-    if (const int status = ::pclose(pipe); status != 0) {
-        std::fprintf(stderr, "failed (status %d): %s\n", status, command.c_str());
-        std::exit(2);
-    }
-    return records;
-}
 
 void write_png(const std::string& path, int size, int channels, const std::vector<uint8_t>& pixels) {
     png_image image{};
