@@ -543,3 +543,27 @@ TEST(ImageFolderTraining, AnAugmentedRunResumesBitForBitAndItsAugmentationIsReal
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
     EXPECT_NE(final_params(dir.file("plain")), whole_params);
 }
+
+TEST(ImageFolderTraining, ALimitIsASeededSampleAcrossTheClassesNotTheFirstClasses) {
+    TempDir dir;
+    for (const char* name : {"ant", "bee", "cat"})
+        for (int i = 0; i < 20; ++i)
+            write_png(dir.file(std::string("set/") + name + "/" + std::to_string(i) + ".png"), 4, 4, 1,
+                      pattern(4, 4, 1, [i](int, int, int) { return i; }));
+    DataSpec spec;
+    spec.format = "image_folder";
+    spec.train_dir = dir.file("set");
+    spec.val_fraction = 0;
+    spec.limit = 15;
+    ::setenv("TRAINDECK_CACHE_DIR", dir.file("cache").c_str(), 1);
+    auto first = load_training_data(spec, 1);
+    auto again = load_training_data(spec, 1);
+    auto other = load_training_data(spec, 2);
+    ::unsetenv("TRAINDECK_CACHE_DIR");
+    ASSERT_TRUE(first && again && other);
+    ASSERT_EQ(first->train.size(), 15u);
+    std::set<int32_t> classes(first->train.y.begin(), first->train.y.end());
+    EXPECT_EQ(classes.size(), 3u) << "the first 15 stored would all be ants";
+    EXPECT_EQ(first->train.rows, again->train.rows) << "the sample is the seed's";
+    EXPECT_NE(first->train.rows, other->train.rows);
+}
