@@ -459,6 +459,7 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     double loss = NAN, accuracy = NAN, progress = NAN, spend = NAN;
     Statement log = db_.prepare("INSERT OR IGNORE INTO job_logs(job, seq, time, stream, line) VALUES(?, ?, ?, ?, ?)");
     Statement capture = db_.prepare("INSERT OR IGNORE INTO captures(job, seq, part, time, data) VALUES(?, ?, ?, ?, ?)");
+    Statement same_alert = db_.prepare("SELECT 1 FROM alerts WHERE job=? AND kind='evaluation_dropped' AND message=?");
     Statement evaluation = db_.prepare(
         "INSERT OR IGNORE INTO evaluations(job, seq, split, step, epoch, time, data) VALUES(?, ?, ?, ?, ?, ?, ?)");
     Statement same_capture = db_.prepare("SELECT data FROM captures WHERE job=? AND part=? ORDER BY seq DESC LIMIT 1");
@@ -538,8 +539,12 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
                         evaluation.bind(6, event_time).bind(7, kept.dump());
                         evaluation.step();
                     } else {
-                        raise("evaluation_dropped", "an eval record's confusion matrix was not kept: " + why,
-                              event_time);
+                        // Once per job and reason: a script sending 300 classes each epoch gets one alert, not 300.
+                        const std::string message = "an eval record's confusion matrix was not kept: " + why;
+                        same_alert.reset();
+                        same_alert.bind(1, job).bind(2, message);
+                        if (!same_alert.step())
+                            raise("evaluation_dropped", message, event_time);
                     }
                 }
             }

@@ -760,8 +760,9 @@ TEST(Catalog, EvaluationsKeepTheirConfusionMatricesAndABadOneIsAnAlert) {
                                {"class_names", {"only one"}}}),
                     // Loss and accuracy alone (a script's eval): a curve point, no matrix and no alert.
                     record(5, {{"type", "eval"}, {"split", "val"}, {"step", 50}, {"accuracy", 0.9}})});
-    // A re-delivered record adds nothing.
-    catalog.ingest(job, {record(1, {{"type", "eval"}, {"split", "val"}, {"step", 10}, {"confusion", matrix}})});
+    // A re-delivered record adds nothing; the same bad matrix again (the next epoch's) is not a second alert.
+    catalog.ingest(job, {record(1, {{"type", "eval"}, {"split", "val"}, {"step", 10}, {"confusion", matrix}}),
+                         record(6, {{"type", "eval"}, {"split", "val"}, {"step", 60}, {"confusion", {{1, 2}, {3}}}})});
     catalog.db().exec("COMMIT");
 
     Statement select =
