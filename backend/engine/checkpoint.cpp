@@ -1,6 +1,7 @@
 #include "checkpoint.h"
 
 #include "atomicfile.h"
+#include "fnv1a.h"
 
 #include <nlohmann/json.hpp>
 
@@ -23,17 +24,6 @@ using nlohmann::json;
 constexpr char kMagic[8] = {'T', 'D', 'C', 'K', 'P', 'T', 0x00, 0x01};
 constexpr const char* kPrefix = "ckpt-";
 constexpr const char* kSuffix = ".tdck";
-
-struct Fnv1a {
-    uint64_t hash = 0xcbf29ce484222325ULL;
-    void add(const void* data, size_t size) {
-        const auto* bytes = static_cast<const unsigned char*>(data);
-        for (size_t i = 0; i < size; ++i) {
-            hash ^= bytes[i];
-            hash *= 0x100000001b3ULL;
-        }
-    }
-};
 
 // The checkpoint's atomic file, hashing what it writes (the trailer is the hash of everything before it).
 class HashingWriter {

@@ -1,6 +1,7 @@
 #include "imagefolder.h"
 
 #include "atomicfile.h"
+#include "fnv1a.h"
 #include "parallel.h"
 
 #include <nlohmann/json.hpp>
@@ -75,14 +76,6 @@ std::vector<std::string> sorted_children(const fs::path& dir, bool folders, std:
     return names;
 }
 
-uint64_t fnv1a(const std::string& text, uint64_t hash) {
-    for (unsigned char c : text) {
-        hash ^= c;
-        hash *= 0x100000001b3ULL;
-    }
-    return hash;
-}
-
 std::string hex(uint64_t value) {
     char text[17];
     std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
@@ -100,7 +93,7 @@ std::string cache_key(const std::vector<Entry>& entries, const std::vector<std::
     for (const auto& e : entries)
         text += e.relative + "\t" + std::to_string(e.size) + "\t" + std::to_string(e.mtime_ns) + "\t" +
                 std::to_string(e.ctime_ns) + "\t" + std::to_string(e.inode) + "\n";
-    return hex(fnv1a(text, 0xcbf29ce484222325ULL)) + hex(fnv1a(text, 0x84222325cbf29ce4ULL));
+    return hex(fnv1a(text)) + hex(fnv1a(text, 0x84222325cbf29ce4ULL));
 }
 
 // CRC-32 of the labels and the pixels: a cache damaged on disk (a flipped bit, a cut) is decoded again, never trained

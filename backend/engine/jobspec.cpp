@@ -1,5 +1,6 @@
 #include "jobspec.h"
 
+#include "fnv1a.h"
 #include "nametable.h"
 
 #include <algorithm>
@@ -273,15 +274,6 @@ Expected<DataSpec> parse_data(const json* object) {
                               &data.train_csv, &data.test_csv, &data.train_dir, &data.test_dir})
         *path = resolve_data_path(*path);
     return data;
-}
-
-uint64_t fnv1a(const std::string& text) {
-    uint64_t hash = 0xcbf29ce484222325ULL;
-    for (unsigned char c : text) {
-        hash ^= c;
-        hash *= 0x100000001b3ULL;
-    }
-    return hash;
 }
 
 } // namespace

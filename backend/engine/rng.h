@@ -17,11 +17,15 @@ public:
         // splitmix64 spreads one seed over the four state words, as the xoshiro authors advise.
         for (auto& word : state_) {
             seed += 0x9e3779b97f4a7c15ULL;
-            uint64_t z = seed;
-            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-            z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-            word = z ^ (z >> 31);
+            word = mix(seed);
         }
+    }
+
+    // splitmix64's finaliser: a 64-bit value's bits spread over all 64 (seeds made of several numbers mix through it).
+    static uint64_t mix(uint64_t z) {
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
     }
 
     uint64_t next() {

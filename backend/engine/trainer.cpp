@@ -36,13 +36,6 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 // Independent generator streams from one seed: initialisation, data order and dropout never share draws.
 uint64_t stream_seed(uint64_t seed, uint64_t stream) { return seed * 0x9e3779b97f4a7c15ULL + stream; }
 
-// splitmix64's finaliser: seeds made from (seed, epoch, place) this way share no state words, as sums would.
-uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 } // namespace
 
 Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed) {
@@ -382,6 +375,9 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         for (size_t i = train_count - 1; i > 0; --i)
             std::swap(order[i], order[epoch_rng.below(i + 1)]);
         const Rng::State next_epoch_rng = epoch_rng.state();
+        // Each sample's augmentation draws from a generator of its own, seeded by the seed, the epoch and its place
+        // in the epoch: a resumed run augments exactly as the unbroken run did, whichever thread fills which sample.
+        const uint64_t epoch_seed = Rng::mix(stream_seed(spec.seed, 4) ^ Rng::mix(static_cast<uint64_t>(state.epoch)));
         double epoch_seconds = 0.0;
         long epoch_samples = 0;
 
@@ -405,11 +401,6 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
             for (long micro = 0; micro < window_batches; ++micro) {
                 const size_t first = window_first + static_cast<size_t>(micro) * spec.batch_size;
                 const int batch = static_cast<int>(std::min<size_t>(spec.batch_size, train_count - first));
-                // Each sample's augmentation draws from a generator of its own, seeded by the seed, the epoch and
-                // its place in the epoch: a resumed run augments exactly as the unbroken run did, whichever thread
-                // fills which sample.
-                const uint64_t epoch_seed =
-                    mix64(stream_seed(spec.seed, 4) ^ mix64(static_cast<uint64_t>(state.epoch)));
                 parallel_for(
                     batch,
                     [&](size_t begin, size_t end) {
@@ -420,7 +411,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                             data.train.copy_row(sample, row);
                             batch_y[b] = data.train.y[sample];
                             if (augment) {
-                                Rng rng(mix64(epoch_seed ^ mix64(first + b + 1)));
+                                Rng rng(Rng::mix(epoch_seed ^ Rng::mix(first + b + 1)));
                                 augment_sample(row, data.train.height, data.train.width, data.train.channels,
                                                spec.data.augment, data.normalization, rng, scratch);
                             }
