@@ -65,6 +65,7 @@ void print_usage() {
         "NAME.safetensors; prints a JSON report with the validation/test accuracy before and after quantisation.\n"
         "  --name NAME           file stem (default: model)\n"
         "  --no-int8, --no-onnx, --no-safetensors   skip a format\n"
+        "  --latest              export the newest checkpoint even when early stopping kept a better one (best.tdck)\n"
         "  --calibration N       training samples for the int8 activation ranges (default 1000)\n"
         "  --max-drop PERCENT    warn when int8 loses more validation accuracy than this (default 1)\n"
         "  --threads N           compute threads\n"
@@ -138,6 +139,8 @@ int run_export(int argc, char** argv) {
         else if (arg == "--no-int8") options.int8 = false;
         else if (arg == "--no-onnx") options.onnx = false;
         else if (arg == "--no-safetensors") options.safetensors = false;
+        else if (arg == "--latest")
+            options.prefer_best = false;
         else if (arg == "--calibration") options.calibration_samples = std::atoi(value().c_str());
         else if (arg == "--max-drop") options.max_accuracy_drop = std::atof(value().c_str()) / 100.0;
         else if (arg == "--dump-eval") options.dump_dir = value();

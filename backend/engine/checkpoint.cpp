@@ -85,7 +85,10 @@ std::string checkpoint_file_name(long step) {
     return name;
 }
 
-Expected<std::string> write_checkpoint(const std::string& dir, const Checkpoint& checkpoint, int keep) {
+namespace {
+
+Expected<std::string> write_checkpoint_file(const std::string& dir, const std::string& name,
+                                            const Checkpoint& checkpoint) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec)
@@ -101,9 +104,12 @@ Expected<std::string> write_checkpoint(const std::string& dir, const Checkpoint&
                    {"dropout_rng", rng_json(s.dropout_rng)},
                    {"optimizer", checkpoint.optimizer},
                    {"parameters", checkpoint.params.size()},
-                   {"state_buffers", checkpoint.optimizer_state.size()}};
+                   {"state_buffers", checkpoint.optimizer_state.size()},
+                   {"best_value", s.best_value},
+                   {"best_epoch", s.best_epoch},
+                   {"stale_epochs", s.stale_epochs}};
     const std::string header_text = header.dump();
-    const std::string final_path = (fs::path(dir) / checkpoint_file_name(s.step)).string();
+    const std::string final_path = (fs::path(dir) / name).string();
     AtomicFile file(final_path, 0600);
     if (!file.ok())
         return Error{dir + ": cannot create a checkpoint file: " + std::strerror(file.error_number())};
@@ -119,11 +125,26 @@ Expected<std::string> write_checkpoint(const std::string& dir, const Checkpoint&
     if (const int error_number = file.commit(); !ok || error_number != 0)
         return Error{final_path + ": cannot write the checkpoint: " + std::strerror(error_number) +
                      " (is the disk full?)"};
+    return final_path;
+}
 
+} // namespace
+
+Expected<std::string> write_checkpoint(const std::string& dir, const Checkpoint& checkpoint, int keep) {
+    auto final_path = write_checkpoint_file(dir, checkpoint_file_name(checkpoint.state.step), checkpoint);
+    if (!final_path)
+        return final_path;
+    std::error_code ec;
     auto all = list_checkpoints(dir);
     for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i)
         fs::remove(all[i].second, ec);
     return final_path;
+}
+
+std::string best_checkpoint_path(const std::string& dir) { return (fs::path(dir) / "best.tdck").string(); }
+
+Expected<std::string> write_best_checkpoint(const std::string& dir, const Checkpoint& checkpoint) {
+    return write_checkpoint_file(dir, "best.tdck", checkpoint);
 }
 
 Expected<Checkpoint> read_checkpoint(const std::string& path) {
@@ -159,6 +180,11 @@ Expected<Checkpoint> read_checkpoint(const std::string& path) {
         s.train_seconds = header.at("train_seconds").get<double>();
         s.epoch_rng = rng_from_json(header.at("epoch_rng"));
         s.dropout_rng = rng_from_json(header.at("dropout_rng"));
+        if (header.contains("best_epoch")) {
+            s.best_value = header.at("best_value").get<double>();
+            s.best_epoch = static_cast<long>(header_integer(header.at("best_epoch")));
+            s.stale_epochs = static_cast<long>(header_integer(header.at("stale_epochs")));
+        }
         checkpoint.optimizer = header.at("optimizer").get<std::string>();
         const size_t parameters = header_integer(header.at("parameters"));
         const size_t buffers = header_integer(header.at("state_buffers"));

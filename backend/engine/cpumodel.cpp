@@ -9,8 +9,8 @@
 
 namespace traindeck::engine {
 
-CpuModel::CpuModel(Network& net, const OptimizerSpec& optimizer)
-    : net_(net), optimizer_(optimizer, net.params().size()),
+CpuModel::CpuModel(Network& net, const OptimizerSpec& optimizer, float label_smoothing)
+    : net_(net), optimizer_(optimizer, net.params().size()), label_smoothing_(label_smoothing),
       probs_(static_cast<size_t>(net.max_batch()) * net.classes()), dlogits_(probs_.size()) {}
 
 void CpuModel::write_parameters(const std::vector<float>& params,
@@ -35,12 +35,12 @@ void CpuModel::zero_grads() {
 void CpuModel::forward_backward(const float* x, const int32_t* y, int batch, float scale, Rng& dropout) {
     const int classes = net_.classes();
     const float* logits = net_.forward(x, batch, true, dropout);
-    loss_sum_ += softmax_cross_entropy_forward(probs_.data(), logits, y, batch, classes);
+    loss_sum_ += softmax_cross_entropy_forward(probs_.data(), logits, y, batch, classes, label_smoothing_);
     for (int b = 0; b < batch; ++b) {
         const float* row = probs_.data() + static_cast<size_t>(b) * classes;
         correct_ += std::max_element(row, row + classes) - row == y[b];
     }
-    softmax_cross_entropy_backward(dlogits_.data(), probs_.data(), y, batch, classes, scale);
+    softmax_cross_entropy_backward(dlogits_.data(), probs_.data(), y, batch, classes, scale, label_smoothing_);
     net_.backward(x, dlogits_.data(), batch);
 }
 

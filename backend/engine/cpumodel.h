@@ -15,7 +15,8 @@ namespace traindeck::engine {
 class CpuModel final : public Model {
 public:
     // Trains `net` in place (its parameter and gradient buffers are the model's); net outlives the model.
-    CpuModel(Network& net, const OptimizerSpec& optimizer);
+    // label_smoothing: ε of the training loss (layers.h); 0 is plain cross-entropy.
+    CpuModel(Network& net, const OptimizerSpec& optimizer, float label_smoothing = 0.0f);
 
     void write_parameters(const std::vector<float>& params,
                           const std::vector<std::vector<float>>& optimizer_state) override;
@@ -30,6 +31,7 @@ public:
 private:
     Network& net_;
     Optimizer optimizer_;
+    float label_smoothing_ = 0.0f;
     std::vector<float> probs_, dlogits_;
     double loss_sum_ = 0.0;
     long correct_ = 0;

@@ -15,6 +15,7 @@
 #include "trainer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -52,10 +53,15 @@ Scored score(Network& net, const Dataset& data, const WeightedInputHook& hook) {
     return result;
 }
 
-// Raw NHWC samples → NCHW, the layout of the ONNX input.
+// Raw NHWC samples → NCHW, the layout of the ONNX input; images as the pixel values 0–255 it takes.
 std::vector<float> to_nchw(const Dataset& data) {
     std::vector<float> buffer;
-    return engine::to_nchw(data.batch(0, data.size(), buffer), data.size(), data.height, data.width, data.channels);
+    std::vector<float> out =
+        engine::to_nchw(data.batch(0, data.size(), buffer), data.size(), data.height, data.width, data.channels);
+    if (data.is_image())
+        for (float& value : out)
+            value = std::round(value * 255.0f);
+    return out;
 }
 
 template <typename T>
@@ -89,7 +95,16 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
         return Error{"spec: " + spec.error()};
     std::string checkpoint_path = checkpoint;
     Checkpoint saved;
-    if (fs::is_directory(checkpoint)) {
+    const std::string best = best_checkpoint_path(checkpoint);
+    const bool use_best = options.prefer_best && spec->early_stopping.enabled && spec->early_stopping.restore_best &&
+                          fs::is_directory(checkpoint) && fs::exists(best);
+    if (use_best) {
+        auto read = read_checkpoint(best);
+        if (!read)
+            return Error{read.error() + " (export with --latest to take the newest checkpoint instead)"};
+        checkpoint_path = best;
+        saved = std::move(*read);
+    } else if (fs::is_directory(checkpoint)) {
         auto found = find_latest_checkpoint(checkpoint);
         if (!found)
             return Error{found.error()};
@@ -193,7 +208,7 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
         return Error{"cannot create " + options.out_dir + ": " + ec.message()};
     json metadata = {{"traindeck_spec", spec_json.dump()},
                      {"traindeck_step", std::to_string(report.step)},
-                     {"input_layout", input.image ? "NCHW, pixels in [0,1]" : "N x features"},
+                     {"input_layout", input.image ? "NCHW, pixels 0-255" : "N x features"},
                      {"classes", std::to_string(classes)}};
     const std::vector<std::string> class_names = known_class_names(spec->data, raw.train);
     if (!class_names.empty())
@@ -244,7 +259,8 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
                    {"layout", input.image ? "NCHW" : "NC"},
                    {"shape", input.image ? json::array({1, input.shape.channels, input.shape.height, input.shape.width})
                                          : json::array({1, raw.train.features()})},
-                   {"values", input.image ? "pixels scaled to [0, 1] (byte / 255)" : "the table's feature columns"},
+                   {"values", input.image ? "pixel values 0-255 as floats (the graph divides by 255)"
+                                          : "the table's feature columns"},
                    {"normalization", spec->data.normalize ? "inside the graph" : "none"}}},
                  {"output", {{"name", "logits"}, {"shape", json::array({1, classes})}}},
                  {"files", files},

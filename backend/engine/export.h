@@ -1,12 +1,13 @@
 #pragma once
 // Exports a trained built-in model for inference elsewhere:
-//   <name>.onnx        fp32 ONNX (opset 13), NCHW input "input" of raw samples (pixels in [0, 1], as the IDX reader
-//                      gives them; CSV: the feature columns), the training normalisation inside the graph, output
-//                      "logits" [N, classes]
+//   <name>.onnx        fp32 ONNX (opset 13), NCHW input "input" of raw samples (images: pixel values 0–255, which
+//                      the graph divides by 255 as the readers do; CSV: the feature columns), the training
+//                      normalisation inside the graph, output "logits" [N, classes]
 //   <name>.int8.onnx   the same graph with post-training static quantisation in QDQ form: int8 weights per output
 //                      channel (symmetric), uint8 activations per tensor (asymmetric) at the input of every
 //                      convolution and linear layer, ranges calibrated on a sample of the training data
-//   <name>.safetensors the fp32 weights in PyTorch's layouts (conv [O, C, K, K], linear [O, I] with NCHW flatten order)
+//   <name>.safetensors the fp32 weights in PyTorch's layouts (conv [O, C, K, K], linear [O, I] with NCHW flatten order,
+//                      batchnorm weight, bias, running_mean, running_var)
 // Both ONNX files pass onnx::checker before they are written. The report carries the accuracy of the fp32 and
 // int8 models on the validation and test sets, computed by the trainer's own forward pass (network.h), fed
 // fake-quantised inputs and dequantised weights for int8 (quantisation.h). The pieces: quantisation.h, onnxwriter.h,
@@ -28,6 +29,9 @@ struct ExportOptions {
     bool onnx = true, int8 = true, safetensors = true;
     int calibration_samples = 1000;
     double max_accuracy_drop = 0.01; // warn when int8 loses more validation accuracy than this (fraction)
+    // Restore best: a checkpoint folder with best.tdck, of a spec whose early stopping restores the best epoch,
+    // exports that checkpoint rather than the newest (false: always the newest).
+    bool prefer_best = true;
     // Tests: also write <dump_dir>/{test_inputs.f32, test_labels.i32, test_pred_fp32.i32, test_pred_int8.i32,
     // val_inputs.f32, val_labels.i32} (raw NCHW inputs, as the ONNX model takes them).
     std::string dump_dir;
@@ -53,7 +57,8 @@ struct ExportReport {
     nlohmann::json to_json() const;
 };
 
-// spec: the job's traindeck-train spec; checkpoint: a checkpoint file, or a folder (its newest intact one).
+// spec: the job's traindeck-train spec; checkpoint: a checkpoint file, or a folder (its newest intact one, or its
+// best.tdck when early stopping restores the best epoch and prefer_best is set).
 Expected<ExportReport> export_model(const nlohmann::json& spec, const std::string& checkpoint, const ExportOptions& options);
 
 } // namespace traindeck::engine

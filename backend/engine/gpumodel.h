@@ -24,6 +24,9 @@
 // 0 is gone) and a timeout; any of them aborts the communicator (ncclCommAbort) and throws, so a rank that dies
 // cannot leave the others waiting forever in an all-reduce.
 //
+// Batch normalisation, residual adds and average pooling are not on the GPU path yet either (CPU twins only): create()
+// names the layer and the trainer stays on the CPU.
+//
 // Dropout with p > 0 is not on the GPU yet (its masks must come from the CPU's random stream to keep runs
 // reproducible across devices): create() says so and the trainer stays on the CPU.
 #include "jobspec.h"
@@ -55,6 +58,7 @@ struct GpuOptions {
     int world_size = 1; // data-parallel ranks (one process per GPU)
     int rank = 0;
     std::string nccl_id; // hex, the same for every rank (rank 0 makes it: gpu_nccl_unique_id())
+    float label_smoothing = 0.0f; // ε of the training loss, as CpuModel's
 };
 
 // The model on the GPU, or nullptr + reason when this model or setup does not run on the GPU path; throws GpuError

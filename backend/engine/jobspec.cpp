@@ -78,6 +78,10 @@ private:
 constexpr auto kLayerNames = name_table<LayerType>({{LayerType::linear, "linear"},
                                                     {LayerType::conv2d, "conv2d"},
                                                     {LayerType::maxpool, "maxpool"},
+                                                    {LayerType::avgpool, "avgpool"},
+                                                    {LayerType::global_avgpool, "global_avgpool"},
+                                                    {LayerType::batchnorm, "batchnorm"},
+                                                    {LayerType::add, "add"},
                                                     {LayerType::relu, "relu"},
                                                     {LayerType::gelu, "gelu"},
                                                     {LayerType::dropout, "dropout"},
@@ -100,10 +104,21 @@ Expected<LayerSpec> parse_layer(const json& object, size_t index) {
     r.read("padding", layer.padding);
     r.read("size", layer.size);
     r.read("p", layer.p);
+    r.read("from", layer.from);
+    r.read("momentum", layer.momentum);
+    r.read("eps", layer.eps);
+    const bool pool = layer.type == LayerType::maxpool || layer.type == LayerType::avgpool;
     if (r.ok() && object.contains("size") && !object.contains("stride"))
         layer.stride = layer.size;
-    if (layer.type == LayerType::maxpool && !object.contains("size") && !object.contains("stride"))
+    if (pool && !object.contains("size") && !object.contains("stride"))
         layer.stride = layer.size;
+    if (layer.type == LayerType::add)
+        r.require(layer.from >= 0 && static_cast<size_t>(layer.from) < index,
+                  "an add layer needs \"from\": the index of an earlier layer whose input it adds (0 to " +
+                      std::to_string(static_cast<long>(index) - 1) + ")");
+    if (layer.type == LayerType::batchnorm)
+        r.require(layer.momentum >= 0.0f && layer.momentum <= 1.0f && layer.eps > 0.0f,
+                  "batchnorm \"momentum\" must be in [0, 1] and \"eps\" positive");
     if (layer.type == LayerType::linear || layer.type == LayerType::conv2d)
         r.require(layer.out > 0, "\"out\" must be a positive number of " +
                                      std::string(layer.type == LayerType::linear ? "features" : "channels"));
@@ -163,8 +178,43 @@ Expected<std::vector<LayerSpec>> expand_preset(const std::string& model, Reader&
             layers.push_back({.type = LayerType::linear, .out = width});
             add_activation();
         }
+    } else if (model == "resnet") {
+        // A small residual network for 32–64 px images, after the ResNet-9 of DAWNBench: a stem, then per stage a
+        // 3x3 convolution (doubling the channels and halving the size from the second stage on) and `blocks`
+        // residual blocks (conv-bn-relu-conv-bn, add the block's input, relu); global average pooling and the head.
+        int width = 16, stages = 3, blocks = 1;
+        r.read("width", width);
+        r.read("stages", stages);
+        r.read("blocks", blocks);
+        if (width <= 0 || stages <= 0 || stages > 6 || blocks < 0)
+            return Error{"resnet: \"width\" must be positive, \"stages\" 1 to 6 and \"blocks\" not negative"};
+        auto conv_bn_relu = [&](int channels, bool relu) {
+            layers.push_back({.type = LayerType::conv2d, .out = channels, .kernel = 3, .padding = 1});
+            layers.push_back({.type = LayerType::batchnorm});
+            if (relu)
+                layers.push_back({.type = *layer_type_from(activation)});
+        };
+        conv_bn_relu(width, true);
+        for (int stage = 0; stage < stages; ++stage) {
+            const int channels = width << stage;
+            if (stage > 0) {
+                conv_bn_relu(channels, true);
+                layers.push_back({.type = LayerType::maxpool, .stride = 2, .size = 2});
+            }
+            for (int block = 0; block < blocks; ++block) {
+                const int start = static_cast<int>(layers.size());
+                conv_bn_relu(channels, true);
+                conv_bn_relu(channels, false);
+                layers.push_back({.type = LayerType::add, .from = start});
+                layers.push_back({.type = *layer_type_from(activation)});
+            }
+        }
+        layers.push_back({.type = LayerType::global_avgpool});
+        layers.push_back({.type = LayerType::flatten});
+        if (dropout > 0.0f)
+            layers.push_back({.type = LayerType::dropout, .p = dropout});
     } else {
-        return Error{"unknown model \"" + model + "\" (known: mlp, cnn; or give \"layers\")"};
+        return Error{"unknown model \"" + model + "\" (known: mlp, cnn, resnet; or give \"layers\")"};
     }
     return layers;
 }
@@ -364,6 +414,27 @@ Expected<JobSpec> parse_job_spec(const json& root) {
     r.read("keep_checkpoints", spec.keep_checkpoints);
     r.read("log_every", spec.log_every);
     r.read("max_steps", spec.max_steps);
+    r.read("label_smoothing", spec.label_smoothing);
+    r.require(spec.label_smoothing >= 0.0f && spec.label_smoothing < 1.0f, "\"label_smoothing\" must be in [0, 1)");
+    if (const json* early = r.child("early_stopping")) {
+        if (!early->is_object())
+            return Error{"spec: \"early_stopping\" must be an object like {\"metric\": \"val_loss\", \"patience\": 3}"};
+        Reader e(*early, "early_stopping");
+        spec.early_stopping.enabled = true;
+        e.read("metric", spec.early_stopping.metric);
+        e.read("patience", spec.early_stopping.patience);
+        e.read("min_delta", spec.early_stopping.min_delta);
+        e.read("restore_best", spec.early_stopping.restore_best);
+        e.require(spec.early_stopping.metric == "val_loss" || spec.early_stopping.metric == "val_accuracy",
+                  "\"metric\" must be \"val_loss\" or \"val_accuracy\"");
+        e.require(spec.early_stopping.patience >= 0 && spec.early_stopping.min_delta >= 0.0,
+                  "\"patience\" and \"min_delta\" must not be negative");
+        e.reject_unknown();
+        if (!e.ok())
+            return Error{e.error()};
+    }
+    r.require(!spec.early_stopping.enabled || spec.data.val_fraction > 0.0,
+              "\"early_stopping\" watches the validation set: give data.val_fraction above 0");
     r.require(spec.batch_size > 0, "\"batch_size\" must be positive");
     r.require(spec.grad_accum > 0, "\"grad_accum\" must be positive");
     r.require(spec.epochs > 0, "\"epochs\" must be positive");
@@ -377,7 +448,8 @@ Expected<JobSpec> parse_job_spec(const json& root) {
     // Fields that only say how a run is observed or cut short do not change its numbers,
     // so a run may be resumed with a different checkpoint interval, log interval or step limit.
     json numeric = root;
-    for (const char* key : {"name", "checkpoint_every", "keep_checkpoints", "log_every", "max_steps"})
+    // Early stopping only decides where a run ends (every epoch before it is the same run).
+    for (const char* key : {"name", "checkpoint_every", "keep_checkpoints", "log_every", "max_steps", "early_stopping"})
         numeric.erase(key);
     spec.hash = fnv1a(numeric.dump());
     return spec;
@@ -403,8 +475,16 @@ json layer_to_json(const LayerSpec& layer) {
             {{"out", layer.out}, {"kernel", layer.kernel}, {"stride", layer.stride}, {"padding", layer.padding}});
         break;
     case LayerType::maxpool:
+    case LayerType::avgpool:
         out.update({{"size", layer.size}, {"stride", layer.stride}});
         break;
+    case LayerType::batchnorm:
+        out.update({{"momentum", shortest(layer.momentum)}, {"eps", shortest(layer.eps)}});
+        break;
+    case LayerType::add:
+        out["from"] = layer.from;
+        break;
+    case LayerType::global_avgpool:
     case LayerType::dropout:
         out["p"] = shortest(layer.p);
         break;
@@ -474,7 +554,13 @@ json job_spec_to_json(const JobSpec& spec) {
                 {"checkpoint_every", spec.checkpoint_every},
                 {"keep_checkpoints", spec.keep_checkpoints},
                 {"log_every", spec.log_every},
-                {"max_steps", spec.max_steps}};
+                {"max_steps", spec.max_steps},
+                {"label_smoothing", shortest(spec.label_smoothing)}};
+    if (spec.early_stopping.enabled)
+        out["early_stopping"] = {{"metric", spec.early_stopping.metric},
+                                 {"patience", spec.early_stopping.patience},
+                                 {"min_delta", spec.early_stopping.min_delta},
+                                 {"restore_best", spec.early_stopping.restore_best}};
     if (!spec.model.empty())
         out["model"] = spec.model;
     return out;

@@ -16,11 +16,11 @@ namespace traindeck::engine {
 
 // The layers the engine has. Named in one place (layer_type_names() in jobspec.cpp): the spec, the model
 // description and the ONNX exporter's node names all use those names.
-enum class LayerType { linear, conv2d, maxpool, relu, gelu, dropout, flatten };
+enum class LayerType { linear, conv2d, maxpool, avgpool, global_avgpool, batchnorm, add, relu, gelu, dropout, flatten };
 const char* to_string(LayerType type);
 std::optional<LayerType> layer_type_from(std::string_view name);
 std::string layer_type_names(); // "conv2d, dropout, …" (sorted), for error messages
-bool has_weights(LayerType type); // linear and conv2d
+bool has_weights(LayerType type); // linear and conv2d (batchnorm has parameters, but no weight matrix to quantise)
 
 struct LayerSpec {
     LayerType type = LayerType::linear;
@@ -28,8 +28,10 @@ struct LayerSpec {
     int kernel = 3;
     int stride = 1;
     int padding = 0;
-    int size = 2;     // maxpool window (stride defaults to size)
+    int size = 2;     // maxpool/avgpool window (stride defaults to size)
     float p = 0.5f;   // dropout probability
+    int from = -1;    // add: the layer whose input is added to this layer's input (a residual connection)
+    float momentum = 0.1f, eps = 1e-5f; // batchnorm: running statistics' update rate; variance floor
 };
 
 struct DataSpec {
@@ -62,13 +64,25 @@ struct ScheduleSpec {
     float min_lr_ratio = 0.0f;      // cosine ends at lr * min_lr_ratio
 };
 
+// Stop when a validation metric has not improved for `patience` epochs, and keep the best epoch's checkpoint
+// (best.tdck beside the others) whichever epoch the run ends on; export can take it instead of the last one.
+struct EarlyStoppingSpec {
+    bool enabled = false;            // "early_stopping" present in the spec
+    std::string metric = "val_loss"; // val_loss (lower is better) | val_accuracy (higher is better)
+    int patience = 3;                // epochs without improvement before stopping; 0 = never stop, only keep the best
+    double min_delta = 0.0;          // an improvement smaller than this does not count
+    bool restore_best = true;        // test metrics and export use the best epoch's weights, not the last epoch's
+};
+
 struct JobSpec {
     std::string name;
-    std::string model; // the preset ("mlp", "cnn") the layers came from; "" when the spec listed its layers
+    std::string model; // the preset ("mlp", "cnn", "resnet") the layers came from; "" when the spec listed its layers
     std::vector<LayerSpec> layers;
     DataSpec data;
     OptimizerSpec optimizer;
     ScheduleSpec schedule;
+    EarlyStoppingSpec early_stopping;
+    float label_smoothing = 0.0f; // ε of the training loss (evaluation reports the plain cross-entropy)
     int batch_size = 128;
     int grad_accum = 1;
     int epochs = 1;

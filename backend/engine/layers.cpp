@@ -207,6 +207,178 @@ void maxpool_backward(float* dx, const float* dy, const float* x, const float* y
     });
 }
 
+void avgpool_forward(float* y, const float* x, int batch, int h, int w, int c, int size, int stride) {
+    const int oh_count = (h - size) / stride + 1, ow_count = (w - size) / stride + 1;
+    const float inv_window = 1.0f / static_cast<float>(size * size);
+    parallel_for(batch, [=](size_t first, size_t last) {
+        for (size_t b = first; b < last; ++b) {
+            const float* image = x + b * h * w * c;
+            float* out = y + b * oh_count * ow_count * c;
+            for (int oh = 0; oh < oh_count; ++oh) {
+                for (int ow = 0; ow < ow_count; ++ow, out += c) {
+                    const float* start =
+                        image + (static_cast<size_t>(oh) * stride * w + static_cast<size_t>(ow) * stride) * c;
+                    zero_channels(out, c);
+                    for (int kh = 0; kh < size; ++kh)
+                        for (int kw = 0; kw < size; ++kw)
+                            add_channels(out, start + (static_cast<size_t>(kh) * w + kw) * c, c);
+                    for (int k = 0; k < c; ++k)
+                        out[k] *= inv_window;
+                }
+            }
+        }
+    });
+}
+
+void avgpool_backward(float* dx, const float* dy, int batch, int h, int w, int c, int size, int stride) {
+    const int oh_count = (h - size) / stride + 1, ow_count = (w - size) / stride + 1;
+    const float inv_window = 1.0f / static_cast<float>(size * size);
+    parallel_for(batch, [=](size_t first, size_t last) {
+        std::vector<float> share(c);
+        for (size_t b = first; b < last; ++b) {
+            float* image = dx + b * h * w * c;
+            std::memset(image, 0, sizeof(float) * h * w * c);
+            const float* grad = dy + b * oh_count * ow_count * c;
+            for (int oh = 0; oh < oh_count; ++oh) {
+                for (int ow = 0; ow < ow_count; ++ow, grad += c) {
+                    for (int k = 0; k < c; ++k)
+                        share[k] = grad[k] * inv_window;
+                    float* start =
+                        image + (static_cast<size_t>(oh) * stride * w + static_cast<size_t>(ow) * stride) * c;
+                    for (int kh = 0; kh < size; ++kh)
+                        for (int kw = 0; kw < size; ++kw)
+                            add_channels(start + (static_cast<size_t>(kh) * w + kw) * c, share.data(), c);
+                }
+            }
+        }
+    });
+}
+
+void global_avgpool_forward(float* y, const float* x, int batch, int positions, int c) {
+    const float inv_positions = 1.0f / static_cast<float>(positions);
+    parallel_for(batch, [=](size_t first, size_t last) {
+        for (size_t b = first; b < last; ++b) {
+            float* out = y + b * c;
+            zero_channels(out, c);
+            for (int p = 0; p < positions; ++p)
+                add_channels(out, x + (b * positions + p) * c, c);
+            for (int k = 0; k < c; ++k)
+                out[k] *= inv_positions;
+        }
+    });
+}
+
+void global_avgpool_backward(float* dx, const float* dy, int batch, int positions, int c) {
+    const float inv_positions = 1.0f / static_cast<float>(positions);
+    parallel_for(batch, [=](size_t first, size_t last) {
+        for (size_t b = first; b < last; ++b)
+            for (int p = 0; p < positions; ++p) {
+                float* row = dx + (b * positions + p) * c;
+                for (int k = 0; k < c; ++k)
+                    row[k] = dy[b * c + k] * inv_positions;
+            }
+    });
+}
+
+// The per-channel sums run over rows in order (one thread), in double: the statistics are then the same whatever
+// the thread count, so a run resumed on another machine normalises exactly as before.
+void batchnorm_forward_training(float* y, float* xhat, float* inv_std, float* running_mean, float* running_var,
+                                const float* x, const float* gamma, const float* beta, size_t rows, int c,
+                                float momentum, float eps) {
+    std::vector<double> sum(c, 0.0), squares(c, 0.0);
+    for (size_t r = 0; r < rows; ++r) {
+        const float* row = x + r * c;
+        for (int k = 0; k < c; ++k)
+            sum[k] += row[k];
+    }
+    std::vector<float> mean(c);
+    for (int k = 0; k < c; ++k)
+        mean[k] = static_cast<float>(sum[k] / static_cast<double>(rows));
+    for (size_t r = 0; r < rows; ++r) {
+        const float* row = x + r * c;
+        for (int k = 0; k < c; ++k) {
+            const double d = static_cast<double>(row[k]) - mean[k];
+            squares[k] += d * d;
+        }
+    }
+    for (int k = 0; k < c; ++k) {
+        const double variance = squares[k] / static_cast<double>(rows);
+        inv_std[k] = static_cast<float>(1.0 / std::sqrt(variance + eps));
+        const double unbiased = rows > 1 ? squares[k] / static_cast<double>(rows - 1) : variance;
+        running_mean[k] = (1.0f - momentum) * running_mean[k] + momentum * mean[k];
+        running_var[k] = (1.0f - momentum) * running_var[k] + momentum * static_cast<float>(unbiased);
+    }
+    parallel_for(
+        rows,
+        [&](size_t first, size_t last) {
+            for (size_t r = first; r < last; ++r)
+                for (int k = 0; k < c; ++k) {
+                    const size_t i = r * c + k;
+                    xhat[i] = (x[i] - mean[k]) * inv_std[k];
+                    y[i] = xhat[i] * gamma[k] + beta[k];
+                }
+        },
+        kElementwiseGrain / std::max(1, c));
+}
+
+void batchnorm_forward_inference(float* y, const float* x, const float* gamma, const float* beta,
+                                 const float* running_mean, const float* running_var, size_t rows, int c, float eps) {
+    std::vector<float> scale(c), shift(c);
+    for (int k = 0; k < c; ++k) {
+        scale[k] = gamma[k] / std::sqrt(running_var[k] + eps);
+        shift[k] = beta[k] - running_mean[k] * scale[k];
+    }
+    parallel_for(
+        rows,
+        [&](size_t first, size_t last) {
+            for (size_t r = first; r < last; ++r)
+                for (int k = 0; k < c; ++k)
+                    y[r * c + k] = x[r * c + k] * scale[k] + shift[k];
+        },
+        kElementwiseGrain / std::max(1, c));
+}
+
+void batchnorm_backward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* xhat,
+                        const float* inv_std, const float* gamma, size_t rows, int c) {
+    std::vector<double> dy_sum(c, 0.0), dy_xhat_sum(c, 0.0);
+    for (size_t r = 0; r < rows; ++r)
+        for (int k = 0; k < c; ++k) {
+            const size_t i = r * c + k;
+            dy_sum[k] += dy[i];
+            dy_xhat_sum[k] += static_cast<double>(dy[i]) * xhat[i];
+        }
+    std::vector<float> mean_dy(c), mean_dy_xhat(c), scale(c);
+    for (int k = 0; k < c; ++k) {
+        dgamma[k] += static_cast<float>(dy_xhat_sum[k]);
+        dbeta[k] += static_cast<float>(dy_sum[k]);
+        mean_dy[k] = static_cast<float>(dy_sum[k] / static_cast<double>(rows));
+        mean_dy_xhat[k] = static_cast<float>(dy_xhat_sum[k] / static_cast<double>(rows));
+        scale[k] = gamma[k] * inv_std[k];
+    }
+    if (!dx)
+        return;
+    parallel_for(
+        rows,
+        [&](size_t first, size_t last) {
+            for (size_t r = first; r < last; ++r)
+                for (int k = 0; k < c; ++k) {
+                    const size_t i = r * c + k;
+                    dx[i] = scale[k] * (dy[i] - mean_dy[k] - xhat[i] * mean_dy_xhat[k]);
+                }
+        },
+        kElementwiseGrain / std::max(1, c));
+}
+
+void add_forward(float* y, const float* a, const float* b, size_t n) {
+    parallel_for(
+        n,
+        [&](size_t first, size_t last) {
+            for (size_t i = first; i < last; ++i)
+                y[i] = a[i] + b[i];
+        },
+        kElementwiseGrain);
+}
+
 void relu_forward(float* y, const float* x, size_t n) {
     parallel_for(
         n,
@@ -262,7 +434,8 @@ void dropout_backward(float* dx, const float* dy, const float* mask, size_t n) {
         dx[i] = dy[i] * mask[i];
 }
 
-double softmax_cross_entropy_forward(float* probs, const float* logits, const int32_t* labels, int batch, int classes) {
+double softmax_cross_entropy_forward(float* probs, const float* logits, const int32_t* labels, int batch, int classes,
+                                     float smoothing) {
     double loss = 0.0;
     for (int b = 0; b < batch; ++b) {
         const float* row = logits + static_cast<size_t>(b) * classes;
@@ -277,18 +450,27 @@ double softmax_cross_entropy_forward(float* probs, const float* logits, const in
         for (int c = 0; c < classes; ++c)
             p[c] *= inv;
         // log-sum-exp form keeps the loss finite even when the label's probability underflows.
-        loss += std::log(sum) + max_logit - row[labels[b]];
+        const double log_sum = std::log(sum) + max_logit;
+        if (smoothing == 0.0f) {
+            loss += log_sum - row[labels[b]];
+            continue;
+        }
+        double logit_sum = 0.0;
+        for (int c = 0; c < classes; ++c)
+            logit_sum += row[c];
+        loss += (1.0 - smoothing) * (log_sum - row[labels[b]]) + smoothing * (log_sum - logit_sum / classes);
     }
     return loss;
 }
 
 void softmax_cross_entropy_backward(float* dlogits, const float* probs, const int32_t* labels, int batch, int classes,
-                                    float scale) {
+                                    float scale, float smoothing) {
+    const float spread = smoothing / static_cast<float>(classes) * scale;
     for (int b = 0; b < batch; ++b) {
         const size_t offset = static_cast<size_t>(b) * classes;
         for (int c = 0; c < classes; ++c)
-            dlogits[offset + c] = probs[offset + c] * scale;
-        dlogits[offset + labels[b]] -= scale;
+            dlogits[offset + c] = probs[offset + c] * scale - spread;
+        dlogits[offset + labels[b]] -= scale - smoothing * scale;
     }
 }
 

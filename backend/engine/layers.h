@@ -42,6 +42,31 @@ void maxpool_forward(float* y, const float* x, int batch, int h, int w, int c, i
 void maxpool_backward(float* dx, const float* dy, const float* x, const float* y, int batch, int h, int w, int c,
                       int size, int stride);
 
+// Average-pool over size×size windows with the given stride, NHWC (no padding); dx is overwritten.
+void avgpool_forward(float* y, const float* x, int batch, int h, int w, int c, int size, int stride);
+void avgpool_backward(float* dx, const float* dy, int batch, int h, int w, int c, int size, int stride);
+
+// Global average pooling: y[B, C] is the mean of x[B, H, W, C] over its h·w positions; dx is overwritten.
+void global_avgpool_forward(float* y, const float* x, int batch, int positions, int c);
+void global_avgpool_backward(float* dx, const float* dy, int batch, int positions, int c);
+
+// Batch normalisation over the channel (last) axis of x[rows, C]: NHWC images have rows = batch·H·W, flat vectors
+// rows = batch. Training normalises with the batch's mean and biased variance, keeps x̂ and 1/σ per channel for
+// backward, and moves the running statistics toward the batch's by `momentum` (the running variance takes the
+// unbiased estimate, as PyTorch's BatchNorm does, so its checkpoints and ours mean the same). Sums are in double.
+void batchnorm_forward_training(float* y, float* xhat, float* inv_std, float* running_mean, float* running_var,
+                                const float* x, const float* gamma, const float* beta, size_t rows, int c,
+                                float momentum, float eps);
+// Inference: the running statistics.
+void batchnorm_forward_inference(float* y, const float* x, const float* gamma, const float* beta,
+                                 const float* running_mean, const float* running_var, size_t rows, int c, float eps);
+// dγ and dβ accumulate; dx (may be null) is overwritten: γ/σ · (dy − mean(dy) − x̂ · mean(dy·x̂)).
+void batchnorm_backward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* xhat,
+                        const float* inv_std, const float* gamma, size_t rows, int c);
+
+// y = a + b (a residual connection); its backward hands dy to both inputs unchanged.
+void add_forward(float* y, const float* a, const float* b, size_t n);
+
 void relu_forward(float* y, const float* x, size_t n);
 void relu_backward(float* dx, const float* dy, const float* y, size_t n);
 
@@ -54,9 +79,12 @@ void dropout_forward(float* y, float* mask, const float* x, size_t n, float p, R
 void dropout_backward(float* dx, const float* dy, const float* mask, size_t n);
 
 // Softmax + cross-entropy over logits[B,C]. Returns the summed (not mean) loss; probs keeps the softmax.
-double softmax_cross_entropy_forward(float* probs, const float* logits, const int32_t* labels, int batch, int classes);
-// dlogits = (probs - onehot) * scale; scale is 1/(samples in the optimiser step).
+// Label smoothing ε (PyTorch's label_smoothing) trains toward (1−ε)·one-hot + ε/C: the loss is
+// (1−ε)·(−log p_label) + ε·mean_c(−log p_c).
+double softmax_cross_entropy_forward(float* probs, const float* logits, const int32_t* labels, int batch, int classes,
+                                     float smoothing = 0.0f);
+// dlogits = (probs - target) * scale, target the (smoothed) one-hot; scale is 1/(samples in the optimiser step).
 void softmax_cross_entropy_backward(float* dlogits, const float* probs, const int32_t* labels, int batch, int classes,
-                                    float scale);
+                                    float scale, float smoothing = 0.0f);
 
 } // namespace traindeck::engine

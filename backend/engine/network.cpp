@@ -2,6 +2,7 @@
 
 #include "rng.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -22,6 +23,12 @@ Conv2dShape conv_shape(const Layer& layer, int batch) {
 
 bool is_alias(const LayerSpec& spec) { return spec.type == LayerType::flatten; }
 
+std::string describe_shape(SampleShape shape) {
+    if (shape.height == 1 && shape.width == 1)
+        return std::to_string(shape.channels) + " values";
+    return std::to_string(shape.height) + "x" + std::to_string(shape.width) + "x" + std::to_string(shape.channels);
+}
+
 } // namespace
 
 Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShape input, int classes, int max_batch) {
@@ -37,16 +44,22 @@ Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShap
     if (all.empty() || all.back().type != LayerType::linear)
         all.push_back({.type = LayerType::linear, .out = classes});
     // ReLU then max-pool runs as max-pool then ReLU: ReLU is monotonic, so outputs and gradients are bit for bit
-    // the same, and the ReLU touches a quarter of the values.
+    // the same, and the ReLU touches a quarter of the values. Not when an add reads the max-pool's input.
+    auto read_by_add = [&](size_t index) {
+        return std::any_of(all.begin(), all.end(), [&](const LayerSpec& l) {
+            return l.type == LayerType::add && l.from == static_cast<int>(index);
+        });
+    };
     for (size_t i = 0; i + 1 < all.size(); ++i)
-        if (all[i].type == LayerType::relu && all[i + 1].type == LayerType::maxpool)
+        if (all[i].type == LayerType::relu && all[i + 1].type == LayerType::maxpool && !read_by_add(i + 1))
             std::swap(all[i], all[i + 1]);
+    net.skips_.resize(all.size());
     for (size_t i = 0; i < all.size(); ++i) {
         Layer layer{.spec = all[i], .in = shape, .out = shape};
         const LayerSpec& s = layer.spec;
         const std::string where = "layers[" + std::to_string(i) + "] (" + to_string(s.type) + ")";
-        auto add_tensor = [&](const char* kind, size_t count, bool decay) {
-            net.tensors_.push_back({"layers." + std::to_string(i) + "." + kind, param_count, count, decay});
+        auto add_tensor = [&](const char* kind, size_t count, bool decay, bool trainable = true) {
+            net.tensors_.push_back({"layers." + std::to_string(i) + "." + kind, param_count, count, decay, trainable});
             param_count += count;
             return net.tensors_.back().offset;
         };
@@ -66,11 +79,32 @@ Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShap
             layer.weight = add_tensor("weight", static_cast<size_t>(s.out) * cs.patch(), true);
             layer.bias = add_tensor("bias", s.out, false);
             max_cols = std::max(max_cols, cs.positions() * cs.patch()); // per sample
-        } else if (s.type == LayerType::maxpool) {
+        } else if (s.type == LayerType::maxpool || s.type == LayerType::avgpool) {
             if (shape.height < s.size || shape.width < s.size)
                 return Error{where + ": window " + std::to_string(s.size) + " is larger than its " +
                              std::to_string(shape.height) + "x" + std::to_string(shape.width) + " input"};
             layer.out = {(shape.height - s.size) / s.stride + 1, (shape.width - s.size) / s.stride + 1, shape.channels};
+        } else if (s.type == LayerType::global_avgpool) {
+            if (shape.height == 1 && shape.width == 1)
+                return Error{where + ": global average pooling needs image input, but its input is a flat vector of " +
+                             std::to_string(shape.size()) + " (put it before flatten/linear)"};
+            layer.out = {1, 1, shape.channels};
+        } else if (s.type == LayerType::batchnorm) {
+            // Over channels: an image's last axis, or every feature of a flat vector.
+            layer.weight = add_tensor("weight", shape.channels, false);
+            layer.bias = add_tensor("bias", shape.channels, false);
+            layer.running = add_tensor("running_mean", shape.channels, false, false);
+            add_tensor("running_var", shape.channels, false, false);
+        } else if (s.type == LayerType::add) {
+            if (s.from < 0 || static_cast<size_t>(s.from) >= i)
+                return Error{where + ": \"from\" must name an earlier layer (0 to " + std::to_string(i) +
+                             " - 1), not " + std::to_string(s.from)};
+            const SampleShape other = net.layers_[s.from].in;
+            if (other.height != shape.height || other.width != shape.width || other.channels != shape.channels)
+                return Error{where + ": adds layers[" + std::to_string(s.from) + "]'s input, " + describe_shape(other) +
+                             ", to its own input, " + describe_shape(shape) +
+                             "; both must have the same shape (the layers between change it)"};
+            net.skips_[s.from].push_back(i);
         } else if (s.type == LayerType::flatten) {
             layer.out = {1, 1, static_cast<int>(shape.size())};
         }
@@ -99,6 +133,8 @@ Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShap
             net.scratch_[i].assign(cs.positions() * cs.patch(), 0.0f);
         } else if (layer.spec.type == LayerType::dropout) {
             net.scratch_[i].assign(out_count, 0.0f);
+        } else if (layer.spec.type == LayerType::batchnorm) {
+            net.scratch_[i].assign(out_count + layer.out.channels, 0.0f); // x̂, then 1/σ per channel
         }
     }
     net.dcols_.assign(max_cols * max_batch, 0.0f);
@@ -107,6 +143,13 @@ Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShap
 
 void Network::initialize(Rng& rng) {
     for (const Layer& layer : layers_) {
+        if (layer.spec.type == LayerType::batchnorm) { // γ = 1, β = 0, running mean 0 and variance 1 (no draws)
+            const size_t c = layer.out.channels;
+            std::fill_n(params_.begin() + static_cast<long>(layer.weight), c, 1.0f);
+            std::fill_n(params_.begin() + static_cast<long>(layer.bias), c, 0.0f);
+            std::fill_n(params_.begin() + static_cast<long>(layer.running), c, 0.0f);
+            std::fill_n(params_.begin() + static_cast<long>(layer.running + c), c, 1.0f);
+        }
         if (!layer.has_weights())
             continue;
         const size_t fan_in = layer.spec.type == LayerType::linear
@@ -133,6 +176,13 @@ float* Network::buffer_of(std::vector<std::vector<float>>& buffers, size_t layer
 
 float* Network::output(size_t layer) { return buffer_of(outputs_, layer); }
 float* Network::doutput(size_t layer) { return buffer_of(doutputs_, layer); }
+
+const float* Network::input_of(size_t layer, const float* x) {
+    const float* in = layer == 0 ? nullptr : output(layer - 1);
+    return in ? in : x;
+}
+
+float* Network::dinput_of(size_t layer) { return layer == 0 ? nullptr : doutput(layer - 1); }
 
 const float* Network::forward(const float* x, int batch, bool training, Rng& rng) {
     return run_forward(x, batch, training, rng, nullptr);
@@ -162,6 +212,24 @@ const float* Network::run_forward(const float* x, int batch, bool training, Rng&
         } else if (type == LayerType::maxpool) {
             maxpool_forward(y, input, batch, layer.in.height, layer.in.width, layer.in.channels, layer.spec.size,
                             layer.spec.stride);
+        } else if (type == LayerType::avgpool) {
+            avgpool_forward(y, input, batch, layer.in.height, layer.in.width, layer.in.channels, layer.spec.size,
+                            layer.spec.stride);
+        } else if (type == LayerType::global_avgpool) {
+            global_avgpool_forward(y, input, batch, layer.in.height * layer.in.width, layer.in.channels);
+        } else if (type == LayerType::batchnorm) {
+            const int c = layer.in.channels;
+            const size_t rows = in_count / c;
+            float* running = p + layer.running;
+            if (training)
+                batchnorm_forward_training(y, scratch_[i].data(), scratch_[i].data() + in_count, running, running + c,
+                                           input, p + layer.weight, p + layer.bias, rows, c, layer.spec.momentum,
+                                           layer.spec.eps);
+            else
+                batchnorm_forward_inference(y, input, p + layer.weight, p + layer.bias, running, running + c, rows, c,
+                                            layer.spec.eps);
+        } else if (type == LayerType::add) {
+            add_forward(y, input, input_of(layer.spec.from, x), in_count);
         } else if (type == LayerType::relu) {
             relu_forward(y, input, in_count);
         } else if (type == LayerType::gelu) {
@@ -184,23 +252,32 @@ void Network::backward(const float* x, const float* dlogits, int batch) {
     for (size_t i = layers_.size(); i-- > 0;) {
         Layer& layer = layers_[i];
         const LayerType type = layer.spec.type;
-        if (type == LayerType::flatten)
-            continue;
-        const float* input = i == 0 ? x : output(i - 1);
-        if (!input)
-            input = x;
+        const float* input = input_of(i, x);
         // The first layer's input gradient is never needed: skipping it saves a whole gemm.
-        float* dx = i == 0 ? nullptr : doutput(i - 1);
+        float* dx = dinput_of(i);
         const size_t in_count = layer.in.size() * batch;
-        if (type == LayerType::linear) {
+        if (type == LayerType::flatten) {
+            // dx is dy's own buffer (a flatten owns none): nothing moves.
+        } else if (type == LayerType::linear) {
             linear_backward(dx, g + layer.weight, g + layer.bias, dy, input, p + layer.weight, batch,
                             static_cast<int>(layer.in.size()), layer.spec.out);
         } else if (type == LayerType::conv2d) {
             conv2d_backward(dx, g + layer.weight, g + layer.bias, dcols_.data(), dy, scratch_[i].data(), p + layer.weight,
                             conv_shape(layer, batch));
+        } else if (type == LayerType::batchnorm) {
+            batchnorm_backward(dx, g + layer.weight, g + layer.bias, dy, scratch_[i].data(),
+                               scratch_[i].data() + in_count, p + layer.weight, in_count / layer.in.channels,
+                               layer.in.channels);
         } else if (dx && type == LayerType::maxpool) {
             maxpool_backward(dx, dy, input, outputs_[i].data(), batch, layer.in.height, layer.in.width,
                              layer.in.channels, layer.spec.size, layer.spec.stride);
+        } else if (dx && type == LayerType::avgpool) {
+            avgpool_backward(dx, dy, batch, layer.in.height, layer.in.width, layer.in.channels, layer.spec.size,
+                             layer.spec.stride);
+        } else if (dx && type == LayerType::global_avgpool) {
+            global_avgpool_backward(dx, dy, batch, layer.in.height * layer.in.width, layer.in.channels);
+        } else if (dx && type == LayerType::add) {
+            std::memcpy(dx, dy, sizeof(float) * in_count); // the other input's share is added at layer `from`
         } else if (dx && type == LayerType::relu) {
             relu_backward(dx, dy, outputs_[i].data(), in_count);
         } else if (dx && type == LayerType::gelu) {
@@ -210,6 +287,12 @@ void Network::backward(const float* x, const float* dlogits, int batch) {
         }
         if (!dx)
             break;
+        // This layer's input also fed the adds that name it: their output gradients join its gradient here, after
+        // this layer has written its own share (backward overwrites dx) and before the layer before reads it.
+        for (size_t add : skips_[i]) {
+            const float* dadd = add + 1 < layers_.size() ? doutput(add) : dlogits;
+            add_forward(dx, dx, dadd, in_count);
+        }
         dy = dx;
     }
 }
@@ -233,6 +316,8 @@ std::string Network::describe() const {
         text << " -> " << to_string(layer.spec.type);
         if (layer.spec.type == LayerType::linear || layer.spec.type == LayerType::conv2d)
             text << "(" << layer.spec.out << ")";
+        else if (layer.spec.type == LayerType::add)
+            text << "(" << layer.spec.from << ")";
     }
     text << "  [" << params_.size() << " parameters]";
     return text.str();

@@ -23,13 +23,15 @@ struct SampleShape {
 struct ParameterTensor {
     std::string name; // e.g. "layers.3.weight"
     size_t offset = 0, count = 0;
-    bool decay = true; // weight decay applies to weights, not to biases
+    bool decay = true;     // weight decay applies to weights, not to biases or batchnorm's scale and shift
+    bool trainable = true; // false: batchnorm's running statistics, which forward updates and the optimiser skips
 };
 
 struct Layer {
     LayerSpec spec;
     SampleShape in, out;
-    size_t weight = 0, bias = 0; // offsets into params (linear, conv2d)
+    size_t weight = 0, bias = 0; // offsets into params (linear, conv2d; batchnorm: its scale γ and shift β)
+    size_t running = 0;          // batchnorm: running mean [C] then running variance [C], in params
     bool has_weights() const { return spec.type == LayerType::linear || spec.type == LayerType::conv2d; }
 };
 
@@ -40,7 +42,8 @@ using WeightedInputHook = std::function<const float*(size_t layer, const float* 
 
 class Network {
 public:
-    // Checks that the layers fit the input shape and that the last layer emits `classes` logits.
+    // Checks that the layers fit the input shape and that the last layer emits `classes` logits; an add layer's two
+    // inputs must have the same shape. Errors name the layer that does not fit.
     static Expected<Network> build(const std::vector<LayerSpec>& specs, SampleShape input, int classes, int max_batch);
 
     // PyTorch's default initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases.
@@ -70,6 +73,9 @@ private:
     float* buffer_of(std::vector<std::vector<float>>& buffers, size_t layer);
     float* output(size_t layer);
     float* doutput(size_t layer);
+    // The tensor layer i reads (the previous layer's output, or x), and where its gradient goes (null: x's).
+    const float* input_of(size_t layer, const float* x);
+    float* dinput_of(size_t layer);
 
     std::vector<Layer> layers_;
     std::vector<ParameterTensor> tensors_;
@@ -77,6 +83,7 @@ private:
     // Per layer: output and its gradient, plus the scratch the layer keeps from forward to backward.
     std::vector<std::vector<float>> outputs_, doutputs_, scratch_;
     std::vector<float> dcols_; // shared by all convolutions' backward passes
+    std::vector<std::vector<size_t>> skips_; // per layer: the add layers that read its input (their "from")
     SampleShape input_;
     int classes_ = 0;
     int max_batch_ = 0;

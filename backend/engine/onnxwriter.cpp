@@ -1,9 +1,11 @@
 // The exporter's ONNX writer: a built-in network as an ONNX model (opset 13) in bytes, fp32 or, given each weighted
 // layer's input quantisation, int8 in QDQ form (QuantizeLinear → DequantizeLinear before every convolution and
-// linear layer, int8 weights per output channel dequantised in the graph). The graph takes raw NCHW samples and
-// applies the training normalisation itself. GraphBuilder names every node and initializer uniquely; the model
-// passes onnx::checker before its bytes are returned. The arithmetic it encodes is the network's: layer for layer
-// what network.cpp runs (dropout is the identity at inference; GELU is the tanh form of layers.cpp).
+// linear layer, int8 weights per output channel dequantised in the graph). The graph takes raw NCHW samples (images:
+// pixel values 0–255, as a decoder hands them over) and applies the scaling to [0, 1] and the training normalisation
+// itself, so a user's code needs no preprocessing knowledge. GraphBuilder names every node and initializer uniquely;
+// the model passes onnx::checker before its bytes are returned. The arithmetic it encodes is the network's: layer for
+// layer what network.cpp runs (dropout is the identity at inference; GELU is the tanh form of layers.cpp; batchnorm
+// uses its running statistics; an add reads the tensor that entered the layer it names).
 #include "onnxwriter.h"
 
 #include "portablelayout.h"
@@ -115,7 +117,7 @@ Expected<std::string> build_onnx(const Network& net, const std::vector<float>& p
     model.set_producer_name("TrainDeck");
     model.set_producer_version("0.1");
     model.set_doc_string(
-        "Exported by traindeck-train export; input: raw samples (pixels in [0,1]), NCHW; output: logits");
+        "Exported by traindeck-train export; input: raw samples (images: NCHW pixels 0-255); output: logits");
     onnx::OperatorSetIdProto* opset = model.add_opset_import();
     opset->set_domain("");
     opset->set_version(13);
@@ -134,6 +136,8 @@ Expected<std::string> build_onnx(const Network& net, const std::vector<float>& p
     else
         set_shape(graph->add_input(), x, {static_cast<int64_t>(s.size())});
     bool four_d = input.image;
+    if (input.image) // byte / 255 as the readers compute it (a division, not a multiplication by 1/255: bit for bit)
+        x = g.apply("Div", {x, g.scalar("byte_range", 255.0f)}, "scaled");
     if (!input.normalization.mean.empty()) {
         const int64_t groups = static_cast<int64_t>(input.normalization.mean.size());
         const std::vector<int64_t> dims =
@@ -143,18 +147,32 @@ Expected<std::string> build_onnx(const Network& net, const std::vector<float>& p
     }
     const auto& layers = net.layers();
     const std::vector<PortableWeights> portable = portable_weights(net, params, s);
+    // The tensor that entered each layer, and whether it is NCHW (else N x features): an add reads an earlier one.
+    std::vector<std::string> entered(layers.size());
+    std::vector<bool> entered_four_d(layers.size());
+    auto flatten = [&](const std::string& tensor) {
+        onnx::NodeProto* node = g.node("Flatten", {tensor}, g.name("flat"));
+        GraphBuilder::integer(node, "axis", 1);
+        return node->output(0);
+    };
+    auto per_channel = [&](size_t index, size_t offset, const char* kind) { // batchnorm's [C] tensors
+        const int channels = layers[index].in.channels;
+        const std::vector<float> values(params.begin() + static_cast<long>(offset),
+                                        params.begin() + static_cast<long>(offset) + channels);
+        return g.floats("layers." + std::to_string(index) + "." + kind, {channels}, values);
+    };
     for (size_t i = 0; i < layers.size(); ++i) {
         const Layer& layer = layers[i];
         const LayerType type = layer.spec.type;
+        entered[i] = x;
+        entered_four_d[i] = four_d;
         if (layer.has_weights() && quant)
             x = g.quantize_activation(x, (*quant)[i]);
         if (type == LayerType::flatten || type == LayerType::dropout) {
             continue;
         } else if (type == LayerType::conv2d || type == LayerType::linear) {
             if (type == LayerType::linear && four_d) {
-                onnx::NodeProto* flatten = g.node("Flatten", {x}, g.name("flat"));
-                GraphBuilder::integer(flatten, "axis", 1);
-                x = flatten->output(0);
+                x = flatten(x);
                 four_d = false;
             }
             const PortableWeights& w = portable[i];
@@ -185,6 +203,36 @@ Expected<std::string> build_onnx(const Network& net, const std::vector<float>& p
             GraphBuilder::ints(n, "kernel_shape", {layer.spec.size, layer.spec.size});
             GraphBuilder::ints(n, "strides", {layer.spec.stride, layer.spec.stride});
             x = n->output(0);
+        } else if (type == LayerType::avgpool) {
+            onnx::NodeProto* n = g.node("AveragePool", {x}, g.name("avgpool"));
+            GraphBuilder::ints(n, "kernel_shape", {layer.spec.size, layer.spec.size});
+            GraphBuilder::ints(n, "strides", {layer.spec.stride, layer.spec.stride});
+            x = n->output(0);
+        } else if (type == LayerType::global_avgpool) {
+            x = g.apply("GlobalAveragePool", {x}, "gap");
+        } else if (type == LayerType::batchnorm) {
+            const size_t c = layer.in.channels;
+            onnx::NodeProto* n = g.node("BatchNormalization",
+                                        {x, per_channel(i, layer.weight, "weight"), per_channel(i, layer.bias, "bias"),
+                                         per_channel(i, layer.running, "running_mean"),
+                                         per_channel(i, layer.running + c, "running_var")},
+                                        g.name("bn"));
+            onnx::AttributeProto* eps = n->add_attribute();
+            eps->set_name("epsilon");
+            eps->set_type(onnx::AttributeProto::FLOAT);
+            eps->set_f(layer.spec.eps);
+            x = n->output(0);
+        } else if (type == LayerType::add) {
+            // The same shape on both sides (Network::build checks it); only the layouts may differ, when a linear
+            // layer between flattened an NCHW tensor of 1x1 positions.
+            std::string other = entered[layer.spec.from];
+            if (entered_four_d[layer.spec.from] && !four_d)
+                other = flatten(other);
+            else if (!entered_four_d[layer.spec.from] && four_d) {
+                x = flatten(x);
+                four_d = false;
+            }
+            x = g.apply("Add", {x, other}, "residual");
         } else if (type == LayerType::relu) {
             x = g.apply("Relu", {x}, "relu");
         } else if (type == LayerType::gelu) {

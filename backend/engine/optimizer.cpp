@@ -27,6 +27,8 @@ void Optimizer::step(std::vector<float>& params, const std::vector<float>& grads
         // PyTorch's SGD: buf = momentum * buf + (g + wd * p); p -= lr * buf.
         float* momentum = state_[0].data();
         for (const ParameterTensor& t : tensors) {
+            if (!t.trainable)
+                continue;
             const float wd = t.decay ? spec_.weight_decay : 0.0f;
             for (size_t i = t.offset; i < t.offset + t.count; ++i) {
                 const float g = grads[i] + wd * params[i];
@@ -45,6 +47,8 @@ void Optimizer::step(std::vector<float>& params, const std::vector<float>& grads
     const float step_size = lr / correction1;
     const float inv_sqrt_c2 = 1.0f / std::sqrt(correction2);
     for (const ParameterTensor& t : tensors) {
+        if (!t.trainable)
+            continue;
         const float decay = t.decay ? 1.0f - lr * spec_.weight_decay : 1.0f;
         for (size_t i = t.offset; i < t.offset + t.count; ++i) {
             const float g = grads[i];

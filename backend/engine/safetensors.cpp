@@ -37,9 +37,21 @@ std::string network_safetensors(const Network& net, const std::vector<float>& pa
     std::vector<SafetensorsTensor> tensors;
     for (size_t i = 0; i < net.layers().size(); ++i) {
         const Layer& layer = net.layers()[i];
+        const std::string stem = "layers." + std::to_string(i);
+        if (layer.spec.type == LayerType::batchnorm) { // PyTorch's BatchNorm names
+            const long c = layer.in.channels;
+            auto channels = [&](size_t offset) {
+                return std::vector<float>(params.begin() + static_cast<long>(offset),
+                                          params.begin() + static_cast<long>(offset) + c);
+            };
+            tensors.push_back({stem + ".weight", {c}, channels(layer.weight)});
+            tensors.push_back({stem + ".bias", {c}, channels(layer.bias)});
+            tensors.push_back({stem + ".running_mean", {c}, channels(layer.running)});
+            tensors.push_back({stem + ".running_var", {c}, channels(layer.running + c)});
+            continue;
+        }
         if (!layer.has_weights())
             continue;
-        const std::string stem = "layers." + std::to_string(i);
         tensors.push_back({stem + ".weight", portable[i].dims, portable[i].weight});
         tensors.push_back({stem + ".bias",
                            {layer.spec.out},

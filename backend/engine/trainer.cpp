@@ -183,10 +183,11 @@ json evaluation_json(const char* split, const Evaluation& e, long step, long epo
 std::unique_ptr<Model> make_model(Network& net, const JobSpec& spec, const TrainOptions& options,
                                   MetricsWriter& metrics, std::string& error) {
     if (options.device == "cpu")
-        return std::make_unique<CpuModel>(net, spec.optimizer);
+        return std::make_unique<CpuModel>(net, spec.optimizer, spec.label_smoothing);
     std::string reason;
-    auto gpu = create_gpu_model(net, spec.optimizer, spec.batch_size,
-                                GpuOptions{options.bf16, options.world_size, options.rank, options.nccl_id}, reason);
+    auto gpu = create_gpu_model(
+        net, spec.optimizer, spec.batch_size,
+        GpuOptions{options.bf16, options.world_size, options.rank, options.nccl_id, spec.label_smoothing}, reason);
     if (gpu) {
         metrics.write({{"type", "event"}, {"event", "device"}, {"message", "training on " + gpu->describe()}});
         metrics.log("training on " + gpu->describe());
@@ -199,7 +200,7 @@ std::unique_ptr<Model> make_model(Network& net, const JobSpec& spec, const Train
     metrics.write({{"type", "event"}, {"event", "device"}, {"message", "training on CPU: " + reason}});
     if (options.device == "cuda")
         metrics.log("training on CPU: " + reason);
-    return std::make_unique<CpuModel>(net, spec.optimizer);
+    return std::make_unique<CpuModel>(net, spec.optimizer, spec.label_smoothing);
 }
 
 } // namespace
@@ -366,7 +367,18 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
 
     long samples_since_log = 0;
     double seconds_since_log = 0.0;
-    while (state.epoch < spec.epochs) {
+    // Early stopping: patience used up (also after a resume of a run that had already stopped).
+    const EarlyStoppingSpec& early = spec.early_stopping;
+    auto patience_used_up = [&] { return early.enabled && early.patience > 0 && state.stale_epochs >= early.patience; };
+    auto save_best = [&]() -> Expected<std::string> {
+        if (options.rank != 0)
+            return std::string("(checkpoints are written by rank 0)");
+        Checkpoint c{state, spec.optimizer.type, {}, {}};
+        model->read_parameters(c.params, c.optimizer_state);
+        return write_best_checkpoint(options.checkpoint_dir, c);
+    };
+
+    while (state.epoch < spec.epochs && !patience_used_up()) {
         // The epoch's order comes from the generator as it stood at the epoch's start, so a resumed
         // run rebuilds exactly the same order and picks up at batch_in_epoch.
         Rng epoch_rng;
@@ -477,21 +489,85 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         std::snprintf(line, sizeof(line), "epoch %ld/%d  step %ld  val loss %.4f  val accuracy %.2f%%  %.0f samples/s",
                       state.epoch + 1, spec.epochs, state.step, val.loss, 100.0 * val.accuracy, epoch_rate);
         metrics.log(line);
+        bool improved = false;
+        if (early.enabled && data.val.size() > 0) {
+            const bool lower_is_better = early.metric == "val_loss";
+            const double value = lower_is_better ? val.loss : val.accuracy;
+            improved = state.best_epoch == 0 || (lower_is_better ? value < state.best_value - early.min_delta
+                                                                 : value > state.best_value + early.min_delta);
+            if (improved) {
+                state.best_value = value;
+                state.best_epoch = state.epoch + 1;
+                state.stale_epochs = 0;
+            } else {
+                ++state.stale_epochs;
+            }
+        }
         state.epoch_rng = next_epoch_rng;
         state.batch_in_epoch = 0;
         ++state.epoch;
         auto path = save("epoch");
         if (!path)
             return fail(kExitIoError, path.error());
+        if (improved) {
+            auto best = save_best();
+            if (!best)
+                return fail(kExitIoError, best.error());
+            metrics.write({{"type", "event"},
+                           {"event", "best_epoch"},
+                           {"epoch", state.epoch},
+                           {"step", state.step},
+                           {"metric", early.metric},
+                           {"value", state.best_value},
+                           {"path", *best}});
+        }
+        if (patience_used_up()) {
+            char message[200];
+            std::snprintf(message, sizeof(message),
+                          "early stopping after epoch %ld: %s has not improved for %ld epochs (best %.4f at epoch %ld)",
+                          state.epoch, early.metric.c_str(), state.stale_epochs, state.best_value, state.best_epoch);
+            metrics.write({{"type", "event"},
+                           {"event", "early_stopped"},
+                           {"epoch", state.epoch},
+                           {"step", state.step},
+                           {"metric", early.metric},
+                           {"best_epoch", state.best_epoch},
+                           {"best_value", state.best_value},
+                           {"message", message}});
+            metrics.log(message);
+        }
         if (spec.max_steps > 0 && state.step >= spec.max_steps) {
             metrics.write({{"type", "status"}, {"state", "stopped"}, {"reason", "max_steps"}, {"step", state.step}});
             return {kExitDone, {}};
         }
     }
 
+    // Restore best: the test set (and the export) sees the best epoch's weights, read back from best.tdck.
+    long test_epoch = state.epoch;
+    long test_step = state.step;
+    if (early.enabled && early.restore_best && state.best_epoch > 0 && state.best_epoch != state.epoch) {
+        auto best = read_checkpoint(best_checkpoint_path(options.checkpoint_dir));
+        if (!best)
+            return fail(kExitIoError, "cannot restore the best epoch: " + best.error());
+        if (best->params.size() != net.params().size() || best->state.spec_hash != spec.hash)
+            return fail(kExitIoError, best_checkpoint_path(options.checkpoint_dir) +
+                                          " is not this run's best checkpoint; remove it and resume");
+        model->write_parameters(best->params, best->optimizer_state);
+        test_epoch = state.best_epoch;
+        test_step = best->state.step;
+        metrics.write({{"type", "event"},
+                       {"event", "restored_best"},
+                       {"epoch", test_epoch},
+                       {"step", test_step},
+                       {"message", "test metrics are those of the best epoch, " + std::to_string(test_epoch)}});
+        metrics.log("restored the best epoch (" + std::to_string(test_epoch) + ") for the test set");
+    }
     if (data.test.size() > 0) {
         const Evaluation test = evaluate(*model, classes, spec.batch_size, data.test);
-        metrics.write(evaluation_json("test", test, state.step, spec.epochs, class_names));
+        json record = evaluation_json("test", test, test_step, test_epoch, class_names);
+        if (test_epoch != state.epoch)
+            record["restored_best"] = true;
+        metrics.write(record);
         char line[120];
         std::snprintf(line, sizeof(line), "test loss %.4f  test accuracy %.2f%%", test.loss, 100.0 * test.accuracy);
         metrics.log(line);

@@ -170,6 +170,66 @@ TEST(Export, CnnRunsInOnnxRuntimeWithTheSamePredictions) {
     EXPECT_EQ(std::vector<float>(params.begin(), params.begin() + 72), first); // one input channel: same order
 }
 
+TEST(Export, ResnetWithBatchNormRunsInOnnxRuntimeWithTheSamePredictions) {
+    if (!fashion_mnist_installed()) {
+        TRAINDECK_SKIP("dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)");
+    }
+    REQUIRE_ONNXRUNTIME();
+    TempDir dir;
+    // The resnet preset: batchnorm (running statistics at inference), residual adds, global average pooling; label
+    // smoothing in the loss. The ONNX input is the pixel values 0-255 (the dump writes them so).
+    const json spec = {{"model", "resnet"},
+                       {"width", 8},
+                       {"stages", 2},
+                       {"label_smoothing", 0.1},
+                       {"data", {{"dataset", "fashion-mnist"}, {"limit", 3000}}},
+                       {"batch_size", 64},
+                       {"epochs", 1},
+                       {"seed", 9}};
+    write_text(dir.file("spec.json"), spec.dump());
+    const ProcessResult trained = run_trainer({dir.file("spec.json"), "--checkpoint-dir", dir.file("ck")});
+    ASSERT_EQ(trained.exit_code, 0) << trained.err;
+    double reported_test_accuracy = -1;
+    for (const auto& r : trained.records("eval"))
+        if (r["split"] == "test")
+            reported_test_accuracy = r["accuracy"];
+    const json report = run_export({dir.file("spec.json"), "--checkpoint", dir.file("ck"), "--out", dir.file("out"),
+                                    "--dump-eval", dir.file("dump")});
+    ASSERT_TRUE(report.is_object());
+    EXPECT_DOUBLE_EQ(report["test_accuracy_fp32"].get<double>(), reported_test_accuracy);
+    // Above chance (0.1): PyTorch's same network, optimiser and smoothing scores 0.33 after this one epoch.
+    EXPECT_GT(reported_test_accuracy, 0.2) << "one epoch on 3,000 images should learn something";
+
+    const auto inputs = read_values<float>(dir.file("dump/test_inputs.f32"));
+    ASSERT_FALSE(inputs.empty());
+    EXPECT_EQ(*std::max_element(inputs.begin(), inputs.end()), 255.0f) << "the ONNX input is raw pixel values";
+    const auto labels = read_values<int32_t>(dir.file("dump/test_labels.i32"));
+    const auto ours = read_values<int32_t>(dir.file("dump/test_pred_fp32.i32"));
+    const auto ort = onnxruntime_predictions(dir.file("out/model.onnx"), dir.file("dump/test_inputs.f32"), "1,28,28",
+                                             dir.file("ort.i32"));
+    ASSERT_EQ(ort.size(), labels.size());
+    long differ = 0;
+    for (size_t i = 0; i < labels.size(); ++i)
+        differ += ort[i] != ours[i];
+    // onnxruntime folds batchnorm its own way (a different float rounding): a near-tie may flip, nothing more.
+    EXPECT_LE(differ, 3) << "fp32 ONNX must predict what TrainDeck predicts";
+    EXPECT_NEAR(accuracy(ort, labels), reported_test_accuracy, 0.0005);
+    // The int8 graph keeps batchnorm and the adds in float between its quantised convolutions.
+    const auto ort_int8 = onnxruntime_predictions(dir.file("out/model.int8.onnx"), dir.file("dump/test_inputs.f32"),
+                                                  "1,28,28", dir.file("ort_int8.i32"));
+    EXPECT_NEAR(accuracy(ort_int8, labels), report["test_accuracy_int8"].get<double>(), 0.002);
+
+    // safetensors carries batchnorm's four tensors under PyTorch's names.
+    std::ifstream in(dir.file("out/model.safetensors"), std::ios::binary);
+    uint64_t header_size = 0;
+    in.read(reinterpret_cast<char*>(&header_size), 8);
+    std::string header(header_size, ' ');
+    in.read(header.data(), static_cast<std::streamsize>(header_size));
+    const json tensors = json::parse(header);
+    for (const char* name : {"layers.1.weight", "layers.1.bias", "layers.1.running_mean", "layers.1.running_var"})
+        EXPECT_EQ(tensors[name]["shape"], json::array({8})) << name;
+}
+
 TEST(Export, CsvModelNormalisesInsideTheGraph) {
     REQUIRE_ONNXRUNTIME();
     TempDir dir;

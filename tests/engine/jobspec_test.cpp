@@ -30,17 +30,18 @@ TEST(JobSpec, PresetsExpandToLayers) {
 }
 
 TEST(JobSpec, LayerTypesHaveOneNameEach) {
-    for (const LayerType type : {LayerType::linear, LayerType::conv2d, LayerType::maxpool, LayerType::relu,
+    for (const LayerType type : {LayerType::linear, LayerType::conv2d, LayerType::maxpool, LayerType::avgpool,
+                                 LayerType::global_avgpool, LayerType::batchnorm, LayerType::add, LayerType::relu,
                                  LayerType::gelu, LayerType::dropout, LayerType::flatten})
         EXPECT_EQ(layer_type_from(to_string(type)), type) << to_string(type);
     EXPECT_EQ(layer_type_from("Linear"), std::nullopt); // names are exact
     EXPECT_EQ(layer_type_from(""), std::nullopt);
-    EXPECT_EQ(layer_type_names(), "conv2d, dropout, flatten, gelu, linear, maxpool, relu");
+    const std::string names =
+        "add, avgpool, batchnorm, conv2d, dropout, flatten, gelu, global_avgpool, linear, maxpool, relu";
+    EXPECT_EQ(layer_type_names(), names);
     const auto bad = parse_job_spec(json{{"layers", {{{"type", "lstm"}}}}});
     ASSERT_FALSE(bad);
-    EXPECT_NE(bad.error().find("unknown layer type \"lstm\" (known: conv2d, dropout, flatten, gelu, linear, maxpool, relu)"),
-              std::string::npos)
-        << bad.error();
+    EXPECT_NE(bad.error().find("unknown layer type \"lstm\" (known: " + names + ")"), std::string::npos) << bad.error();
 }
 
 TEST(JobSpec, UnknownKeysAndLayersAreNamed) {
@@ -50,9 +51,67 @@ TEST(JobSpec, UnknownKeysAndLayersAreNamed) {
     EXPECT_NE(error_of({{"layers", {{{"type", "linear"}}}}}).find("\"out\" must be a positive"), std::string::npos);
     EXPECT_NE(error_of({{"optimizer", {{"type", "adam"}}}}).find("\"sgd\" or \"adamw\""), std::string::npos);
     EXPECT_NE(error_of({{"batch_size", "big"}}).find("\"batch_size\" has the wrong type"), std::string::npos);
-    EXPECT_NE(error_of({{"model", "resnet"}}).find("unknown model \"resnet\""), std::string::npos);
+    EXPECT_NE(error_of({{"model", "vgg"}}).find("unknown model \"vgg\" (known: mlp, cnn, resnet"), std::string::npos);
     EXPECT_NE(error_of({{"model", "mlp"}, {"layers", json::array()}}).find("either"), std::string::npos);
     EXPECT_NE(error_of(json::array()).find("JSON object"), std::string::npos);
+}
+
+TEST(JobSpec, ResnetPresetIsResidualBlocksWithBatchNorm) {
+    const auto spec = parse_job_spec(json{{"model", "resnet"}, {"width", 8}, {"stages", 2}, {"blocks", 1}});
+    ASSERT_TRUE(spec) << spec.error();
+    // stem: conv bn relu | stage 0: block | stage 1: conv bn relu maxpool, block | gap flatten
+    std::vector<LayerType> types;
+    for (const LayerSpec& layer : spec->layers)
+        types.push_back(layer.type);
+    const std::vector<LayerType> block = {LayerType::conv2d, LayerType::batchnorm, LayerType::relu,
+                                          LayerType::conv2d, LayerType::batchnorm, LayerType::add,
+                                          LayerType::relu};
+    std::vector<LayerType> expected = {LayerType::conv2d, LayerType::batchnorm, LayerType::relu};
+    expected.insert(expected.end(), block.begin(), block.end());
+    expected.insert(expected.end(), {LayerType::conv2d, LayerType::batchnorm, LayerType::relu, LayerType::maxpool});
+    expected.insert(expected.end(), block.begin(), block.end());
+    expected.insert(expected.end(), {LayerType::global_avgpool, LayerType::flatten});
+    EXPECT_EQ(types, expected);
+    EXPECT_EQ(spec->layers[8].from, 3); // the first block adds its own input (the stem's output)
+    EXPECT_EQ(spec->layers[0].out, 8);
+    EXPECT_EQ(spec->layers[10].out, 16); // the second stage doubles the channels
+    EXPECT_EQ(spec->layers[19].from, 14);
+    EXPECT_EQ(spec->model, "resnet");
+    // It round-trips through the run's configuration as explicit layers.
+    json config = job_spec_to_json(*spec);
+    config.erase("model");
+    const auto again = parse_job_spec(config);
+    ASSERT_TRUE(again) << again.error();
+    ASSERT_EQ(again->layers.size(), spec->layers.size());
+    EXPECT_EQ(again->layers[19].from, 14);
+    EXPECT_FLOAT_EQ(again->layers[1].momentum, 0.1f);
+}
+
+TEST(JobSpec, NewLayersAndTrainingOptionsAreChecked) {
+    EXPECT_NE(error_of({{"layers", {{{"type", "add"}}}}}).find("needs \"from\""), std::string::npos);
+    EXPECT_NE(error_of({{"layers", {{{"type", "relu"}}, {{"type", "add"}, {"from", 1}}}}}).find("(0 to 0)"),
+              std::string::npos);
+    EXPECT_NE(error_of({{"layers", {{{"type", "batchnorm"}, {"eps", 0}}}}}).find("\"eps\" positive"),
+              std::string::npos);
+    EXPECT_NE(error_of({{"label_smoothing", 1.0}}).find("\"label_smoothing\" must be in [0, 1)"), std::string::npos);
+    EXPECT_NE(error_of({{"early_stopping", {{"metric", "loss"}}}}).find("\"val_loss\" or \"val_accuracy\""),
+              std::string::npos);
+    EXPECT_NE(error_of({{"early_stopping", {{"patiense", 2}}}}).find("unknown key \"patiense\""), std::string::npos);
+    EXPECT_NE(error_of({{"early_stopping", 3}}).find("must be an object"), std::string::npos);
+    const auto spec = parse_job_spec(
+        json{{"label_smoothing", 0.1}, {"early_stopping", {{"metric", "val_accuracy"}, {"patience", 2}}}});
+    ASSERT_TRUE(spec) << spec.error();
+    EXPECT_TRUE(spec->early_stopping.enabled);
+    EXPECT_EQ(spec->early_stopping.patience, 2);
+    const json config = job_spec_to_json(*spec);
+    EXPECT_EQ(config["label_smoothing"], 0.1);
+    EXPECT_EQ(config["early_stopping"]["metric"], "val_accuracy");
+    // Early stopping decides only where a run ends: a run may be resumed with another patience.
+    const auto other = parse_job_spec(json{{"label_smoothing", 0.1}, {"early_stopping", {{"patience", 5}}}});
+    ASSERT_TRUE(other);
+    EXPECT_EQ(other->hash, spec->hash);
+    const auto unsmoothed = parse_job_spec(json{{"early_stopping", {{"patience", 5}}}});
+    EXPECT_NE(unsmoothed->hash, spec->hash);
 }
 
 TEST(JobSpec, HashIgnoresObservationFieldsOnly) {

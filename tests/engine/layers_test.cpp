@@ -155,6 +155,115 @@ TEST(Layers, MaxPoolActivationsAndSoftmaxGradients) {
     }
 }
 
+TEST(Layers, BatchNormGradientsAndRunningStatistics) {
+    Rng rng(17);
+    const int batch = 3, h = 2, w = 2, c = 4;
+    const size_t rows = size_t(batch) * h * w, n = rows * c;
+    auto x = random_vector(n, rng, 2.0f), gamma = random_vector(c, rng), beta = random_vector(c, rng);
+    const auto probe = random_vector(n, rng);
+    std::vector<float> y(n), xhat(n), inv_std(c), dx(n), dgamma(c, 0.0f), dbeta(c, 0.0f);
+    std::vector<float> running_mean(c, 0.0f), running_var(c, 1.0f);
+    auto loss = [&] {
+        batchnorm_forward_training(y.data(), xhat.data(), inv_std.data(), running_mean.data(), running_var.data(),
+                                   x.data(), gamma.data(), beta.data(), rows, c, 0.1f, 1e-5f);
+        return dot(y, probe);
+    };
+    loss();
+    batchnorm_backward(dx.data(), dgamma.data(), dbeta.data(), probe.data(), xhat.data(), inv_std.data(), gamma.data(),
+                       rows, c);
+    expect_gradient(x, dx, loss, "batchnorm dx", 1e-3f);
+    expect_gradient(gamma, dgamma, loss, "batchnorm dgamma", 1e-3f);
+    expect_gradient(beta, dbeta, loss, "batchnorm dbeta", 1e-3f);
+
+    // Each channel comes out with mean 0 and (biased) variance 1 before γ and β.
+    for (int k = 0; k < c; ++k) {
+        double mean = 0, square = 0;
+        for (size_t r = 0; r < rows; ++r)
+            mean += xhat[r * c + k];
+        for (size_t r = 0; r < rows; ++r)
+            square += double(xhat[r * c + k]) * xhat[r * c + k];
+        EXPECT_NEAR(mean / rows, 0.0, 1e-6);
+        EXPECT_NEAR(square / rows, 1.0, 1e-3);
+    }
+    // One step from (0, 1) with momentum 0.5 lands halfway to the batch's mean and unbiased variance; inference
+    // then normalises with those, not with the batch.
+    std::fill(running_mean.begin(), running_mean.end(), 0.0f);
+    std::fill(running_var.begin(), running_var.end(), 1.0f);
+    batchnorm_forward_training(y.data(), xhat.data(), inv_std.data(), running_mean.data(), running_var.data(), x.data(),
+                               gamma.data(), beta.data(), rows, c, 0.5f, 1e-5f);
+    for (int k = 0; k < c; ++k) {
+        double mean = 0, square = 0;
+        for (size_t r = 0; r < rows; ++r)
+            mean += x[r * c + k];
+        mean /= rows;
+        for (size_t r = 0; r < rows; ++r)
+            square += (x[r * c + k] - mean) * (x[r * c + k] - mean);
+        EXPECT_NEAR(running_mean[k], 0.5 * mean, 1e-5);
+        EXPECT_NEAR(running_var[k], 0.5 + 0.5 * square / (rows - 1), 1e-4);
+    }
+    batchnorm_forward_inference(y.data(), x.data(), gamma.data(), beta.data(), running_mean.data(), running_var.data(),
+                                rows, c, 1e-5f);
+    for (size_t i = 0; i < n; ++i) {
+        const int k = static_cast<int>(i % c);
+        EXPECT_NEAR(y[i], (x[i] - running_mean[k]) / std::sqrt(running_var[k] + 1e-5) * gamma[k] + beta[k], 1e-5);
+    }
+}
+
+TEST(Layers, AveragePoolingGradients) {
+    Rng rng(23);
+    const int batch = 2, h = 5, w = 4, c = 3;
+    auto x = random_vector(size_t(batch) * h * w * c, rng);
+    {
+        // 2x2 windows, stride 1: overlapping windows share inputs, so the gradient sums their shares.
+        const size_t out_count = size_t(batch) * 4 * 3 * c;
+        const auto probe = random_vector(out_count, rng);
+        std::vector<float> y(out_count), dx(x.size());
+        auto loss = [&] {
+            avgpool_forward(y.data(), x.data(), batch, h, w, c, 2, 1);
+            return dot(y, probe);
+        };
+        avgpool_backward(dx.data(), probe.data(), batch, h, w, c, 2, 1);
+        expect_gradient(x, dx, loss, "avgpool dx", 1e-3f);
+        loss();
+        const size_t row = size_t(w) * c; // the window's second row
+        EXPECT_NEAR(y[0], (x[0] + x[c] + x[row] + x[row + c]) / 4.0, 1e-6);
+    }
+    {
+        const auto probe = random_vector(size_t(batch) * c, rng);
+        std::vector<float> y(size_t(batch) * c), dx(x.size());
+        auto loss = [&] {
+            global_avgpool_forward(y.data(), x.data(), batch, h * w, c);
+            return dot(y, probe);
+        };
+        global_avgpool_backward(dx.data(), probe.data(), batch, h * w, c);
+        expect_gradient(x, dx, loss, "global avgpool dx", 1e-3f);
+    }
+}
+
+TEST(Layers, LabelSmoothingLossAndGradient) {
+    Rng rng(29);
+    const int batch = 4, classes = 5;
+    auto logits = random_vector(static_cast<size_t>(batch) * classes, rng, 4.0f);
+    std::vector<int32_t> labels = {0, 3, 4, 1};
+    std::vector<float> probs(logits.size()), dlogits(logits.size());
+    auto loss = [&] {
+        return softmax_cross_entropy_forward(probs.data(), logits.data(), labels.data(), batch, classes, 0.2f);
+    };
+    const double smoothed = loss();
+    softmax_cross_entropy_backward(dlogits.data(), probs.data(), labels.data(), batch, classes, 1.0f, 0.2f);
+    expect_gradient(logits, dlogits, loss, "smoothed softmax-xent dlogits", 1e-3f);
+    // The loss against the smoothed target, computed directly: -Σ_c target_c · log p_c.
+    loss(); // the probabilities of the unperturbed logits again
+    double direct = 0.0;
+    for (int b = 0; b < batch; ++b)
+        for (int k = 0; k < classes; ++k) {
+            const double target = (k == labels[b] ? 0.8 : 0.0) + 0.2 / classes;
+            direct -= target * std::log(probs[size_t(b) * classes + k]);
+        }
+    EXPECT_NEAR(smoothed, direct, 1e-4);
+    EXPECT_GT(smoothed, softmax_cross_entropy_forward(probs.data(), logits.data(), labels.data(), batch, classes));
+}
+
 TEST(Layers, SoftmaxCrossEntropyStaysFiniteForHugeLogits) {
     std::vector<float> logits = {1000.0f, -1000.0f, 0.0f}, probs(3);
     std::vector<int32_t> labels = {1};
@@ -211,6 +320,111 @@ TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
     // The implied classifier head: the spec ended in gelu, so build() appended linear(3).
     EXPECT_EQ(net.layers().back().spec.type, LayerType::linear);
     EXPECT_EQ(net.layers().back().out.size(), 3u);
+}
+
+TEST(Network, ResidualBatchNormNetworkGradientsMatchFiniteDifferences) {
+    // Two residual blocks (the second skipping a batchnorm and a gelu), average pooling and global average pooling:
+    // a residual's gradient reaches its source twice, once through the block and once around it.
+    const std::vector<LayerSpec> specs = {
+        {.type = LayerType::conv2d, .out = 3, .kernel = 3, .stride = 1, .padding = 1},
+        {.type = LayerType::batchnorm},
+        {.type = LayerType::gelu}, // smooth: a ReLU's kink next to a batchnorm's output fools finite differences
+        {.type = LayerType::conv2d, .out = 3, .kernel = 3, .stride = 1, .padding = 1}, // 3
+        {.type = LayerType::batchnorm},
+        {.type = LayerType::add, .from = 3},
+        {.type = LayerType::avgpool, .stride = 2, .size = 2},
+        {.type = LayerType::batchnorm}, // 7
+        {.type = LayerType::gelu},
+        {.type = LayerType::add, .from = 7},
+        {.type = LayerType::global_avgpool},
+        {.type = LayerType::flatten},
+        {.type = LayerType::linear, .out = 5},
+        {.type = LayerType::batchnorm},
+    };
+    auto built = Network::build(specs, {6, 6, 2}, 3, 4);
+    ASSERT_TRUE(built) << built.error();
+    Network& net = *built;
+    Rng rng(31);
+    net.initialize(rng);
+    // Move batchnorm's γ and β off 1 and 0, so that their gradients are tested where they matter.
+    for (const ParameterTensor& t : net.tensors())
+        if (t.trainable && (t.name.ends_with(".weight") || t.name.ends_with(".bias")))
+            for (size_t i = t.offset; i < t.offset + t.count; ++i)
+                net.params()[i] += rng.uniform(-0.3f, 0.3f);
+    const int batch = 4;
+    auto x = random_vector(size_t(batch) * 72, rng);
+    std::vector<int32_t> labels = {0, 2, 1, 2};
+    std::vector<float> probs(static_cast<size_t>(batch) * 3), dlogits(probs.size());
+    Rng unused;
+    auto loss = [&] {
+        const float* logits = net.forward(x.data(), batch, true, unused);
+        return softmax_cross_entropy_forward(probs.data(), logits, labels.data(), batch, 3, 0.1f) / batch;
+    };
+    loss();
+    softmax_cross_entropy_backward(dlogits.data(), probs.data(), labels.data(), batch, 3, 1.0f / batch, 0.1f);
+    std::fill(net.grads().begin(), net.grads().end(), 0.0f);
+    net.backward(x.data(), dlogits.data(), batch);
+    const std::vector<float> analytic = net.grads();
+    expect_gradient(net.params(), analytic, loss, "residual network params", 1e-3f, 3e-2);
+    // The running statistics are parameters the optimiser leaves alone: no gradient, marked untrainable.
+    size_t running = 0;
+    for (const ParameterTensor& t : net.tensors())
+        if (!t.trainable) {
+            ++running;
+            for (size_t i = t.offset; i < t.offset + t.count; ++i)
+                EXPECT_EQ(analytic[i], 0.0f) << t.name;
+        }
+    EXPECT_EQ(running, 8u); // 4 batchnorm layers × (mean, variance)
+}
+
+TEST(Network, BatchNormInferenceUsesRunningStatistics) {
+    auto built = Network::build({{.type = LayerType::batchnorm, .momentum = 1.0f}}, {1, 1, 4}, 4, 8);
+    ASSERT_TRUE(built) << built.error();
+    Network& net = *built;
+    Rng rng(2);
+    net.initialize(rng);
+    std::vector<float> x(32);
+    for (float& v : x)
+        v = rng.uniform(-3.0f, 3.0f);
+    Rng unused;
+    const float* trained = net.forward(x.data(), 8, true, unused);
+    const std::vector<float> training(trained, trained + 32);
+    // Momentum 1: the running statistics are now this batch's (params: γ, β, running mean, running variance), with
+    // the variance unbiased; inference normalises with them, so on the same batch it differs from training.
+    const std::vector<float>& params = net.params();
+    for (int k = 0; k < 4; ++k) {
+        double mean = 0, square = 0;
+        for (int b = 0; b < 8; ++b)
+            mean += x[b * 4 + k];
+        mean /= 8;
+        for (int b = 0; b < 8; ++b)
+            square += (x[b * 4 + k] - mean) * (x[b * 4 + k] - mean);
+        EXPECT_NEAR(params[8 + k], mean, 1e-5);
+        EXPECT_NEAR(params[12 + k], square / 7, 1e-4);
+    }
+    const std::vector<float> statistics(params.begin() + 8, params.end());
+    const float* inferred = net.forward(x.data(), 8, false, unused);
+    const std::vector<float> inference(inferred, inferred + 32);
+    EXPECT_NE(training, inference);
+    // Inference leaves the statistics alone and answers the same on a second call.
+    EXPECT_EQ(std::vector<float>(params.begin() + 8, params.end()), statistics);
+    const float* again = net.forward(x.data(), 8, false, unused);
+    EXPECT_EQ(std::vector<float>(again, again + 32), inference);
+}
+
+TEST(Network, ResidualShapesMustMatch) {
+    auto bad = Network::build({{.type = LayerType::conv2d, .out = 4, .kernel = 3, .padding = 1},
+                               {.type = LayerType::conv2d, .out = 8, .kernel = 3, .padding = 1},
+                               {.type = LayerType::add, .from = 1}},
+                              {6, 6, 2}, 3, 4);
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().find("layers[2] (add): adds layers[1]'s input, 6x6x4, to its own input, 6x6x8"),
+              std::string::npos)
+        << bad.error();
+    auto gap_flat =
+        Network::build({{.type = LayerType::flatten}, {.type = LayerType::global_avgpool}}, {4, 4, 1}, 3, 4);
+    ASSERT_FALSE(gap_flat);
+    EXPECT_NE(gap_flat.error().find("needs image input"), std::string::npos);
 }
 
 TEST(Network, RejectsShapesThatDoNotFit) {

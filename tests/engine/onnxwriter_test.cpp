@@ -66,10 +66,11 @@ TEST(OnnxWriter, Fp32GraphFollowsTheNetworkWithItsWeightsAndNormalisation) {
     const ModelInput input{.shape = {6, 6, 2}, .image = true, .normalization = {{0.5f, 0.25f}, {2.0f, 4.0f}}};
     const onnx::ModelProto model = parse(build_onnx(net, net.params(), input, nullptr, {{"classes", "3"}}));
     const onnx::GraphProto& graph = model.graph();
-    // Normalisation, then conv → max-pool → ReLU (the network's swap), flatten before the first linear, the GELU's
-    // tanh form, and the implied head.
-    const std::vector<std::string> expected = {"Sub", "Mul", "Conv", "MaxPool", "Relu", "Flatten", "Gemm", "Mul", "Mul",
-                                               "Mul", "Add", "Mul",  "Tanh",    "Add",  "Mul",     "Mul",  "Gemm"};
+    // Pixels 0–255 scaled to [0, 1] and normalised, then conv → max-pool → ReLU (the network's swap), flatten before
+    // the first linear, the GELU's tanh form, and the implied head.
+    const std::vector<std::string> expected = {"Div",     "Sub",  "Mul", "Conv", "MaxPool", "Relu",
+                                               "Flatten", "Gemm", "Mul", "Mul",  "Mul",     "Add",
+                                               "Mul",     "Tanh", "Add", "Mul",  "Mul",     "Gemm"};
     EXPECT_EQ(op_types(graph), expected);
     ASSERT_EQ(graph.input_size(), 1);
     EXPECT_EQ(graph.input(0).name(), "input");
@@ -85,7 +86,7 @@ TEST(OnnxWriter, Fp32GraphFollowsTheNetworkWithItsWeightsAndNormalisation) {
 
     // The conv's weight initializer is the network's, in [O, C, K, K].
     const auto portable = portable_weights(net, net.params(), input.shape);
-    const std::string conv_weight = graph.node(2).input(1);
+    const std::string conv_weight = graph.node(3).input(1);
     const auto all = initializers(graph);
     ASSERT_TRUE(all.count(conv_weight));
     const onnx::TensorProto& w = *all.at(conv_weight);

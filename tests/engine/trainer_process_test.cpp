@@ -103,6 +103,99 @@ TEST_F(Trainer, InterruptedAndResumedRunIsBitIdentical) {
     EXPECT_EQ(whole_test["confusion"], resumed_test["confusion"]);
 }
 
+TEST_F(Trainer, ResnetWithBatchNormResumesBitIdentically) {
+    // Batchnorm's running statistics live among the parameters: a resumed run normalises exactly as the whole one.
+    const json spec_json = {{"model", "resnet"},
+                            {"width", 4},
+                            {"stages", 2},
+                            {"data", {{"dataset", "fashion-mnist"}, {"limit", 640}}},
+                            {"label_smoothing", 0.1},
+                            {"batch_size", 32},
+                            {"epochs", 2},
+                            {"seed", 4}};
+    const std::string spec = write_spec(dir, "resnet.json", spec_json);
+    const ProcessResult whole = run_trainer({spec, "--checkpoint-dir", dir.file("whole"), "--threads", "2"});
+    ASSERT_EQ(whole.exit_code, 0) << whole.err;
+    const ProcessResult first =
+        run_trainer({spec, "--checkpoint-dir", dir.file("split"), "--threads", "2", "--set", "max_steps=25"});
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    const ProcessResult second =
+        run_trainer({spec, "--checkpoint-dir", dir.file("split"), "--threads", "2", "--resume"});
+    ASSERT_EQ(second.exit_code, 0) << second.err;
+    EXPECT_EQ(second.records("status").front()["resumed_from_step"], 25);
+    const auto whole_params = final_params(dir.file("whole"));
+    ASSERT_FALSE(whole_params.empty());
+    EXPECT_EQ(whole_params, final_params(dir.file("split")));
+    EXPECT_EQ(whole.records("eval").back()["confusion"], second.records("eval").back()["confusion"]);
+}
+
+TEST_F(Trainer, EarlyStoppingKeepsTheBestEpochAndExportsIt) {
+    // min_delta 10 on the validation loss: only the first epoch counts as an improvement, whatever the numbers, so
+    // with patience 2 the run stops after epoch 3 of 6, and epoch 1 is the best.
+    json spec_json = kSmallMlp;
+    spec_json.erase("checkpoint_every");
+    spec_json["epochs"] = 6;
+    spec_json["data"]["limit"] = 1000;
+    spec_json["early_stopping"] = {{"metric", "val_loss"}, {"patience", 2}, {"min_delta", 10}};
+    const std::string spec = write_spec(dir, "early.json", spec_json);
+    // Cut after epoch 2 (15 steps an epoch), then resumed: the count of epochs without improvement carries over
+    // in the checkpoint (a run that forgot it would call epoch 3 its best and stop after epoch 5).
+    const ProcessResult first =
+        run_trainer({spec, "--checkpoint-dir", dir.file("ck"), "--threads", "2", "--set", "max_steps=30"});
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    ASSERT_EQ(first.records("epoch").size(), 2u);
+    const ProcessResult run = run_trainer({spec, "--checkpoint-dir", dir.file("ck"), "--threads", "2", "--resume"});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    ASSERT_EQ(run.records("epoch").size(), 1u);
+    EXPECT_EQ(run.records("epoch").back()["epoch"], 3);
+    json stopped, restored, best_event;
+    for (const auto& r : first.records("event"))
+        if (r["event"] == "best_epoch")
+            best_event = r;
+    for (const auto& r : run.records("event")) {
+        if (r["event"] == "early_stopped")
+            stopped = r;
+        if (r["event"] == "restored_best")
+            restored = r;
+        EXPECT_NE(r["event"], "best_epoch") << "only epoch 1 improved";
+    }
+    ASSERT_TRUE(best_event.is_object());
+    EXPECT_EQ(best_event["epoch"], 1);
+    ASSERT_TRUE(stopped.is_object()) << run.out;
+    EXPECT_EQ(stopped["epoch"], 3);
+    EXPECT_EQ(stopped["best_epoch"], 1);
+    ASSERT_TRUE(restored.is_object());
+    const json test = run.records("eval").back();
+    EXPECT_EQ(test["split"], "test");
+    EXPECT_EQ(test["epoch"], 1);
+    EXPECT_EQ(test["step"], best_event["step"]);
+    EXPECT_TRUE(test["restored_best"].get<bool>());
+
+    // best.tdck is epoch 1's checkpoint; pruning (keep 3) left it alone.
+    const auto best = read_checkpoint(dir.file("ck/best.tdck"));
+    ASSERT_TRUE(best) << best.error();
+    EXPECT_EQ(best->state.step, best_event["step"].get<long>());
+    EXPECT_EQ(best->state.best_epoch, 1);
+    // Export takes it (restore best), and scores the test set as the run's restored test record did.
+    const ProcessResult exported =
+        run_trainer({"export", spec, "--checkpoint", dir.file("ck"), "--out", dir.file("out"), "--no-int8"});
+    ASSERT_EQ(exported.exit_code, 0) << exported.err;
+    const json report = json::parse(exported.out);
+    EXPECT_EQ(report["step"], best_event["step"]);
+    EXPECT_DOUBLE_EQ(report["test_accuracy_fp32"].get<double>(), test["accuracy"].get<double>());
+    std::ifstream card_file(dir.file("out/model.json"));
+    EXPECT_EQ(json::parse(card_file)["checkpoint"]["file"], "best.tdck");
+    const ProcessResult latest = run_trainer(
+        {"export", spec, "--checkpoint", dir.file("ck"), "--out", dir.file("latest"), "--no-int8", "--latest"});
+    ASSERT_EQ(latest.exit_code, 0) << latest.err;
+    EXPECT_EQ(json::parse(latest.out)["step"], run.records("status").back()["step"]);
+
+    // A resume of the stopped run trains nothing more.
+    const ProcessResult again = run_trainer({spec, "--checkpoint-dir", dir.file("ck"), "--threads", "2", "--resume"});
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_TRUE(again.records("epoch").empty());
+}
+
 TEST_F(Trainer, SigtermWritesCheckpointAndExits75ThenResumesExactly) {
     json cnn = {{"model", "cnn"}, {"conv", {8, 16}}, {"fc", {32}},
                 {"data", {{"dataset", "fashion-mnist"}, {"limit", 2500}}},

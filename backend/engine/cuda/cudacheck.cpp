@@ -98,10 +98,11 @@ double max_relative_error(const std::vector<double>& gpu, const std::vector<doub
 
 int failures = 0;
 
-void report(const char* what, double error, double tolerance) {
+void report(const std::string& what, double error, double tolerance) {
     const bool ok = error <= tolerance;
     failures += !ok;
-    std::printf("%-36s max relative error %.3g (tolerance %.1g)  %s\n", what, error, tolerance, ok ? "ok" : "MISMATCH");
+    std::printf("%-36s max relative error %.3g (tolerance %.1g)  %s\n", what.c_str(), error, tolerance,
+                ok ? "ok" : "MISMATCH");
 }
 
 void report_failure(const char* what, const std::string& why) {
@@ -458,19 +459,24 @@ int main(int argc, char** argv) {
         int32_t* dlabels = nullptr;
         TRAINDECK_CHECK(cudaMalloc(&dlabels, batch * sizeof(int32_t)));
         TRAINDECK_CHECK(cudaMemcpy(dlabels, labels.data(), batch * sizeof(int32_t), cudaMemcpyHostToDevice));
-        cuda::softmax_cross_entropy_forward(dprobs.data, dloss.data, dlogits.data, dlabels, batch, classes, nullptr);
-        std::vector<float> probs(logits.size()), grad_logits(logits.size());
-        const double cpu_loss =
-            softmax_cross_entropy_forward(probs.data(), logits.data(), labels.data(), batch, classes);
-        double gpu_loss = 0.0;
-        for (float v : dloss.download())
-            gpu_loss += v;
-        report("softmax-xent probs", max_relative_error(dprobs.download(), probs), 1e-6);
-        report("softmax-xent loss", std::abs(gpu_loss - cpu_loss) / std::max(1.0, cpu_loss), 1e-5);
-        cuda::softmax_cross_entropy_backward(dgrad_logits.data, dprobs.data, dlabels, batch, classes, 1.0f / batch,
-                                             nullptr);
-        softmax_cross_entropy_backward(grad_logits.data(), probs.data(), labels.data(), batch, classes, 1.0f / batch);
-        report("softmax-xent backward", max_relative_error(dgrad_logits.download(), grad_logits), 1e-6);
+        for (const float smoothing : {0.0f, 0.1f}) {
+            const std::string with = smoothing > 0.0f ? " (label smoothing 0.1)" : "";
+            cuda::softmax_cross_entropy_forward(dprobs.data, dloss.data, dlogits.data, dlabels, batch, classes,
+                                                smoothing, nullptr);
+            std::vector<float> probs(logits.size()), grad_logits(logits.size());
+            const double cpu_loss =
+                softmax_cross_entropy_forward(probs.data(), logits.data(), labels.data(), batch, classes, smoothing);
+            double gpu_loss = 0.0;
+            for (float v : dloss.download())
+                gpu_loss += v;
+            report("softmax-xent probs" + with, max_relative_error(dprobs.download(), probs), 1e-6);
+            report("softmax-xent loss" + with, std::abs(gpu_loss - cpu_loss) / std::max(1.0, cpu_loss), 1e-5);
+            cuda::softmax_cross_entropy_backward(dgrad_logits.data, dprobs.data, dlabels, batch, classes, 1.0f / batch,
+                                                 smoothing, nullptr);
+            softmax_cross_entropy_backward(grad_logits.data(), probs.data(), labels.data(), batch, classes,
+                                           1.0f / batch, smoothing);
+            report("softmax-xent backward" + with, max_relative_error(dgrad_logits.download(), grad_logits), 1e-6);
+        }
         TRAINDECK_CHECK(cudaFree(dlabels));
     });
 

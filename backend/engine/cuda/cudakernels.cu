@@ -54,7 +54,7 @@ __global__ void gelu_backward_kernel(float* dx, const float* dy, const float* x,
 
 // One block per row: classes are few (tens), so a simple loop per thread-0 is enough and exact.
 __global__ void softmax_xent_forward_kernel(float* probs, float* loss, const float* logits, const int32_t* labels,
-                                            int classes) {
+                                            int classes, float smoothing) {
     const int row = blockIdx.x;
     if (threadIdx.x != 0)
         return;
@@ -71,16 +71,26 @@ __global__ void softmax_xent_forward_kernel(float* probs, float* loss, const flo
     const float inv = static_cast<float>(1.0 / sum);
     for (int c = 0; c < classes; ++c)
         p[c] *= inv;
-    loss[row] = static_cast<float>(log(sum) + max_logit - z[labels[row]]);
+    const double log_sum = log(sum) + max_logit;
+    if (smoothing == 0.0f) {
+        loss[row] = static_cast<float>(log_sum - z[labels[row]]);
+        return;
+    }
+    double logit_sum = 0.0;
+    for (int c = 0; c < classes; ++c)
+        logit_sum += z[c];
+    loss[row] = static_cast<float>((1.0 - smoothing) * (log_sum - z[labels[row]]) +
+                                   smoothing * (log_sum - logit_sum / classes));
 }
 
 __global__ void softmax_xent_backward_kernel(float* dlogits, const float* probs, const int32_t* labels, int batch,
-                                             int classes, float scale) {
+                                             int classes, float scale, float smoothing) {
     const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
     if (i >= static_cast<size_t>(batch) * classes)
         return;
     const int row = static_cast<int>(i / classes), c = static_cast<int>(i % classes);
-    dlogits[i] = probs[i] * scale - (c == labels[row] ? scale : 0.0f);
+    const float spread = smoothing / static_cast<float>(classes) * scale;
+    dlogits[i] = probs[i] * scale - spread - (c == labels[row] ? scale - smoothing * scale : 0.0f);
 }
 
 __global__ void sgd_kernel(float* params, const float* grads, float* momentum, size_t n, float lr, float factor,
@@ -118,14 +128,14 @@ void gelu_backward(float* dx, const float* dy, const float* x, size_t n, cudaStr
     TRAINDECK_LAUNCH(gelu_backward_kernel, blocks_for(n), kThreads, stream, dx, dy, x, n);
 }
 void softmax_cross_entropy_forward(float* probs, float* loss_per_row, const float* logits, const int32_t* labels,
-                                   int batch, int classes, cudaStream_t stream) {
+                                   int batch, int classes, float smoothing, cudaStream_t stream) {
     TRAINDECK_LAUNCH(softmax_xent_forward_kernel, static_cast<unsigned>(std::max(batch, 0)), 32, stream, probs,
-                     loss_per_row, logits, labels, classes);
+                     loss_per_row, logits, labels, classes, smoothing);
 }
 void softmax_cross_entropy_backward(float* dlogits, const float* probs, const int32_t* labels, int batch, int classes,
-                                    float scale, cudaStream_t stream) {
+                                    float scale, float smoothing, cudaStream_t stream) {
     TRAINDECK_LAUNCH(softmax_xent_backward_kernel, blocks_for(size_t(std::max(batch, 0)) * classes), kThreads, stream,
-                     dlogits, probs, labels, batch, classes, scale);
+                     dlogits, probs, labels, batch, classes, scale, smoothing);
 }
 void sgd_step(float* params, const float* grads, float* momentum, size_t n, float lr, float momentum_factor,
               float weight_decay, cudaStream_t stream) {

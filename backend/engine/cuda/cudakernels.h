@@ -17,11 +17,12 @@ void relu_forward(float* y, const float* x, size_t n, cudaStream_t stream);
 void relu_backward(float* dx, const float* dy, const float* y, size_t n, cudaStream_t stream);
 void gelu_forward(float* y, const float* x, size_t n, cudaStream_t stream);
 void gelu_backward(float* dx, const float* dy, const float* x, size_t n, cudaStream_t stream);
-// Per-row softmax and cross-entropy; loss_per_row[b] is the row's loss (summed on the host).
+// Per-row softmax and cross-entropy with label smoothing ε (0: plain); loss_per_row[b] is the row's loss (summed on
+// the host).
 void softmax_cross_entropy_forward(float* probs, float* loss_per_row, const float* logits, const int32_t* labels,
-                                   int batch, int classes, cudaStream_t stream);
+                                   int batch, int classes, float smoothing, cudaStream_t stream);
 void softmax_cross_entropy_backward(float* dlogits, const float* probs, const int32_t* labels, int batch, int classes,
-                                    float scale, cudaStream_t stream);
+                                    float scale, float smoothing, cudaStream_t stream);
 void sgd_step(float* params, const float* grads, float* momentum, size_t n, float lr, float momentum_factor,
               float weight_decay, cudaStream_t stream);
 // One AdamW step over n parameters of one tensor, as Optimizer::step does for AdamW: `step` counts from 1 (bias
