@@ -1,8 +1,12 @@
 // JobForm (jobform.h): the form's meaning, from a request and back to one.
 #include "jobform.h"
 
+#include "jobspec.h"
+#include "layerplan.h"
+
 #include <QFileInfo>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QObject>
 
 namespace traindeck {
@@ -20,6 +24,24 @@ QString data_title(const JobForm& form) {
 }
 
 QStringList environment_lines(const JobForm& form) { return form.environment.split('\n', Qt::SkipEmptyParts); }
+
+// The keys of each preset (jobspec.cpp's expand_preset) besides "model": dropped when the model changes.
+const char* const kPresetKeys[] = {"hidden", "conv",   "fc",         "kernel", "width",
+                                   "stages", "blocks", "activation", "dropout"};
+
+double default_weight_decay(const QString& optimizer) { return optimizer == "adamw" ? 0.01 : 0.0; }
+
+nlohmann::json to_nlohmann(const QJsonObject& object) {
+    return nlohmann::json::parse(QJsonDocument(object).toJson(QJsonDocument::Compact).toStdString(), nullptr, false);
+}
+
+// Sets key to value, unless value is the trainer's default and the request did not say it: a new request says only
+// what was chosen, a loaded one keeps what it said.
+template <typename T>
+void set_or_default(QJsonObject& object, const char* key, const T& value, const T& fallback) {
+    if (value != fallback || object.contains(key))
+        object[key] = value;
+}
 
 } // namespace
 
@@ -95,7 +117,9 @@ JobForm job_form_from_request(const QJsonObject& request, JobForm form) {
     }
     form.kind = JobForm::Kind::builtin;
     const QJsonObject spec = request.value("builtin").toObject();
-    form.model = spec.value("model").toString() == "cnn" ? QStringLiteral("cnn") : QStringLiteral("mlp");
+    const QString model = spec.value("model").toString();
+    form.model = model == "cnn" || model == "resnet" ? model : QStringLiteral("mlp");
+    form.layers = spec.value("layers").toArray();
     form.dataset_version = request.value("dataset").toString();
     const QJsonObject data = spec.value("data").toObject();
     if (data.value("format").toString() == "csv") {
@@ -122,12 +146,25 @@ JobForm job_form_from_request(const QJsonObject& request, JobForm form) {
     form.jitter = augment.value("brightness").toDouble(augment.value("contrast").toDouble(0));
     form.epochs = spec.value("epochs").toInt(5);
     form.batch_size = spec.value("batch_size").toInt(128);
+    form.grad_accum = spec.value("grad_accum").toInt(1);
     const QJsonObject optimizer = spec.value("optimizer").toObject();
     if (const QString type = optimizer.value("type").toString("sgd"); type == "sgd" || type == "adamw")
         form.optimizer = type;
     form.learning_rate = optimizer.value("lr").toDouble(0.05);
-    form.cosine = spec.value("schedule").toObject().value("decay").toString() == "cosine";
+    form.weight_decay = optimizer.value("weight_decay").toDouble(-1);
+    const QJsonObject schedule = spec.value("schedule").toObject();
+    form.cosine = schedule.value("decay").toString() == "cosine";
+    form.warmup_steps = schedule.value("warmup_steps").toInt(0);
+    form.label_smoothing = spec.value("label_smoothing").toDouble(0);
     form.seed = spec.value("seed").toInt(42);
+    form.device = spec.value("device").toString("auto");
+    form.precision = spec.value("precision").toString("fp32");
+    form.checkpoint_every = spec.value("checkpoint_every").toInt(0);
+    form.keep_checkpoints = spec.value("keep_checkpoints").toInt(3);
+    const QJsonObject early = spec.value("early_stopping").toObject();
+    form.early_stopping = spec.contains("early_stopping");
+    form.early_stopping_metric = early.value("metric").toString("val_loss");
+    form.patience = early.value("patience").toInt(3);
     return form;
 }
 
@@ -136,7 +173,10 @@ QString job_form_name(const JobForm& form) {
         return form.name.trimmed();
     if (is_command(form))
         return form.command_line.section(' ', 0, 0);
-    return QStringLiteral("%1 on %2").arg(form.model.toUpper(), data_title(form));
+    const QString model = !form.layers.isEmpty()   ? QStringLiteral("Custom model")
+                          : form.model == "resnet" ? QStringLiteral("ResNet")
+                                                   : form.model.toUpper();
+    return QStringLiteral("%1 on %2").arg(model, data_title(form));
 }
 
 QString job_form_problem(const JobForm& form) {
@@ -162,6 +202,18 @@ QString job_form_problem(const JobForm& form) {
             return QObject::tr("Choose a training folder that exists (one folder of images per class).");
         if (!form.test_folder.isEmpty() && !QFileInfo(form.test_folder).isDir())
             return QObject::tr("The test folder %1 does not exist.").arg(form.test_folder);
+    }
+    if (!is_command(form)) {
+        // The trainer's own reading of the spec: a layer the builder made impossible, a value out of range.
+        const auto spec =
+            traindeck::engine::parse_job_spec(to_nlohmann(job_form_request(form).value("builtin").toObject()));
+        if (!spec)
+            return QObject::tr("The trainer would refuse this: %1").arg(QString::fromStdString(spec.error()));
+        if (form.data == "fashion-mnist") {
+            const auto plan = traindeck::engine::plan_layers(spec->layers, {28, 28, 1}, 10);
+            if (!plan.ok())
+                return QObject::tr("The model does not fit the data: %1").arg(QString::fromStdString(plan.error));
+        }
     }
     return {};
 }
@@ -280,26 +332,84 @@ QJsonObject job_form_request(const JobForm& form) {
         data.remove("augment");
     else
         data["augment"] = augment;
-    // A different model than the one loaded drops the old model's own keys.
-    if (spec.value("model").toString() != form.model)
-        for (const char* key : {"hidden", "conv", "fc", "kernel", "layers"})
+    // The builder's layers replace the preset (and its keys); a preset other than the one loaded drops the old
+    // preset's keys and any layer list.
+    if (!form.layers.isEmpty()) {
+        spec.remove("model");
+        for (const char* key : kPresetKeys)
             spec.remove(key);
+        spec["layers"] = form.layers;
+    } else {
+        if (spec.value("model").toString() != form.model)
+            for (const char* key : kPresetKeys)
+                spec.remove(key);
+        spec.remove("layers");
+        spec["model"] = form.model;
+    }
     QJsonObject optimizer = spec.value("optimizer").toObject();
     optimizer["type"] = form.optimizer;
     optimizer["lr"] = form.learning_rate;
+    if (form.weight_decay >= 0)
+        set_or_default(optimizer, "weight_decay", form.weight_decay, default_weight_decay(form.optimizer));
+    else
+        optimizer.remove("weight_decay");
     QJsonObject schedule = spec.value("schedule").toObject();
     schedule["decay"] = form.cosine ? "cosine" : "constant";
+    set_or_default(schedule, "warmup_steps", form.warmup_steps, 0);
     spec["name"] = name;
-    if (!spec.contains("layers"))
-        spec["model"] = form.model;
     spec["data"] = data;
     spec["epochs"] = form.epochs;
     spec["batch_size"] = form.batch_size;
+    set_or_default(spec, "grad_accum", form.grad_accum, 1);
     spec["seed"] = form.seed;
     spec["optimizer"] = optimizer;
     spec["schedule"] = schedule;
+    set_or_default(spec, "label_smoothing", form.label_smoothing, 0.0);
+    set_or_default(spec, "device", form.device, QStringLiteral("auto"));
+    set_or_default(spec, "precision", form.precision, QStringLiteral("fp32"));
+    set_or_default(spec, "checkpoint_every", form.checkpoint_every, 0);
+    set_or_default(spec, "keep_checkpoints", form.keep_checkpoints, 3);
+    if (form.early_stopping) {
+        QJsonObject early = spec.value("early_stopping").toObject(); // min_delta, restore_best: kept as loaded
+        early["metric"] = form.early_stopping_metric;
+        early["patience"] = form.patience;
+        spec["early_stopping"] = early;
+    } else {
+        spec.remove("early_stopping");
+    }
     request["builtin"] = spec;
     return request;
+}
+
+QString job_form_spec_text(const JobForm& form) {
+    return QString::fromUtf8(
+        QJsonDocument(job_form_request(form).value("builtin").toObject()).toJson(QJsonDocument::Indented));
+}
+
+bool job_form_from_spec_text(const QString& text, const JobForm& form, JobForm* out, QString* problem) {
+    QJsonParseError error;
+    const QJsonDocument document = QJsonDocument::fromJson(text.toUtf8(), &error);
+    QString why;
+    if (error.error != QJsonParseError::NoError)
+        why = QObject::tr("Not JSON at character %1: %2").arg(error.offset).arg(error.errorString());
+    else if (!document.isObject())
+        why = QObject::tr("The spec must be a JSON object.");
+    else if (const auto spec = traindeck::engine::parse_job_spec(to_nlohmann(document.object())); !spec)
+        why = QObject::tr("The trainer would refuse this: %1").arg(QString::fromStdString(spec.error()));
+    if (problem)
+        *problem = why;
+    if (!why.isEmpty())
+        return false;
+    QJsonObject request = job_form_request(form);
+    request["builtin"] = document.object();
+    request.remove("name"); // the spec's name (or the one made from it) names the job
+    JobForm loaded = job_form_from_request(request, form);
+    // A name the JSON did not change stays as the form had it (empty: made from the model and data as they change).
+    const QString spec_name = document.object().value("name").toString();
+    loaded.name = spec_name.isEmpty() || spec_name == job_form_name(form) ? form.name : spec_name;
+    if (out)
+        *out = loaded;
+    return true;
 }
 
 bool job_request(const JobForm& form, QJsonObject* request, QString* problem) {

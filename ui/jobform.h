@@ -4,6 +4,7 @@
 // the job's default name, what must be fixed before it can be submitted — is decided here, with no widget in sight,
 // so that the tests state it without a window. Qt Core only; the one outside thing read is whether the files and
 // folders the form names exist.
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QString>
 #include <QStringList>
@@ -16,7 +17,8 @@ struct JobForm {
     QString name; // empty: named after the command or the model (job_form_name)
 
     // The built-in trainer.
-    QString model = "mlp";          // "mlp" or "cnn"
+    QString model = "mlp";          // a preset: "mlp", "cnn" or "resnet"...
+    QJsonArray layers;              // ...unless this is not empty: the model builder's layers (the spec's "layers")
     QString data = "fashion-mnist"; // "fashion-mnist", "csv" or "images" (a folder with one folder per class)
     QString train_csv, test_csv;    // for "csv"; test_csv may be empty
     // For "images": the folders (relative to the dataset version's folder when one is chosen; empty train: the
@@ -31,10 +33,21 @@ struct JobForm {
     double rotate = 0, jitter = 0; // degrees; brightness and contrast factor range
     int epochs = 5;
     int batch_size = 128;
+    int grad_accum = 1;        // micro-batches per optimiser step
     QString optimizer = "sgd"; // "sgd" or "adamw"
     double learning_rate = 0.05;
+    double weight_decay = -1; // below 0: the optimiser's default (the trainer's: 0 for SGD, 0.01 for AdamW)
+    int warmup_steps = 0;
     bool cosine = true;
+    double label_smoothing = 0;
     int seed = 42;
+    QString device = "auto";    // "auto", "cpu" or "cuda"
+    QString precision = "fp32"; // "fp32" or "bf16" (GPU autocast)
+    int checkpoint_every = 0;   // optimiser steps; 0: at epoch ends only
+    int keep_checkpoints = 3;
+    bool early_stopping = false;
+    QString early_stopping_metric = "val_loss"; // or "val_accuracy"
+    int patience = 3;
 
     // Any command.
     QString command_line;   // split into argv words as a shell would (split_command_line), never run by one...
@@ -73,6 +86,11 @@ QJsonObject job_form_request(const JobForm& form);
 
 // The request, or false and what to fix in *problem.
 bool job_request(const JobForm& form, QJsonObject* request, QString* problem);
+
+// The built-in trainer's spec as the form's "show JSON" view shows it (indented), and the form that JSON text makes:
+// false with the parser's or the trainer's words in *problem when it is not a spec the trainer takes.
+QString job_form_spec_text(const JobForm& form);
+bool job_form_from_spec_text(const QString& text, const JobForm& form, JobForm* out, QString* problem);
 
 // Splits a command line into argv words the way a user expects from a shell (quotes, backslashes), without
 // running one. Returns false on an unterminated quote.

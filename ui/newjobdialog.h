@@ -1,8 +1,10 @@
 #pragma once
-// New job: a built-in template (MLP or CNN on Fashion-MNIST, or on your own IDX/CSV files, with the usual
-// hyper-parameters) or any command (argv words, working folder, environment), plus resources, priority, budget
-// and restarts. It produces the worker's job request; it never talks to a backend itself. What the form means (the
-// request, the default name, what to fix) is jobform.h's; this class only copies widgets to a JobForm and back.
+// New job: the built-in trainer (data and augmentation; a preset or the model builder's layer list with each
+// layer's output shape and parameters as you type; optimiser, schedule, precision, device, checkpoints and early
+// stopping; and the whole spec as JSON that round-trips) or any command (argv words, working folder, environment), plus
+// resources, priority, budget and restarts. It produces the worker's job request; it never talks to a backend itself.
+// What the form means (the request, the default name, what to fix) is jobform.h's; this class only copies widgets to a
+// JobForm and back.
 #include "jobform.h"
 
 #include <QDialog>
@@ -18,8 +20,12 @@ class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
 class QTabWidget;
+class QTableView;
+class QToolButton;
 
 namespace traindeck {
+
+class LayerListModel;
 
 class NewJobDialog : public QDialog {
     Q_OBJECT
@@ -45,13 +51,26 @@ private:
     void setForm(const JobForm& form);
     void validate();
     void updateDataFields(); // which data fields apply to the data chosen
+    void updateModelInput(); // the builder's shapes for the data chosen
+    void presetChosen();
+    void builderEdited();
+    void showSpecJson();
+    bool applySpecJson(); // false: the JSON is not a spec the trainer takes (said in the problem line)
 
     QTabWidget* kind_;
     QComboBox* backend_;
     QComboBox* dataset_version_;
     QLineEdit* name_;
     // built-in
-    QComboBox* model_;
+    QTabWidget* builtin_tabs_;
+    QComboBox* model_; // the preset, or "custom": the builder's layers
+    LayerListModel* layers_;
+    QTableView* layers_view_;
+    QToolButton* add_layer_;
+    QLabel* model_summary_;
+    QPlainTextEdit* spec_json_;
+    QString shown_json_; // the text the JSON page was given: an unchanged page is not applied back
+    int builtin_page_ = 0;
     QComboBox* dataset_;
     QLineEdit* train_file_;
     QLineEdit* test_file_;
@@ -65,10 +84,21 @@ private:
     QDoubleSpinBox* jitter_;
     QSpinBox* epochs_;
     QSpinBox* batch_;
+    QSpinBox* grad_accum_;
     QComboBox* optimizer_;
     QDoubleSpinBox* lr_;
+    QDoubleSpinBox* weight_decay_;
+    QSpinBox* warmup_;
     QCheckBox* cosine_;
+    QDoubleSpinBox* label_smoothing_;
     QSpinBox* seed_;
+    QComboBox* device_;
+    QComboBox* precision_;
+    QSpinBox* checkpoint_every_;
+    QSpinBox* keep_checkpoints_;
+    QGroupBox* early_stopping_;
+    QComboBox* early_metric_;
+    QSpinBox* patience_;
     // command
     QLineEdit* argv_;
     QLineEdit* cwd_;

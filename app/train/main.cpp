@@ -46,8 +46,10 @@ void print_usage() {
         "  --checkpoint-dir DIR  where checkpoints go (default: $TRAINDECK_CHECKPOINT_DIR, else ./checkpoints)\n"
         "  --resume              continue from the newest intact checkpoint in that folder, if there is one\n"
         "  --threads N           compute threads (default: all cores)\n"
-        "  --device cpu|cuda|auto  where to train (default auto: CUDA when a GPU is present and built in)\n"
-        "  --precision fp32|bf16 GPU gemm inputs (bf16 autocast keeps fp32 accumulation and master weights)\n"
+        "  --device cpu|cuda|auto  where to train (default: the spec's \"device\", else auto: CUDA when a GPU is\n"
+        "                        present and built in)\n"
+        "  --precision fp32|bf16 GPU gemm inputs (bf16 autocast keeps fp32 accumulation and master weights; default:\n"
+        "                        the spec's \"precision\", else fp32)\n"
         "  data parallel: with WORLD_SIZE=N (the worker sets it for a job with N GPUs) this process is rank 0 and\n"
         "  starts ranks 1..N-1 itself, one per GPU, sharing an NCCL id (TRAINDECK_NCCL_ID); gradients are summed\n"
         "  with NCCL. A rank that exits or stops answering ends the others: rank 0 watches the ranks it started,\n"
@@ -314,7 +316,7 @@ int main(int argc, char** argv) {
         return run_export(argc - 1, argv + 1);
     if (argc > 1 && std::strcmp(argv[1], "sweep") == 0)
         return traindeck::app::run_sweep(argc - 1, argv + 1);
-    std::string spec_path, device = "auto", checkpoint_dir;
+    std::string spec_path, device, precision, checkpoint_dir; // empty device/precision: the spec's
     std::vector<std::string> overrides;
     TrainOptions options;
     int threads = 0;
@@ -351,12 +353,11 @@ int main(int argc, char** argv) {
         } else if (arg == "--device") {
             device = value();
         } else if (arg == "--precision") {
-            const std::string precision = value();
+            precision = value();
             if (precision != "fp32" && precision != "bf16") {
                 std::fprintf(stderr, "traindeck-train: --precision is fp32 or bf16, not \"%s\"\n", precision.c_str());
                 return kExitUsage;
             }
-            options.bf16 = precision == "bf16";
         } else if (arg == "--set") {
             overrides.push_back(value());
         } else if (arg == "--hold-at") {
@@ -378,7 +379,7 @@ int main(int argc, char** argv) {
         print_usage();
         return kExitUsage;
     }
-    if (device != "auto" && device != "cpu" && device != "cuda") {
+    if (!device.empty() && device != "auto" && device != "cpu" && device != "cuda") {
         std::fprintf(stderr, "traindeck-train: --device must be cpu, cuda or auto, not \"%s\"\n", device.c_str());
         return kExitUsage;
     }
@@ -417,6 +418,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "traindeck-train: %s: %s\n", spec_path.c_str(), spec.error().c_str());
         return kExitUsage;
     }
+    if (device.empty())
+        device = spec->device;
+    options.bf16 = (precision.empty() ? spec->precision : precision) == "bf16";
 
     MetricsWriter metrics;
     // Data parallel: ranks from WORLD_SIZE/LOCAL_RANK (the worker sets WORLD_SIZE=N for a job with N GPUs).

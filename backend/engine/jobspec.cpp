@@ -415,6 +415,11 @@ Expected<JobSpec> parse_job_spec(const json& root) {
     r.read("log_every", spec.log_every);
     r.read("max_steps", spec.max_steps);
     r.read("label_smoothing", spec.label_smoothing);
+    r.read("device", spec.device);
+    r.read("precision", spec.precision);
+    r.require(spec.device == "auto" || spec.device == "cpu" || spec.device == "cuda",
+              "\"device\" must be \"auto\", \"cpu\" or \"cuda\"");
+    r.require(spec.precision == "fp32" || spec.precision == "bf16", "\"precision\" must be \"fp32\" or \"bf16\"");
     r.require(spec.label_smoothing >= 0.0f && spec.label_smoothing < 1.0f, "\"label_smoothing\" must be in [0, 1)");
     if (const json* early = r.child("early_stopping")) {
         if (!early->is_object())
@@ -449,7 +454,9 @@ Expected<JobSpec> parse_job_spec(const json& root) {
     // so a run may be resumed with a different checkpoint interval, log interval or step limit.
     json numeric = root;
     // Early stopping only decides where a run ends (every epoch before it is the same run).
-    for (const char* key : {"name", "checkpoint_every", "keep_checkpoints", "log_every", "max_steps", "early_stopping"})
+    // Device and precision are where the arithmetic runs; checkpoints resume on either (as the command line allows).
+    for (const char* key : {"name", "checkpoint_every", "keep_checkpoints", "log_every", "max_steps", "early_stopping",
+                            "device", "precision"})
         numeric.erase(key);
     spec.hash = fnv1a(numeric.dump());
     return spec;
@@ -464,7 +471,9 @@ double shortest(float value) {
     return std::strtod(std::string(text, end).c_str(), nullptr);
 }
 
-json layer_to_json(const LayerSpec& layer) {
+} // namespace
+
+json layer_spec_to_json(const LayerSpec& layer) {
     json out = {{"type", to_string(layer.type)}};
     switch (layer.type) {
     case LayerType::linear:
@@ -496,12 +505,10 @@ json layer_to_json(const LayerSpec& layer) {
     return out;
 }
 
-} // namespace
-
 json job_spec_to_json(const JobSpec& spec) {
     json layers = json::array();
     for (const LayerSpec& layer : spec.layers)
-        layers.push_back(layer_to_json(layer));
+        layers.push_back(layer_spec_to_json(layer));
     json data = {{"format", spec.data.format},
                  {"val_fraction", spec.data.val_fraction},
                  {"normalize", spec.data.normalize},
@@ -555,7 +562,9 @@ json job_spec_to_json(const JobSpec& spec) {
                 {"keep_checkpoints", spec.keep_checkpoints},
                 {"log_every", spec.log_every},
                 {"max_steps", spec.max_steps},
-                {"label_smoothing", shortest(spec.label_smoothing)}};
+                {"label_smoothing", shortest(spec.label_smoothing)},
+                {"device", spec.device},
+                {"precision", spec.precision}};
     if (spec.early_stopping.enabled)
         out["early_stopping"] = {{"metric", spec.early_stopping.metric},
                                  {"patience", spec.early_stopping.patience},

@@ -83,6 +83,10 @@ struct JobSpec {
     ScheduleSpec schedule;
     EarlyStoppingSpec early_stopping;
     float label_smoothing = 0.0f; // ε of the training loss (evaluation reports the plain cross-entropy)
+    // Where and how the arithmetic runs (traindeck-train's --device and --precision win over these): device auto |
+    // cpu | cuda, precision fp32 | bf16 (GPU autocast). Not in the hash: a run may resume on another device.
+    std::string device = "auto";
+    std::string precision = "fp32";
     int batch_size = 128;
     int grad_accum = 1;
     int epochs = 1;
@@ -100,6 +104,8 @@ Expected<JobSpec> load_job_spec(const std::string& path);
 // The spec with every default filled in, as the run's configuration (the trainer reports it in a "config" record,
 // the runs table shows and compares it). Floats are written as their shortest decimal (0.05, not 0.0500000007).
 nlohmann::json job_spec_to_json(const JobSpec& spec);
+// One layer as the spec's "layers" write it: its type and the fields that type has.
+nlohmann::json layer_spec_to_json(const LayerSpec& layer);
 
 // Where Debian's dataset-fashion-mnist puts the files.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";

@@ -23,12 +23,6 @@ Conv2dShape conv_shape(const Layer& layer, int batch) {
 
 bool is_alias(const LayerSpec& spec) { return spec.type == LayerType::flatten; }
 
-std::string describe_shape(SampleShape shape) {
-    if (shape.height == 1 && shape.width == 1)
-        return std::to_string(shape.channels) + " values";
-    return std::to_string(shape.height) + "x" + std::to_string(shape.width) + "x" + std::to_string(shape.channels);
-}
-
 } // namespace
 
 Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShape input, int classes, int max_batch) {
@@ -36,84 +30,54 @@ Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShap
     net.input_ = input;
     net.classes_ = classes;
     net.max_batch_ = max_batch;
-    SampleShape shape = input;
     size_t param_count = 0;
     size_t max_cols = 0;
-    // The classifier head is implied: a spec that does not end in a linear layer gets one with a logit per class.
-    std::vector<LayerSpec> all = specs;
-    if (all.empty() || all.back().type != LayerType::linear)
-        all.push_back({.type = LayerType::linear, .out = classes});
     // ReLU then max-pool runs as max-pool then ReLU: ReLU is monotonic, so outputs and gradients are bit for bit
     // the same, and the ReLU touches a quarter of the values. Not when an add reads the max-pool's input.
+    std::vector<LayerSpec> swapped = specs;
     auto read_by_add = [&](size_t index) {
-        return std::any_of(all.begin(), all.end(), [&](const LayerSpec& l) {
+        return std::any_of(swapped.begin(), swapped.end(), [&](const LayerSpec& l) {
             return l.type == LayerType::add && l.from == static_cast<int>(index);
         });
     };
-    for (size_t i = 0; i + 1 < all.size(); ++i)
-        if (all[i].type == LayerType::relu && all[i + 1].type == LayerType::maxpool && !read_by_add(i + 1))
-            std::swap(all[i], all[i + 1]);
-    net.skips_.resize(all.size());
-    for (size_t i = 0; i < all.size(); ++i) {
-        Layer layer{.spec = all[i], .in = shape, .out = shape};
+    for (size_t i = 0; i + 1 < swapped.size(); ++i)
+        if (swapped[i].type == LayerType::relu && swapped[i + 1].type == LayerType::maxpool && !read_by_add(i + 1))
+            std::swap(swapped[i], swapped[i + 1]);
+    // Shapes and their checks are layerplan.h's (the console's model builder shows the same); the classifier head is
+    // implied there when the list does not end in a linear layer.
+    const LayerPlan plan = plan_layers(swapped, input, classes);
+    if (!plan.ok())
+        return Error{plan.error};
+    net.skips_.resize(plan.layers.size());
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+        const PlannedLayer& planned = plan.layers[i];
+        Layer layer{.spec = planned.spec, .in = planned.in, .out = planned.out};
         const LayerSpec& s = layer.spec;
-        const std::string where = "layers[" + std::to_string(i) + "] (" + to_string(s.type) + ")";
         auto add_tensor = [&](const char* kind, size_t count, bool decay, bool trainable = true) {
             net.tensors_.push_back({"layers." + std::to_string(i) + "." + kind, param_count, count, decay, trainable});
             param_count += count;
             return net.tensors_.back().offset;
         };
         if (s.type == LayerType::linear) {
-            layer.out = {1, 1, s.out};
-            layer.weight = add_tensor("weight", shape.size() * s.out, true);
+            layer.weight = add_tensor("weight", layer.in.size() * s.out, true);
             layer.bias = add_tensor("bias", s.out, false);
         } else if (s.type == LayerType::conv2d) {
-            if (shape.height == 1 && shape.width == 1)
-                return Error{where + ": convolution needs image input, but its input is a flat vector of " +
-                             std::to_string(shape.size()) + " (put conv2d layers before flatten/linear)"};
             const Conv2dShape cs = conv_shape(layer, 1);
-            if (cs.out_h() <= 0 || cs.out_w() <= 0)
-                return Error{where + ": kernel " + std::to_string(s.kernel) + " does not fit its " +
-                             std::to_string(shape.height) + "x" + std::to_string(shape.width) + " input"};
-            layer.out = {cs.out_h(), cs.out_w(), s.out};
             layer.weight = add_tensor("weight", static_cast<size_t>(s.out) * cs.patch(), true);
             layer.bias = add_tensor("bias", s.out, false);
             max_cols = std::max(max_cols, cs.positions() * cs.patch()); // per sample
-        } else if (s.type == LayerType::maxpool || s.type == LayerType::avgpool) {
-            if (shape.height < s.size || shape.width < s.size)
-                return Error{where + ": window " + std::to_string(s.size) + " is larger than its " +
-                             std::to_string(shape.height) + "x" + std::to_string(shape.width) + " input"};
-            layer.out = {(shape.height - s.size) / s.stride + 1, (shape.width - s.size) / s.stride + 1, shape.channels};
-        } else if (s.type == LayerType::global_avgpool) {
-            if (shape.height == 1 && shape.width == 1)
-                return Error{where + ": global average pooling needs image input, but its input is a flat vector of " +
-                             std::to_string(shape.size()) + " (put it before flatten/linear)"};
-            layer.out = {1, 1, shape.channels};
         } else if (s.type == LayerType::batchnorm) {
             // Over channels: an image's last axis, or every feature of a flat vector.
-            layer.weight = add_tensor("weight", shape.channels, false);
-            layer.bias = add_tensor("bias", shape.channels, false);
-            layer.running = add_tensor("running_mean", shape.channels, false, false);
-            add_tensor("running_var", shape.channels, false, false);
+            const size_t channels = layer.in.channels;
+            layer.weight = add_tensor("weight", channels, false);
+            layer.bias = add_tensor("bias", channels, false);
+            layer.running = add_tensor("running_mean", channels, false, false);
+            add_tensor("running_var", channels, false, false);
         } else if (s.type == LayerType::add) {
-            if (s.from < 0 || static_cast<size_t>(s.from) >= i)
-                return Error{where + ": \"from\" must name an earlier layer (0 to " + std::to_string(i) +
-                             " - 1), not " + std::to_string(s.from)};
-            const SampleShape other = net.layers_[s.from].in;
-            if (other.height != shape.height || other.width != shape.width || other.channels != shape.channels)
-                return Error{where + ": adds layers[" + std::to_string(s.from) + "]'s input, " + describe_shape(other) +
-                             ", to its own input, " + describe_shape(shape) +
-                             "; both must have the same shape (the layers between change it)"};
             net.skips_[s.from].push_back(i);
-        } else if (s.type == LayerType::flatten) {
-            layer.out = {1, 1, static_cast<int>(shape.size())};
         }
-        shape = layer.out;
         net.layers_.push_back(layer);
     }
-    if (net.layers_.back().out.size() != static_cast<size_t>(classes))
-        return Error{"the last layer emits " + std::to_string(net.layers_.back().out.size()) +
-                     " values but the data has " + std::to_string(classes) + " classes"};
 
     net.params_.assign(param_count, 0.0f);
     net.grads_.assign(param_count, 0.0f);

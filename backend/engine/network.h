@@ -4,6 +4,7 @@
 // and a future all-reduce each see one array.
 #include "expected.h"
 #include "jobspec.h"
+#include "layerplan.h"
 #include "layers.h"
 
 #include <cstdint>
@@ -14,11 +15,6 @@
 namespace traindeck::engine {
 
 class Rng;
-
-struct SampleShape {
-    int height = 1, width = 1, channels = 1;
-    size_t size() const { return static_cast<size_t>(height) * width * channels; }
-};
 
 struct ParameterTensor {
     std::string name; // e.g. "layers.3.weight"

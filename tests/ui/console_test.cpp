@@ -25,6 +25,7 @@
 #include "mainwindow.h"
 #include "reproducibilityview.h"
 #include "networkpool.h"
+#include "layerlistmodel.h"
 #include "newjobdialog.h"
 #include "parallelcoordinates.h"
 #include "pluginregistry.h"
@@ -38,6 +39,8 @@
 #include "unittest.h"
 
 #include <QAbstractButton>
+#include <QLabel>
+#include <QPlainTextEdit>
 #include <QBuffer>
 #include <QComboBox>
 #include <QPainter>
@@ -436,6 +439,7 @@ private slots:
     void pluginsAreKnownByTheirMetadataAndOldOnesRefused();
     void windowStaysResponsiveWhileTwentyJobsStream();
     void newJobDialogSplitsCommandsAndRoundTrips();
+    void newJobModelBuilderShowsShapesAndTheJsonRoundTrips();
     void gpuTelemetryIsChartedBesideTheCpu();
     void tokensGoToTheKeyringOrNowhere();
     void remoteWorkerPinsItsKeyOnFirstUse();
@@ -533,6 +537,74 @@ void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
     csv["builtin"] = QJsonObject{{"model", "mlp"}, {"data", QJsonObject{{"format", "csv"}, {"train_csv", "/no/such.csv"}}}};
     dialog.load(csv);
     QVERIFY(dialog.problem().contains("training CSV"));
+}
+
+void ConsoleTest::newJobModelBuilderShowsShapesAndTheJsonRoundTrips() {
+    NewJobDialog dialog;
+    dialog.load(QJsonObject{{"name", "resnet run"},
+                            {"builtin", QJsonObject{{"model", "resnet"},
+                                                    {"width", 8},
+                                                    {"epochs", 3},
+                                                    {"label_smoothing", 0.1},
+                                                    {"early_stopping", QJsonObject{{"patience", 2}}}}}});
+    QCOMPARE(dialog.problem(), QString());
+    auto* pages = dialog.findChild<QTabWidget*>("builtinPages");
+    auto* view = dialog.findChild<QTableView*>("layers");
+    auto* json = dialog.findChild<QPlainTextEdit*>("specJson");
+    QVERIFY(pages && view && json);
+    auto* layers = qobject_cast<LayerListModel*>(view->model());
+    QVERIFY(layers);
+    // The preset's rows, its own keys applied (width 8), with the shapes Fashion-MNIST gives them.
+    QVERIFY(layers->plan().ok());
+    QCOMPARE(layers->data(layers->index(0, LayerListModel::Output), Qt::DisplayRole).toString(), QString("28x28x8"));
+    QCOMPARE(layers->data(layers->index(layers->rowCount() - 1, LayerListModel::Type), Qt::DisplayRole).toString(),
+             QString("linear (head)"));
+    QCOMPARE(dialog.request().value("builtin").toObject().value("width").toInt(), 8);
+    dialog.resize(900, 760);
+    dialog.show();
+    pages->setCurrentIndex(1);
+    dialog.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/new-job-model.png"));
+
+    // An edit makes the list the model; one that cannot fit is said at its row and blocks Submit.
+    QVERIFY(layers->setData(layers->index(0, LayerListModel::Kernel), 40, Qt::EditRole));
+    QVERIFY(dialog.problem().contains("layers[0] (conv2d): kernel 40 does not fit its 28x28 input"));
+    view->scrollToTop();
+    dialog.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/new-job-model-error.png"));
+    QVERIFY(layers->setData(layers->index(0, LayerListModel::Kernel), 5, Qt::EditRole));
+    QCOMPARE(dialog.problem(), QString());
+    QJsonObject spec = dialog.request().value("builtin").toObject();
+    QVERIFY(!spec.contains("model") && !spec.contains("width"));
+    QCOMPARE(spec.value("layers").toArray().at(0).toObject().value("kernel").toInt(), 5);
+    QCOMPARE(spec.value("label_smoothing").toDouble(), 0.1);
+
+    pages->setCurrentIndex(2);
+    dialog.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/new-job-training.png"));
+
+    // The JSON page shows the spec; an edit there comes back to the form when the page is left.
+    pages->setCurrentIndex(3);
+    QJsonObject shown = QJsonDocument::fromJson(json->toPlainText().toUtf8()).object();
+    QCOMPARE(shown, spec);
+    dialog.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/new-job-json.png"));
+    shown["epochs"] = 11;
+    shown["grad_accum"] = 2;
+    json->setPlainText(QString::fromUtf8(QJsonDocument(shown).toJson()));
+    pages->setCurrentIndex(2);
+    QCOMPARE(pages->currentIndex(), 2);
+    spec = dialog.request().value("builtin").toObject();
+    QCOMPARE(spec.value("epochs").toInt(), 11);
+    QCOMPARE(spec.value("grad_accum").toInt(), 2);
+    QCOMPARE(spec.value("layers").toArray(), shown.value("layers").toArray());
+    // JSON that does not parse keeps the page open, with its text, and says where.
+    pages->setCurrentIndex(3);
+    json->setPlainText("{\"epochs\": ");
+    pages->setCurrentIndex(0);
+    QCOMPARE(pages->currentIndex(), 3);
+    QCOMPARE(json->toPlainText(), QString("{\"epochs\": "));
+    QVERIFY(dialog.findChildren<QLabel*>().size() > 0);
+    bool said = false;
+    for (QLabel* label : dialog.findChildren<QLabel*>())
+        said = said || label->text().startsWith("Not JSON at character");
+    QVERIFY(said);
 }
 
 void ConsoleTest::jobsRunOnTheBackendChosenInTheDialog() {

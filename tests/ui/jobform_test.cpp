@@ -410,3 +410,114 @@ TEST(JobForm, AnImageFolderWithAugmentationMakesTheTrainersSpecAndRoundTrips) {
     edited.train_csv = dir.filePath("t.csv");
     EXPECT_FALSE(job_form_request(edited).value("builtin").toObject().value("data").toObject().contains("augment"));
 }
+
+TEST(JobForm, TheModelBuilderAndEveryTrainingOptionGoIntoTheSpecAndRoundTrip) {
+    JobForm form;
+    form.layers = QJsonArray{QJsonObject{{"type", "conv2d"}, {"out", 8}, {"kernel", 3}, {"padding", 1}},
+                             QJsonObject{{"type", "batchnorm"}},
+                             QJsonObject{{"type", "relu"}},
+                             QJsonObject{{"type", "conv2d"}, {"out", 8}, {"kernel", 3}, {"padding", 1}},
+                             QJsonObject{{"type", "add"}, {"from", 3}},
+                             QJsonObject{{"type", "global_avgpool"}},
+                             QJsonObject{{"type", "flatten"}}};
+    form.optimizer = "adamw";
+    form.learning_rate = 0.002;
+    form.weight_decay = 0.05;
+    form.warmup_steps = 100;
+    form.grad_accum = 4;
+    form.label_smoothing = 0.1;
+    form.device = "cpu";
+    form.precision = "bf16";
+    form.checkpoint_every = 50;
+    form.keep_checkpoints = 5;
+    form.early_stopping = true;
+    form.early_stopping_metric = "val_accuracy";
+    form.patience = 2;
+    EXPECT_EQ(job_form_problem(form), QString());
+    EXPECT_EQ(job_form_name(form), "Custom model on Fashion-MNIST");
+    const QJsonObject request = job_form_request(form);
+    const QJsonObject spec = request.value("builtin").toObject();
+    EXPECT_FALSE(spec.contains("model")) << "the builder's layers replace the preset";
+    EXPECT_EQ(spec.value("layers").toArray(), form.layers);
+    EXPECT_EQ(spec.value("optimizer").toObject(),
+              (QJsonObject{{"type", "adamw"}, {"lr", 0.002}, {"weight_decay", 0.05}}));
+    EXPECT_EQ(spec.value("schedule").toObject(), (QJsonObject{{"decay", "cosine"}, {"warmup_steps", 100}}));
+    EXPECT_EQ(spec.value("grad_accum").toInt(), 4);
+    EXPECT_EQ(spec.value("label_smoothing").toDouble(), 0.1);
+    EXPECT_EQ(spec.value("device").toString(), "cpu");
+    EXPECT_EQ(spec.value("precision").toString(), "bf16");
+    EXPECT_EQ(spec.value("checkpoint_every").toInt(), 50);
+    EXPECT_EQ(spec.value("keep_checkpoints").toInt(), 5);
+    EXPECT_EQ(spec.value("early_stopping").toObject(), (QJsonObject{{"metric", "val_accuracy"}, {"patience", 2}}));
+
+    // Loaded back (clone and edit), the form is the same form: the same request again.
+    const JobForm again = job_form_from_request(request);
+    EXPECT_EQ(again.layers, form.layers);
+    EXPECT_EQ(again.patience, 2);
+    EXPECT_EQ(again.weight_decay, 0.05);
+    EXPECT_EQ(job_form_request(again), request);
+
+    // Back to a preset: the layers go, the preset comes.
+    JobForm preset = again;
+    preset.name.clear(); // loaded, the name is the request's; cleared, it is made from the model again
+    preset.layers = {};
+    preset.model = "resnet";
+    const QJsonObject resnet = job_form_request(preset).value("builtin").toObject();
+    EXPECT_FALSE(resnet.contains("layers"));
+    EXPECT_EQ(resnet.value("model").toString(), "resnet");
+    EXPECT_EQ(job_form_name(preset), "ResNet on Fashion-MNIST");
+}
+
+TEST(JobForm, DefaultsAreNotWrittenButALoadedValueIsKept) {
+    JobForm form;
+    form.optimizer = "adamw"; // the optimiser's own weight decay, not the form's idea of it
+    const QJsonObject spec = job_form_request(form).value("builtin").toObject();
+    for (const char* key : {"grad_accum", "label_smoothing", "device", "precision", "checkpoint_every",
+                            "keep_checkpoints", "early_stopping", "layers"})
+        EXPECT_FALSE(spec.contains(key)) << key;
+    EXPECT_FALSE(spec.value("optimizer").toObject().contains("weight_decay"));
+    EXPECT_FALSE(spec.value("schedule").toObject().contains("warmup_steps"));
+}
+
+TEST(JobForm, AnImpossibleLayerListIsRefusedNamingTheLayer) {
+    JobForm form;
+    form.layers = QJsonArray{QJsonObject{{"type", "flatten"}}, QJsonObject{{"type", "conv2d"}, {"out", 4}}};
+    EXPECT_TRUE(job_form_problem(form).contains("layers[1] (conv2d): convolution needs image input"))
+        << job_form_problem(form).toStdString();
+    form.layers = QJsonArray{QJsonObject{{"type", "add"}}};
+    EXPECT_TRUE(job_form_problem(form).contains("needs \"from\"")) << job_form_problem(form).toStdString();
+}
+
+TEST(JobForm, TheJsonViewRoundTripsAndSaysWhatIsWrong) {
+    JobForm form;
+    form.model = "cnn";
+    form.label_smoothing = 0.2;
+    form.early_stopping = true;
+    const QString text = job_form_spec_text(form);
+    EXPECT_TRUE(text.contains("\"label_smoothing\": 0.2")) << text.toStdString();
+    JobForm back;
+    QString problem;
+    ASSERT_TRUE(job_form_from_spec_text(text, form, &back, &problem)) << problem.toStdString();
+    EXPECT_EQ(job_form_request(back), job_form_request(form)) << "unchanged JSON is the same form";
+
+    // An edit in the JSON reaches the form's fields; a key the form has no field for is kept.
+    QJsonObject edited = QJsonDocument::fromJson(text.toUtf8()).object();
+    edited["epochs"] = 12;
+    edited["log_every"] = 7;
+    QJsonObject early = edited.value("early_stopping").toObject();
+    early["min_delta"] = 0.01;
+    edited["early_stopping"] = early;
+    ASSERT_TRUE(job_form_from_spec_text(QString::fromUtf8(QJsonDocument(edited).toJson()), form, &back, &problem))
+        << problem.toStdString();
+    EXPECT_EQ(back.epochs, 12);
+    const QJsonObject spec = job_form_request(back).value("builtin").toObject();
+    EXPECT_EQ(spec.value("log_every").toInt(), 7);
+    EXPECT_EQ(spec.value("early_stopping").toObject().value("min_delta").toDouble(), 0.01);
+
+    EXPECT_FALSE(job_form_from_spec_text("{\"epochs\": ", form, &back, &problem));
+    EXPECT_TRUE(problem.startsWith("Not JSON at character")) << problem.toStdString();
+    EXPECT_FALSE(job_form_from_spec_text("[1]", form, &back, &problem));
+    EXPECT_EQ(problem, "The spec must be a JSON object.");
+    EXPECT_FALSE(job_form_from_spec_text("{\"epochs\": 0}", form, &back, &problem));
+    EXPECT_TRUE(problem.contains("\"epochs\" must be positive")) << problem.toStdString();
+}
