@@ -24,8 +24,9 @@
 // 0 is gone) and a timeout; any of them aborts the communicator (ncclCommAbort) and throws, so a rank that dies
 // cannot leave the others waiting forever in an all-reduce.
 //
-// Batch normalisation, residual adds and average pooling are not on the GPU path yet either (CPU twins only): create()
-// names the layer and the trainer stays on the CPU.
+// Batch normalisation, residual adds and (global) average pooling run as kernels next to their CPU twins. With
+// WORLD_SIZE > 1 batchnorm normalises each rank's slice of the batch (as PyTorch's DDP without SyncBatchNorm does)
+// and the checkpoint holds rank 0's running statistics.
 //
 // Dropout with p > 0 is not on the GPU yet (its masks must come from the CPU's random stream to keep runs
 // reproducible across devices): create() says so and the trainer stays on the CPU.

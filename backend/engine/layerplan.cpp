@@ -31,8 +31,11 @@ LayerPlan plan_layers(const std::vector<LayerSpec>& specs, SampleShape input, in
             plan.error_layer = static_cast<int>(i);
             plan.error = "layers[" + std::to_string(i) + "] (";
             plan.error.append(to_string(s.type)).append("): ").append(why);
-            for (size_t rest = i + 1; rest < all.size(); ++rest)
-                plan.layers.push_back({.spec = all[rest]});
+            for (size_t rest = i + 1; rest < all.size(); ++rest) {
+                PlannedLayer unplanned;
+                unplanned.spec = all[rest];
+                plan.layers.push_back(unplanned);
+            }
             return plan;
         };
         if (s.type == LayerType::linear) {

@@ -15,6 +15,7 @@
 #include "devicecheck.h"
 #include "gemm.h"
 #include "gpumodel.h"
+#include "jobspec.h"
 #include "layers.h"
 #include "network.h"
 #include "optimizer.h"
@@ -449,6 +450,72 @@ int main(int argc, char** argv) {
         report("gelu backward", max_relative_error(dgrad.download(), cpu_grad), 1e-5);
     });
 
+    part("batchnorm", [&] {
+        const size_t rows = 4096; // 64 samples of 8x8 positions
+        const int c = 24;
+        const auto x = random_vector(rows * c, rng, 3.0f), dy = random_vector(rows * c, rng);
+        const auto gamma = random_vector(c, rng), beta = random_vector(c, rng);
+        std::vector<float> mean0(c, 0.0f), var0(c, 1.0f);
+        DeviceBuffer dx_in(x), ddy(dy), dgamma_param(gamma), dbeta_param(beta), dy_out(rows * c), dxhat(rows * c),
+            dmean(c), dinv(c), drunning_mean(mean0), drunning_var(var0), dgrad_x(rows * c),
+            dgrad_gamma(std::vector<float>(c, 0.0f)), dgrad_beta(std::vector<float>(c, 0.0f)), dscratch(2 * c);
+        cuda::batchnorm_forward_training(dy_out.data, dxhat.data, dmean.data, dinv.data, drunning_mean.data,
+                                         drunning_var.data, dx_in.data, dgamma_param.data, dbeta_param.data, rows, c,
+                                         0.1f, 1e-5f, nullptr);
+        std::vector<float> y(rows * c), xhat(rows * c), inv(c), running_mean = mean0, running_var = var0;
+        batchnorm_forward_training(y.data(), xhat.data(), inv.data(), running_mean.data(), running_var.data(), x.data(),
+                                   gamma.data(), beta.data(), rows, c, 0.1f, 1e-5f);
+        report("batchnorm forward (training)", max_relative_error(dy_out.download(), y), 1e-5);
+        report("batchnorm running statistics",
+               std::max(max_relative_error(drunning_mean.download(), running_mean),
+                        max_relative_error(drunning_var.download(), running_var)),
+               1e-5);
+        cuda::batchnorm_backward(dgrad_x.data, dgrad_gamma.data, dgrad_beta.data, dscratch.data, ddy.data, dxhat.data,
+                                 dinv.data, dgamma_param.data, rows, c, nullptr);
+        std::vector<float> dx(rows * c), dgamma(c, 0.0f), dbeta(c, 0.0f);
+        batchnorm_backward(dx.data(), dgamma.data(), dbeta.data(), dy.data(), xhat.data(), inv.data(), gamma.data(),
+                           rows, c);
+        report("batchnorm backward dx", max_relative_error(dgrad_x.download(), dx), 1e-4);
+        report("batchnorm backward dgamma, dbeta",
+               std::max(max_relative_error(dgrad_gamma.download(), dgamma),
+                        max_relative_error(dgrad_beta.download(), dbeta)),
+               1e-5);
+        cuda::batchnorm_forward_inference(dy_out.data, dx_in.data, dgamma_param.data, dbeta_param.data,
+                                          drunning_mean.data, drunning_var.data, rows, c, 1e-5f, nullptr);
+        batchnorm_forward_inference(y.data(), x.data(), gamma.data(), beta.data(), running_mean.data(),
+                                    running_var.data(), rows, c, 1e-5f);
+        report("batchnorm forward (inference)", max_relative_error(dy_out.download(), y), 1e-5);
+    });
+
+    part("pooling and residual add", [&] {
+        const int batch = 16, h = 9, w = 7, c = 12, size = 3, stride = 2;
+        const int oh = (h - size) / stride + 1, ow = (w - size) / stride + 1;
+        const auto x = random_vector(size_t(batch) * h * w * c, rng),
+                   dy = random_vector(size_t(batch) * oh * ow * c, rng);
+        DeviceBuffer dx_in(x), ddy(dy), dout(dy.size()), dgrad(x.size());
+        std::vector<float> y(dy.size()), dx(x.size());
+        cuda::avgpool_forward(dout.data, dx_in.data, batch, h, w, c, size, stride, nullptr);
+        avgpool_forward(y.data(), x.data(), batch, h, w, c, size, stride);
+        report("avgpool forward", max_relative_error(dout.download(), y), 1e-6);
+        cuda::avgpool_backward(dgrad.data, ddy.data, batch, h, w, c, size, stride, nullptr);
+        avgpool_backward(dx.data(), dy.data(), batch, h, w, c, size, stride);
+        report("avgpool backward", max_relative_error(dgrad.download(), dx), 1e-6);
+        const auto gdy = random_vector(size_t(batch) * c, rng);
+        DeviceBuffer dgdy(gdy), dgout(gdy.size());
+        std::vector<float> gy(gdy.size());
+        cuda::global_avgpool_forward(dgout.data, dx_in.data, batch, h * w, c, nullptr);
+        global_avgpool_forward(gy.data(), x.data(), batch, h * w, c);
+        report("global avgpool forward", max_relative_error(dgout.download(), gy), 1e-6);
+        cuda::global_avgpool_backward(dgrad.data, dgdy.data, batch, h * w, c, nullptr);
+        global_avgpool_backward(dx.data(), gdy.data(), batch, h * w, c);
+        report("global avgpool backward", max_relative_error(dgrad.download(), dx), 0.0);
+        const auto other = random_vector(x.size(), rng);
+        DeviceBuffer dother(other);
+        cuda::add(dgrad.data, dx_in.data, dother.data, x.size(), nullptr);
+        add_forward(dx.data(), x.data(), other.data(), x.size());
+        report("residual add", max_relative_error(dgrad.download(), dx), 0.0);
+    });
+
     part("softmax cross-entropy", [&] {
         const int batch = 512, classes = 10;
         const auto logits = random_vector(size_t(batch) * classes, rng, 6.0f);
@@ -629,6 +696,13 @@ int main(int argc, char** argv) {
     part("CNN training bf16", [&] {
         const Run run = train_gpu(cnn_problem, GpuOptions{true, 1, 0, {}});
         report("CNN training bf16 (TF32 conv): losses", max_relative_error(run.losses, cnn_cpu.losses), 5e-2);
+    });
+    // The resnet preset's layers (batchnorm, residual adds, global average pooling) against the CPU engine. Batch
+    // statistics amplify float rounding a little: looser than the CNN.
+    part("ResNet training fp32", [&] {
+        const auto spec = parse_job_spec(nlohmann::json{{"model", "resnet"}, {"width", 8}, {"stages", 2}});
+        const Problem p = make_problem(spec->layers, SampleShape{16, 16, 3}, 10, 64, 30, sgd);
+        compare("ResNet training fp32", train_gpu(p, GpuOptions{false, 1, 0, {}}), train_cpu(p), 1e-2, 1e-3);
     });
     part("CNN conv32-conv64-fc128 speed", [&] {
         const Problem p = make_problem({{.type = LayerType::conv2d, .out = 32, .kernel = 3},

@@ -114,7 +114,216 @@ __global__ void adamw_kernel(float* params, const float* grads, float* m, float*
     }
 }
 
+constexpr int kReduceThreads = 256;
+
+// Sums v over a block's threads in double; thread 0 holds the total (others: garbage). Calls __syncthreads.
+__device__ double block_sum(double v, double* shared) {
+    shared[threadIdx.x] = v;
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half)
+            shared[threadIdx.x] += shared[threadIdx.x + half];
+        __syncthreads();
+    }
+    const double total = shared[0];
+    __syncthreads();
+    return total;
+}
+
+// One block a channel k: mean, 1/σ, and the running statistics' update.
+__global__ void batchnorm_stats_kernel(float* mean, float* inv_std, float* running_mean, float* running_var,
+                                       const float* x, size_t rows, int c, float momentum, float eps) {
+    __shared__ double shared[kReduceThreads];
+    const int k = blockIdx.x;
+    double sum = 0.0;
+    for (size_t r = threadIdx.x; r < rows; r += blockDim.x)
+        sum += x[r * c + k];
+    const float m = static_cast<float>(block_sum(sum, shared) / static_cast<double>(rows));
+    double squares = 0.0;
+    for (size_t r = threadIdx.x; r < rows; r += blockDim.x) {
+        const double d = static_cast<double>(x[r * c + k]) - m;
+        squares += d * d;
+    }
+    squares = block_sum(squares, shared);
+    if (threadIdx.x != 0)
+        return;
+    const double variance = squares / static_cast<double>(rows);
+    mean[k] = m;
+    inv_std[k] = static_cast<float>(1.0 / sqrt(variance + eps));
+    const double unbiased = rows > 1 ? squares / static_cast<double>(rows - 1) : variance;
+    running_mean[k] = (1.0f - momentum) * running_mean[k] + momentum * m;
+    running_var[k] = (1.0f - momentum) * running_var[k] + momentum * static_cast<float>(unbiased);
+}
+
+__global__ void batchnorm_apply_kernel(float* y, float* xhat, const float* x, const float* mean, const float* inv_std,
+                                       const float* gamma, const float* beta, size_t n, int c) {
+    const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+    if (i >= n)
+        return;
+    const int k = static_cast<int>(i % c);
+    const float normalized = (x[i] - mean[k]) * inv_std[k];
+    xhat[i] = normalized;
+    y[i] = normalized * gamma[k] + beta[k];
+}
+
+__global__ void batchnorm_inference_kernel(float* y, const float* x, const float* gamma, const float* beta,
+                                           const float* running_mean, const float* running_var, size_t n, int c,
+                                           float eps) {
+    const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+    if (i >= n)
+        return;
+    const int k = static_cast<int>(i % c);
+    const float scale = gamma[k] / sqrtf(running_var[k] + eps);
+    y[i] = x[i] * scale + (beta[k] - running_mean[k] * scale);
+}
+
+// One block a channel: Σdy and Σdy·x̂ into dβ, dγ, and their means for the input gradient.
+__global__ void batchnorm_backward_reduce_kernel(float* dgamma, float* dbeta, float* mean_dy, float* mean_dy_xhat,
+                                                 const float* dy, const float* xhat, size_t rows, int c) {
+    __shared__ double shared[kReduceThreads];
+    const int k = blockIdx.x;
+    double sum = 0.0, product = 0.0;
+    for (size_t r = threadIdx.x; r < rows; r += blockDim.x) {
+        sum += dy[r * c + k];
+        product += static_cast<double>(dy[r * c + k]) * xhat[r * c + k];
+    }
+    sum = block_sum(sum, shared);
+    product = block_sum(product, shared);
+    if (threadIdx.x != 0)
+        return;
+    dgamma[k] += static_cast<float>(product);
+    dbeta[k] += static_cast<float>(sum);
+    mean_dy[k] = static_cast<float>(sum / static_cast<double>(rows));
+    mean_dy_xhat[k] = static_cast<float>(product / static_cast<double>(rows));
+}
+
+__global__ void batchnorm_backward_apply_kernel(float* dx, const float* dy, const float* xhat, const float* inv_std,
+                                                const float* gamma, const float* mean_dy, const float* mean_dy_xhat,
+                                                size_t n, int c) {
+    const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+    if (i >= n)
+        return;
+    const int k = static_cast<int>(i % c);
+    dx[i] = gamma[k] * inv_std[k] * (dy[i] - mean_dy[k] - xhat[i] * mean_dy_xhat[k]);
+}
+
+// One thread an output value (b, oh, ow, ch).
+__global__ void avgpool_forward_kernel(float* y, const float* x, int batch, int h, int w, int c, int size, int stride,
+                                       int oh_count, int ow_count) {
+    const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+    if (i >= static_cast<size_t>(batch) * oh_count * ow_count * c)
+        return;
+    const int ch = static_cast<int>(i % c);
+    const size_t position = i / c;
+    const int ow = static_cast<int>(position % ow_count), oh = static_cast<int>(position / ow_count % oh_count);
+    const size_t b = position / (static_cast<size_t>(ow_count) * oh_count);
+    float sum = 0.0f;
+    for (int kh = 0; kh < size; ++kh)
+        for (int kw = 0; kw < size; ++kw)
+            sum += x[((b * h + oh * stride + kh) * w + ow * stride + kw) * c + ch];
+    y[i] = sum * (1.0f / static_cast<float>(size * size));
+}
+
+// One thread an input value: the sum of dy over the windows that cover it.
+__global__ void avgpool_backward_kernel(float* dx, const float* dy, int batch, int h, int w, int c, int size,
+                                        int stride, int oh_count, int ow_count) {
+    const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+    if (i >= static_cast<size_t>(batch) * h * w * c)
+        return;
+    const int ch = static_cast<int>(i % c);
+    const size_t position = i / c;
+    const int iw = static_cast<int>(position % w), ih = static_cast<int>(position / w % h);
+    const size_t b = position / (static_cast<size_t>(w) * h);
+    float sum = 0.0f;
+    for (int oh = 0; oh < oh_count; ++oh) {
+        if (ih < oh * stride || ih >= oh * stride + size)
+            continue;
+        for (int ow = 0; ow < ow_count; ++ow)
+            if (iw >= ow * stride && iw < ow * stride + size)
+                sum += dy[((b * oh_count + oh) * ow_count + ow) * c + ch] * (1.0f / static_cast<float>(size * size));
+    }
+    dx[i] = sum;
+}
+
+__global__ void global_avgpool_forward_kernel(float* y, const float* x, int batch, int positions, int c) {
+    const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+    if (i >= static_cast<size_t>(batch) * c)
+        return;
+    const size_t b = i / c;
+    const int ch = static_cast<int>(i % c);
+    float sum = 0.0f;
+    for (int p = 0; p < positions; ++p)
+        sum += x[(b * positions + p) * c + ch];
+    y[i] = sum * (1.0f / static_cast<float>(positions));
+}
+
+__global__ void global_avgpool_backward_kernel(float* dx, const float* dy, int batch, int positions, int c) {
+    const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+    if (i >= static_cast<size_t>(batch) * positions * c)
+        return;
+    const int ch = static_cast<int>(i % c);
+    const size_t b = i / (static_cast<size_t>(positions) * c);
+    dx[i] = dy[b * c + ch] * (1.0f / static_cast<float>(positions));
+}
+
+__global__ void add_kernel(float* y, const float* a, const float* b, size_t n) {
+    const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+    if (i < n)
+        y[i] = a[i] + b[i];
+}
+
 } // namespace
+
+void batchnorm_forward_training(float* y, float* xhat, float* mean, float* inv_std, float* running_mean,
+                                float* running_var, const float* x, const float* gamma, const float* beta, size_t rows,
+                                int c, float momentum, float eps, cudaStream_t stream) {
+    TRAINDECK_LAUNCH(batchnorm_stats_kernel, static_cast<unsigned>(c), kReduceThreads, stream, mean, inv_std,
+                     running_mean, running_var, x, rows, c, momentum, eps);
+    const size_t n = rows * c;
+    TRAINDECK_LAUNCH(batchnorm_apply_kernel, blocks_for(n), kThreads, stream, y, xhat, x, mean, inv_std, gamma, beta, n,
+                     c);
+}
+void batchnorm_forward_inference(float* y, const float* x, const float* gamma, const float* beta,
+                                 const float* running_mean, const float* running_var, size_t rows, int c, float eps,
+                                 cudaStream_t stream) {
+    const size_t n = rows * c;
+    TRAINDECK_LAUNCH(batchnorm_inference_kernel, blocks_for(n), kThreads, stream, y, x, gamma, beta, running_mean,
+                     running_var, n, c, eps);
+}
+void batchnorm_backward(float* dx, float* dgamma, float* dbeta, float* scratch, const float* dy, const float* xhat,
+                        const float* inv_std, const float* gamma, size_t rows, int c, cudaStream_t stream) {
+    TRAINDECK_LAUNCH(batchnorm_backward_reduce_kernel, static_cast<unsigned>(c), kReduceThreads, stream, dgamma, dbeta,
+                     scratch, scratch + c, dy, xhat, rows, c);
+    if (!dx)
+        return;
+    const size_t n = rows * c;
+    TRAINDECK_LAUNCH(batchnorm_backward_apply_kernel, blocks_for(n), kThreads, stream, dx, dy, xhat, inv_std, gamma,
+                     scratch, scratch + c, n, c);
+}
+void avgpool_forward(float* y, const float* x, int batch, int h, int w, int c, int size, int stride,
+                     cudaStream_t stream) {
+    const int oh = (h - size) / stride + 1, ow = (w - size) / stride + 1;
+    TRAINDECK_LAUNCH(avgpool_forward_kernel, blocks_for(size_t(batch) * oh * ow * c), kThreads, stream, y, x, batch, h,
+                     w, c, size, stride, oh, ow);
+}
+void avgpool_backward(float* dx, const float* dy, int batch, int h, int w, int c, int size, int stride,
+                      cudaStream_t stream) {
+    const int oh = (h - size) / stride + 1, ow = (w - size) / stride + 1;
+    TRAINDECK_LAUNCH(avgpool_backward_kernel, blocks_for(size_t(batch) * h * w * c), kThreads, stream, dx, dy, batch, h,
+                     w, c, size, stride, oh, ow);
+}
+void global_avgpool_forward(float* y, const float* x, int batch, int positions, int c, cudaStream_t stream) {
+    TRAINDECK_LAUNCH(global_avgpool_forward_kernel, blocks_for(size_t(batch) * c), kThreads, stream, y, x, batch,
+                     positions, c);
+}
+void global_avgpool_backward(float* dx, const float* dy, int batch, int positions, int c, cudaStream_t stream) {
+    TRAINDECK_LAUNCH(global_avgpool_backward_kernel, blocks_for(size_t(batch) * positions * c), kThreads, stream, dx,
+                     dy, batch, positions, c);
+}
+void add(float* y, const float* a, const float* b, size_t n, cudaStream_t stream) {
+    TRAINDECK_LAUNCH(add_kernel, blocks_for(n), kThreads, stream, y, a, b, n);
+}
+
 void relu_forward(float* y, const float* x, size_t n, cudaStream_t stream) {
     TRAINDECK_LAUNCH(relu_forward_kernel, blocks_for(n), kThreads, stream, y, x, n);
 }

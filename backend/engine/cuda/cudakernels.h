@@ -30,6 +30,29 @@ void sgd_step(float* params, const float* grads, float* momentum, size_t n, floa
 void adamw_step(float* params, const float* grads, float* m, float* v, size_t n, float lr, float beta1, float beta2,
                 float eps, float weight_decay, long step, cudaStream_t stream);
 
+// Batch normalisation over the channel axis of x[rows, C], layers.h's twins: one block a channel sums in double
+// (two passes: the mean, then the squared deviations from the float mean, as the CPU does). mean and inv_std are
+// [C] outputs kept for backward; the running statistics move by momentum (variance unbiased).
+void batchnorm_forward_training(float* y, float* xhat, float* mean, float* inv_std, float* running_mean,
+                                float* running_var, const float* x, const float* gamma, const float* beta, size_t rows,
+                                int c, float momentum, float eps, cudaStream_t stream);
+void batchnorm_forward_inference(float* y, const float* x, const float* gamma, const float* beta,
+                                 const float* running_mean, const float* running_var, size_t rows, int c, float eps,
+                                 cudaStream_t stream);
+// dγ, dβ accumulate; dx (may be null) is overwritten. scratch: 2·C floats.
+void batchnorm_backward(float* dx, float* dgamma, float* dbeta, float* scratch, const float* dy, const float* xhat,
+                        const float* inv_std, const float* gamma, size_t rows, int c, cudaStream_t stream);
+// Average pooling (no padding) and global average pooling, NHWC; backward overwrites dx, one thread an input value
+// summing the windows that cover it (no atomics: the same answer every run).
+void avgpool_forward(float* y, const float* x, int batch, int h, int w, int c, int size, int stride,
+                     cudaStream_t stream);
+void avgpool_backward(float* dx, const float* dy, int batch, int h, int w, int c, int size, int stride,
+                      cudaStream_t stream);
+void global_avgpool_forward(float* y, const float* x, int batch, int positions, int c, cudaStream_t stream);
+void global_avgpool_backward(float* dx, const float* dy, int batch, int positions, int c, cudaStream_t stream);
+// y = a + b (y may be a: a residual's gradient joining its source's).
+void add(float* y, const float* a, const float* b, size_t n, cudaStream_t stream);
+
 // Row-major C[M,N] = alpha op(A) op(B) + beta C through cuBLAS (which is column-major: we compute C^T = B^T A^T).
 // fp32 inputs; whether TF32 tensor cores may be used is the handle's math mode (cublasSetMathMode).
 void gemm(cublasHandle_t handle, bool transpose_a, bool transpose_b, int m, int n, int k, float alpha, const float* a,

@@ -141,23 +141,26 @@ private:
                     "this model stays on the CPU";
                 return false;
             }
-            if (type == LayerType::batchnorm || type == LayerType::add || type == LayerType::avgpool ||
-                type == LayerType::global_avgpool) {
-                reason = std::string(to_string(type)) +
-                         " layers are not on the GPU path yet (their CUDA kernels are still to be written and "
-                         "checked); this model stays on the CPU";
-                return false;
-            }
             GpuLayer g{&layers[i]};
             const std::optional<LayerType> previous =
                 plan_.empty() ? std::nullopt : std::optional<LayerType>(plan_.back().layer->spec.type);
-            if ((type == LayerType::relu || type == LayerType::gelu) && (previous == LayerType::linear || previous == LayerType::conv2d) &&
-                plan_.back().activation == 0) {
+            // An add that reads an activation's input (the pre-activation values) keeps that activation apart: fused,
+            // its input would be the activated output.
+            const bool read_by_add = std::any_of(layers.begin(), layers.end(), [&](const Layer& other) {
+                return other.spec.type == LayerType::add && other.spec.from == static_cast<int>(i);
+            });
+            if ((type == LayerType::relu || type == LayerType::gelu) &&
+                (previous == LayerType::linear || previous == LayerType::conv2d) && plan_.back().activation == 0 &&
+                !read_by_add) {
                 plan_.back().activation = type == LayerType::relu ? 1 : 2;
                 g.fused_away = true;
             }
             plan_.push_back(g);
         }
+        skips_.assign(layers.size(), {});
+        for (size_t i = 0; i < layers.size(); ++i)
+            if (layers[i].spec.type == LayerType::add)
+                skips_[layers[i].spec.from].push_back(i);
         if (options.world_size > 1 && max_batch < options.world_size) {
             // A rank with an empty slice of every batch would only wait in the all-reduce.
             const std::string world = std::to_string(options.world_size);
@@ -217,6 +220,11 @@ private:
         for (size_t i = 0; i < plan_.size(); ++i)
             if (plan_[i].activation)
                 pre_[i].allocate(std::max<size_t>(1, local) * layers[i].out.size());
+        // batchnorm: x̂ for backward, then per channel the mean, 1/σ and backward's two means.
+        for (size_t i = 0; i < layers.size(); ++i)
+            if (layers[i].spec.type == LayerType::batchnorm)
+                pre_[i].allocate(std::max<size_t>(1, local) * layers[i].out.size() +
+                                 4 * size_t(layers[i].out.channels));
         if (options.bf16) {
             bf16_a_.allocate(std::max<size_t>(1, local) * widest * 2 + count);
             bf16_b_.allocate(std::max<size_t>(1, local) * widest * 2 + count);
@@ -324,7 +332,7 @@ public:
                                             count * features * sizeof(float), cudaMemcpyHostToDevice, stream_));
             TRAINDECK_CHECK(
                 cudaMemcpyAsync(labels_.data, y + first, count * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-            const float* out = forward(count);
+            const float* out = forward(count, true);
             cuda::softmax_cross_entropy_forward(probs_.data, loss_rows_.data, out, labels_.data, count, classes_,
                                                 options_.label_smoothing, stream_);
             TRAINDECK_LAUNCH(score_kernel, blocks_for(count), kThreads, stream_, totals_.data, loss_rows_.data,
@@ -388,7 +396,7 @@ public:
                 const int n = std::min(local, batch - start);
                 TRAINDECK_CHECK(cudaMemcpyAsync(input_.data, x + static_cast<size_t>(start) * features,
                                                 n * features * sizeof(float), cudaMemcpyHostToDevice, stream_));
-                const float* out = forward(n);
+                const float* out = forward(n, false);
                 TRAINDECK_CHECK(cudaMemcpyAsync(host_logits_.data() + static_cast<size_t>(start) * classes_, out,
                                                 n * classes_ * sizeof(float), cudaMemcpyDeviceToHost, stream_));
             }
@@ -592,13 +600,14 @@ private:
                        "): " + error.what());
     }
 
-    const float* forward(int batch) {
+    // training: batchnorm normalises with the batch's statistics (and moves the running ones); else the running ones.
+    const float* forward(int batch, bool training) {
         const float* last = input_.data;
         for (size_t i = 0; i < plan_.size(); ++i) {
             if (is_alias(i))
                 continue;
             try {
-                last = forward_layer(i, batch);
+                last = forward_layer(i, batch, training);
             } catch (const GpuError& error) {
                 rethrow_in_layer(i, "forward", error);
             }
@@ -606,7 +615,7 @@ private:
         return last;
     }
 
-    const float* forward_layer(size_t i, int batch) {
+    const float* forward_layer(size_t i, int batch, bool training) {
         const GpuLayer& g = plan_[i];
         const Layer& l = *g.layer;
         const LayerType type = l.spec.type;
@@ -637,6 +646,25 @@ private:
             describe_pool(l, batch);
             const float one = 1.0f, zero = 0.0f;
             TRAINDECK_CHECK(cudnnPoolingForward(cudnn_, pool_desc_, &one, x_desc_, in, &zero, y_desc_, out));
+        } else if (type == LayerType::avgpool) {
+            cuda::avgpool_forward(out, in, batch, l.in.height, l.in.width, l.in.channels, l.spec.size, l.spec.stride,
+                                  stream_);
+        } else if (type == LayerType::global_avgpool) {
+            cuda::global_avgpool_forward(out, in, batch, l.in.height * l.in.width, l.in.channels, stream_);
+        } else if (type == LayerType::batchnorm) {
+            const int c = l.in.channels;
+            const size_t rows = n / c;
+            float* running = params_.data + l.running;
+            float* stats = pre_[i].data + n; // the mean, then 1/σ
+            if (training)
+                cuda::batchnorm_forward_training(out, pre_[i].data, stats, stats + c, running, running + c, in,
+                                                 params_.data + l.weight, params_.data + l.bias, rows, c,
+                                                 l.spec.momentum, l.spec.eps, stream_);
+            else
+                cuda::batchnorm_forward_inference(out, in, params_.data + l.weight, params_.data + l.bias, running,
+                                                  running + c, rows, c, l.spec.eps, stream_);
+        } else if (type == LayerType::add) {
+            cuda::add(out, in, input_of(static_cast<size_t>(l.spec.from)), n, stream_);
         } else if (type == LayerType::relu) {
             cuda::relu_forward(out, in, n, stream_);
         } else if (type == LayerType::gelu) {
@@ -662,16 +690,20 @@ private:
     void backward(int batch) {
         const float* dy = dlogits_.data;
         for (size_t i = plan_.size(); i-- > 0;) {
-            if (is_alias(i))
-                continue;
             float* dx = dinput_of(i);
-            try {
-                backward_layer(i, batch, dy, dx);
-            } catch (const GpuError& error) {
-                rethrow_in_layer(i, "backward", error);
+            if (!is_alias(i)) { // an alias's input gradient is its output's: the buffer dy already is
+                try {
+                    backward_layer(i, batch, dy, dx);
+                } catch (const GpuError& error) {
+                    rethrow_in_layer(i, "backward", error);
+                }
             }
             if (!dx)
                 break;
+            // This layer's input also fed the adds that name it: their output gradients join here, after this
+            // layer's own share and before the layer before reads it (as Network::backward does).
+            for (size_t add : skips_[i])
+                cuda::add(dx, dx, douts_[add].data, static_cast<size_t>(batch) * plan_[i].layer->in.size(), stream_);
             dy = dx;
         }
     }
@@ -718,6 +750,22 @@ private:
                 TRAINDECK_CHECK(cudnnPoolingBackward(cudnn_, pool_desc_, &one, y_desc_, outputs_[i].data, y_desc_, dy,
                                                      x_desc_, in, &zero, x_desc_, dx));
             }
+        } else if (type == LayerType::avgpool) {
+            if (dx)
+                cuda::avgpool_backward(dx, dy, batch, l.in.height, l.in.width, l.in.channels, l.spec.size,
+                                       l.spec.stride, stream_);
+        } else if (type == LayerType::global_avgpool) {
+            if (dx)
+                cuda::global_avgpool_backward(dx, dy, batch, l.in.height * l.in.width, l.in.channels, stream_);
+        } else if (type == LayerType::batchnorm) {
+            const int c = l.in.channels;
+            const float* stats = pre_[i].data + n;
+            cuda::batchnorm_backward(dx, grads_.data + l.weight, grads_.data + l.bias, pre_[i].data + n + 2 * c, dy,
+                                     pre_[i].data, stats + c, params_.data + l.weight, n / c, c, stream_);
+        } else if (type == LayerType::add) {
+            // The other input's share is added where that input was made (backward's skips).
+            if (dx)
+                TRAINDECK_CHECK(cudaMemcpyAsync(dx, dy, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
         } else if (type == LayerType::relu) {
             if (dx)
                 cuda::relu_backward(dx, dy, outputs_[i].data, n, stream_);
@@ -732,6 +780,7 @@ private:
     GpuOptions options_;
     int max_batch_ = 0, classes_ = 0;
     std::vector<GpuLayer> plan_;
+    std::vector<std::vector<size_t>> skips_; // per layer: the add layers that read its input
     static constexpr size_t kWorkspaceLimit = size_t(256) << 20;
     cudaStream_t stream_ = nullptr;
     cublasHandle_t cublas_ = nullptr;
