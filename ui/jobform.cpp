@@ -203,6 +203,8 @@ QString job_form_problem(const JobForm& form) {
         if (!form.test_folder.isEmpty() && !QFileInfo(form.test_folder).isDir())
             return QObject::tr("The test folder %1 does not exist.").arg(form.test_folder);
     }
+    if (!is_command(form) && form.model == "custom" && form.layers.isEmpty())
+        return QObject::tr("Add at least one layer to the model, or choose a preset.");
     if (!is_command(form)) {
         // The trainer's own reading of the spec: a layer the builder made impossible, a value out of range.
         const auto spec =

@@ -17,7 +17,7 @@ struct JobForm {
     QString name; // empty: named after the command or the model (job_form_name)
 
     // The built-in trainer.
-    QString model = "mlp";          // a preset: "mlp", "cnn" or "resnet"...
+    QString model = "mlp";          // a preset: "mlp", "cnn" or "resnet" ("custom" with no layers: nothing yet)...
     QJsonArray layers;              // ...unless this is not empty: the model builder's layers (the spec's "layers")
     QString data = "fashion-mnist"; // "fashion-mnist", "csv" or "images" (a folder with one folder per class)
     QString train_csv, test_csv;    // for "csv"; test_csv may be empty

@@ -12,6 +12,7 @@
 #include "exportdialog.h"
 #include "jobstate.h"
 #include "modelmeta.h"
+#include "imagefoldersurvey.h"
 #include "newjobdialog.h"
 #include "reproduce.h"
 #include "reproducibilityview.h"
@@ -392,7 +393,65 @@ void MainWindow::dropEvent(QDropEvent* event) {
     if (paths.isEmpty())
         return;
     event->acceptProposedAction();
-    importPaths(paths);
+    if (paths.size() == 1)
+        dropPath(paths.front());
+    else
+        importPaths(paths);
+}
+
+void MainWindow::dropPath(const QString& path, const std::function<void(NewJobDialog*)>& opened) {
+    run_in_background(
+        this, [path] { return survey_image_folder(path); },
+        [this, path, opened](const ImageFolderSurvey& survey) {
+            if (survey.image_folder) {
+                trainOnImageFolder(path, survey, opened);
+                return;
+            }
+            importPaths({path});
+            if (opened)
+                opened(nullptr);
+        });
+}
+
+void MainWindow::trainOnImageFolder(const QString& root, const ImageFolderSurvey& survey,
+                                    const std::function<void(NewJobDialog*)>& opened) {
+    const QString name = QFileInfo(root).fileName();
+    addAlert(tr("%1: %2 images in %3 classes — registering it as a dataset, then New job opens on it")
+                 .arg(name)
+                 .arg(survey.images)
+                 .arg(survey.classes.size()));
+    // One registration, one answer: the connection goes once it has heard of this name (or of a failure).
+    auto registered = std::make_shared<QMetaObject::Connection>();
+    auto failed = std::make_shared<QMetaObject::Connection>();
+    *registered = connect(dataset_sync_, &DatasetSync::registered, this,
+                          [this, name, survey, opened, registered, failed](const QString& got, const QString& version) {
+                              if (got != name)
+                                  return;
+                              disconnect(*registered);
+                              disconnect(*failed);
+                              auto* dialog = new NewJobDialog(this);
+                              dialog->setAttribute(Qt::WA_DeleteOnClose);
+                              dialog->setBackends(backendNames(), settings_.default_backend);
+                              const JobForm form = image_folder_job_form(survey, name, version);
+                              dialog->load(job_form_request(form));
+                              QList<QPair<QString, QString>> choices = datasetChoices();
+                              if (std::none_of(choices.begin(), choices.end(),
+                                               [&](const auto& choice) { return choice.second == version; }))
+                                  choices.push_back({tr("%1 (just registered)").arg(name), version});
+                              dialog->setDatasets(choices);
+                              dialog->setWindowTitle(tr("New job on %1").arg(name));
+                              connect(dialog, &QDialog::accepted, this, [this, dialog] { submitDialog(*dialog); });
+                              dialog->show();
+                              if (opened)
+                                  opened(dialog);
+                          });
+    *failed = connect(dataset_sync_, &DatasetSync::failed, this, [this, registered, failed, opened](const QString&) {
+        disconnect(*registered);
+        disconnect(*failed);
+        if (opened)
+            opened(nullptr);
+    });
+    datasets_->registerPath(root, name);
 }
 
 void MainWindow::connectSync(JobSync& sync) {

@@ -122,6 +122,10 @@ public:
     QList<QAction*> menuActions() const;
     // Import runs…: the dialog; given paths (a drop on the window), it imports them at once.
     class ImportDialog* importPaths(const QStringList& paths);
+    // A dropped path: a folder of class folders of images (directly, or as train/ and test/) is registered as a
+    // dataset version and New job opens on it (non-modal) with defaults from the images; anything else imports.
+    // Looked at off the GUI thread; `opened` (tests) gets the dialog, or null when the path went to the importer.
+    void dropPath(const QString& path, const std::function<void(class NewJobDialog*)>& opened = {});
 
 signals:
     // The user asked to add a remote worker (the app wires this to its BackendManager).
@@ -147,6 +151,8 @@ private:
     void connectSync(JobSync& sync);
     void cloneSelected();
     void resumeSelected();
+    void trainOnImageFolder(const QString& root, const struct ImageFolderSurvey& survey,
+                            const std::function<void(class NewJobDialog*)>& opened);
     void updateResources();
     QList<QPair<QString, QString>> datasetChoices();
     // The jobs table's current row, in the jobs model (invalid when there is none), and the job on a row.

@@ -196,7 +196,7 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     lr_->setSingleStep(0.01);
     lr_->setValue(0.05);
     weight_decay_ = new QDoubleSpinBox;
-    weight_decay_->setDecimals(5);
+    weight_decay_->setDecimals(7);
     weight_decay_->setRange(0, 1);
     weight_decay_->setSingleStep(0.0001);
     weight_decay_->setToolTip(tr("On weights, not on biases or batchnorm (default: 0 for SGD, 0.01 for AdamW)"));
@@ -207,7 +207,8 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     cosine_ = new QCheckBox(tr("cosine decay"));
     cosine_->setChecked(true);
     label_smoothing_ = new QDoubleSpinBox;
-    label_smoothing_->setRange(0, 0.5);
+    label_smoothing_->setDecimals(3);
+    label_smoothing_->setRange(0, 0.99);
     label_smoothing_->setSingleStep(0.05);
     label_smoothing_->setSpecialValueText(tr("off"));
     seed_ = new QSpinBox;
@@ -282,6 +283,16 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     json_layout->addWidget(spec_json_);
     json_layout->addWidget(apply_json, 0, Qt::AlignRight);
     connect(apply_json, &QPushButton::clicked, this, [this] { applySpecJson(); });
+    // While the JSON page is edited, Submit says whether that text is a spec the trainer takes.
+    connect(spec_json_, &QPlainTextEdit::textChanged, this, [this] {
+        if (builtin_tabs_->currentIndex() != 3 || spec_json_->toPlainText() == shown_json_)
+            return;
+        QString why;
+        job_form_from_spec_text(spec_json_->toPlainText(), form(), nullptr, &why);
+        problem_->setText(why);
+        if (submit_)
+            submit_->setEnabled(why.isEmpty());
+    });
 
     builtin_tabs_->addTab(data_page, tr("Data"));
     builtin_tabs_->addTab(model_page, tr("Model"));
@@ -361,6 +372,7 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
         connect(edit, &QLineEdit::textChanged, this, &NewJobDialog::validate);
     connect(env_, &QPlainTextEdit::textChanged, this, &NewJobDialog::validate);
     connect(kind_, &QTabWidget::currentChanged, this, &NewJobDialog::validate);
+    connect(dataset_version_, &QComboBox::currentIndexChanged, this, &NewJobDialog::validate);
     connect(dataset_, &QComboBox::currentIndexChanged, this, &NewJobDialog::updateDataFields);
     connect(image_size_, &QSpinBox::valueChanged, this, &NewJobDialog::updateModelInput);
     connect(channels_, &QComboBox::currentIndexChanged, this, &NewJobDialog::updateModelInput);
@@ -390,6 +402,16 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     });
     layers_->setPreset("mlp");
     updateDataFields();
+}
+
+void NewJobDialog::accept() {
+    if (kind_->currentIndex() == 0 && builtin_tabs_->currentIndex() == 3 && !applySpecJson())
+        return;
+    if (!problem().isEmpty()) {
+        validate();
+        return;
+    }
+    QDialog::accept();
 }
 
 void NewJobDialog::presetChosen() {
@@ -489,6 +511,7 @@ void NewJobDialog::setDatasets(const QList<QPair<QString, QString>>& versions) {
     const QString wanted = current.isEmpty() ? loaded_.value("dataset").toString() : current;
     if (const int index = dataset_version_->findData(wanted); index >= 0)
         dataset_version_->setCurrentIndex(index);
+    validate(); // a version now chosen changes what the form needs (its folders are inside it)
 }
 
 void NewJobDialog::validate() {
@@ -505,7 +528,9 @@ JobForm NewJobDialog::form() const {
     const QString preset = model_->currentData().toString();
     if (preset == "custom") {
         form.layers = layers_->layersJson();
-        form.model = loaded_.value("builtin").toObject().value("model").toString("mlp");
+        // An empty list is not a preset: the form says to add a layer (jobform.h).
+        form.model = form.layers.isEmpty() ? QStringLiteral("custom")
+                                           : loaded_.value("builtin").toObject().value("model").toString("mlp");
     } else {
         form.model = preset;
     }

@@ -46,6 +46,8 @@ public:
     QString jobName() const { return job_form_name(form()); }
     // Empty when the form is valid; otherwise what to fix.
     QString problem() const { return job_form_problem(form()); }
+    // Submit: from the JSON page, its text is applied first (and refused, with the reason, when it does not parse).
+    void accept() override;
 
 private:
     void setForm(const JobForm& form);

@@ -493,10 +493,10 @@ json layer_spec_to_json(const LayerSpec& layer) {
     case LayerType::add:
         out["from"] = layer.from;
         break;
-    case LayerType::global_avgpool:
     case LayerType::dropout:
         out["p"] = shortest(layer.p);
         break;
+    case LayerType::global_avgpool:
     case LayerType::relu:
     case LayerType::gelu:
     case LayerType::flatten:

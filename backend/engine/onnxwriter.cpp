@@ -136,8 +136,8 @@ Expected<std::string> build_onnx(const Network& net, const std::vector<float>& p
     else
         set_shape(graph->add_input(), x, {static_cast<int64_t>(s.size())});
     bool four_d = input.image;
-    if (input.image) // byte / 255 as the readers compute it (a division, not a multiplication by 1/255: bit for bit)
-        x = g.apply("Div", {x, g.scalar("byte_range", 255.0f)}, "scaled");
+    if (input.image) // byte · (1/255), the readers' own float arithmetic: bit for bit what the trainer saw
+        x = g.apply("Mul", {x, g.scalar("byte_scale", 1.0f / 255.0f)}, "scaled");
     if (!input.normalization.mean.empty()) {
         const int64_t groups = static_cast<int64_t>(input.normalization.mean.size());
         const std::vector<int64_t> dims =
@@ -150,6 +150,20 @@ Expected<std::string> build_onnx(const Network& net, const std::vector<float>& p
     // The tensor that entered each layer, and whether it is NCHW (else N x features): an add reads an earlier one.
     std::vector<std::string> entered(layers.size());
     std::vector<bool> entered_four_d(layers.size());
+    // Our flatten is deferred to the first linear layer (whose columns portable_weights puts in NCHW order), so after
+    // it the graph's tensor is still NCHW over several positions: a per-feature layer there (batchnorm, an add) would
+    // see another order than the trainer did. Those lists are refused, naming the layer.
+    std::vector<bool> entered_spread(layers.size()); // NCHW with more than one position, where ours is flat
+    SampleShape graph_image = s;                     // the NCHW tensor's shape while four_d
+    auto spread = [&](const Layer& layer) {
+        return four_d && !layer.in.is_image() && graph_image.height * graph_image.width > 1;
+    };
+    auto refuse = [&](size_t index, const Layer& layer) {
+        return Error{"layers[" + std::to_string(index) + "] (" + to_string(layer.spec.type) + ") reads a flattened " +
+                     describe_shape(graph_image) +
+                     " image before any linear layer; ONNX export takes a linear layer (or global_avgpool instead of "
+                     "flatten) before it"};
+    };
     auto flatten = [&](const std::string& tensor) {
         onnx::NodeProto* node = g.node("Flatten", {tensor}, g.name("flat"));
         GraphBuilder::integer(node, "axis", 1);
@@ -166,6 +180,12 @@ Expected<std::string> build_onnx(const Network& net, const std::vector<float>& p
         const LayerType type = layer.spec.type;
         entered[i] = x;
         entered_four_d[i] = four_d;
+        entered_spread[i] = spread(layer);
+        if ((type == LayerType::batchnorm && entered_spread[i]) ||
+            (type == LayerType::add && (entered_spread[i] || entered_spread[layer.spec.from])))
+            return refuse(i, layer);
+        if (four_d && (layer.out.is_image() || type == LayerType::global_avgpool)) // [N, C, 1, 1] after the pool
+            graph_image = layer.out;
         if (layer.has_weights() && quant)
             x = g.quantize_activation(x, (*quant)[i]);
         if (type == LayerType::flatten || type == LayerType::dropout) {

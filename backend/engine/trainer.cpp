@@ -378,7 +378,8 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         return write_best_checkpoint(options.checkpoint_dir, c);
     };
 
-    while (state.epoch < spec.epochs && !patience_used_up()) {
+    bool stopped_early = patience_used_up(); // a resumed run that had already stopped (the same on every rank)
+    while (state.epoch < spec.epochs && !stopped_early) {
         // The epoch's order comes from the generator as it stood at the epoch's start, so a resumed
         // run rebuilds exactly the same order and picks up at batch_in_epoch.
         Rng epoch_rng;
@@ -506,9 +507,8 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         state.epoch_rng = next_epoch_rng;
         state.batch_in_epoch = 0;
         ++state.epoch;
-        auto path = save("epoch");
-        if (!path)
-            return fail(kExitIoError, path.error());
+        // best.tdck before the epoch's checkpoint: a crash between the two leaves a checkpoint that does not yet count
+        // this epoch as the best, never one that does beside an older best.tdck.
         if (improved) {
             auto best = save_best();
             if (!best)
@@ -521,7 +521,12 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                            {"value", state.best_value},
                            {"path", *best}});
         }
-        if (patience_used_up()) {
+        auto path = save("epoch");
+        if (!path)
+            return fail(kExitIoError, path.error());
+        // Every rank stops at the same epoch (data parallel: the ranks' validation numbers may differ by rounding).
+        stopped_early = model->any_rank(patience_used_up());
+        if (stopped_early) {
             char message[200];
             std::snprintf(message, sizeof(message),
                           "early stopping after epoch %ld: %s has not improved for %ld epochs (best %.4f at epoch %ld)",
@@ -549,7 +554,8 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         auto best = read_checkpoint(best_checkpoint_path(options.checkpoint_dir));
         if (!best)
             return fail(kExitIoError, "cannot restore the best epoch: " + best.error());
-        if (best->params.size() != net.params().size() || best->state.spec_hash != spec.hash)
+        if (best->params.size() != net.params().size() || best->state.spec_hash != spec.hash ||
+            best->state.epoch != state.best_epoch)
             return fail(kExitIoError, best_checkpoint_path(options.checkpoint_dir) +
                                           " is not this run's best checkpoint; remove it and resume");
         model->write_parameters(best->params, best->optimizer_state);

@@ -377,6 +377,34 @@ TEST(Network, ResidualBatchNormNetworkGradientsMatchFiniteDifferences) {
     EXPECT_EQ(running, 8u); // 4 batchnorm layers × (mean, variance)
 }
 
+TEST(Network, AResidualFromTheNetworksInputGradients) {
+    // from 0: the add reads the network's own input, which needs no gradient (the backward pass ends at layer 0).
+    const std::vector<LayerSpec> specs = {{.type = LayerType::conv2d, .out = 2, .kernel = 3, .padding = 1},
+                                          {.type = LayerType::gelu},
+                                          {.type = LayerType::add, .from = 0},
+                                          {.type = LayerType::flatten}};
+    auto built = Network::build(specs, {5, 5, 2}, 3, 3);
+    ASSERT_TRUE(built) << built.error();
+    Network& net = *built;
+    Rng rng(41);
+    net.initialize(rng);
+    const int batch = 3;
+    auto x = random_vector(size_t(batch) * 50, rng);
+    std::vector<int32_t> labels = {2, 0, 1};
+    std::vector<float> probs(size_t(batch) * 3), dlogits(probs.size());
+    Rng unused;
+    auto loss = [&] {
+        const float* logits = net.forward(x.data(), batch, true, unused);
+        return softmax_cross_entropy_forward(probs.data(), logits, labels.data(), batch, 3) / batch;
+    };
+    loss();
+    softmax_cross_entropy_backward(dlogits.data(), probs.data(), labels.data(), batch, 3, 1.0f / batch);
+    std::fill(net.grads().begin(), net.grads().end(), 0.0f);
+    net.backward(x.data(), dlogits.data(), batch);
+    const std::vector<float> analytic = net.grads();
+    expect_gradient(net.params(), analytic, loss, "residual from the input", 1e-3f, 3e-2);
+}
+
 TEST(Network, BatchNormInferenceUsesRunningStatistics) {
     auto built = Network::build({{.type = LayerType::batchnorm, .momentum = 1.0f}}, {1, 1, 4}, 4, 8);
     ASSERT_TRUE(built) << built.error();

@@ -68,7 +68,7 @@ TEST(OnnxWriter, Fp32GraphFollowsTheNetworkWithItsWeightsAndNormalisation) {
     const onnx::GraphProto& graph = model.graph();
     // Pixels 0–255 scaled to [0, 1] and normalised, then conv → max-pool → ReLU (the network's swap), flatten before
     // the first linear, the GELU's tanh form, and the implied head.
-    const std::vector<std::string> expected = {"Div",     "Sub",  "Mul", "Conv", "MaxPool", "Relu",
+    const std::vector<std::string> expected = {"Mul",     "Sub",  "Mul", "Conv", "MaxPool", "Relu",
                                                "Flatten", "Gemm", "Mul", "Mul",  "Mul",     "Add",
                                                "Mul",     "Tanh", "Add", "Mul",  "Mul",     "Gemm"};
     EXPECT_EQ(op_types(graph), expected);
@@ -142,4 +142,47 @@ TEST(OnnxWriter, Int8GraphQuantisesEveryWeightedLayersInputAndWeights) {
         EXPECT_FLOAT_EQ(scale, 3.0f / 255) << "the scale quantisation.h chose for the range [-1, 2]";
     }
     EXPECT_EQ(weighted, 3) << "conv, linear and the head";
+}
+
+TEST(OnnxWriter, ResidualBatchNormGraphAndAFlattenItCannotFollow) {
+    auto built = Network::build({{.type = LayerType::conv2d, .out = 2, .kernel = 3, .padding = 1},
+                                 {.type = LayerType::batchnorm},
+                                 {.type = LayerType::add, .from = 0},
+                                 {.type = LayerType::global_avgpool},
+                                 {.type = LayerType::batchnorm}},
+                                {6, 6, 2}, 3, 4);
+    ASSERT_TRUE(built) << built.error();
+    Rng init(5);
+    built->initialize(init);
+    const ModelInput input{.shape = {6, 6, 2}, .image = true, .normalization = {}};
+    const onnx::ModelProto model = parse(build_onnx(*built, built->params(), input, nullptr, {}));
+    const onnx::GraphProto& graph = model.graph();
+    const std::vector<std::string> expected = {
+        "Mul", "Conv", "BatchNormalization", "Add", "GlobalAveragePool", "BatchNormalization", "Flatten", "Gemm"};
+    EXPECT_EQ(op_types(graph), expected);
+    // The add's second input is the tensor that entered layer 0: the scaled input.
+    EXPECT_EQ(graph.node(3).input(1), graph.node(0).output(0));
+    // Batchnorm's inputs: X, scale (γ), B (β), mean, variance; ours are 1, 0, 0, 1 after initialisation.
+    const auto all = initializers(graph);
+    const onnx::NodeProto& bn = graph.node(2);
+    ASSERT_EQ(bn.input_size(), 5);
+    const std::vector<float> want[] = {{1, 1}, {0, 0}, {0, 0}, {1, 1}};
+    for (int k = 0; k < 4; ++k) {
+        const onnx::TensorProto& t = *all.at(bn.input(k + 1));
+        std::vector<float> values(2);
+        ASSERT_EQ(t.raw_data().size(), sizeof(float) * 2);
+        std::memcpy(values.data(), t.raw_data().data(), sizeof(float) * 2);
+        EXPECT_EQ(values, want[k]) << bn.input(k + 1);
+    }
+
+    // A batchnorm on a flattened 6x6x2 image would see the graph's NCHW order, not ours: refused, naming it.
+    auto flat = Network::build({{.type = LayerType::conv2d, .out = 2, .kernel = 3, .padding = 1},
+                                {.type = LayerType::flatten},
+                                {.type = LayerType::batchnorm}},
+                               {6, 6, 2}, 3, 4);
+    ASSERT_TRUE(flat) << flat.error();
+    const auto refused = build_onnx(*flat, flat->params(), input, nullptr, {});
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().find("layers[2] (batchnorm) reads a flattened 6x6x2 image"), std::string::npos)
+        << refused.error();
 }

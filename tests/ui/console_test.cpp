@@ -25,6 +25,7 @@
 #include "mainwindow.h"
 #include "reproducibilityview.h"
 #include "networkpool.h"
+#include "jobform.h"
 #include "layerlistmodel.h"
 #include "newjobdialog.h"
 #include "parallelcoordinates.h"
@@ -39,6 +40,7 @@
 #include "unittest.h"
 
 #include <QAbstractButton>
+#include <QImage>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QBuffer>
@@ -440,6 +442,7 @@ private slots:
     void windowStaysResponsiveWhileTwentyJobsStream();
     void newJobDialogSplitsCommandsAndRoundTrips();
     void newJobModelBuilderShowsShapesAndTheJsonRoundTrips();
+    void aDroppedImageFolderBecomesADatasetAndAJob();
     void gpuTelemetryIsChartedBesideTheCpu();
     void tokensGoToTheKeyringOrNowhere();
     void remoteWorkerPinsItsKeyOnFirstUse();
@@ -600,11 +603,90 @@ void ConsoleTest::newJobModelBuilderShowsShapesAndTheJsonRoundTrips() {
     pages->setCurrentIndex(0);
     QCOMPARE(pages->currentIndex(), 3);
     QCOMPARE(json->toPlainText(), QString("{\"epochs\": "));
-    QVERIFY(dialog.findChildren<QLabel*>().size() > 0);
-    bool said = false;
+    QString said;
     for (QLabel* label : dialog.findChildren<QLabel*>())
-        said = said || label->text().startsWith("Not JSON at character");
-    QVERIFY(said);
+        if (label->text().startsWith("Not JSON at character"))
+            said = label->text();
+    QVERIFY2(said.startsWith("Not JSON at character 11"), qPrintable(said));
+    // Submit from the JSON page: bad JSON is refused there; good JSON is applied, then submitted.
+    dialog.accept();
+    QVERIFY(dialog.isVisible());
+    shown["epochs"] = 4;
+    json->setPlainText(QString::fromUtf8(QJsonDocument(shown).toJson()));
+    dialog.accept();
+    QCOMPARE(dialog.result(), int(QDialog::Accepted));
+    QCOMPARE(dialog.request().value("builtin").toObject().value("epochs").toInt(), 4);
+}
+
+void ConsoleTest::aDroppedImageFolderBecomesADatasetAndAJob() {
+    QTemporaryDir temp;
+    const QString dir = temp.path();
+    qputenv("TRAINDECK_TRAIN_BINARY", TRAINDECK_TRAIN_BINARY);
+    qputenv("TRAINDECK_CACHE_DIR", (dir + "/cache").toUtf8());
+    WorkerReaper reaper{dir + "/local"};
+    Console console;
+    QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
+    MainWindow& window = *console.window;
+    // photos/train/{blue,red} and photos/test/{blue,red}: 20x24 colour PNGs.
+    const QString photos = dir + "/photos";
+    int made = 0;
+    for (const QString& split : {QStringLiteral("train"), QStringLiteral("test")})
+        for (const QString& name : {QStringLiteral("blue"), QStringLiteral("red")}) {
+            QVERIFY(QDir().mkpath(photos + "/" + split + "/" + name));
+            for (int i = 0; i < (split == "train" ? 6 : 2); ++i) {
+                QImage image(24, 20, QImage::Format_RGB32);
+                image.fill(name == "red" ? QColor(200 + i * 5, 30, 40) : QColor(20, 40, 190 + i * 5));
+                QVERIFY(image.save(QString("%1/%2/%3/%4.png").arg(photos, split, name).arg(i)));
+                ++made;
+            }
+        }
+    QCOMPARE(made, 16);
+    QSignalSpy registered(&window.datasetSync(), &DatasetSync::registered);
+    bool answered = false;
+    QPointer<NewJobDialog> dialog;
+    window.dropPath(photos, [&](NewJobDialog* opened) {
+        answered = true;
+        dialog = opened;
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(answered, 30000);
+    QVERIFY(dialog);
+    QCOMPARE(registered.count(), 1);
+    const QString version = registered.at(0).at(1).toString();
+    const JobForm form = dialog->form();
+    QCOMPARE(form.data, QString("images"));
+    QCOMPARE(form.dataset_version, version);
+    QCOMPARE(form.train_folder, QString("train"));
+    QCOMPARE(form.test_folder, QString("test"));
+    QCOMPARE(form.image_size, 24); // the first image's longer side
+    QCOMPARE(form.channels, 3);
+    QCOMPARE(form.model, QString("resnet"));
+    QVERIFY(form.early_stopping && form.hflip);
+    QCOMPARE(dialog->problem(), QString());
+    // What the user sees says so too: nothing to fix, Submit enabled.
+    for (QLabel* label : dialog->findChildren<QLabel*>())
+        QVERIFY2(!label->text().startsWith("Choose a training folder"), qPrintable(label->text()));
+    QPushButton* submit = nullptr;
+    for (QPushButton* button : dialog->findChildren<QPushButton*>())
+        if (button->text() == "Submit")
+            submit = button;
+    QVERIFY(submit && submit->isEnabled());
+    QCOMPARE(dialog->windowTitle(), QString("New job on photos"));
+    dialog->grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/new-job-dropped-folder.png"));
+    // Submitted as it is: the version goes to the worker, the job trains on its folders and names its classes.
+    dialog->accept();
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "ResNet on photos") >= 0, 60000);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "ResNet on photos")), QString("succeeded"), 180000);
+
+    // A folder that is no image folder goes to the importer, as any other drop.
+    QVERIFY(QDir().mkpath(dir + "/notes/only"));
+    answered = false;
+    window.dropPath(dir + "/notes", [&](NewJobDialog* opened) {
+        answered = true;
+        dialog = opened;
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(answered, 30000);
+    QVERIFY(!dialog);
+    QCOMPARE(registered.count(), 1);
 }
 
 void ConsoleTest::jobsRunOnTheBackendChosenInTheDialog() {

@@ -477,6 +477,22 @@ TEST(JobForm, DefaultsAreNotWrittenButALoadedValueIsKept) {
         EXPECT_FALSE(spec.contains(key)) << key;
     EXPECT_FALSE(spec.value("optimizer").toObject().contains("weight_decay"));
     EXPECT_FALSE(spec.value("schedule").toObject().contains("warmup_steps"));
+
+    // A loaded request that says a default keeps saying it (its hash, and what its author wrote, stay as they were).
+    QJsonObject loaded_spec = spec;
+    loaded_spec["label_smoothing"] = 0;
+    loaded_spec["keep_checkpoints"] = 3;
+    loaded_spec["device"] = "auto";
+    const QJsonObject again =
+        job_form_request(job_form_from_request(QJsonObject{{"builtin", loaded_spec}})).value("builtin").toObject();
+    EXPECT_EQ(again.value("label_smoothing"), QJsonValue(0.0));
+    EXPECT_EQ(again.value("keep_checkpoints"), QJsonValue(3));
+    EXPECT_EQ(again.value("device"), QJsonValue("auto"));
+
+    // The builder emptied: not a preset, and said.
+    JobForm empty;
+    empty.model = "custom";
+    EXPECT_EQ(job_form_problem(empty), "Add at least one layer to the model, or choose a preset.");
 }
 
 TEST(JobForm, AnImpossibleLayerListIsRefusedNamingTheLayer) {
