@@ -56,6 +56,25 @@ double accuracy(const std::vector<int32_t>& predictions, const std::vector<int32
     return labels.empty() ? 0 : static_cast<double>(correct) / labels.size();
 }
 
+// A safetensors file's JSON header (its size in *header_size: the tensors' bytes start 8 bytes after it).
+json safetensors_header(const std::string& path, uint64_t* header_size = nullptr) {
+    std::ifstream in(path, std::ios::binary);
+    uint64_t size = 0;
+    in.read(reinterpret_cast<char*>(&size), 8);
+    std::string header(size, ' ');
+    in.read(header.data(), static_cast<std::streamsize>(size));
+    if (header_size)
+        *header_size = size;
+    return json::parse(header, nullptr, false);
+}
+
+long differences(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+    long count = 0;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+        count += a[i] != b[i];
+    return count + static_cast<long>(std::max(a.size(), b.size()) - std::min(a.size(), b.size()));
+}
+
 json run_export(const std::vector<std::string>& args, ProcessResult* result_out = nullptr) {
     std::vector<std::string> all = {"export"};
     all.insert(all.end(), args.begin(), args.end());
@@ -135,10 +154,8 @@ TEST(Export, CnnRunsInOnnxRuntimeWithTheSamePredictions) {
     const auto ort_fp32 = onnxruntime_predictions(dir.file("out/model.onnx"), dir.file("dump/test_inputs.f32"), "1,28,28",
                                                   dir.file("ort_fp32.i32"));
     ASSERT_EQ(ort_fp32.size(), labels.size());
-    long differ = 0;
-    for (size_t i = 0; i < labels.size(); ++i)
-        differ += ort_fp32[i] != ours_fp32[i];
-    EXPECT_EQ(differ, 0) << "fp32 ONNX must predict the same class as TrainDeck on every test sample";
+    EXPECT_EQ(differences(ort_fp32, ours_fp32), 0)
+        << "fp32 ONNX must predict the same class as TrainDeck on every test sample";
     // The run's test confusion matrix is the count of its predictions against the labels, cell for cell.
     std::vector<std::vector<long>> counted(10, std::vector<long>(10, 0));
     for (size_t i = 0; i < labels.size(); ++i)
@@ -154,12 +171,9 @@ TEST(Export, CnnRunsInOnnxRuntimeWithTheSamePredictions) {
     EXPECT_GT(report["int8_agreement"].get<double>(), 0.98);
 
     // safetensors: PyTorch layouts. The first conv weight [8, 1, 3, 3] equals the checkpoint's [8, 3, 3, 1].
-    std::ifstream in(dir.file("out/model.safetensors"), std::ios::binary);
     uint64_t header_size = 0;
-    in.read(reinterpret_cast<char*>(&header_size), 8);
-    std::string header(header_size, ' ');
-    in.read(header.data(), static_cast<std::streamsize>(header_size));
-    const json tensors = json::parse(header);
+    const json tensors = safetensors_header(dir.file("out/model.safetensors"), &header_size);
+    std::ifstream in(dir.file("out/model.safetensors"), std::ios::binary);
     EXPECT_EQ(tensors["layers.0.weight"]["shape"], json::array({8, 1, 3, 3}));
     EXPECT_EQ(tensors["layers.3.weight"]["shape"], json::array({12, 8, 3, 3}));
     EXPECT_TRUE(tensors["__metadata__"].contains("traindeck_spec"));
@@ -208,11 +222,8 @@ TEST(Export, ResnetWithBatchNormRunsInOnnxRuntimeWithTheSamePredictions) {
     const auto ort = onnxruntime_predictions(dir.file("out/model.onnx"), dir.file("dump/test_inputs.f32"), "1,28,28",
                                              dir.file("ort.i32"));
     ASSERT_EQ(ort.size(), labels.size());
-    long differ = 0;
-    for (size_t i = 0; i < labels.size(); ++i)
-        differ += ort[i] != ours[i];
     // onnxruntime folds batchnorm its own way (a different float rounding): a near-tie may flip, nothing more.
-    EXPECT_LE(differ, 3) << "fp32 ONNX must predict what TrainDeck predicts";
+    EXPECT_LE(differences(ort, ours), 3) << "fp32 ONNX must predict what TrainDeck predicts";
     EXPECT_NEAR(accuracy(ort, labels), reported_test_accuracy, 0.0005);
     // The int8 graph keeps batchnorm and the adds in float between its quantised convolutions.
     const auto ort_int8 = onnxruntime_predictions(dir.file("out/model.int8.onnx"), dir.file("dump/test_inputs.f32"),
@@ -220,12 +231,7 @@ TEST(Export, ResnetWithBatchNormRunsInOnnxRuntimeWithTheSamePredictions) {
     EXPECT_NEAR(accuracy(ort_int8, labels), report["test_accuracy_int8"].get<double>(), 0.002);
 
     // safetensors carries batchnorm's four tensors under PyTorch's names.
-    std::ifstream in(dir.file("out/model.safetensors"), std::ios::binary);
-    uint64_t header_size = 0;
-    in.read(reinterpret_cast<char*>(&header_size), 8);
-    std::string header(header_size, ' ');
-    in.read(header.data(), static_cast<std::streamsize>(header_size));
-    const json tensors = json::parse(header);
+    const json tensors = safetensors_header(dir.file("out/model.safetensors"));
     for (const char* name : {"layers.1.weight", "layers.1.bias", "layers.1.running_mean", "layers.1.running_var"})
         EXPECT_EQ(tensors[name]["shape"], json::array({8})) << name;
 }
