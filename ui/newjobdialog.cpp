@@ -1,6 +1,7 @@
 // NewJobDialog (newjobdialog.h): the widgets, and a JobForm copied from them and back.
 #include "newjobdialog.h"
 
+#include "background.h"
 #include "layerlistmodel.h"
 
 #include <QCheckBox>
@@ -373,6 +374,8 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     connect(env_, &QPlainTextEdit::textChanged, this, &NewJobDialog::validate);
     connect(kind_, &QTabWidget::currentChanged, this, &NewJobDialog::validate);
     connect(dataset_version_, &QComboBox::currentIndexChanged, this, &NewJobDialog::validate);
+    connect(dataset_version_, &QComboBox::currentIndexChanged, this, &NewJobDialog::updateModelInput);
+    connect(train_file_, &QLineEdit::textChanged, this, &NewJobDialog::updateModelInput);
     connect(dataset_, &QComboBox::currentIndexChanged, this, &NewJobDialog::updateDataFields);
     connect(image_size_, &QSpinBox::valueChanged, this, &NewJobDialog::updateModelInput);
     connect(channels_, &QComboBox::currentIndexChanged, this, &NewJobDialog::updateModelInput);
@@ -434,16 +437,44 @@ void NewJobDialog::updateModelInput() {
     engine::SampleShape input{28, 28, 1};
     int classes = 10;
     QString note;
+    const int generation = ++input_generation_;
     if (data == "images") {
-        const int size = image_size_->value() > 0 ? image_size_->value() : 32;
-        const int channels = channels_->currentData().toInt() > 0 ? channels_->currentData().toInt() : 3;
-        input = {size, size, channels};
-        note = tr("Shapes for %1x%1x%2 images%3; the head has one output per class folder.")
-                   .arg(size)
-                   .arg(channels)
-                   .arg(image_size_->value() > 0 && channels_->currentData().toInt() > 0
-                            ? QString()
-                            : tr(" (size or channels come from the images)"));
+        // A local folder is looked at off the GUI thread (its classes, its first image's size and colour): the
+        // shapes become the trainer's own once the answer comes. Until then, and inside a dataset version, a stand-in.
+        const ImageFolderSurvey& seen = surveyed_folder_ == train_file_->text() ? survey_ : ImageFolderSurvey{};
+        const int height = image_size_->value() > 0 ? image_size_->value() : seen.image_folder ? seen.first_height : 32;
+        const int width = image_size_->value() > 0 ? image_size_->value() : seen.image_folder ? seen.first_width : 32;
+        const int channels = channels_->currentData().toInt() > 0 ? channels_->currentData().toInt()
+                             : seen.image_folder                  ? (seen.colour ? 3 : 1)
+                                                                  : 3;
+        input = {height, width, channels};
+        if (seen.image_folder) {
+            classes = static_cast<int>(seen.classes.size());
+            note = tr("Shapes for the %1 classes and %2x%3x%4 images of the folder.")
+                       .arg(classes)
+                       .arg(height)
+                       .arg(width)
+                       .arg(channels);
+        } else {
+            note = tr("Shapes for %1x%2x%3 images%4; the head has one output per class folder.")
+                       .arg(height)
+                       .arg(width)
+                       .arg(channels)
+                       .arg(image_size_->value() > 0 && channels_->currentData().toInt() > 0
+                                ? QString()
+                                : tr(" (size or channels come from the images)"));
+        }
+        const QString folder = train_file_->text();
+        if (dataset_version_->currentData().toString().isEmpty() && !folder.isEmpty() && folder != surveyed_folder_)
+            run_in_background(
+                this, [folder] { return survey_image_folder(folder); },
+                [this, folder, generation](const ImageFolderSurvey& survey) {
+                    if (generation != input_generation_ || folder != train_file_->text())
+                        return; // the form moved on meanwhile
+                    surveyed_folder_ = folder;
+                    survey_ = survey;
+                    updateModelInput();
+                });
     } else if (data == "csv") {
         input = {1, 1, 16};
         note = tr("Shapes for 16 feature columns; the table's own count is read when the job starts.");

@@ -5,6 +5,7 @@
 // resources, priority, budget and restarts. It produces the worker's job request; it never talks to a backend itself.
 // What the form means (the request, the default name, what to fix) is jobform.h's; this class only copies widgets to a
 // JobForm and back.
+#include "imagefoldersurvey.h"
 #include "jobform.h"
 
 #include <QDialog>
@@ -73,6 +74,10 @@ private:
     QPlainTextEdit* spec_json_;
     QString shown_json_; // the text the JSON page was given: an unchanged page is not applied back
     int builtin_page_ = 0;
+    // The training folder last looked at (off the GUI thread) and what it held: the builder's shapes use it.
+    QString surveyed_folder_;
+    ImageFolderSurvey survey_;
+    int input_generation_ = 0;
     QComboBox* dataset_;
     QLineEdit* train_file_;
     QLineEdit* test_file_;

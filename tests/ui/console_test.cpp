@@ -510,6 +510,13 @@ void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
     // An image folder with augmentation: through the dialog's fields and back to the same data.
     QTemporaryDir photos;
     QVERIFY(QDir().mkpath(photos.filePath("train/cats")));
+    QVERIFY(QDir().mkpath(photos.filePath("train/dogs")));
+    QVERIFY(QDir().mkpath(photos.filePath("train/owls")));
+    for (const char* name : {"cats", "dogs", "owls"}) {
+        QImage image(30, 20, QImage::Format_Grayscale8);
+        image.fill(Qt::gray);
+        QVERIFY(image.save(photos.filePath(QString("train/%1/a.png").arg(name))));
+    }
     const QJsonObject folder_data{
         {"format", "image_folder"},
         {"train_dir", photos.filePath("train")},
@@ -523,6 +530,17 @@ void ConsoleTest::newJobDialogSplitsCommandsAndRoundTrips() {
     QCOMPARE(dialog.request().value("builtin").toObject().value("data").toObject(), folder_data);
     dialog.adjustSize();
     dialog.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/new-job-images.png"));
+    // The builder's shapes come from the folder itself (looked at off the GUI thread): 3 classes; the size asked
+    // (64), and with the size left to the images, the first image's 20x30, grey.
+    auto* layers = qobject_cast<LayerListModel*>(dialog.findChild<QTableView*>("layers")->model());
+    QTRY_COMPARE_WITH_TIMEOUT(layers->plan().layers.back().out.channels, 3, 10000);
+    QCOMPARE(QString::fromStdString(engine::describe_shape(layers->plan().layers.front().in)), QString("64x64x3"));
+    QJsonObject any_size = folder_data;
+    any_size.remove("image_size");
+    any_size.remove("channels");
+    dialog.load(QJsonObject{{"name", "photos"}, {"builtin", QJsonObject{{"model", "cnn"}, {"data", any_size}}}});
+    QTRY_COMPARE_WITH_TIMEOUT(QString::fromStdString(engine::describe_shape(layers->plan().layers.front().in)),
+                              QString("20x30x1"), 10000);
     // Fields the form does not show survive clone-and-edit.
     QJsonObject custom = builtin;
     QJsonObject custom_spec = builtin.value("builtin").toObject();
