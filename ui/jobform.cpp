@@ -126,6 +126,7 @@ JobForm job_form_from_request(const QJsonObject& request, JobForm form) {
         form.data = "csv";
         form.train_csv = data.value("train_csv").toString();
         form.test_csv = data.value("test_csv").toString();
+        form.missing = data.value("missing").toString("error");
     } else if (data.value("format").toString() == "image_folder") {
         form.data = "images";
         form.train_folder = data.value("train_dir").toString();
@@ -268,9 +269,10 @@ QJsonObject job_form_request(const JobForm& form) {
             data["test_csv"] = form.test_csv;
         else
             data.remove("test_csv");
+        set_or_default(data, "missing", form.missing, QStringLiteral("error"));
     } else if (form.data == "images") {
-        for (const char* key : {"dataset", "train_csv", "test_csv", "label_column", "train_images", "train_labels",
-                                "test_images", "test_labels"})
+        for (const char* key : {"dataset", "train_csv", "test_csv", "label_column", "missing", "train_images",
+                                "train_labels", "test_images", "test_labels"})
             data.remove(key);
         data["format"] = "image_folder";
         data["train_dir"] =
@@ -291,9 +293,9 @@ QJsonObject job_form_request(const JobForm& form) {
             data.remove("channels");
         data["resize"] = form.resize;
     } else {
-        for (const char* key :
-             {"format", "train_csv", "test_csv", "label_column", "train_images", "train_labels", "test_images",
-              "test_labels", "dataset", "train_dir", "test_dir", "image_size", "channels", "resize", "skip_bad_images"})
+        for (const char* key : {"format", "train_csv", "test_csv", "label_column", "missing", "train_images",
+                                "train_labels", "test_images", "test_labels", "dataset", "train_dir", "test_dir",
+                                "image_size", "channels", "resize", "skip_bad_images"})
             data.remove(key);
         if (form.dataset_version.isEmpty()) {
             data["dataset"] = "fashion-mnist";

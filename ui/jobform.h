@@ -21,6 +21,8 @@ struct JobForm {
     QJsonArray layers;              // ...unless this is not empty: the model builder's layers (the spec's "layers")
     QString data = "fashion-mnist"; // "fashion-mnist", "csv" or "images" (a folder with one folder per class)
     QString train_csv, test_csv;    // for "csv"; test_csv may be empty
+    QString missing = "error";      // for "csv": a missing cell is an "error", or its row is dropped ("drop"), or
+                                    // it is filled ("fill": the column's mean or most frequent value)
     // For "images": the folders (relative to the dataset version's folder when one is chosen; empty train: the
     // version's folder itself), the size (0: the first image's), channels (0: from the images, 1 gray, 3 RGB) and how
     // an image of another shape is fitted ("pad" or "crop").

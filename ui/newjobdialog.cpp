@@ -86,6 +86,12 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     resize_ = new QComboBox;
     resize_->addItem(tr("pad (the whole image, on black)"), "pad");
     resize_->addItem(tr("centre crop"), "crop");
+    missing_ = new QComboBox;
+    missing_->addItem(tr("stop with an error naming the cell"), "error");
+    missing_->addItem(tr("drop the row"), "drop");
+    missing_->addItem(tr("fill (the column's mean, or its most frequent value)"), "fill");
+    missing_->setToolTip(tr("Empty, NA, N/A, NaN, null or ? cells. Text columns are categories, one-hot over the "
+                            "training file's values."));
 
     augment_ = new QGroupBox(tr("Augmentation (images; training samples only, reproducible from the seed)"));
     auto* augment_form = new QFormLayout(augment_);
@@ -115,6 +121,7 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     builtin_form->addRow(tr("Image size"), image_size_);
     builtin_form->addRow(tr("Channels"), channels_);
     builtin_form->addRow(tr("Other shapes"), resize_);
+    builtin_form->addRow(tr("Missing values"), missing_);
     builtin_form->addRow(augment_);
 
     // The model: a preset, or the builder's list, with shapes and parameters as you type.
@@ -520,6 +527,7 @@ void NewJobDialog::updateDataFields() {
          {static_cast<QWidget*>(image_size_), static_cast<QWidget*>(channels_), static_cast<QWidget*>(resize_)})
         field->setEnabled(images);
     augment_->setEnabled(data != "csv");
+    missing_->setEnabled(data == "csv");
     updateModelInput();
     validate();
 }
@@ -576,6 +584,7 @@ JobForm NewJobDialog::form() const {
     form.image_size = image_size_->value();
     form.channels = channels_->currentData().toInt();
     form.resize = resize_->currentData().toString();
+    form.missing = missing_->currentData().toString();
     form.crop_padding = crop_padding_->value();
     form.hflip = hflip_->isChecked();
     form.rotate = rotate_->value();
@@ -646,6 +655,7 @@ void NewJobDialog::setForm(const JobForm& form) {
     image_size_->setValue(form.image_size);
     channels_->setCurrentIndex(std::max(0, channels_->findData(form.channels)));
     resize_->setCurrentIndex(std::max(0, resize_->findData(form.resize)));
+    missing_->setCurrentIndex(std::max(0, missing_->findData(form.missing)));
     crop_padding_->setValue(form.crop_padding);
     hflip_->setChecked(form.hflip);
     rotate_->setValue(form.rotate);

@@ -84,6 +84,7 @@ private:
     QSpinBox* image_size_;
     QComboBox* channels_;
     QComboBox* resize_;
+    QComboBox* missing_;
     QGroupBox* augment_;
     QSpinBox* crop_padding_;
     QCheckBox* hflip_;

@@ -101,6 +101,7 @@ Dataset Dataset::subset(const std::vector<size_t>& indices) const {
     out.channels = channels;
     out.classes = classes;
     out.class_names = class_names;
+    out.feature_names = feature_names;
     const size_t n = features();
     out.y.reserve(indices.size());
     if (bytes)
@@ -163,8 +164,19 @@ Expected<Dataset> load_idx(const std::string& images_path, const std::string& la
     return data;
 }
 
+namespace {
+
+// A cell the table leaves empty: "", NA, N/A, NaN, null, ? (any case).
+bool is_missing(const std::string& cell) {
+    std::string lower = trim(cell);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    return lower.empty() || lower == "na" || lower == "n/a" || lower == "nan" || lower == "null" || lower == "?";
+}
+
+} // namespace
+
 Expected<Dataset> load_csv(const std::string& path, const std::string& label_column,
-                           const std::vector<std::string>& known_classes) {
+                           const std::vector<std::string>& known_classes, const CsvOptions& options) {
     std::ifstream in(path);
     if (!in)
         return Error{path + ": cannot open (does the file exist and is it readable?)"};
@@ -182,37 +194,148 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
     }
     if (header.size() < 2)
         return Error{path + ": needs at least one feature column and one label column"};
+    CsvReport unreported;
+    CsvReport& report = options.report ? *options.report : unreported;
+    const size_t columns = header.size() - 1;
+    auto feature_column = [&](size_t f) { return f < static_cast<size_t>(label_index) ? f : f + 1; };
 
-    Dataset data;
-    data.width = static_cast<int>(header.size()) - 1;
+    // The table as text first: whether a column is numeric or categorical is known only once all of it is read.
+    std::vector<std::vector<std::string>> rows; // feature cells, in feature order
+    std::vector<size_t> row_lines;
     std::vector<std::string> raw_labels;
     size_t line_number = 1;
     while (std::getline(in, line)) {
         ++line_number;
         if (trim(line).empty() || trim(line) == "\r")
             continue;
-        const std::vector<std::string> cells = split_csv_line(line);
+        std::vector<std::string> cells = split_csv_line(line);
         if (cells.size() != header.size())
             return Error{path + ":" + std::to_string(line_number) + ": " + std::to_string(cells.size()) +
                          " cells, but the header has " + std::to_string(header.size()) + " columns"};
-        for (size_t c = 0; c < cells.size(); ++c) {
-            if (static_cast<int>(c) == label_index) {
-                raw_labels.push_back(trim(cells[c]));
-                continue;
-            }
-            float value = 0.0f;
-            if (!parse_float(cells[c], value))
-                return Error{path + ":" + std::to_string(line_number) + ": column \"" + trim(header[c]) + "\": \"" +
-                             cells[c] + "\" is not a number"};
-            data.x.push_back(value);
+        if (is_missing(cells[label_index])) {
+            if (options.missing != "drop")
+                return Error{path + ":" + std::to_string(line_number) +
+                             ": the label is missing (set data.missing to "
+                             "\"drop\" to leave such rows out)"};
+            ++report.rows_dropped;
+            continue;
         }
+        raw_labels.push_back(trim(cells[label_index]));
+        cells.erase(cells.begin() + label_index);
+        rows.push_back(std::move(cells));
+        row_lines.push_back(line_number);
     }
     if (raw_labels.empty())
         return Error{path + ": no data rows after the header"};
 
+    // The encoding: the training file's (learned here), or the one given (a test file reads as its training file).
+    CsvEncoding learned;
+    const CsvEncoding* encoding = options.encoding;
+    if (!encoding) {
+        learned.columns.resize(columns);
+        learned.categories.resize(columns);
+        learned.fill.assign(columns, 0.0f);
+        for (size_t f = 0; f < columns; ++f) {
+            learned.columns[f] = trim(header[feature_column(f)]);
+            double sum = 0;
+            size_t present = 0, numbers = 0, first_text = rows.size();
+            std::map<std::string, size_t> counts;
+            for (size_t r = 0; r < rows.size(); ++r) {
+                if (is_missing(rows[r][f]))
+                    continue;
+                float value = 0.0f;
+                if (parse_float(rows[r][f], value)) {
+                    sum += value;
+                    ++numbers;
+                } else if (first_text == rows.size()) {
+                    first_text = r;
+                }
+                ++present;
+                ++counts[trim(rows[r][f])];
+            }
+            if (present == 0)
+                return Error{path + ": column \"" + learned.columns[f] + "\" has no values at all"};
+            // Mostly numbers with some text is a typo, not a category: said at the first text cell.
+            if (numbers > 0 && numbers >= present - numbers)
+                if (first_text < rows.size())
+                    return Error{path + ":" + std::to_string(row_lines[first_text]) + ": column \"" +
+                                 learned.columns[f] + "\": \"" + rows[first_text][f] +
+                                 "\" is not a number (most of the column is; fix the cell or mark it missing)"};
+            const bool numeric = numbers == present;
+            if (numeric) {
+                learned.fill[f] = static_cast<float>(sum / static_cast<double>(present)); // the mean
+                continue;
+            }
+            for (const auto& [value, count] : counts)
+                learned.categories[f].push_back(value); // std::map: byte order, stable everywhere
+            // The mode (the first in byte order among equals), as its index.
+            const auto mode = std::max_element(counts.begin(), counts.end(),
+                                               [](const auto& a, const auto& b) { return a.second < b.second; });
+            learned.fill[f] = static_cast<float>(std::distance(counts.begin(), mode));
+        }
+        encoding = &learned;
+    } else if (encoding->columns.size() != columns) {
+        return Error{path + ": has " + std::to_string(columns) + " feature columns, but the training file has " +
+                     std::to_string(encoding->columns.size())};
+    }
+
+    Dataset data;
+    size_t width = 0;
+    for (size_t f = 0; f < columns; ++f) {
+        if (encoding->categories[f].empty()) {
+            data.feature_names.push_back(encoding->columns[f]);
+            ++width;
+        } else {
+            for (const std::string& value : encoding->categories[f])
+                data.feature_names.push_back(encoding->columns[f] + "=" + value);
+            width += encoding->categories[f].size();
+        }
+    }
+    data.width = static_cast<int>(width);
+    std::vector<std::string> labels;
+    data.x.reserve(rows.size() * width);
+    for (size_t r = 0; r < rows.size(); ++r) {
+        const std::vector<std::string>& row = rows[r];
+        const std::string where = path + ":" + std::to_string(row_lines[r]) + ": column \"";
+        const bool any_missing = std::any_of(row.begin(), row.end(), is_missing);
+        if (any_missing && options.missing == "drop") {
+            ++report.rows_dropped;
+            continue;
+        }
+        for (size_t f = 0; f < columns; ++f) {
+            const std::vector<std::string>& categories = encoding->categories[f];
+            const bool missing = is_missing(row[f]);
+            if (missing && options.missing != "fill")
+                return Error{where + encoding->columns[f] + "\" is missing (set data.missing to \"drop\" or \"fill\")"};
+            report.cells_filled += missing;
+            if (categories.empty()) {
+                float value = encoding->fill[f];
+                if (!missing && !parse_float(row[f], value))
+                    return Error{where + encoding->columns[f] + "\": \"" + row[f] + "\" is not a number"};
+                data.x.push_back(value);
+                continue;
+            }
+            // One-hot over the training file's values; a value it never had is all zeros, and counted.
+            size_t hot = missing ? static_cast<size_t>(encoding->fill[f]) : categories.size();
+            if (!missing) {
+                const auto it = std::lower_bound(categories.begin(), categories.end(), trim(row[f]));
+                if (it != categories.end() && *it == trim(row[f]))
+                    hot = static_cast<size_t>(it - categories.begin());
+                else
+                    ++report.unseen_values;
+            }
+            for (size_t k = 0; k < categories.size(); ++k)
+                data.x.push_back(k == hot ? 1.0f : 0.0f);
+        }
+        labels.push_back(raw_labels[r]);
+    }
+    if (labels.empty())
+        return Error{path + ": every row has a missing value, so none is left to train on"};
+    if (!options.encoding && options.learned)
+        *options.learned = learned;
     // Labels: all integers → used as class indices; otherwise strings → sorted distinct names.
     bool all_integers = known_classes.empty();
-    for (const auto& label : raw_labels) {
+    for (const auto& label : labels) {
         int value = 0;
         const auto [end, ec] = std::from_chars(label.data(), label.data() + label.size(), value);
         // Like a negative label, INT_MAX is no class index: the class count (max label + 1) would overflow.
@@ -223,7 +346,7 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
     }
     if (all_integers) {
         int max_label = 0;
-        for (const auto& label : raw_labels) {
+        for (const auto& label : labels) {
             data.y.push_back(std::stoi(label));
             max_label = std::max(max_label, data.y.back());
         }
@@ -231,17 +354,17 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
     } else {
         data.class_names = known_classes;
         if (data.class_names.empty()) {
-            data.class_names = raw_labels;
+            data.class_names = labels;
             std::sort(data.class_names.begin(), data.class_names.end());
             data.class_names.erase(std::unique(data.class_names.begin(), data.class_names.end()), data.class_names.end());
         }
         std::map<std::string, int> index;
         for (size_t i = 0; i < data.class_names.size(); ++i)
             index[data.class_names[i]] = static_cast<int>(i);
-        for (size_t row = 0; row < raw_labels.size(); ++row) {
-            const auto it = index.find(raw_labels[row]);
+        for (size_t row = 0; row < labels.size(); ++row) {
+            const auto it = index.find(labels[row]);
             if (it == index.end())
-                return Error{path + ": label \"" + raw_labels[row] + "\" does not occur in the training data"};
+                return Error{path + ": label \"" + labels[row] + "\" does not occur in the training data"};
             data.y.push_back(it->second);
         }
         data.classes = static_cast<int>(data.class_names.size());

@@ -50,6 +50,7 @@ struct Dataset {
     int height = 1, width = 1, channels = 1;
     int classes = 0;
     std::vector<std::string> class_names; // CSV string labels or image folders' class folders, in class-index order
+    std::vector<std::string> feature_names; // CSV: each feature's column ("age", or "colour=red" for a one-hot one)
 
     size_t size() const { return y.size(); }
     size_t features() const { return static_cast<size_t>(height) * width * channels; }
@@ -64,10 +65,29 @@ struct Dataset {
 
 // Pixels are scaled to [0, 1]. Every header field and length is checked against the file.
 Expected<Dataset> load_idx(const std::string& images_path, const std::string& labels_path);
+// How a training CSV's feature columns become numbers, learned from it and applied as is to its test file: a column
+// whose every present cell is a number is numeric (missing cells filled with its mean); any other is categorical,
+// one-hot over its values in byte order (missing: its most frequent value; a value the training file never had:
+// all zeros, counted).
+struct CsvEncoding {
+    std::vector<std::string> columns;                 // feature columns, in file order
+    std::vector<std::vector<std::string>> categories; // per column: empty = numeric, else its values (one-hot)
+    std::vector<float> fill;                          // per column: the mean, or the index of the most frequent value
+};
+struct CsvReport {
+    size_t rows_dropped = 0, cells_filled = 0, unseen_values = 0;
+};
+struct CsvOptions {
+    std::string missing = "error";         // a missing cell (empty, NA, N/A, NaN, null, ?): error | drop | fill
+    const CsvEncoding* encoding = nullptr; // a test file: the training file's encoding; null: learn it here
+    CsvEncoding* learned = nullptr;        // where the learned encoding goes (when learning)
+    CsvReport* report = nullptr;
+};
+
 // First row is the header. Labels may be integers or strings (strings map to sorted class indices;
 // pass known class names to keep a test file's indices equal to its training file's).
 Expected<Dataset> load_csv(const std::string& path, const std::string& label_column,
-                           const std::vector<std::string>& known_classes = {});
+                           const std::vector<std::string>& known_classes = {}, const CsvOptions& options = {});
 
 // Moves the last `fraction` of a shuffled order of `data` into the returned validation set. Stratified: the same
 // fraction of each class (rounded down per class), so a small class is never missing from validation by chance.

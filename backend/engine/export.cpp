@@ -270,6 +270,11 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
                    {"val_samples", report.val_samples},
                    {"test_samples", report.test_samples}}},
                  {"checkpoint", {{"file", fs::path(checkpoint_path).filename().string()}, {"step", report.step}}}};
+    if (!raw.train.feature_names.empty()) { // a table: each input value's column, one-hot ones as column=value
+        card["input"]["features"] = raw.train.feature_names;
+        card["input"]["values"] = "the table's feature columns in this order; a categorical column one-hot (1 for "
+                                  "its value, 0 for the others; all 0 for a value training never saw)";
+    }
     if (input.image) {
         card["input"]["channels"] = input.shape.channels == 3 ? "RGB" : "grayscale";
         if (spec->data.format == "image_folder")

@@ -243,6 +243,9 @@ Expected<DataSpec> parse_data(const json* object) {
         r.read("train_csv", data.train_csv);
         r.read("test_csv", data.test_csv);
         r.read("label_column", data.label_column);
+        r.read("missing", data.missing);
+        r.require(data.missing == "error" || data.missing == "drop" || data.missing == "fill",
+                  "\"missing\" must be \"error\", \"drop\" or \"fill\"");
         r.read("train_dir", data.train_dir);
         r.read("test_dir", data.test_dir);
         if (const json* size = r.child("image_size")) {
@@ -516,7 +519,8 @@ json job_spec_to_json(const JobSpec& spec) {
     if (spec.data.format == "csv")
         data.update({{"train_csv", spec.data.train_csv},
                      {"test_csv", spec.data.test_csv},
-                     {"label_column", spec.data.label_column}});
+                     {"label_column", spec.data.label_column},
+                     {"missing", spec.data.missing}});
     else if (spec.data.format == "image_folder")
         data.update({{"train_dir", spec.data.train_dir},
                      {"test_dir", spec.data.test_dir},

@@ -38,6 +38,8 @@ struct DataSpec {
     std::string format = "idx";                                       // idx | csv | image_folder
     std::string train_images, train_labels, test_images, test_labels; // idx
     std::string train_csv, test_csv, label_column;                    // csv (label defaults to the last column)
+    std::string missing = "error"; // csv: a missing cell is an error, or its row is dropped, or it is filled
+                                   // (numbers: the column's mean; categories: the most frequent value)
     // image_folder: <dir>/<class>/<image>.png|jpg; "image_size" N or [height, width] (0: the first image's),
     // "channels" 1 or 3 (0: from the images), "resize" pad | crop, "skip_bad_images" (default: fail, listing them).
     std::string train_dir, test_dir;

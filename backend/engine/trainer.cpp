@@ -87,18 +87,38 @@ Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed) {
         if (!spec.test_dir.empty())
             data.report["test"] = describe(test_report);
     } else {
-        auto train = load_csv(spec.train_csv, spec.label_column);
+        // The training file's encoding (numeric or one-hot columns, fill values) is the test file's too.
+        CsvEncoding encoding;
+        CsvReport train_report, test_report;
+        auto train = load_csv(spec.train_csv, spec.label_column, {},
+                              {.missing = spec.missing, .learned = &encoding, .report = &train_report});
         if (!train)
             return Error{train.error()};
         data.train = std::move(*train);
+        json categorical = json::object();
+        for (size_t f = 0; f < encoding.columns.size(); ++f)
+            if (!encoding.categories[f].empty())
+                categorical[encoding.columns[f]] = encoding.categories[f];
+        auto describe = [](const CsvReport& r) {
+            return json{
+                {"rows_dropped", r.rows_dropped}, {"cells_filled", r.cells_filled}, {"unseen_values", r.unseen_values}};
+        };
         if (!spec.test_csv.empty()) {
-            auto test = load_csv(spec.test_csv, spec.label_column, data.train.class_names);
+            auto test = load_csv(spec.test_csv, spec.label_column, data.train.class_names,
+                                 {.missing = spec.missing, .encoding = &encoding, .report = &test_report});
             if (!test)
                 return Error{test.error()};
             if (test->features() != data.train.features())
                 return Error{spec.test_csv + ": has a different number of columns than the training file"};
             data.test = std::move(*test);
         }
+        data.report = {{"csv",
+                        {{"features", data.train.feature_names},
+                         {"categorical", categorical},
+                         {"missing", spec.missing},
+                         {"train", describe(train_report)}}}};
+        if (!spec.test_csv.empty())
+            data.report["csv"]["test"] = describe(test_report);
     }
     if (spec.limit > 0 && static_cast<size_t>(spec.limit) < data.train.size()) {
         // IDX and CSV: the first N samples, as they are stored. An image folder is stored class by class, so its
@@ -248,7 +268,29 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
     if (!loaded)
         return fail(kExitBadData, loaded.error());
     TrainingData& data = *loaded;
-    if (!data.report.is_null()) {
+    if (data.report.contains("csv")) {
+        const json& csv = data.report["csv"];
+        std::string message = "CSV: " + std::to_string(data.train.size()) + " rows, " +
+                              std::to_string(data.train.features()) + " features";
+        if (!csv["categorical"].empty())
+            message += " (" + std::to_string(csv["categorical"].size()) + " categorical columns one-hot)";
+        for (const char* split : {"train", "test"}) {
+            if (!csv.contains(split))
+                continue;
+            const json& r = csv[split];
+            if (r["rows_dropped"].get<size_t>() > 0)
+                message += "; " + std::string(split) + ": " + std::to_string(r["rows_dropped"].get<size_t>()) +
+                           " rows with missing values dropped";
+            if (r["cells_filled"].get<size_t>() > 0)
+                message += "; " + std::string(split) + ": " + std::to_string(r["cells_filled"].get<size_t>()) +
+                           " missing cells filled";
+            if (r["unseen_values"].get<size_t>() > 0)
+                message += "; " + std::string(split) + ": " + std::to_string(r["unseen_values"].get<size_t>()) +
+                           " category values the training file does not have (encoded as none)";
+        }
+        metrics.write({{"type", "event"}, {"event", "data"}, {"message", message}, {"data", data.report}});
+        metrics.log(message);
+    } else if (!data.report.is_null()) {
         const json& train_report = data.report["train"];
         std::string message = "image folder: " + std::to_string(train_report["images"].get<size_t>()) + " images, " +
                               std::to_string(data.train.classes) + " classes, " + std::to_string(data.train.height) +

@@ -133,6 +133,60 @@ TEST(Dataset, CsvErrorsNameLineAndColumn) {
     EXPECT_NE(no_column.error().find("no column named \"species\""), std::string::npos);
 }
 
+TEST(Dataset, CsvCategoricalColumnsAreOneHotFromTheTrainingFile) {
+    TempDir dir;
+    write_text(dir.file("train.csv"),
+               "age,colour,size,label\n30,red,1.5,a\n40,blue,2.5,b\n50,red,NA,a\n,green,3.5,b\n60,red,4.5,a\n");
+    write_text(dir.file("test.csv"), "age,colour,size,label\n35,blue,1,a\n45,purple,2,b\n");
+    CsvEncoding encoding;
+    CsvReport report;
+    // Missing cells are an error by default, naming the line and column.
+    auto refused = load_csv(dir.file("train.csv"), "label", {}, {.learned = &encoding});
+    ASSERT_FALSE(refused);
+    EXPECT_NE(
+        refused.error().find("train.csv:4: column \"size\" is missing (set data.missing to \"drop\" or \"fill\")"),
+        std::string::npos)
+        << refused.error();
+
+    auto filled =
+        load_csv(dir.file("train.csv"), "label", {}, {.missing = "fill", .learned = &encoding, .report = &report});
+    ASSERT_TRUE(filled) << filled.error();
+    // colour one-hot over its values in byte order (blue, green, red); age and size numeric.
+    EXPECT_EQ(filled->feature_names,
+              (std::vector<std::string>{"age", "colour=blue", "colour=green", "colour=red", "size"}));
+    ASSERT_EQ(filled->features(), 5u);
+    EXPECT_EQ(std::vector<float>(filled->x.begin(), filled->x.begin() + 5), (std::vector<float>{30, 0, 0, 1, 1.5f}));
+    // Row 3's size is the column's mean (1.5, 2.5, 3.5, 4.5 → 3); row 4's age the mean of 30, 40, 50, 60.
+    EXPECT_FLOAT_EQ(filled->x[2 * 5 + 4], 3.0f);
+    EXPECT_FLOAT_EQ(filled->x[3 * 5 + 0], 45.0f);
+    EXPECT_EQ(report.cells_filled, 2u);
+    EXPECT_EQ(encoding.categories[1], (std::vector<std::string>{"blue", "green", "red"}));
+
+    // The test file reads with the training file's encoding; a colour training never saw is all zeros, counted.
+    CsvReport test_report;
+    auto test = load_csv(dir.file("test.csv"), "label", filled->class_names,
+                         {.missing = "fill", .encoding = &encoding, .report = &test_report});
+    ASSERT_TRUE(test) << test.error();
+    EXPECT_EQ(test->features(), 5u);
+    EXPECT_EQ(std::vector<float>(test->x.begin(), test->x.begin() + 5), (std::vector<float>{35, 1, 0, 0, 1}));
+    EXPECT_EQ(std::vector<float>(test->x.begin() + 5, test->x.end()), (std::vector<float>{45, 0, 0, 0, 2}));
+    EXPECT_EQ(test_report.unseen_values, 1u);
+
+    // drop: the rows with a missing cell go, and are counted.
+    CsvReport dropped;
+    auto kept = load_csv(dir.file("train.csv"), "label", {}, {.missing = "drop", .report = &dropped});
+    ASSERT_TRUE(kept) << kept.error();
+    EXPECT_EQ(kept->size(), 3u);
+    EXPECT_EQ(dropped.rows_dropped, 2u);
+    // A column of numbers with one word in it is a typo, not a category.
+    write_text(dir.file("typo.csv"), "x,label\n1,a\n2,b\n3x,a\n4,b\n");
+    auto typo = load_csv(dir.file("typo.csv"), "label");
+    ASSERT_FALSE(typo);
+    EXPECT_NE(typo.error().find("typo.csv:4: column \"x\": \"3x\" is not a number (most of the column is"),
+              std::string::npos)
+        << typo.error();
+}
+
 TEST(Dataset, ValidationSplitAndNormalisation) {
     Dataset data;
     data.width = 2;

@@ -353,6 +353,58 @@ TEST_F(Trainer, LearnsACsvTableAndWritesMetricsToTheNamedFd) {
     EXPECT_GT(test_eval["accuracy"].get<double>(), 0.95);
 }
 
+TEST_F(Trainer, LearnsACsvWithCategoriesAndMissingCellsAndExportsTheEncoding) {
+    // The label follows the colour (a category) and the weight; a tenth of the weights are missing (NA).
+    std::string train = "weight,colour,label\n", test = train;
+    Rng rng(6);
+    const char* colours[] = {"blue", "green", "red"};
+    for (int i = 0; i < 600; ++i) {
+        const int k = static_cast<int>(rng.below(3));
+        const float weight = rng.uniform(0, 10);
+        const std::string label = (k == 2) != (weight > 8) ? "hot" : "cold";
+        const std::string cell = i % 10 == 3 ? std::string("NA") : std::to_string(weight);
+        (i < 450 ? train : test).append(cell).append(",").append(colours[k]).append(",").append(label).append("\n");
+    }
+    test += "5,purple,cold\n"; // a colour training never had
+    write_text(dir.file("train.csv"), train);
+    write_text(dir.file("test.csv"), test);
+    json spec = {{"model", "mlp"},
+                 {"hidden", {16}},
+                 {"data",
+                  {{"format", "csv"},
+                   {"train_csv", "train.csv"},
+                   {"test_csv", "test.csv"},
+                   {"label_column", "label"},
+                   {"missing", "fill"}}},
+                 {"optimizer", {{"type", "adamw"}, {"lr", 0.01}}},
+                 {"batch_size", 32},
+                 {"epochs", 15}};
+    const std::string spec_path = write_spec(dir, "csv.json", spec);
+    const ProcessResult run =
+        run_trainer({spec_path, "--checkpoint-dir", dir.file("ck")}, {"TRAINDECK_DATASET_DIR=" + dir.path().string()});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    json data_event;
+    for (const auto& r : run.records("event"))
+        if (r["event"] == "data")
+            data_event = r;
+    ASSERT_TRUE(data_event.is_object()) << run.out;
+    const std::string message = data_event["message"];
+    EXPECT_NE(message.find("4 features (1 categorical columns one-hot)"), std::string::npos) << message;
+    EXPECT_NE(message.find("train: 45 missing cells filled"), std::string::npos) << message;
+    EXPECT_NE(message.find("test: 1 category values the training file does not have"), std::string::npos) << message;
+    EXPECT_EQ(data_event["data"]["csv"]["categorical"]["colour"], json::array({"blue", "green", "red"}));
+    EXPECT_GT(run.records("eval").back()["accuracy"].get<double>(), 0.85) << "the colour decides most labels";
+
+    // The model card says what each input value is.
+    const ProcessResult exported =
+        run_trainer({"export", spec_path, "--checkpoint", dir.file("ck"), "--out", dir.file("out"), "--no-int8"},
+                    {"TRAINDECK_DATASET_DIR=" + dir.path().string()});
+    ASSERT_EQ(exported.exit_code, 0) << exported.err;
+    std::ifstream card(dir.file("out/model.json"));
+    EXPECT_EQ(json::parse(card)["input"]["features"],
+              json::array({"weight", "colour=blue", "colour=green", "colour=red"}));
+}
+
 TEST(TrainerConfig, TheConfigRecordIsTheFullSpecButNotTheRunsName) {
     TempDir dir;
     std::string table = "x,y,kind\n";

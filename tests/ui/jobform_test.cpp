@@ -495,6 +495,20 @@ TEST(JobForm, DefaultsAreNotWrittenButALoadedValueIsKept) {
     EXPECT_EQ(job_form_problem(empty), "Add at least one layer to the model, or choose a preset.");
 }
 
+TEST(JobForm, ACsvSaysWhatToDoWithMissingCells) {
+    QTemporaryDir dir;
+    JobForm form;
+    form.data = "csv";
+    form.train_csv = touch(dir, "train.csv");
+    EXPECT_FALSE(job_form_request(form).value("builtin").toObject().value("data").toObject().contains("missing"));
+    form.missing = "fill";
+    const QJsonObject request = job_form_request(form);
+    EXPECT_EQ(request.value("builtin").toObject().value("data").toObject().value("missing").toString(), "fill");
+    EXPECT_EQ(job_form_from_request(request).missing, "fill");
+    form.data = "fashion-mnist"; // not a table: the key goes
+    EXPECT_FALSE(job_form_request(form).value("builtin").toObject().value("data").toObject().contains("missing"));
+}
+
 TEST(JobForm, AnImpossibleLayerListIsRefusedNamingTheLayer) {
     JobForm form;
     form.layers = QJsonArray{QJsonObject{{"type", "flatten"}}, QJsonObject{{"type", "conv2d"}, {"out", 4}}};
