@@ -358,12 +358,14 @@ void DatasetsView::setStatus(const QString& text, bool error) {
     status_->setStyleSheet(error ? "color: #b3261e;" : QString());
 }
 
-void DatasetsView::registerPath(const QString& root, const QString& name) {
+bool DatasetsView::registerPath(const QString& root, const QString& name) {
     const QString dataset_name = name.isEmpty() ? QFileInfo(root).fileName() : name;
-    if (!sync_.registerPath(dataset_name, root))
+    if (!sync_.registerPath(dataset_name, root)) {
         setStatus(tr("Busy with another dataset; try again when it is done"), true);
-    else
-        setStatus(tr("Hashing %1…").arg(root));
+        return false;
+    }
+    setStatus(tr("Hashing %1…").arg(root));
+    return true;
 }
 
 void DatasetsView::uploadSelected(const QString& backend_name) {

@@ -34,7 +34,8 @@ public:
     QString diffText() const;
     QString previewSummary() const { return preview_summary_; }
     // Registers a folder or file (what a drop does); the name is its file name.
-    void registerPath(const QString& root, const QString& name = {});
+    // false: busy with another dataset (said in the tab's status line).
+    bool registerPath(const QString& root, const QString& name = {});
     void uploadSelected(const QString& backend_name);
     void selectVersion(const QString& version);
     void refreshBackends();

@@ -17,11 +17,20 @@ bool is_image_name(const QString& name) {
     return suffix == "png" || suffix == "jpg" || suffix == "jpeg";
 }
 
-// The class folders of dir (each holding at least one image), in byte order; images counted.
+// Colour as the trainer decides it: by the file's colour type, not its pixels (an RGB file of grey pixels is RGB).
+bool has_colour(const QString& path) {
+    const QImage::Format format = QImageReader(path).imageFormat();
+    return format != QImage::Format_Invalid && format != QImage::Format_Grayscale8 &&
+           format != QImage::Format_Grayscale16 && format != QImage::Format_Mono && format != QImage::Format_MonoLSB;
+}
+
+// The class folders of dir as the trainer counts them (every folder not starting with "."), in byte order; the
+// images in them counted. Empty when no folder holds an image.
 QStringList class_folders(const QDir& dir, int* images, QString* first_image) {
     QStringList names = dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::NoSort);
     std::sort(names.begin(), names.end(), [](const QString& a, const QString& b) { return a.toUtf8() < b.toUtf8(); });
     QStringList classes;
+    bool any_image = false;
     for (const QString& name : names) {
         const QDir folder(dir.filePath(name));
         int count = 0;
@@ -31,13 +40,12 @@ QStringList class_folders(const QDir& dir, int* images, QString* first_image) {
                     *first_image = folder.filePath(file);
                 ++count;
             }
-        if (count > 0) {
-            classes << name;
-            if (images)
-                *images += count;
-        }
+        classes << name;
+        any_image = any_image || count > 0;
+        if (images)
+            *images += count;
     }
-    return classes;
+    return any_image ? classes : QStringList();
 }
 
 } // namespace
@@ -76,14 +84,13 @@ ImageFolderSurvey survey_image_folder(const QString& root) {
     const QSize size = reader.size();
     survey.first_width = size.width();
     survey.first_height = size.height();
-    // Colour when any class's first image has it (the trainer's own rule for channels 0).
+    // Colour when any class's first image has it (the trainer's own rule for channels 0), from the file's header.
     const QDir classes_dir(survey.train.isEmpty() ? root : dir.filePath(survey.train));
     for (const QString& name : classes) {
         const QDir folder(classes_dir.filePath(name));
         for (const QString& file : folder.entryList(QDir::Files, QDir::Name))
             if (is_image_name(file)) {
-                const QImage image(folder.filePath(file));
-                survey.colour = survey.colour || (!image.isNull() && !image.allGray());
+                survey.colour = has_colour(folder.filePath(file));
                 break;
             }
         if (survey.colour)

@@ -20,11 +20,12 @@ struct ImageFolderSurvey {
     bool colour = false;
 };
 
-// Reads folder names and image headers only (no pixels but the first image of each class, for its colour).
+// Reads folder names and image headers only (the first image's size; each class's first image's colour type).
 ImageFolderSurvey survey_image_folder(const QString& root);
 
 // The form for training on that folder as dataset `version` (registered from root): images from the version's
-// folder, the size and channels from the images, resnet for small images (64 px or less), else the CNN at 64 px.
+// folder, the size and channels from the images (the longer side, capped at 64 px), the ResNet preset from 16 px
+// up (the CNN below), crop+flip augmentation and early stopping.
 JobForm image_folder_job_form(const ImageFolderSurvey& survey, const QString& name, const QString& version);
 
 } // namespace traindeck

@@ -399,7 +399,8 @@ void MainWindow::dropEvent(QDropEvent* event) {
         importPaths(paths);
 }
 
-void MainWindow::dropPath(const QString& path, const std::function<void(NewJobDialog*)>& opened) {
+void MainWindow::dropPath(const QString& dropped, const std::function<void(NewJobDialog*)>& opened) {
+    const QString path = QDir::cleanPath(dropped); // a folder URL may end in "/": its name is the last part
     run_in_background(
         this, [path] { return survey_image_folder(path); },
         [this, path, opened](const ImageFolderSurvey& survey) {
@@ -416,6 +417,14 @@ void MainWindow::dropPath(const QString& path, const std::function<void(NewJobDi
 void MainWindow::trainOnImageFolder(const QString& root, const ImageFolderSurvey& survey,
                                     const std::function<void(NewJobDialog*)>& opened) {
     const QString name = QFileInfo(root).fileName();
+    // One dropped folder at a time: its answer is recognised by its name, so a second would take the first's.
+    if (!pending_drop_.isEmpty() || dataset_sync_->busy()) {
+        addAlert(tr("%1: not registered — busy with %2; drop it again when that is done")
+                     .arg(name, pending_drop_.isEmpty() ? tr("another dataset") : pending_drop_));
+        if (opened)
+            opened(nullptr);
+        return;
+    }
     addAlert(tr("%1: %2 images in %3 classes — registering it as a dataset, then New job opens on it")
                  .arg(name)
                  .arg(survey.images)
@@ -429,6 +438,7 @@ void MainWindow::trainOnImageFolder(const QString& root, const ImageFolderSurvey
                                   return;
                               disconnect(*registered);
                               disconnect(*failed);
+                              pending_drop_.clear();
                               auto* dialog = new NewJobDialog(this);
                               dialog->setAttribute(Qt::WA_DeleteOnClose);
                               dialog->setBackends(backendNames(), settings_.default_backend);
@@ -445,13 +455,23 @@ void MainWindow::trainOnImageFolder(const QString& root, const ImageFolderSurvey
                               if (opened)
                                   opened(dialog);
                           });
+    // While this registration runs nothing else may start (DatasetSync is busy), so a failure now is its failure.
     *failed = connect(dataset_sync_, &DatasetSync::failed, this, [this, registered, failed, opened](const QString&) {
         disconnect(*registered);
         disconnect(*failed);
+        pending_drop_.clear();
         if (opened)
             opened(nullptr);
     });
-    datasets_->registerPath(root, name);
+    pending_drop_ = name;
+    if (!datasets_->registerPath(root, name)) {
+        disconnect(*registered);
+        disconnect(*failed);
+        pending_drop_.clear();
+        addAlert(tr("%1: not registered — busy with another dataset; drop it again when that is done").arg(name));
+        if (opened)
+            opened(nullptr);
+    }
 }
 
 void MainWindow::connectSync(JobSync& sync) {

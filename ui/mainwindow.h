@@ -125,7 +125,7 @@ public:
     // A dropped path: a folder of class folders of images (directly, or as train/ and test/) is registered as a
     // dataset version and New job opens on it (non-modal) with defaults from the images; anything else imports.
     // Looked at off the GUI thread; `opened` (tests) gets the dialog, or null when the path went to the importer.
-    void dropPath(const QString& path, const std::function<void(class NewJobDialog*)>& opened = {});
+    void dropPath(const QString& dropped, const std::function<void(class NewJobDialog*)>& opened = {});
 
 signals:
     // The user asked to add a remote worker (the app wires this to its BackendManager).
@@ -233,6 +233,7 @@ private:
     QTimer* follow_timer_;     // reads what other programs wrote to the catalog (each second)
     QSet<qint64> active_runs_; // the active runs last seen, for watchNewRuns
     QString last_catalog_error_;
+    QString pending_drop_; // the dropped image folder being registered (its name), or empty
 };
 
 } // namespace traindeck

@@ -266,6 +266,12 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
                 learned.fill[f] = static_cast<float>(sum / static_cast<double>(present)); // the mean
                 continue;
             }
+            // An identifier, a name or free text would be a one-hot column per row: refused, naming the column.
+            if (counts.size() > 1000 || (counts.size() > 50 && counts.size() * 2 > present))
+                return Error{path + ": column \"" + learned.columns[f] + "\" has " + std::to_string(counts.size()) +
+                             " different text values in " + std::to_string(present) +
+                             " rows — an identifier or free text, not a category; drop the column (or make it "
+                             "numeric)"};
             for (const auto& [value, count] : counts)
                 learned.categories[f].push_back(value); // std::map: byte order, stable everywhere
             // The mode (the first in byte order among equals), as its index.

@@ -49,7 +49,7 @@ struct Dataset {
     std::vector<int32_t> y;
     int height = 1, width = 1, channels = 1;
     int classes = 0;
-    std::vector<std::string> class_names; // CSV string labels or image folders' class folders, in class-index order
+    std::vector<std::string> class_names;   // CSV string labels or image folders' class folders, in class-index order
     std::vector<std::string> feature_names; // CSV: each feature's column ("age", or "colour=red" for a one-hot one)
 
     size_t size() const { return y.size(); }

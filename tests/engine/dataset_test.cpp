@@ -178,6 +178,17 @@ TEST(Dataset, CsvCategoricalColumnsAreOneHotFromTheTrainingFile) {
     ASSERT_TRUE(kept) << kept.error();
     EXPECT_EQ(kept->size(), 3u);
     EXPECT_EQ(dropped.rows_dropped, 2u);
+    EXPECT_EQ(kept->y, (std::vector<int32_t>{0, 1, 0})) << "the labels stay with their rows (a, b, a)";
+    EXPECT_FLOAT_EQ(kept->x[2 * 5 + 0], 60.0f);
+    // An identifier column is no category.
+    std::string ids = "id,label\n";
+    for (int i = 0; i < 120; ++i)
+        ids.append("user").append(std::to_string(i)).append(i % 2 ? ",a\n" : ",b\n");
+    write_text(dir.file("ids.csv"), ids);
+    auto identifiers = load_csv(dir.file("ids.csv"), "label");
+    ASSERT_FALSE(identifiers);
+    EXPECT_NE(identifiers.error().find("column \"id\" has 120 different text values in 120 rows"), std::string::npos)
+        << identifiers.error();
     // A column of numbers with one word in it is a typo, not a category.
     write_text(dir.file("typo.csv"), "x,label\n1,a\n2,b\n3x,a\n4,b\n");
     auto typo = load_csv(dir.file("typo.csv"), "label");
