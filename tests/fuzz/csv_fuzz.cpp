@@ -1,9 +1,12 @@
 // Fuzz target: the two CSV readers, the engine's (load_csv: what a built-in job trains on) and the dataset
 // inspection's (inspect_dataset on a one-file dataset: what the console checks and previews), on the same file.
 // Input: one option byte (bit 0: the label column is named "label", else the last column; bit 1: the training
-// file's classes are "cat", "dog", as for a test file), then the CSV text.
-// Properties: a refusal says why; a loaded table has `features` floats per row, finite, and labels below its class
-// count (named when they are strings); a preview keeps whole rows, one type per column, and no more rows than asked.
+// file's classes are "cat", "dog", as for a test file; bits 2-3: missing cells are an error (0, 1), dropped (2) or
+// filled (3)), then the CSV text.
+// Properties: a refusal says why; a loaded table has `features` floats per row, finite, a name per feature, and labels
+// below its class count (named when they are strings); read again with the encoding it taught (as a test file is),
+// the same file gives the same numbers and no value the encoding lacks; a preview keeps whole rows, one type per
+// column, and no more rows than asked.
 #include "dataset.h"
 #include "fuzzsupport.h"
 #include "inspect.h"
@@ -22,7 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
     const std::string label_column = options & 1 ? "label" : "";
     const std::vector<std::string> known_classes = options & 2 ? std::vector<std::string>{"cat", "dog"} : std::vector<std::string>{};
-    const auto loaded = traindeck::engine::load_csv(file.path(), label_column, known_classes);
+    const int policy = (options >> 2) & 3;
+    const std::string missing = policy == 2 ? "drop" : policy == 3 ? "fill" : "error";
+    traindeck::engine::CsvEncoding encoding;
+    const auto loaded = traindeck::engine::load_csv(file.path(), label_column, known_classes,
+                                                    {.missing = missing, .learned = &encoding});
     if (!loaded) {
         FUZZ_CHECK(!loaded.error().empty(), "a refused CSV without a message");
     } else {
@@ -36,6 +43,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             FUZZ_CHECK(label >= 0 && label < set.classes, "a label outside [0, classes)");
         FUZZ_CHECK(set.class_names.empty() || static_cast<int>(set.class_names.size()) == set.classes,
                    "class names do not match the class count");
+        FUZZ_CHECK(set.feature_names.size() == set.features(), "not one name per feature");
+        traindeck::engine::CsvReport report;
+        const auto again = traindeck::engine::load_csv(file.path(), label_column, set.class_names,
+                                                       {.missing = missing, .encoding = &encoding, .report = &report});
+        FUZZ_CHECK(static_cast<bool>(again), "the file refused under the encoding it taught");
+        FUZZ_CHECK(again->x == set.x && again->y == set.y, "the file reads differently under its own encoding");
+        FUZZ_CHECK(report.unseen_values == 0, "a value of the file missing from the encoding it taught");
     }
 
     // A dataset registered from one file: the root is the file itself, the manifest holds it under its name.
