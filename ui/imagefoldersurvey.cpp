@@ -24,28 +24,31 @@ bool has_colour(const QString& path) {
            format != QImage::Format_Grayscale16 && format != QImage::Format_Mono && format != QImage::Format_MonoLSB;
 }
 
-// The class folders of dir as the trainer counts them (every folder not starting with "."), in byte order; the
-// images in them counted. Empty when no folder holds an image.
-QStringList class_folders(const QDir& dir, int* images, QString* first_image) {
+// The class folders of dir as the trainer counts them (every folder not starting with "."), in byte order, with the
+// images they hold and each one's first image (empty for a folder without one). No classes when no folder has an image.
+struct ClassFolders {
+    QStringList classes, first_images;
+    int images = 0;
+};
+ClassFolders class_folders(const QDir& dir) {
     QStringList names = dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::NoSort);
     std::sort(names.begin(), names.end(), [](const QString& a, const QString& b) { return a.toUtf8() < b.toUtf8(); });
-    QStringList classes;
-    bool any_image = false;
+    ClassFolders found;
     for (const QString& name : names) {
         const QDir folder(dir.filePath(name));
-        int count = 0;
+        QString first;
         for (const QString& file : folder.entryList(QDir::Files, QDir::Name))
             if (is_image_name(file)) {
-                if (count == 0 && first_image && first_image->isEmpty())
-                    *first_image = folder.filePath(file);
-                ++count;
+                if (first.isEmpty())
+                    first = folder.filePath(file);
+                ++found.images;
             }
-        classes << name;
-        any_image = any_image || count > 0;
-        if (images)
-            *images += count;
+        found.classes << name;
+        found.first_images << first;
     }
-    return any_image ? classes : QStringList();
+    if (found.images == 0)
+        return {};
+    return found;
 }
 
 } // namespace
@@ -57,44 +60,41 @@ ImageFolderSurvey survey_image_folder(const QString& root) {
         survey.why_not = QStringLiteral("not a folder");
         return survey;
     }
-    QString first;
-    int images = 0;
-    QStringList classes;
     const QDir train(dir.filePath("train"));
-    if (train.exists() && !class_folders(train, nullptr, nullptr).isEmpty()) {
+    ClassFolders found = train.exists() ? class_folders(train) : ClassFolders{};
+    if (!found.classes.isEmpty()) {
         survey.train = "train";
-        classes = class_folders(train, &images, &first);
         for (const char* test : {"test", "val", "validation"})
-            if (QDir(dir.filePath(test)).exists() &&
-                !class_folders(QDir(dir.filePath(test)), nullptr, nullptr).isEmpty()) {
+            if (QDir(dir.filePath(test)).exists() && !class_folders(QDir(dir.filePath(test))).classes.isEmpty()) {
                 survey.test = test;
                 break;
             }
     } else {
-        classes = class_folders(dir, &images, &first);
+        found = class_folders(dir);
     }
-    if (classes.size() < 2) {
+    if (found.classes.size() < 2) {
         survey.why_not = QStringLiteral("fewer than two folders of PNG/JPEG images");
         return survey;
     }
     survey.image_folder = true;
-    survey.classes = classes;
-    survey.images = images;
-    QImageReader reader(first);
-    const QSize size = reader.size();
-    survey.first_width = size.width();
-    survey.first_height = size.height();
-    // Colour when any class's first image has it (the trainer's own rule for channels 0), from the file's header.
-    const QDir classes_dir(survey.train.isEmpty() ? root : dir.filePath(survey.train));
-    for (const QString& name : classes) {
-        const QDir folder(classes_dir.filePath(name));
-        for (const QString& file : folder.entryList(QDir::Files, QDir::Name))
-            if (is_image_name(file)) {
-                survey.colour = has_colour(folder.filePath(file));
-                break;
-            }
-        if (survey.colour)
+    survey.classes = found.classes;
+    survey.images = found.images;
+    // The first image in class order gives the size; colour when any class's first image has it (the trainer's own
+    // rule for channels 0), from the file's header.
+    bool sized = false;
+    for (const QString& first : found.first_images) {
+        if (first.isEmpty())
+            continue;
+        if (!sized) {
+            const QSize size = QImageReader(first).size();
+            survey.first_width = size.width();
+            survey.first_height = size.height();
+            sized = true;
+        }
+        if (has_colour(first)) {
+            survey.colour = true;
             break;
+        }
     }
     return survey;
 }

@@ -2,6 +2,7 @@
 #include "jobform.h"
 
 #include "jobspec.h"
+#include "jsonbridge.h"
 #include "layerplan.h"
 
 #include <QFileInfo>
@@ -25,15 +26,7 @@ QString data_title(const JobForm& form) {
 
 QStringList environment_lines(const JobForm& form) { return form.environment.split('\n', Qt::SkipEmptyParts); }
 
-// The keys of each preset (jobspec.cpp's expand_preset) besides "model": dropped when the model changes.
-const char* const kPresetKeys[] = {"hidden", "conv",   "fc",         "kernel", "width",
-                                   "stages", "blocks", "activation", "dropout"};
-
 double default_weight_decay(const QString& optimizer) { return optimizer == "adamw" ? 0.01 : 0.0; }
-
-nlohmann::json to_nlohmann(const QJsonObject& object) {
-    return nlohmann::json::parse(QJsonDocument(object).toJson(QJsonDocument::Compact).toStdString(), nullptr, false);
-}
 
 // Sets key to value, unless value is the trainer's default and the request did not say it: a new request says only
 // what was chosen, a loaded one keeps what it said.
@@ -340,12 +333,12 @@ QJsonObject job_form_request(const JobForm& form) {
     // preset's keys and any layer list.
     if (!form.layers.isEmpty()) {
         spec.remove("model");
-        for (const char* key : kPresetKeys)
+        for (const char* key : engine::kPresetKeys)
             spec.remove(key);
         spec["layers"] = form.layers;
     } else {
         if (spec.value("model").toString() != form.model)
-            for (const char* key : kPresetKeys)
+            for (const char* key : engine::kPresetKeys)
                 spec.remove(key);
         spec.remove("layers");
         spec["model"] = form.model;

@@ -2,6 +2,8 @@
 // thread only posts and receives.
 #include "jobsync.h"
 
+#include "jsonbridge.h"
+
 #include "background.h"
 #include "backendref.h"
 #include "jobstate.h"
@@ -63,7 +65,7 @@ void JobSync::submit(const QString& name, const QJsonObject& request) {
         }
         QPointer<JobSync> self(this);
         const std::string backend_name = backend_name_.toStdString();
-        const nlohmann::json spec = nlohmann::json::parse(QJsonDocument(request).toJson().toStdString(), nullptr, false);
+        const nlohmann::json spec = to_nlohmann(request);
         writer_.post([self, remote = submitted.remote, name, backend_name, spec](Catalog& catalog) {
             const int64_t id = catalog.add_job(name.toStdString(), backend_name, remote.toStdString(), spec);
             QMetaObject::invokeMethod(self, [self, id, remote] {
@@ -181,7 +183,7 @@ void JobSync::onEvents(const QString& remote_id, const QByteArray& events, bool 
 }
 
 void JobSync::recordArtifacts(qint64 job, const QJsonObject& report) {
-    const nlohmann::json info = nlohmann::json::parse(QJsonDocument(report).toJson(QJsonDocument::Compact).toStdString(), nullptr, false);
+    const nlohmann::json info = to_nlohmann(report);
     writer_.post([job, info](Catalog& catalog) {
         for (const auto& artifact : info.value("artifacts", nlohmann::json::array()))
             catalog.add_artifact(job, artifact.value("kind", ""), artifact.value("path", ""), artifact.value("bytes", int64_t(0)), info);

@@ -1,9 +1,10 @@
 // LayerListModel (layerlistmodel.h): rows are the layers; every edit replans with the trainer's layer plan.
 #include "layerlistmodel.h"
 
+#include "jsonbridge.h"
+
 #include <QBrush>
 #include <QColor>
-#include <QJsonDocument>
 #include <QLocale>
 
 #include <nlohmann/json.hpp>
@@ -14,10 +15,6 @@ using engine::LayerSpec;
 using engine::LayerType;
 
 namespace {
-
-nlohmann::json to_nlohmann(const QJsonArray& array) {
-    return nlohmann::json::parse(QJsonDocument(array).toJson(QJsonDocument::Compact).toStdString(), nullptr, false);
-}
 
 // A new layer of this type at this row: sizes a user would start from.
 LayerSpec default_layer(LayerType type, int row) {
@@ -67,9 +64,9 @@ bool LayerListModel::setLayers(const QJsonArray& layers, QString* problem) {
 
 void LayerListModel::setPreset(const QString& model, const QJsonObject& options) {
     nlohmann::json preset{{"model", model.toStdString()}};
-    for (const char* key : {"hidden", "conv", "fc", "kernel", "width", "stages", "blocks", "activation", "dropout"})
+    for (const char* key : engine::kPresetKeys)
         if (options.contains(key))
-            preset[key] = to_nlohmann(QJsonArray{options.value(key)})[0];
+            preset[key] = to_nlohmann(options.value(key));
     auto spec = engine::parse_job_spec(preset);
     if (!spec) // a preset key the trainer refuses: the preset's defaults (Submit says what is wrong)
         spec = engine::parse_job_spec(nlohmann::json{{"model", model.toStdString()}});
@@ -83,7 +80,7 @@ QJsonArray LayerListModel::layersJson() const {
     nlohmann::json array = nlohmann::json::array();
     for (const LayerSpec& layer : layers_)
         array.push_back(engine::layer_spec_to_json(layer));
-    return QJsonDocument::fromJson(QByteArray::fromStdString(array.dump())).array();
+    return to_qt_array(array);
 }
 
 QString LayerListModel::summary() const {

@@ -2,6 +2,8 @@
 // GUI thread only posts, keeps the latest answers and hands them on.
 #include "sweepsync.h"
 
+#include "jsonbridge.h"
+
 #include "background.h"
 #include "backendref.h"
 #include "jobcontroller.h"
@@ -22,16 +24,6 @@ namespace traindeck {
 
 namespace {
 
-nlohmann::json to_nlohmann(const QJsonObject& object) {
-    return nlohmann::json::parse(QJsonDocument(object).toJson(QJsonDocument::Compact).toStdString(), nullptr, false);
-}
-
-QJsonObject to_qt(const nlohmann::json& json) {
-    return QJsonDocument::fromJson(
-               QByteArray::fromStdString(json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)))
-        .object();
-}
-
 // The trial states in which its job may still write events (and so must be watched).
 bool active_trial(const QString& state) { return state == "running" || state == "pausing" || state == "stopping"; }
 
@@ -51,7 +43,7 @@ QJsonObject sweep_trial_request(const QJsonObject& spec_object, qint64 sweep_id,
     nlohmann::json base = spec.base;
     sweep::Params values;
     for (auto it = params.begin(); it != params.end(); ++it)
-        values[it.key().toStdString()] = to_nlohmann(QJsonObject{{"v", it.value()}})["v"];
+        values[it.key().toStdString()] = to_nlohmann(it.value());
     if (base.contains("builtin") && base["builtin"].is_object()) {
         nlohmann::json& builtin = base["builtin"];
         // As the worker's trials: counting ASHA epochs, a trial is as long as the last rung.
@@ -75,7 +67,7 @@ QJsonObject sweep_trial_request(const QJsonObject& spec_object, qint64 sweep_id,
     } else {
         base["name"] = spec.name + " best";
     }
-    return to_qt(base);
+    return to_qt_object(base);
 }
 
 struct SweepSync::Polled {

@@ -201,6 +201,8 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
 
     // The table as text first: whether a column is numeric or categorical is known only once all of it is read.
     std::vector<std::vector<std::string>> rows; // feature cells, in feature order
+    std::vector<uint8_t> missing_cells;         // rows × columns: the cell is missing (judged once, here)
+    std::vector<uint8_t> row_missing;           // the row has a missing cell
     std::vector<size_t> row_lines;
     std::vector<std::string> raw_labels;
     size_t line_number = 1;
@@ -222,6 +224,12 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
         }
         raw_labels.push_back(trim(cells[label_index]));
         cells.erase(cells.begin() + label_index);
+        uint8_t any = 0;
+        for (const std::string& cell : cells) {
+            missing_cells.push_back(is_missing(cell) ? 1 : 0);
+            any |= missing_cells.back();
+        }
+        row_missing.push_back(any);
         rows.push_back(std::move(cells));
         row_lines.push_back(line_number);
     }
@@ -241,7 +249,7 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
             size_t present = 0, numbers = 0, first_text = rows.size();
             std::map<std::string, size_t> counts;
             for (size_t r = 0; r < rows.size(); ++r) {
-                if (is_missing(rows[r][f]))
+                if (missing_cells[r * columns + f])
                     continue;
                 float value = 0.0f;
                 if (parse_float(rows[r][f], value)) {
@@ -302,22 +310,22 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
     data.x.reserve(rows.size() * width);
     for (size_t r = 0; r < rows.size(); ++r) {
         const std::vector<std::string>& row = rows[r];
-        const std::string where = path + ":" + std::to_string(row_lines[r]) + ": column \"";
-        const bool any_missing = std::any_of(row.begin(), row.end(), is_missing);
-        if (any_missing && options.missing == "drop") {
+        auto where = [&] { return path + ":" + std::to_string(row_lines[r]) + ": column \""; };
+        if (row_missing[r] && options.missing == "drop") {
             ++report.rows_dropped;
             continue;
         }
         for (size_t f = 0; f < columns; ++f) {
             const std::vector<std::string>& categories = encoding->categories[f];
-            const bool missing = is_missing(row[f]);
+            const bool missing = missing_cells[r * columns + f] != 0;
             if (missing && options.missing != "fill")
-                return Error{where + encoding->columns[f] + "\" is missing (set data.missing to \"drop\" or \"fill\")"};
+                return Error{where() + encoding->columns[f] +
+                             "\" is missing (set data.missing to \"drop\" or \"fill\")"};
             report.cells_filled += missing;
             if (categories.empty()) {
                 float value = encoding->fill[f];
                 if (!missing && !parse_float(row[f], value))
-                    return Error{where + encoding->columns[f] + "\": \"" + row[f] + "\" is not a number"};
+                    return Error{where() + encoding->columns[f] + "\": \"" + row[f] + "\" is not a number"};
                 data.x.push_back(value);
                 continue;
             }

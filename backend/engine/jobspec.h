@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -108,6 +109,10 @@ Expected<JobSpec> load_job_spec(const std::string& path);
 nlohmann::json job_spec_to_json(const JobSpec& spec);
 // One layer as the spec's "layers" write it: its type and the fields that type has.
 nlohmann::json layer_spec_to_json(const LayerSpec& layer);
+
+// The keys the presets read besides "model" (expand_preset in jobspec.cpp): a tool that changes the preset drops them.
+inline constexpr std::array<const char*, 9> kPresetKeys = {"hidden", "conv",   "fc",         "kernel", "width",
+                                                           "stages", "blocks", "activation", "dropout"};
 
 // Where Debian's dataset-fashion-mnist puts the files.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
