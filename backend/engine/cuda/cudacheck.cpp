@@ -458,7 +458,8 @@ int main(int argc, char** argv) {
         std::vector<float> mean0(c, 0.0f), var0(c, 1.0f);
         DeviceBuffer dx_in(x), ddy(dy), dgamma_param(gamma), dbeta_param(beta), dy_out(rows * c), dxhat(rows * c),
             dmean(c), dinv(c), drunning_mean(mean0), drunning_var(var0), dgrad_x(rows * c),
-            dgrad_gamma(std::vector<float>(c, 0.0f)), dgrad_beta(std::vector<float>(c, 0.0f)), dscratch(2 * c);
+            dgrad_gamma(std::vector<float>(c, 0.0f)), dgrad_beta(std::vector<float>(c, 0.0f)),
+            dscratch(2 * static_cast<std::size_t>(c));
         cuda::batchnorm_forward_training(dy_out.data, dxhat.data, dmean.data, dinv.data, drunning_mean.data,
                                          drunning_var.data, dx_in.data, dgamma_param.data, dbeta_param.data, rows, c,
                                          0.1f, 1e-5f, nullptr);
