@@ -80,6 +80,9 @@ public:
     virtual QString pinnedKey() const { return {}; }
     virtual bool keyNeedsTrust() const { return false; }
     virtual QString attachNotice() const { return {}; }
+    // The bearer token open() read itself (an SSH host's, read over ssh from the worker's state folder) for the
+    // console to keep in the keyring; "" when the token came from the settings.
+    virtual QString learnedToken() const { return {}; }
 
 signals:
     // events: a JSON array of {"seq","time","type","data"} in seq order; the receiver upserts by (job, seq).
@@ -96,5 +99,5 @@ public:
 
 } // namespace traindeck
 
-#define TrainDeckBackendFactory_iid "org.traindeck.BackendFactory/4"
+#define TrainDeckBackendFactory_iid "org.traindeck.BackendFactory/5"
 Q_DECLARE_INTERFACE(traindeck::BackendFactory, TrainDeckBackendFactory_iid)

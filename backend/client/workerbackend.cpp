@@ -265,17 +265,23 @@ void WorkerBackend::lost_connection(const client::HttpResponse& response) {
         return;
     std::unique_lock look(reattach_mutex_, std::try_to_lock);
     const auto now = std::chrono::steady_clock::now();
-    if (!look.owns_lock() || now - last_look_ < std::chrono::seconds(1))
-        return; // another thread is looking, or looked a moment ago
+    if (!look.owns_lock() || now - last_look_ < std::chrono::seconds(1) || closing_->load())
+        return; // another thread is looking, or looked a moment ago, or the backend is going (quiesce)
     last_look_ = now;
     LocalWorker local;
     std::string url;
+    bool remote = false;
     {
         std::lock_guard lock(mutex_);
-        if (!local_)
-            return; // a remote worker: only its address was given, and that is where it is asked again
-        local = *local_;
-        url = url_;
+        remote = !local_;
+        if (!remote) {
+            local = *local_;
+            url = url_;
+        }
+    }
+    if (remote) {
+        unreachable(); // its address is asked again by the next request; a subclass may know another way
+        return;
     }
     const QString port = read_first_line(local.state_dir + "/port");
     const QString token = read_first_line(local.state_dir + "/token");
@@ -315,6 +321,11 @@ void WorkerBackend::shutdown() {
     cancelUploads();
 }
 
+void WorkerBackend::quiesce() {
+    shutdown();
+    std::lock_guard wait(reattach_mutex_); // a lost_connection() that took it before closing_ was set ends first
+}
+
 WorkerBackend::~WorkerBackend() {
     // Everything under way ends within 50 ms (the connections' abort flag); nothing waits for the worker.
     shutdown();
@@ -331,7 +342,8 @@ WorkerBackend::~WorkerBackend() {
 }
 
 void WorkerBackend::set_endpoint(const std::string& url, const std::string& token, const std::string& pinned_key,
-                                 const std::string& ca_file, const QString& description) {
+                                 const std::string& ca_file, const QString& description,
+                                 const std::string& unix_socket) {
     std::lock_guard lock(mutex_);
     url_ = url;
     token_ = token;
@@ -340,6 +352,7 @@ void WorkerBackend::set_endpoint(const std::string& url, const std::string& toke
     description_ = description;
     template_ = std::make_unique<client::WorkerClient>(url_, token_);
     template_->set_tls(pinned_, ca_file_);
+    template_->set_unix_socket(unix_socket);
     template_->set_abort(closing_);
     ++endpoint_;
     idle_.clear();

@@ -61,8 +61,9 @@ public:
 
 protected:
     // Subclasses call this from open() once they know where the worker is.
+    // unix_socket: reach the worker through that socket (WorkerClient::set_unix_socket), url then only names it.
     void set_endpoint(const std::string& url, const std::string& token, const std::string& pinned_key,
-                      const std::string& ca_file, const QString& description);
+                      const std::string& ca_file, const QString& description, const std::string& unix_socket = {});
     client::HttpResponse call(const std::string& method, const std::string& path, const std::string& body = {},
                               long timeout_ms = 10000);
     // Finds the worker whose state folder is settings["state_dir"] (else default_state_dir) on this machine, or
@@ -76,6 +77,14 @@ protected:
 
     // For open(): what pinnedKey() and keyNeedsTrust() answer.
     void set_key(const QString& pin, bool needs_trust);
+
+    // A request to a worker that is not on this machine got no answer at all (at most once a second, on the thread
+    // that made it): a subclass that knows another way to the worker (an SSH host: the forward, the worker's own
+    // start) looks there. It must not block.
+    virtual void unreachable() {}
+    // shutdown(), then waits for an unreachable() under way: a subclass's destructor calls it before it lets go of
+    // what unreachable() uses (no call starts after it).
+    void quiesce();
 
 private:
     struct Pooled {

@@ -118,6 +118,7 @@ std::unique_ptr<WorkerClient> WorkerClient::fork() const {
     auto client = std::make_unique<WorkerClient>(base_url_, token_);
     client->set_tls(pinned_, ca_file_, verify_host_);
     client->set_headers(headers_);
+    client->set_unix_socket(unix_socket_);
     client->set_abort(abort_);
     client->set_max_response_bytes(max_response_bytes_);
     return client;
@@ -160,6 +161,8 @@ HttpResponse WorkerClient::perform(const std::string& method, const std::string&
         curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
     }
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    if (!unix_socket_.empty())
+        curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, unix_socket_.c_str());
     if (!pinned_.empty()) {
         // A pinned key replaces CA trust (a worker's certificate is usually self-signed): the key must match exactly.
         curl_easy_setopt(curl, CURLOPT_PINNEDPUBLICKEY, pinned_.c_str());

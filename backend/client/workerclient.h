@@ -47,6 +47,10 @@ public:
     // The largest answer body read (0: any): a peer that sends more has its answer cut off with an error.
     void set_max_response_bytes(size_t bytes) { max_response_bytes_ = bytes; }
 
+    // Connect through this Unix socket instead of the URL's host and port (the URL still names the request): an
+    // SSH host's worker, reached through `ssh -L SOCKET:127.0.0.1:PORT`, whose socket only this user may open.
+    void set_unix_socket(std::string path) { unix_socket_ = std::move(path); }
+
     // Extra request headers ("Name: value"); with an empty token no Authorization header is sent (slurmrestd).
     void set_headers(std::vector<std::string> headers) { headers_ = std::move(headers); }
 
@@ -62,7 +66,7 @@ private:
     HttpResponse perform(const std::string& method, const std::string& path, const std::string* body, long timeout_ms,
                          const char* content_type = "application/json");
 
-    std::string base_url_, token_, pinned_, ca_file_;
+    std::string base_url_, token_, pinned_, ca_file_, unix_socket_;
     std::vector<std::string> headers_;
     size_t max_response_bytes_ = 0;
     bool verify_host_ = true;

@@ -33,6 +33,7 @@
 #include "reaper.h"
 #include "requireall.h"
 #include "runimporter.h"
+#include "sshworkerbackend.h"
 #include "tfevents.h"
 #include "backendmanager.h"
 #include "backendref.h"
@@ -69,6 +70,7 @@
 #include <QJsonObject>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTcpServer>
 #include <QTableView>
 #include <QTabWidget>
 #include <QItemSelectionModel>
@@ -399,6 +401,72 @@ struct GapMeter {
     }
 };
 
+// A second host for the SSH backend: OpenSSH's sshd on a loopback port with a host key and a user key of its own
+// (shared/notes/TOOLS.md), its sessions' HOME a folder of the test (sshd's SetEnv), so that what the console installs
+// there stays in the test. The client knows it through an ssh config naming it "gpu-box" and a known_hosts file
+// written from its host key: the console's ssh verifies the host as it would any other, nothing is accepted blindly.
+struct SshdHost {
+    QString dir, config, home;
+    ~SshdHost() { stop(); }
+    static bool available() {
+        return QFile::exists("/usr/sbin/sshd") && !QStandardPaths::findExecutable("ssh").isEmpty() &&
+               !QStandardPaths::findExecutable("ssh-keygen").isEmpty();
+    }
+    // "" or why it did not start.
+    QString start(const QString& base) {
+        dir = base;
+        home = dir + "/home";
+        QDir().mkpath(home);
+        QDir().mkpath("/run/sshd"); // sshd's privilege-separation folder; it refuses to start without
+        for (const QString key : {"hostkey", "userkey"})
+            if (QProcess::execute("ssh-keygen", {"-q", "-t", "ed25519", "-N", "", "-f", dir + "/" + key}) != 0)
+                return "ssh-keygen could not make " + key;
+        QFile::copy(dir + "/userkey.pub", dir + "/authorized_keys");
+        int port = 0;
+        {
+            QTcpServer probe; // a free port, given back at once to sshd
+            if (!probe.listen(QHostAddress::LocalHost, 0))
+                return "no free port";
+            port = probe.serverPort();
+        }
+        const QString user = qEnvironmentVariable("USER", ::getuid() == 0 ? "root" : "");
+        QString sshd_config =
+            QString("Port %1\nListenAddress 127.0.0.1\nHostKey %2/hostkey\nAuthorizedKeysFile %2/authorized_keys\n"
+                    "PasswordAuthentication no\nKbdInteractiveAuthentication no\nPidFile %2/sshd.pid\n"
+                    "StrictModes no\nUsePAM no\nSetEnv HOME=%3\n")
+                .arg(port)
+                .arg(dir, home);
+        write_file(dir + "/sshd_config", sshd_config.toUtf8());
+        // sshd binds before it detaches: when this returns, the port listens.
+        if (const int rc = QProcess::execute("/usr/sbin/sshd", {"-f", dir + "/sshd_config", "-E", dir + "/sshd.log"});
+            rc != 0)
+            return QString("sshd exited with %1: %2").arg(rc).arg(QString::fromUtf8(read_all(dir + "/sshd.log")));
+        QFile host_key(dir + "/hostkey.pub");
+        if (!host_key.open(QIODevice::ReadOnly))
+            return "no host key";
+        write_file(dir + "/known_hosts", QString("[127.0.0.1]:%1 ").arg(port).toUtf8() + host_key.readAll());
+        config = dir + "/ssh_config";
+        write_file(config,
+                   QString("Host gpu-box\n  HostName 127.0.0.1\n  Port %1\n  User %2\n  IdentityFile %3/userkey\n"
+                           "  IdentitiesOnly yes\n  UserKnownHostsFile %3/known_hosts\n  StrictHostKeyChecking yes\n")
+                       .arg(port)
+                       .arg(user, dir)
+                       .toUtf8());
+        return {};
+    }
+    void stop() {
+        bool ok = false;
+        const qint64 pid = read_all(dir + "/sshd.pid").trimmed().toLongLong(&ok);
+        if (ok && pid > 0)
+            ::kill(static_cast<pid_t>(pid), SIGTERM);
+        dir.clear();
+    }
+    static QByteArray read_all(const QString& path) {
+        QFile file(path);
+        return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+    }
+};
+
 QString state_of(MainWindow& window, int row) {
     return window.jobs().data(window.jobs().index(row, JobTableModel::State), Qt::DisplayRole).toString();
 }
@@ -450,6 +518,7 @@ private slots:
     void datasetsRegisterPreviewUploadTrainAndExport();
     void lostWorkerJobFinishesOnAnotherWorker();
     void slurmJobsFromThePluginToTheFinishedCurve();
+    void sshHostIsInstalledStartedAndReconnected();
     void remoteTokenWaitsForTheAcceptedKey();
     void localTokenNeverGoesToAForeignPort();
     void hostileWorkerNamesNeverBecomePaths();
@@ -1280,6 +1349,135 @@ void ConsoleTest::slurmJobsFromThePluginToTheFinishedCurve() {
     }
     window.selectRow(row_of(window, "slurm builtin"));
     window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/slurm-job.png"));
+}
+
+void ConsoleTest::sshHostIsInstalledStartedAndReconnected() {
+    TRAINDECK_REQUIRE(QFile::exists(kFashionMnist), kNeedFashion);
+    TRAINDECK_REQUIRE(SshdHost::available() && ::getuid() == 0,
+                      "an SSH host needs root for sshd and OpenSSH (bash installer/install-deps.sh --tests)");
+    QTemporaryDir temp;
+    const QString dir = temp.path();
+    const QString host_state = dir + "/host/state";
+    WorkerReaper local_reaper{dir + "/local"}, host_reaper{host_state};
+    SshdHost sshd;
+    const QString sshd_error = sshd.start(dir + "/host");
+    QVERIFY2(sshd_error.isEmpty(), qPrintable(sshd_error));
+    QVERIFY2(plugins().factory("ssh"), qPrintable(plugins().problems().join('\n')));
+
+    // A host without TrainDeck: open() stops there, says what the host has, and the exact commands that would
+    // install it; nothing was copied.
+    const QString url = SshWorkerBackend::sshUrl("gpu-box", sshd.config, host_state, {});
+    auto* backend = new SshWorkerBackend;
+    BackendPtr owner(backend);
+    QString error;
+    QVERIFY(!backend->open({{"url", url}}, &error));
+    QVERIFY2(backend->needsInstall(), qPrintable(error));
+    QVERIFY2(error.contains("has no traindeck-worker"), qPrintable(error));
+    QVERIFY(backend->facts().cpus > 0 && backend->facts().memory_mb > 0);
+    QCOMPARE(QString::fromStdString(backend->facts().state_dir), host_state);
+    const QStringList plan = backend->installPlan();
+    QCOMPARE(plan.size(), 2);
+    QVERIFY2(plan[0].startsWith("'ssh' ") && plan[0].contains("gpu-box") && plan[0].endsWith("/traindeck-worker'"),
+             qPrintable(plan[0]));
+    const QString installed = sshd.home + "/.local/lib/traindeck/bin/traindeck-worker";
+    QVERIFY(!QFile::exists(installed));
+
+    // Consented: the build's worker and trainer are copied there, started on the host's loopback, and reached
+    // through the forward; the token was read over ssh from the host's state folder.
+    QElapsedTimer clock;
+    clock.start();
+    QVERIFY2(backend->open({{"url", url},
+                            {"install", true},
+                            {"worker_binary", TRAINDECK_WORKER_BINARY},
+                            {"train_binary", TRAINDECK_TRAIN_BINARY}},
+                           &error),
+             qPrintable(error));
+    const qint64 connect_ms = clock.elapsed();
+    QCOMPARE(QFileInfo(installed).size(), QFileInfo(TRAINDECK_WORKER_BINARY).size());
+    QVERIFY(QFileInfo(sshd.home + "/.local/lib/traindeck/bin/traindeck-train").isExecutable());
+    QCOMPARE(backend->learnedToken().toUtf8(), SshdHost::read_all(host_state + "/token").trimmed());
+    QVERIFY(backend->describe().contains("gpu-box"));
+    const pid_t first_forward = backend->forwardPid();
+    QVERIFY(first_forward > 0);
+
+    Console console;
+    QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
+    JobSync ssh_sync(console.catalog, *console.writer, *backend, "gpu-box");
+    MainWindow& window = *console.window;
+    window.addBackend("gpu-box", ssh_sync, *backend);
+    QSignalSpy connection(backend, &Backend::connectionChanged);
+
+    // A built-in job held at step 20 until the forward has been killed and come back: it goes on on the host while
+    // the console cannot see it, and every point reaches the console once.
+    const QString release = dir + "/release";
+    QJsonObject request = small_job("over ssh", 3000, 1);
+    QJsonObject spec = request.value("builtin").toObject();
+    spec["model"] = "mlp";
+    spec.remove("conv");
+    request["builtin"] = spec;
+    clock.restart();
+    ssh_sync.submit("over ssh", held(request, 20, release));
+    QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "over ssh") >= 0, 20000);
+    const qint64 job =
+        window.jobs().data(window.jobs().index(row_of(window, "over ssh"), 0), JobTableModel::JobIdRole).toLongLong();
+    console.writer->flush();
+    QTRY_VERIFY_WITH_TIMEOUT(CatalogReader(dir + "/catalog.db").curve(job, "loss", 1000).points >= 20, 60000);
+    const qint64 running_ms = clock.elapsed();
+    QCOMPARE(state_of(window, row_of(window, "over ssh")), QString("running"));
+
+    ::kill(first_forward, SIGKILL); // the network drops
+    write_file(release, "go\n");    // and the job goes on on the host meanwhile
+    QTRY_VERIFY_WITH_TIMEOUT(!connection.isEmpty() && !connection.first().at(0).toBool(), 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(backend->forwardPid() > 0 && backend->forwardPid() != first_forward, 20000);
+    QTRY_VERIFY_WITH_TIMEOUT(connection.size() >= 2 && connection.last().at(0).toBool(), 20000);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "over ssh")), QString("succeeded"), 120000);
+    console.writer->flush();
+    {
+        CatalogReader reader(dir + "/catalog.db");
+        const CatalogReader::Curve curve = reader.curve(job, "loss", 100000);
+        QCOMPARE(curve.points, qint64(43)); // 2,700 training samples / 64, each step once
+        for (int i = 0; i < curve.last.size(); ++i)
+            QCOMPARE(static_cast<qint64>(curve.last[i].x()), static_cast<qint64>(i + 1));
+    }
+    // One run of the job on the host, never restarted: the worker there kept it while the forward was down.
+    const QByteArray out = SshdHost::read_all(host_state + "/jobs/1/stdout.log");
+    QVERIFY(!out.isEmpty());
+    QVERIFY(!out.contains("resumed from"));
+
+    // The PyTorch example through the same host.
+    const bool torch =
+        TRAINDECK_HAVE_OPTIONAL(QProcess::execute("/usr/bin/python3", {"-c", "import torch"}) == 0,
+                                "the PyTorch part needs python3-torch (bash installer/install-deps.sh --tests)");
+    if (torch) {
+        const QJsonObject pytorch{
+            {"name", "ssh pytorch"},
+            {"argv", QJsonArray{"/usr/bin/python3",
+                                QStringLiteral(TRAINDECK_SOURCE_DIR) + "/resources/examples/pytorch_fashion.py",
+                                "--epochs", "1", "--limit", "2560"}},
+            {"resources", QJsonObject{{"cpus", 1}}}};
+        ssh_sync.submit("ssh pytorch", pytorch);
+        QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "ssh pytorch") >= 0, 20000);
+        QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "ssh pytorch")), QString("succeeded"), 180000);
+        const qint64 torch_job =
+            window.jobs()
+                .data(window.jobs().index(row_of(window, "ssh pytorch"), 0), JobTableModel::JobIdRole)
+                .toLongLong();
+        console.writer->flush();
+        QCOMPARE(CatalogReader(dir + "/catalog.db").curve(torch_job, "loss", 100000).points, qint64(20));
+    }
+
+    // A second console (another backend on the same host) attaches to the running worker: it starts nothing, and the
+    // token it is given from the keyring works.
+    SshWorkerBackend again;
+    QVERIFY2(again.open({{"url", url}, {"token", backend->learnedToken()}}, &error), qPrintable(error));
+    QVERIFY(again.learnedToken().isEmpty());
+    QVERIFY(again.facts().running);
+    QString resources_error;
+    QVERIFY2(!again.resources(&resources_error).isEmpty(), qPrintable(resources_error));
+    QVERIFY(!SshWorkerBackend().open({{"url", url}, {"token", "not-the-token"}}, &error));
+    QVERIFY2(error.contains("refused the token"), qPrintable(error));
+    qInfo("ssh host: connected (install, start, forward) in %lld ms; submit to running past step 20 in %lld ms",
+          connect_ms, running_ms);
 }
 
 void ConsoleTest::remoteTokenWaitsForTheAcceptedKey() {

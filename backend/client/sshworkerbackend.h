@@ -1,0 +1,63 @@
+#pragma once
+// A traindeck-worker on a machine the user can ssh into (sshhost.h), as a backend: open() probes the host, installs
+// this build's worker there when asked to (installPlan() says the exact commands first), starts it on the host's
+// loopback unless it runs, reads its token over ssh when none is given (learnedToken(), for the keyring), and talks
+// to it through an ssh forward to a private Unix socket. The forward is kept up (a dropped network or a laptop that
+// slept: ssh is started again, the event streams resume from their last seq); a worker that stopped on the host is
+// started again there, and followed when it comes back on another port. The worker keeps running, with its jobs,
+// while the console is away.
+#include "sshhost.h"
+#include "workerbackend.h"
+
+#include <QStringList>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace traindeck {
+
+class SshWorkerBackend : public WorkerBackend {
+    Q_OBJECT
+public:
+    using WorkerBackend::WorkerBackend;
+    ~SshWorkerBackend() override;
+
+    // settings: "url" (sshUrl()) or "host" with "ssh_config", "state_dir", "worker_path" (on the host); "token"
+    // (from the keyring; "" reads it over ssh); "install" (true: copy this build's worker when the host needs it);
+    // "worker_binary", "train_binary" (what is copied; default: next to this program).
+    bool open(const QVariantMap& settings, QString* error) override;
+    QString learnedToken() const override;
+
+    // ssh://[user@]host[:port] with ?config=&state_dir=&worker= when given: how the catalog keeps an SSH host.
+    static QString sshUrl(const QString& destination, const QString& ssh_config, const QString& state_dir,
+                          const QString& worker_path);
+
+    // What the last open() learned: the host's facts; when it stopped for want of a worker, the install commands.
+    client::HostFacts facts() const;
+    bool needsInstall() const;
+    QStringList installPlan() const;
+    pid_t forwardPid() const; // the ssh process of the forward (0 while it is down)
+
+protected:
+    void unreachable() override;
+
+private:
+    void check_worker(); // the checker thread: restarts or follows the host's worker when asked by unreachable()
+
+    mutable std::mutex ssh_mutex_; // guards what follows
+    client::SshTarget target_;
+    std::string worker_path_, state_dir_;
+    int remote_port_ = 0;
+    client::HostFacts facts_;
+    bool needs_install_ = false;
+    QStringList install_plan_;
+    QString learned_token_;
+    std::unique_ptr<client::SshForward> forward_;
+    bool check_asked_ = false, stopping_ = false;
+    std::condition_variable check_wake_;
+    std::thread checker_;
+};
+
+} // namespace traindeck
