@@ -35,9 +35,11 @@ packages=(
 # With --tests: a real single-node Slurm for the Slurm executor's tests (installer/slurm-single-node.sh starts it),
 # clang with libFuzzer's runtime (packaged apart from clang) for the fuzz tests (tests/fuzz), and clang-format and
 # clang-tidy for the style checks (tests/style; git for the lines a change touched), and lintian and
-# desktop-file-utils for the packages' check (tests/package), and sqlite3, the peer of the CLI's ls benchmark.
+# desktop-file-utils for the packages' check (tests/package), sqlite3, the peer of the CLI's ls benchmark, and
+# OpenSSH's server and client: the SSH host's test starts an sshd of its own on a loopback port.
 test_packages=(slurmctld slurmd slurm-client slurmrestd munge slurm-wlm-jwt-plugin clang libclang-rt-14-dev
-  clang-format-14 clang-tidy-14 git poppler-utils lintian desktop-file-utils appstream sqlite3)
+  clang-format-14 clang-tidy-14 git poppler-utils lintian desktop-file-utils appstream sqlite3 openssh-server
+  openssh-client)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

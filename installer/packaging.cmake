@@ -81,6 +81,8 @@ set(CPACK_DEBIAN_COMPRESSION_TYPE xz)
 set(CPACK_DEBIAN_CONSOLE_PACKAGE_NAME traindeck)
 set(CPACK_DEBIAN_CONSOLE_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_CONSOLE_PACKAGE_DEPENDS "traindeck-worker (= ${PROJECT_VERSION})")
+# SSH hosts are reached with OpenSSH's own client (backend/client/sshhost.h).
+set(CPACK_DEBIAN_CONSOLE_PACKAGE_RECOMMENDS "openssh-client")
 string(CONCAT CPACK_DEBIAN_CONSOLE_DESCRIPTION
     "desktop console to train models and watch every job live\n"
     "TrainDeck trains models on this machine's CPU and GPUs, on remote TrainDeck\n"

@@ -33,7 +33,7 @@ void BackendConnector::restore() {
                 if (!self)
                     return;
                 for (const auto& row : rows) {
-                    if (row.kind != "worker")
+                    if (row.kind != "worker" && row.kind != "ssh")
                         continue;
                     const QString name = QString::fromStdString(row.name);
                     QString token, error;
@@ -42,7 +42,8 @@ void BackendConnector::restore() {
                         continue;
                     }
                     self->connectBackend(name,
-                                         {{"url", QString::fromStdString(row.url)},
+                                         {{"kind", QString::fromStdString(row.kind)},
+                                          {"url", QString::fromStdString(row.url)},
                                           {"token", token},
                                           {"pinned_public_key", QString::fromStdString(row.pinned_public_key)}},
                                          Step::Restore);
@@ -56,12 +57,19 @@ void BackendConnector::add(const QString& name, const QString& url, const QStrin
     connectBackend(name, {{"url", url}, {"token", token}}, Step::FirstUse);
 }
 
+void BackendConnector::addSsh(const QString& name, const QString& url, bool install) {
+    connectBackend(name, {{"kind", "ssh"}, {"url", url}, {"install", install}}, Step::SshAdd);
+}
+
 void BackendConnector::connectBackend(const QString& name, const QVariantMap& settings, Step step) {
-    if (!factory_) {
-        emit failed(tr("The remote-worker plugin is not installed"));
+    const bool ssh = settings.value("kind").toString() == "ssh";
+    BackendFactory* factory = ssh ? ssh_factory_ : factory_;
+    if (!factory) {
+        emit failed(ssh ? tr("SSH host “%1” not connected: the SSH-host plugin is not installed").arg(name)
+                        : tr("The remote-worker plugin is not installed"));
         return;
     }
-    Backend* backend = factory_->create(nullptr); // made here: it lives on the GUI thread, only open() runs on the pool
+    Backend* backend = factory->create(nullptr); // made here: it lives on the GUI thread, only open() runs on the pool
     struct Opened {
         bool ok = false;
         QString error;
@@ -73,7 +81,7 @@ void BackendConnector::connectBackend(const QString& name, const QVariantMap& se
             opened.ok = backend->open(settings, &opened.error);
             return opened;
         },
-        [this, backend, settings, name, step](const Opened& opened) {
+        [this, backend, settings, name, step, ssh](const Opened& opened) {
             if (!opened.ok && step == Step::FirstUse && backend->keyNeedsTrust()) {
                 QVariantMap pinned = settings;
                 // From now on only this key: a different server is refused before the token goes.
@@ -83,12 +91,30 @@ void BackendConnector::connectBackend(const QString& name, const QVariantMap& se
                 emit trustNeeded(name, pinned.value("url").toString(), pinned.value("pinned_public_key").toString());
                 return;
             }
+            if (!opened.ok && step == Step::SshAdd && !backend->installPlan().isEmpty()) {
+                const QString facts = backend->hostFacts();
+                const QStringList commands = backend->installPlan();
+                delete backend; // it only looked: nothing was copied or started
+                emit installNeeded(name, settings.value("url").toString(), facts, commands);
+                return;
+            }
             if (!opened.ok) {
-                emit failed(tr("Cannot connect to worker “%1”: %2").arg(name, opened.error));
+                emit failed((ssh ? tr("Cannot connect to SSH host “%1”: %2") : tr("Cannot connect to worker “%1”: %2"))
+                                .arg(name, opened.error));
                 delete backend;
                 return;
             }
-            if (step != Step::Restore) {
+            if (step == Step::SshAdd) {
+                // The token ssh read on the host goes to the keyring before the host is kept: a restart finds both.
+                QString keyring_error;
+                if (!TokenStore::save(name, backend->learnedToken(), &keyring_error)) {
+                    emit failed(tr("SSH host “%1” not added: %2").arg(name, keyring_error));
+                    delete backend;
+                    return;
+                }
+                Catalog::BackendRow row{name.toStdString(), "ssh", settings.value("url").toString().toStdString(), {}};
+                writer_.post([row](Catalog& catalog) { catalog.add_backend(row); });
+            } else if (step != Step::Restore) {
                 // Trusted now (or through its CA file): remember it, its pin in the catalog, its token in the keyring.
                 if (step == Step::FirstUse) {
                     QString keyring_error;

@@ -5,6 +5,10 @@
 //   trust(name) connects with that key pinned, distrust(name) drops it with the token never sent.
 // - The token goes into the keyring before it is first sent, so a worker is never left connected with a token the
 //   console cannot find at its next start; the pin goes into the catalog once connected.
+// - An SSH host (the "ssh" plugin) needs no trust question: ssh verified the host against the user's known_hosts.
+//   addSsh() connects; a host without this build's worker stops there and installNeeded() shows what it has and the
+//   exact install commands; addSsh(..., true) is the user's consent. The token the backend read over ssh goes into
+//   the keyring before the host is kept in the catalog.
 // - restore() reconnects the workers the catalog has, with their pins and the keyring's tokens.
 // - Destroying the connector disconnects them all: every backend is retired (its requests end, no task calls it
 //   after) and deleted. A probe still under way then is deleted when it ends.
@@ -30,8 +34,13 @@ public:
     ~BackendConnector() override;
 
     bool canConnect() const { return factory_ != nullptr; }
+    // The SSH-host plugin's factory (nullptr: SSH hosts can be neither added nor restored).
+    void setSshFactory(BackendFactory* factory) { ssh_factory_ = factory; }
+    bool canConnectSsh() const { return ssh_factory_ != nullptr; }
     void restore();
     void add(const QString& name, const QString& url, const QString& token);
+    // url: ssh_url() (sshurl.h); install: the user consented to the commands installNeeded() showed.
+    void addSsh(const QString& name, const QString& url, bool install);
     // The answer to trustNeeded(name, ...).
     void trust(const QString& name);
     void distrust(const QString& name);
@@ -39,6 +48,8 @@ public:
 signals:
     // The worker at url presents this key; nothing but the probe has reached it yet.
     void trustNeeded(const QString& name, const QString& url, const QString& key);
+    // The SSH host has no worker of this build: facts (one line) and the exact commands addSsh(name, url, true) runs.
+    void installNeeded(const QString& name, const QString& url, const QString& facts, const QStringList& commands);
     // Connected and kept until the connector goes: the window shows it, its JobSync watches its jobs from now on.
     void connected(const QString& name, JobSync& sync, Backend& backend);
     void failed(const QString& message);
@@ -48,6 +59,7 @@ private:
         Restore,  // a stored worker: its pin from the catalog, its token from the keyring
         FirstUse, // a new worker: learn its key, ask the user
         Trusted,  // the user accepted the key: connect with it pinned, then store the worker
+        SshAdd,   // a new SSH host: its token read over ssh goes to the keyring, then the host to the catalog
     };
     void connectBackend(const QString& name, const QVariantMap& settings, Step step);
     void attach(const QString& name, Backend* backend);
@@ -55,6 +67,7 @@ private:
     Catalog& catalog_;
     CatalogWriter& writer_;
     BackendFactory* factory_;
+    BackendFactory* ssh_factory_ = nullptr;
     QMap<QString, QVariantMap> awaiting_trust_; // name → settings (url, token, the key to pin) until trust/distrust
     std::vector<std::unique_ptr<JobSync>> syncs_;
     std::vector<Backend*> backends_;

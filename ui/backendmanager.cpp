@@ -1,20 +1,57 @@
 // BackendManager (backendmanager.h): the questions and the alerts; BackendConnector does the connecting.
 #include "backendmanager.h"
 
+#include "background.h"
 #include "mainwindow.h"
+#include "sshurl.h"
 
+#include <QComboBox>
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QDir>
+#include <QFile>
 #include <QFormLayout>
+#include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
+#include <QPointer>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QStatusBar>
 
 namespace traindeck {
 
+namespace {
+
+// The host names of an ssh config file (its "Host" lines, patterns left out), for the dialog's list. Runs off the GUI
+// thread: it reads a file.
+QStringList ssh_config_hosts(const QString& path) {
+    QFile file(path);
+    QStringList hosts;
+    if (!file.open(QIODevice::ReadOnly))
+        return hosts;
+    static const QRegularExpression host_line(QStringLiteral("^\\s*Host\\s+(.*)$"),
+                                              QRegularExpression::CaseInsensitiveOption);
+    while (!file.atEnd() && hosts.size() < 500) {
+        const QRegularExpressionMatch match = host_line.match(QString::fromUtf8(file.readLine()).trimmed());
+        if (!match.hasMatch())
+            continue;
+        for (const QString& name : match.captured(1).split(' ', Qt::SkipEmptyParts))
+            if (!name.contains('*') && !name.contains('?') && !name.startsWith('!') && !hosts.contains(name))
+                hosts << name;
+    }
+    return hosts;
+}
+
+} // namespace
+
 BackendManager::BackendManager(Catalog& catalog, CatalogWriter& writer, BackendFactory* worker_factory,
-                               MainWindow& window)
+                               MainWindow& window, BackendFactory* ssh_factory)
     : QObject(&window), window_(window), connector_(catalog, writer, worker_factory) {
+    connector_.setSshFactory(ssh_factory);
     connect(&window_, &MainWindow::addRemoteWorkerRequested, this, qOverload<>(&BackendManager::addRemote));
+    connect(&window_, &MainWindow::addSshHostRequested, this, &BackendManager::addSshHost);
+    connect(&connector_, &BackendConnector::installNeeded, this, &BackendManager::askInstall);
     connect(&connector_, &BackendConnector::connected, this,
             [this](const QString& name, JobSync& sync, Backend& backend) { window_.addBackend(name, sync, backend); });
     connect(&connector_, &BackendConnector::failed, &window_, &MainWindow::addAlert);
@@ -63,6 +100,92 @@ void BackendManager::addRemote(const QString& name, const QString& url, const QS
         return;
     }
     connector_.add(name, url, token);
+}
+
+void BackendManager::addSshHost() {
+    if (!connector_.canConnectSsh()) {
+        window_.addAlert(tr("The SSH-host plugin is not installed"));
+        return;
+    }
+    QDialog dialog(&window_);
+    dialog.setWindowTitle(tr("Add SSH host"));
+    auto* name = new QLineEdit;
+    name->setPlaceholderText(tr("lab-server"));
+    auto* host = new QComboBox;
+    host->setEditable(true);
+    host->lineEdit()->setPlaceholderText(tr("user@host[:port], or a Host of ~/.ssh/config"));
+    host->setMinimumWidth(320);
+    auto* config = new QLineEdit;
+    config->setPlaceholderText(tr("~/.ssh/config"));
+    auto* state = new QLineEdit;
+    state->setPlaceholderText(tr("~/.local/share/traindeck/worker"));
+    auto* note = new QLabel(tr("TrainDeck runs your own ssh (its agent, keys and known hosts). The worker listens only "
+                               "on the host's loopback and is reached through an ssh forward: no certificate, no open "
+                               "port. Nothing is installed there without asking you first."));
+    note->setWordWrap(true);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+    buttons->button(QDialogButtonBox::Ok)->setText(tr("Connect"));
+    auto* form = new QFormLayout(&dialog);
+    form->addRow(tr("Name"), name);
+    form->addRow(tr("Host"), host);
+    form->addRow(tr("SSH config"), config);
+    form->addRow(tr("Worker folder there"), state);
+    form->addRow(note);
+    form->addRow(buttons);
+    // The name follows the host until the user types one.
+    connect(host, &QComboBox::currentTextChanged, name, [name](const QString& text) {
+        if (!name->isModified())
+            name->setText(QString(text).section('@', -1).section(':', 0, 0).section('/', -1));
+    });
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    QPointer<QComboBox> hosts(host);
+    run_in_background(
+        &dialog, [] { return ssh_config_hosts(QDir::homePath() + "/.ssh/config"); },
+        [hosts](const QStringList& names) {
+            if (hosts && hosts->count() == 0) {
+                const QString typed = hosts->currentText();
+                hosts->addItems(names);
+                hosts->setCurrentText(typed);
+            }
+        });
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    const QString destination = host->currentText().trimmed();
+    if (destination.isEmpty()) {
+        window_.addAlert(tr("Give the SSH host's address or its name in ~/.ssh/config"));
+        return;
+    }
+    QString config_path = config->text().trimmed();
+    if (config_path.startsWith("~/"))
+        config_path = QDir::homePath() + config_path.mid(1);
+    addSsh(name->text().trimmed(), ssh_url(destination, config_path, state->text().trimmed()));
+}
+
+void BackendManager::addSsh(const QString& name, const QString& url) {
+    if (name.isEmpty() || window_.backendNames().contains(name)) {
+        window_.addAlert(tr("Give the SSH host a name not used yet"));
+        return;
+    }
+    window_.statusBar()->showMessage(tr("Connecting to %1 over ssh…").arg(name), 5000);
+    connector_.addSsh(name, url, false);
+}
+
+void BackendManager::askInstall(const QString& name, const QString& url, const QString& facts,
+                                const QStringList& commands) {
+    QMessageBox box(QMessageBox::Question, tr("Install the TrainDeck worker on %1?").arg(name),
+                    tr("%1 (%2) has no TrainDeck worker of this version.\n\nTrainDeck can copy this build's worker "
+                       "and trainer into ~/.local/lib/traindeck/bin there, with the commands under Show Details, "
+                       "then start it. Install and connect?")
+                        .arg(name, facts),
+                    QMessageBox::Cancel, &window_);
+    QPushButton* install = box.addButton(tr("Install and connect"), QMessageBox::AcceptRole);
+    box.setDetailedText(commands.join("\n\n"));
+    box.exec();
+    if (box.clickedButton() == install)
+        connector_.addSsh(name, url, true);
+    else
+        window_.addAlert(tr("SSH host “%1” not added: nothing was installed").arg(name));
 }
 
 void BackendManager::askTrust(const QString& name, const QString& url, const QString& key) {

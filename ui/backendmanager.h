@@ -1,6 +1,7 @@
 #pragma once
 // Remote workers beyond the local one, as the user sees them: the "Add remote worker" dialog (name, address,
-// token), the trust-on-first-use question (the server's key, to compare with the fingerprint printed on that
+// token), the "Add SSH host" dialog and its install question (what the host has, the exact commands), the
+// trust-on-first-use question (the server's key, to compare with the fingerprint printed on that
 // machine) and the window's alerts. What happens to the connections — probing, pinning, the keyring, the catalog,
 // reconnecting at start-up, letting go — is BackendConnector's.
 #include "backendconnector.h"
@@ -15,16 +16,23 @@ class MainWindow;
 class BackendManager : public QObject {
     Q_OBJECT
 public:
-    BackendManager(Catalog& catalog, CatalogWriter& writer, BackendFactory* worker_factory, MainWindow& window);
+    // ssh_factory: the SSH-host plugin's (nullptr: "Add SSH host…" says it is missing).
+    BackendManager(Catalog& catalog, CatalogWriter& writer, BackendFactory* worker_factory, MainWindow& window,
+                   BackendFactory* ssh_factory = nullptr);
     ~BackendManager() override;
 
     void restore();   // reconnects the backends stored in the catalog (tokens from the keyring)
     void addRemote(); // asks for name, URL and token, then addRemote(name, url, token)
     // Learns the worker's key (no token sent), asks the user to trust it, then connects with it pinned.
     void addRemote(const QString& name, const QString& url, const QString& token);
+    // "Add SSH host…": a name, a host from ~/.ssh/config (read off the GUI thread) or user@host[:port], optionally
+    // an ssh config file and the worker's folder there; then addSsh(name, url).
+    void addSshHost();
+    void addSsh(const QString& name, const QString& url);
 
 private:
     void askTrust(const QString& name, const QString& url, const QString& key);
+    void askInstall(const QString& name, const QString& url, const QString& facts, const QStringList& commands);
 
     MainWindow& window_;
     BackendConnector connector_;

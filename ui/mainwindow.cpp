@@ -1490,6 +1490,11 @@ void MainWindow::createActions() {
              tr("Connect a TrainDeck worker on another machine (HTTPS and "
                 "its token, or an ssh forward)"));
     connect(add_worker, &QAction::triggered, this, &MainWindow::addRemoteWorkerRequested);
+    QAction* add_ssh_host =
+        make("add_ssh_host", themed("network-wired", QStyle::SP_DriveNetIcon), tr("Add SSH host…"),
+             tr("Use a machine you can ssh into: TrainDeck installs and starts its worker there (asking first) and "
+                "reaches it through an ssh forward"));
+    connect(add_ssh_host, &QAction::triggered, this, &MainWindow::addSshHostRequested);
     QAction* resources =
         make("backend_resources", themed("utilities-system-monitor", QStyle::SP_ComputerIcon),
              tr("Read resources again"), tr("Ask every backend for its GPUs, CPUs, memory and prices now"));
@@ -1551,10 +1556,10 @@ void MainWindow::createActions() {
         connect(command, &QAction::triggered, this, [this] { tabs_->setCurrentWidget(datasets_); });
     }
     QMenu* backends = menuBar()->addMenu(tr("&Backends"));
-    backends->addActions({add_worker, resources});
+    backends->addActions({add_worker, add_ssh_host, resources});
     // Right-click on the backends table: the Backends menu's commands.
     backends_view_->setContextMenuPolicy(Qt::ActionsContextMenu);
-    backends_view_->addActions({add_worker, resources});
+    backends_view_->addActions({add_worker, add_ssh_host, resources});
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addActions({about, about_qt});
 

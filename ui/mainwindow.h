@@ -130,6 +130,7 @@ public:
 signals:
     // The user asked to add a remote worker (the app wires this to its BackendManager).
     void addRemoteWorkerRequested();
+    void addSshHostRequested();
 
 public slots:
     void refresh();

@@ -92,12 +92,17 @@ std::vector<Cli::BackendInfo> Cli::backends() {
     return list;
 }
 
-Backend* Cli::connect(const QString& name, int* exit) {
-    *exit = kFailed;
+BackendFactory* Cli::factory(const QString& kind) {
     if (!plugins_scanned_) {
         plugins_.scan(PluginRegistry::default_dirs());
         plugins_scanned_ = true;
     }
+    return plugins_.factory(kind);
+}
+
+Backend* Cli::connect(const QString& name, int* exit) {
+    *exit = kFailed;
+    factory(QString()); // the plugins, scanned once
     if (name == "import") {
         *exit = kUsage;
         fail(kUsage, "an imported run has no backend: it was read from files, nothing runs it");
@@ -139,14 +144,14 @@ Backend* Cli::connect(const QString& name, int* exit) {
                     {"token", token},
                     {"pinned_public_key", QString::fromStdString(found->pinned_public_key)}};
     }
-    BackendFactory* factory = plugins_.factory(kind);
-    if (!factory) {
+    BackendFactory* plugin = plugins_.factory(kind);
+    if (!plugin) {
         fail(kFailed, QString("the %1 backend plugin was not found in %2%3")
                           .arg(kind, PluginRegistry::default_dirs().join(", "),
                                plugins_.problems().isEmpty() ? QString() : ": " + plugins_.problems().join("; ")));
         return nullptr;
     }
-    std::unique_ptr<Backend> backend(factory->create(nullptr));
+    std::unique_ptr<Backend> backend(plugin->create(nullptr));
     QString error;
     if (!backend->open(settings, &error)) {
         fail(kFailed, QString("cannot reach backend \"%1\": %2").arg(name, error));

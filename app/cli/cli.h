@@ -54,6 +54,8 @@ public:
         QString name, kind, url;
     };
     std::vector<BackendInfo> backends();
+    // The plugin of that kind ("local", "worker", "ssh", "slurm"), or nullptr.
+    BackendFactory* factory(const QString& kind);
 
     // An error on stderr ("traindeck-cli: ..."); returns code.
     int fail(int code, const QString& message) const;
@@ -80,6 +82,7 @@ int cmd_submit(Cli& cli);
 int cmd_cancel(Cli& cli);
 int cmd_resume(Cli& cli);
 int cmd_backends(Cli& cli);
+int cmd_add_host(Cli& cli);
 
 // The value of "--name VALUE" / "--name=VALUE" in args (removed from them), or nothing.
 std::optional<QString> take_option(QStringList& args, const QString& name);

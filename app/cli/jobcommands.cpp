@@ -3,6 +3,8 @@
 #include "cli.h"
 
 #include "jobstate.h"
+#include "sshurl.h"
+#include "tokenstore.h"
 
 #include <QCoreApplication>
 #include <QFile>
@@ -277,6 +279,55 @@ int cmd_backends(Cli& cli) {
     }
     cli.print(list, text);
     return exit;
+}
+
+int cmd_add_host(Cli& cli) {
+    QStringList args = cli.options().args;
+    const bool install = take_flag(args, "--install");
+    const QString config = take_option(args, "--ssh-config").value_or(QString());
+    const QString state_dir = take_option(args, "--state-dir").value_or(QString());
+    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
+        return cli.fail(kUsage, unknown);
+    if (args.size() != 2)
+        return cli.fail(kUsage, "add-host takes a name and a host: add-host NAME user@host[:port]");
+    const QString name = args[0], destination = args[1];
+    for (const Cli::BackendInfo& info : cli.backends())
+        if (info.name == name)
+            return cli.fail(kUsage, QString("a backend named \"%1\" exists already").arg(name));
+    if (name == "import" || name.isEmpty())
+        return cli.fail(kUsage, QString("\"%1\" cannot name a backend").arg(name));
+    BackendFactory* factory = cli.factory("ssh");
+    if (!factory)
+        return cli.fail(kFailed,
+                        "the SSH-host plugin was not found (" + PluginRegistry::default_dirs().join(", ") + ")");
+    const QString url = ssh_url(destination, config, state_dir);
+    std::unique_ptr<Backend> backend(factory->create(nullptr));
+    QString error;
+    if (!backend->open({{"url", url}, {"install", install}}, &error)) {
+        const QStringList plan = backend->installPlan();
+        if (plan.isEmpty())
+            return cli.fail(kFailed, QString("cannot reach SSH host \"%1\": %2").arg(destination, error));
+        // Nothing was copied: the user reads what would be, then consents with --install.
+        json commands = json::array();
+        for (const QString& command : plan)
+            commands.push_back(command.toStdString());
+        cli.print({{"name", name.toStdString()},
+                   {"host", backend->hostFacts().toStdString()},
+                   {"installed", false},
+                   {"install_commands", commands}},
+                  error + ".\nWith --install these commands copy it (nothing was copied yet):\n  " + plan.join("\n  ") +
+                      "\n");
+        return kFailed;
+    }
+    // The token ssh read on the host goes to the keyring before the host is kept in the catalog.
+    if (!TokenStore::save(name, backend->learnedToken(), &error))
+        return cli.fail(kFailed, QString("SSH host \"%1\" not added: %2").arg(name, error));
+    if (!cli.openCatalog())
+        return kFailed;
+    cli.catalog().add_backend({name.toStdString(), "ssh", url.toStdString(), {}});
+    cli.print({{"name", name.toStdString()}, {"url", url.toStdString()}, {"host", backend->hostFacts().toStdString()}},
+              QString("added %1: %2 (%3)\n").arg(name, backend->describe(), backend->hostFacts()));
+    return kOk;
 }
 
 } // namespace traindeck::cli

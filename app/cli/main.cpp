@@ -34,6 +34,11 @@ void print_usage() {
         "                                 runs of other tools (a logdir, mlruns/, wandb/, metric files); --follow\n"
         "                                 keeps importing what is written there until Ctrl+C\n"
         "  backends [--check]             where jobs can go; --check connects to each\n"
+        "  add-host NAME HOST [--ssh-config FILE] [--state-dir DIR] [--install]\n"
+        "                                 a machine you can ssh into (user@host[:port] or a Host of ~/.ssh/config) as\n"
+        "                                 the backend NAME: its worker started there and reached through an ssh\n"
+        "                                 forward; without one of this build it prints the install commands, and\n"
+        "                                 --install runs them\n"
         "\n"
         "RUN is a run's id (the ID column of ls) or its exact name.\n"
         "  --catalog FILE           the catalog (default: the console's, $XDG_DATA_HOME/traindeck/catalog.db)\n"
@@ -83,10 +88,16 @@ int main(int argc, char** argv) {
             options.args << arg;
         }
     }
-    const std::map<QString, int (*)(Cli&)> commands = {
-        {"ls", cmd_ls},         {"show", cmd_show},     {"logs", cmd_logs},
-        {"import", cmd_import}, {"export", cmd_export}, {"submit", cmd_submit},
-        {"cancel", cmd_cancel}, {"resume", cmd_resume}, {"backends", cmd_backends}};
+    const std::map<QString, int (*)(Cli&)> commands = {{"ls", cmd_ls},
+                                                       {"show", cmd_show},
+                                                       {"logs", cmd_logs},
+                                                       {"import", cmd_import},
+                                                       {"export", cmd_export},
+                                                       {"submit", cmd_submit},
+                                                       {"cancel", cmd_cancel},
+                                                       {"resume", cmd_resume},
+                                                       {"backends", cmd_backends},
+                                                       {"add-host", cmd_add_host}};
     if (command.isEmpty()) {
         print_usage();
         return kUsage;

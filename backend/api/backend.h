@@ -8,6 +8,7 @@
 #include <QJsonObject>
 #include <QObject>
 #include <QString>
+#include <QStringList>
 #include <QVariantMap>
 #include <QtPlugin>
 
@@ -83,6 +84,11 @@ public:
     // The bearer token open() read itself (an SSH host's, read over ssh from the worker's state folder) for the
     // console to keep in the keyring; "" when the token came from the settings.
     virtual QString learnedToken() const { return {}; }
+    // What the backend's machine has, one line ("" when it did not look: only an SSH host does), and, when open()
+    // stopped because that machine needs this build's worker installed first, the exact commands open() runs with
+    // settings["install"] true, for the user to read before consenting (empty otherwise).
+    virtual QString hostFacts() const { return {}; }
+    virtual QStringList installPlan() const { return {}; }
 
 signals:
     // events: a JSON array of {"seq","time","type","data"} in seq order; the receiver upserts by (job, seq).

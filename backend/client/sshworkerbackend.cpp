@@ -24,21 +24,6 @@ std::string socket_name() {
 
 } // namespace
 
-QString SshWorkerBackend::sshUrl(const QString& destination, const QString& ssh_config, const QString& state_dir,
-                                 const QString& worker_path) {
-    QString url = destination.startsWith("ssh://") ? destination : "ssh://" + destination;
-    QUrlQuery query;
-    if (!ssh_config.isEmpty())
-        query.addQueryItem("config", ssh_config);
-    if (!state_dir.isEmpty())
-        query.addQueryItem("state_dir", state_dir);
-    if (!worker_path.isEmpty())
-        query.addQueryItem("worker", worker_path);
-    if (!query.isEmpty())
-        url += "?" + query.toString(QUrl::FullyEncoded);
-    return url;
-}
-
 SshWorkerBackend::~SshWorkerBackend() {
     quiesce(); // no unreachable() runs from here on
     {
@@ -179,6 +164,11 @@ QString SshWorkerBackend::learnedToken() const {
 client::HostFacts SshWorkerBackend::facts() const {
     std::lock_guard lock(ssh_mutex_);
     return facts_;
+}
+
+QString SshWorkerBackend::hostFacts() const {
+    std::lock_guard lock(ssh_mutex_);
+    return QString::fromStdString(facts_.describe());
 }
 
 bool SshWorkerBackend::needsInstall() const {

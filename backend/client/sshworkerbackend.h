@@ -24,20 +24,17 @@ public:
     using WorkerBackend::WorkerBackend;
     ~SshWorkerBackend() override;
 
-    // settings: "url" (sshUrl()) or "host" with "ssh_config", "state_dir", "worker_path" (on the host); "token"
-    // (from the keyring; "" reads it over ssh); "install" (true: copy this build's worker when the host needs it);
-    // "worker_binary", "train_binary" (what is copied; default: next to this program).
+    // settings: "url" (ssh_url(), sshurl.h) or "host" with "ssh_config", "state_dir", "worker_path" (on the host);
+    // "token" (from the keyring; "" reads it over ssh); "install" (true: copy this build's worker when the host needs
+    // it); "worker_binary", "train_binary" (what is copied; default: next to this program).
     bool open(const QVariantMap& settings, QString* error) override;
     QString learnedToken() const override;
 
-    // ssh://[user@]host[:port] with ?config=&state_dir=&worker= when given: how the catalog keeps an SSH host.
-    static QString sshUrl(const QString& destination, const QString& ssh_config, const QString& state_dir,
-                          const QString& worker_path);
-
     // What the last open() learned: the host's facts; when it stopped for want of a worker, the install commands.
     client::HostFacts facts() const;
+    QString hostFacts() const override; // facts().describe()
     bool needsInstall() const;
-    QStringList installPlan() const;
+    QStringList installPlan() const override;
     pid_t forwardPid() const; // the ssh process of the forward (0 while it is down)
 
 protected:

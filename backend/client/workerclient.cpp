@@ -189,7 +189,11 @@ HttpResponse WorkerClient::perform(const std::string& method, const std::string&
         return response;
     }
     if (code != CURLE_OK) {
-        response.error = url + ": " + (error_buffer[0] ? error_buffer : curl_easy_strerror(code));
+        if (!unix_socket_.empty() && (code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST))
+            // curl names the URL's host and port 80, which are not where it went: say the socket.
+            response.error = path + ": nothing answers on " + unix_socket_ + " (the ssh forward is down)";
+        else
+            response.error = url + ": " + (error_buffer[0] ? error_buffer : curl_easy_strerror(code));
         return response;
     }
     long status = 0;

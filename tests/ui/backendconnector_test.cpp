@@ -22,12 +22,14 @@ class FakeFactory : public BackendFactory {
 public:
     Gate* gate = nullptr;
     bool needs_trust = true;
+    QStringList plan; // an SSH host's install commands, until installed
     QString kind() const override { return QStringLiteral("worker"); }
     Backend* create(QObject* parent) override {
         auto* backend = new FakeBackend;
         backend->setParent(parent);
         backend->gate = gate;
         backend->needs_trust_without_pin = needs_trust;
+        backend->plan_until_installed = plan;
         last = backend;
         return backend;
     }
@@ -130,6 +132,57 @@ TEST(BackendConnector, AWorkerThatNeedsNoTrustIsConnectedKeptAndLetGoWithTheConn
     EXPECT_EQ(temp.catalog.backends().front().pinned_public_key, "KEY");
     connector.reset();
     EXPECT_EQ(FakeBackend::alive(), alive_before);
+}
+
+TEST(BackendConnector, AnSshHostAsksBeforeInstallingAndKeepsItsTokenInTheKeyring) {
+    TempCatalog temp;
+    FakeFactory ssh;
+    ssh.needs_trust = false; // ssh verified the host against known_hosts: no key question
+    ssh.plan = {"'ssh' 'gpu-box' ... < '/usr/bin/traindeck-worker'"};
+    const int alive_before = FakeBackend::alive();
+    BackendConnector connector(temp.catalog, *temp.writer, nullptr);
+    connector.setSshFactory(&ssh);
+    EXPECT_TRUE(connector.canConnectSsh());
+    QString asked_name, asked_url, asked_facts, failure, connected_name;
+    QStringList asked_commands;
+    QObject::connect(&connector, &BackendConnector::installNeeded,
+                     [&](const QString& name, const QString& url, const QString& facts, const QStringList& commands) {
+                         asked_name = name;
+                         asked_url = url;
+                         asked_facts = facts;
+                         asked_commands = commands;
+                     });
+    QObject::connect(&connector, &BackendConnector::failed, [&](const QString& message) { failure = message; });
+    QObject::connect(&connector, &BackendConnector::connected,
+                     [&](const QString& name, JobSync&, Backend&) { connected_name = name; });
+    // Without consent: the question, with what the host has and the exact commands; the probe is let go, nothing kept.
+    connector.addSsh("lab", "ssh://gpu-box", false);
+    ASSERT_TRUE(process_until([&] { return !asked_name.isEmpty() || !failure.isEmpty(); }));
+    EXPECT_EQ(failure, QString());
+    EXPECT_EQ(asked_url, "ssh://gpu-box");
+    EXPECT_EQ(asked_facts, "Debian 12, 4 CPUs");
+    EXPECT_EQ(asked_commands, ssh.plan);
+    EXPECT_EQ(FakeBackend::alive(), alive_before);
+    temp.writer->flush();
+    EXPECT_TRUE(temp.catalog.backends().empty());
+    // Consented: connected, its token (read over ssh) to the keyring before the host is kept as kind "ssh"; without
+    // a keyring (CI) it is refused with the keyring's reason and nothing is kept.
+    connector.addSsh("lab", "ssh://gpu-box", true);
+    ASSERT_TRUE(process_until([&] { return !connected_name.isEmpty() || !failure.isEmpty(); }));
+    temp.writer->flush();
+    if (connected_name.isEmpty()) {
+        EXPECT_TRUE(failure.startsWith("SSH host “lab” not added: ")) << failure.toStdString();
+        EXPECT_TRUE(temp.catalog.backends().empty());
+        EXPECT_EQ(FakeBackend::alive(), alive_before);
+        return;
+    }
+    QString token, error;
+    EXPECT_TRUE(TokenStore::load("lab", &token, &error));
+    EXPECT_EQ(token, "read-over-ssh");
+    TokenStore::remove("lab", &error);
+    ASSERT_EQ(temp.catalog.backends().size(), 1u);
+    EXPECT_EQ(temp.catalog.backends().front().kind, "ssh");
+    EXPECT_EQ(temp.catalog.backends().front().url, "ssh://gpu-box");
 }
 
 TEST(BackendConnector, WithoutThePluginNothingIsTried) {

@@ -33,6 +33,7 @@
 #include "reaper.h"
 #include "requireall.h"
 #include "runimporter.h"
+#include "sshurl.h"
 #include "sshworkerbackend.h"
 #include "tfevents.h"
 #include "backendmanager.h"
@@ -43,6 +44,7 @@
 #include <QAbstractButton>
 #include <QImage>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QBuffer>
 #include <QComboBox>
@@ -1363,10 +1365,48 @@ void ConsoleTest::sshHostIsInstalledStartedAndReconnected() {
     const QString sshd_error = sshd.start(dir + "/host");
     QVERIFY2(sshd_error.isEmpty(), qPrintable(sshd_error));
     QVERIFY2(plugins().factory("ssh"), qPrintable(plugins().problems().join('\n')));
+    Console console;
+    QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
+    MainWindow& window = *console.window;
 
-    // A host without TrainDeck: open() stops there, says what the host has, and the exact commands that would
+    // "Add SSH host…" as a user fills it in, against a host without TrainDeck: the question shows what the host has
+    // and, under its details, the exact commands; the user declines and nothing is copied or kept.
+    BackendManager manager(console.catalog, *console.writer, remote_factory(), window, plugins().factory("ssh"));
+    QString question, details, named;
+    QTimer user;
+    QObject::connect(&user, &QTimer::timeout, [&] {
+        QWidget* modal = QApplication::activeModalWidget();
+        if (auto* box = qobject_cast<QMessageBox*>(modal)) {
+            question = box->text();
+            details = box->detailedText();
+            box->grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/ssh-install-question.png"));
+            box->button(QMessageBox::Cancel)->click();
+        } else if (auto* dialog = qobject_cast<QDialog*>(modal); dialog && dialog->windowTitle() == "Add SSH host") {
+            dialog->findChild<QComboBox*>()->setCurrentText("gpu-box");
+            for (QLineEdit* edit : dialog->findChildren<QLineEdit*>()) {
+                if (edit->placeholderText() == "~/.ssh/config")
+                    edit->setText(sshd.config);
+                else if (edit->placeholderText() == "~/.local/share/traindeck/worker")
+                    edit->setText(host_state);
+                else if (edit->placeholderText() == "lab-server")
+                    named = edit->text(); // the name followed the host
+            }
+            dialog->grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/ssh-add-host.png"));
+            dialog->accept();
+        }
+    });
+    user.start(20);
+    manager.addSshHost();
+    QTRY_VERIFY_WITH_TIMEOUT(any_contains(window.alerts(), "“gpu-box” not added: nothing was installed"), 30000);
+    user.stop();
+    QCOMPARE(named, QString("gpu-box"));
+    QVERIFY2(question.contains("has no TrainDeck worker of this version"), qPrintable(question));
+    QVERIFY2(details.contains("/traindeck-worker'") && details.contains("/traindeck-train'"), qPrintable(details));
+    QVERIFY(!window.backendNames().contains("gpu-box"));
+
+    // The backend itself: open() stops there, says what the host has, and the exact commands that would
     // install it; nothing was copied.
-    const QString url = SshWorkerBackend::sshUrl("gpu-box", sshd.config, host_state, {});
+    const QString url = ssh_url("gpu-box", sshd.config, host_state);
     auto* backend = new SshWorkerBackend;
     BackendPtr owner(backend);
     QString error;
@@ -1381,6 +1421,25 @@ void ConsoleTest::sshHostIsInstalledStartedAndReconnected() {
              qPrintable(plan[0]));
     const QString installed = sshd.home + "/.local/lib/traindeck/bin/traindeck-worker";
     QVERIFY(!QFile::exists(installed));
+    // The command line the same way: the commands printed, exit 1, nothing copied, nothing kept in its catalog.
+    const auto cli = [&](const QStringList& args) {
+        QProcess process;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("TRAINDECK_PLUGIN_DIR", TRAINDECK_PLUGIN_DIR);
+        process.setProcessEnvironment(env);
+        process.start(TRAINDECK_CLI_BINARY, QStringList{"--catalog", dir + "/cli.db"} + args);
+        QDeadlineTimer deadline(60000);
+        while (!process.waitForFinished(10) && !deadline.hasExpired())
+            QCoreApplication::processEvents();
+        return std::make_pair(process.exitCode(), process.readAllStandardOutput() + process.readAllStandardError());
+    };
+    const auto [plan_exit, plan_out] =
+        cli({"add-host", "box", "gpu-box", "--ssh-config", sshd.config, "--state-dir", host_state});
+    QCOMPARE(plan_exit, 1);
+    QVERIFY2(plan_out.contains("With --install these commands copy it") && plan_out.contains("traindeck-train'"),
+             plan_out.constData());
+    QVERIFY(!QFile::exists(installed));
+    QVERIFY(!cli({"backends"}).second.contains("box"));
 
     // Consented: the build's worker and trainer are copied there, started on the host's loopback, and reached
     // through the forward; the token was read over ssh from the host's state folder.
@@ -1400,10 +1459,7 @@ void ConsoleTest::sshHostIsInstalledStartedAndReconnected() {
     const pid_t first_forward = backend->forwardPid();
     QVERIFY(first_forward > 0);
 
-    Console console;
-    QVERIFY(console.open(dir + "/catalog.db", dir + "/local"));
     JobSync ssh_sync(console.catalog, *console.writer, *backend, "gpu-box");
-    MainWindow& window = *console.window;
     window.addBackend("gpu-box", ssh_sync, *backend);
     QSignalSpy connection(backend, &Backend::connectionChanged);
 
@@ -1476,6 +1532,22 @@ void ConsoleTest::sshHostIsInstalledStartedAndReconnected() {
     QVERIFY2(!again.resources(&resources_error).isEmpty(), qPrintable(resources_error));
     QVERIFY(!SshWorkerBackend().open({{"url", url}, {"token", "not-the-token"}}, &error));
     QVERIFY2(error.contains("refused the token"), qPrintable(error));
+    // add-host reaches the running worker; its token goes to the keyring or the host is not kept (no keyring here,
+    // as in CI: then it says why and the catalog stays without it).
+    const auto [add_exit, add_out] =
+        cli({"add-host", "box", "gpu-box", "--ssh-config", sshd.config, "--state-dir", host_state});
+    const QByteArray listed = cli({"backends"}).second;
+    if (add_exit == 0) {
+        QVERIFY2(listed.contains("box  ssh  ssh://gpu-box?config="), listed.constData());
+        QVERIFY2(cli({"backends", "--check"}).second.contains("reachable"), listed.constData());
+        QString removed_error;
+        TokenStore::remove("box", &removed_error);
+    } else {
+        QVERIFY2(add_out.contains("SSH host \"box\" not added"), add_out.constData());
+        QVERIFY(!listed.contains("box"));
+    }
+    window.selectRow(row_of(window, "over ssh"));
+    window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/ssh-host-job.png"));
     qInfo("ssh host: connected (install, start, forward) in %lld ms; submit to running past step 20 in %lld ms",
           connect_ms, running_ms);
 }
@@ -2082,7 +2154,7 @@ void ConsoleTest::pluginsAreKnownByTheirMetadataAndOldOnesRefused() {
     QVERIFY(QFile::copy(TRAINDECK_OLD_PLUGIN_DIR "/libtraindeck_test_oldplugin.so", temp.filePath("libold.so")));
     write_file(temp.filePath("libjunk.so"), "not a shared object\n");
     PluginRegistry registry;
-    QCOMPARE(registry.scan({temp.path(), TRAINDECK_PLUGIN_DIR, TRAINDECK_PLUGIN_DIR}), 3);
+    QCOMPARE(registry.scan({temp.path(), TRAINDECK_PLUGIN_DIR, TRAINDECK_PLUGIN_DIR}), 4);
     QStringList kinds;
     for (const auto& plugin : registry.plugins()) {
         kinds << plugin.kind;
@@ -2090,7 +2162,7 @@ void ConsoleTest::pluginsAreKnownByTheirMetadataAndOldOnesRefused() {
         QVERIFY2(plugin.file.startsWith(TRAINDECK_PLUGIN_DIR), qPrintable(plugin.file)); // not the old one
     }
     kinds.sort();
-    QCOMPARE(kinds, (QStringList{"local", "slurm", "worker"}));
+    QCOMPARE(kinds, (QStringList{"local", "slurm", "ssh", "worker"}));
     const QString problems = registry.problems().join('\n');
     QVERIFY2(problems.contains("libold.so: built for org.traindeck.BackendFactory/2; this console speaks " TrainDeckBackendFactory_iid),
              qPrintable(problems));
@@ -2237,6 +2309,7 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
     };
 
     QSignalSpy add_worker(&window, &MainWindow::addRemoteWorkerRequested);
+    QSignalSpy add_ssh_host(&window, &MainWindow::addSshHostRequested);
     QSignalSpy dataset_progress(&window.datasetSync(), &DatasetSync::progress);
     QSignalSpy dataset_registered(&window.datasetSync(), &DatasetSync::registered);
     QSignalSpy dataset_failed(&window.datasetSync(), &DatasetSync::failed);
@@ -2263,9 +2336,10 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
               << (focus ? QString::fromLatin1(focus->metaObject()->className()) + focus->objectName() : QString())
               << window.statusBar()->currentMessage() << QString::number(window.alerts().size())
               << QString::number(toolbar->isVisible()) << QString::number(window.isFullScreen())
-              << QString::number(add_worker.size()) << QString::number(dataset_progress.size())
-              << QString::number(dataset_registered.size()) << QString::number(dataset_failed.size())
-              << QString::number(dataset_uploaded.size()) << window.datasets().status();
+              << QString::number(add_worker.size()) << QString::number(add_ssh_host.size())
+              << QString::number(dataset_progress.size()) << QString::number(dataset_registered.size())
+              << QString::number(dataset_failed.size()) << QString::number(dataset_uploaded.size())
+              << window.datasets().status();
         for (QAction* each : window.menuActions())
             if (each->isCheckable())
                 parts << QString::number(each->isChecked());

@@ -45,11 +45,18 @@ public:
     // open(): held at `gate` when one is given; a server whose key is "KEY" and not yet pinned needs trust.
     Gate* gate = nullptr;
     bool needs_trust_without_pin = false;
+    // An SSH host without a worker: open() without settings["install"] stops, with these commands to show.
+    QStringList plan_until_installed;
     std::atomic<int> opened{0};
     bool open(const QVariantMap& settings, QString* error) override {
         ++opened;
         if (gate)
             gate->wait();
+        plan_ = settings.value("install").toBool() ? QStringList() : plan_until_installed;
+        if (!plan_.isEmpty()) {
+            *error = QStringLiteral("the host has no traindeck-worker");
+            return false;
+        }
         pin_ = QStringLiteral("KEY");
         trust_ = needs_trust_without_pin && settings.value("pinned_public_key").toString() != pin_;
         if (trust_) {
@@ -112,8 +119,12 @@ public:
     void watch(const QString&, qint64) override {}
     QString pinnedKey() const override { return pin_; }
     bool keyNeedsTrust() const override { return trust_; }
+    QString learnedToken() const override { return plan_until_installed.isEmpty() ? QString() : "read-over-ssh"; }
+    QString hostFacts() const override { return plan_until_installed.isEmpty() ? QString() : "Debian 12, 4 CPUs"; }
+    QStringList installPlan() const override { return plan_; }
 
 private:
+    QStringList plan_;
     QString pin_;
     bool trust_ = false;
 };
