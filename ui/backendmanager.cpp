@@ -180,6 +180,7 @@ void BackendManager::askInstall(const QString& name, const QString& url, const Q
                         .arg(name, facts),
                     QMessageBox::Cancel, &window_);
     QPushButton* install = box.addButton(tr("Install and connect"), QMessageBox::AcceptRole);
+    box.setTextFormat(Qt::PlainText); // the facts are the host's words: never rich text it could shape
     box.setDetailedText(commands.join("\n\n"));
     box.exec();
     if (box.clickedButton() == install)

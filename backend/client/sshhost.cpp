@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -24,15 +25,17 @@ namespace traindeck::client {
 
 namespace {
 
-// Where install_worker puts the worker on the host, and where the other scripts look first.
-constexpr const char* kInstallDir = "$HOME/.local/lib/traindeck/bin";
-
-// The scripts run on the host (sh -c SCRIPT sh ARGS...). They print key=value lines; "error=" says why they failed.
-constexpr const char* kFindWorker = R"sh(find_worker() {
-  if [ -n "$1" ]; then echo "$1"; elif [ -x "$HOME/.local/lib/traindeck/bin/traindeck-worker" ]; then
-    echo "$HOME/.local/lib/traindeck/bin/traindeck-worker"; else command -v traindeck-worker || true; fi
+// The scripts run on the host. They print key=value lines; "error=" says why they failed. The piped ones start with
+// this (piped_command): files they make are the user's alone, and the worker is looked for where install_worker puts
+// it (~/.local/lib/traindeck/bin) before the PATH.
+constexpr const char* kPrelude = R"sh(umask 077
+find_worker() {
+  if [ -n "$1" ]; then printf '%s\n' "$1"; elif [ -x "$HOME/.local/lib/traindeck/bin/traindeck-worker" ]; then
+    printf '%s\n' "$HOME/.local/lib/traindeck/bin/traindeck-worker"; else command -v traindeck-worker || true; fi
 }
-state_dir() { if [ -n "$1" ]; then echo "$1"; else echo "${XDG_DATA_HOME:-$HOME/.local/share}/traindeck/worker"; fi; }
+state_dir() {
+  if [ -n "$1" ]; then printf '%s\n' "$1"; else printf '%s\n' "${XDG_DATA_HOME:-$HOME/.local/share}/traindeck/worker"; fi
+}
 )sh";
 
 constexpr const char* kProbe = R"sh(w=$(find_worker "$1"); s=$(state_dir "$2")
@@ -48,23 +51,28 @@ if [ -n "$w" ] && [ -x "$w" ]; then echo "worker=$w"; echo "worker_version=$("$w
 if [ -e "$s/lock" ] && ! flock -n "$s/lock" true 2>/dev/null; then echo "running=1"; else echo "running=0"; fi
 )sh";
 
-constexpr const char* kInstall = R"sh(d="$HOME/.local/lib/traindeck/bin"
-mkdir -p "$d" && cat > "$d/.$1.new" && chmod 755 "$d/.$1.new" && mv -f "$d/.$1.new" "$d/$1" && echo "installed=$d/$1"
-)sh";
+// One line, run as `sh -c` (its stdin is the file): $1 the file's name, $2 its size. A copy cut short (ssh dropped
+// mid-way: cat sees an end of file and succeeds) is never renamed into place.
+constexpr const char* kInstall =
+    R"sh(umask 077; d="$HOME/.local/lib/traindeck/bin"; mkdir -p "$d" && cat > "$d/.$1.new" && [ "$(wc -c < "$d/.$1.new")" -eq "$2" ] && chmod 755 "$d/.$1.new" && mv -f "$d/.$1.new" "$d/$1" && echo "installed=$d/$1" || { rm -f "$d/.$1.new"; echo "error=$1 arrived incomplete or could not be written in $d"; exit 5; })sh";
 
 constexpr const char* kVersion = R"sh(w="$HOME/.local/lib/traindeck/bin/traindeck-worker"
 echo "worker=$w"; echo "version=$("$w" --version 2>&1 | tr '\n' ' ' | cut -c1-400)"
 )sh";
 
 // A worker is started when none holds the state folder's lock (flock -n succeeds): a stale port file of a killed
-// worker is removed first, so that the wait below sees the new one's.
+// worker is removed first, so that the wait below sees the new one's. Two starts at once (the checker of one console
+// and another console) take turns on start.lock, which the worker itself does not inherit (9>&-). The folder is
+// made private: the worker's log holds its token when it made a new one.
 constexpr const char* kStart = R"sh(w=$(find_worker "$1"); s=$(state_dir "$2")
 [ -n "$w" ] && [ -x "$w" ] || { echo "error=no traindeck-worker on this host"; exit 3; }
-mkdir -p "$s" || { echo "error=cannot create $s"; exit 3; }
+mkdir -p "$s" && chmod 700 "$s" || { echo "error=cannot create $s"; exit 3; }
+exec 9>"$s/start.lock"
+flock -w 40 9 || { echo "error=another start of the worker in $s did not end within 40 s"; exit 4; }
 started=0
 if [ ! -e "$s/lock" ] || flock -n "$s/lock" true 2>/dev/null; then
   rm -f "$s/port"
-  setsid "$w" --listen 127.0.0.1:0 --state-dir "$s" </dev/null >>"$s/worker.log" 2>&1 &
+  setsid "$w" --listen 127.0.0.1:0 --state-dir "$s" </dev/null >>"$s/worker.log" 2>&1 9>&- &
   started=1
 fi
 i=0
@@ -79,14 +87,19 @@ echo "started=$started"; echo "state=$s"; echo "port=$(head -n 1 "$s/port")"
 if [ "$3" = 1 ]; then echo "token=$(head -n 1 "$s/token")"; fi
 )sh";
 
-// A value said by the host: printable ASCII and UTF-8 kept, control characters dropped, at most 400 bytes.
+// A value said by the host: printable ASCII and UTF-8 kept, control characters (C0, DEL, and C1 as UTF-8: U+0080 to
+// U+009F, which terminals obey) dropped, at most 400 bytes.
 std::string clean(std::string_view value) {
     std::string out;
-    for (const char c : value) {
-        if (out.size() >= 400)
-            break;
-        if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f)
-            out += c;
+    for (size_t i = 0; i < value.size() && out.size() < 400; ++i) {
+        const auto c = static_cast<unsigned char>(value[i]);
+        if (c == 0xc2 && i + 1 < value.size() && static_cast<unsigned char>(value[i + 1]) >= 0x80 &&
+            static_cast<unsigned char>(value[i + 1]) <= 0x9f) {
+            ++i;
+            continue;
+        }
+        if (c >= 0x20 && c != 0x7f)
+            out += value[i];
     }
     return out;
 }
@@ -124,8 +137,34 @@ std::string last_line(std::string text) {
     return clean(nl == std::string::npos ? text : text.substr(nl + 1));
 }
 
-std::string remote_command(const std::string& script, const std::vector<std::string>& args) {
-    std::string command = "sh -c " + shell_quote(std::string(kFindWorker) + script) + " sh";
+// A multi-line script goes base64-encoded through a pipe into sh: the command line stays one line of plain words
+// that any login shell (sh, bash, zsh, fish, csh) passes on unchanged.
+std::string piped_command(const std::string& script, const std::vector<std::string>& args) {
+    static const char* const kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const std::string text = std::string(kPrelude) + script;
+    std::string encoded;
+    for (size_t i = 0; i < text.size(); i += 3) {
+        uint32_t n = static_cast<unsigned char>(text[i]) << 16;
+        if (i + 1 < text.size())
+            n |= static_cast<unsigned char>(text[i + 1]) << 8;
+        if (i + 2 < text.size())
+            n |= static_cast<unsigned char>(text[i + 2]);
+        encoded += kAlphabet[(n >> 18) & 63];
+        encoded += kAlphabet[(n >> 12) & 63];
+        encoded += i + 1 < text.size() ? kAlphabet[(n >> 6) & 63] : '=';
+        encoded += i + 2 < text.size() ? kAlphabet[n & 63] : '=';
+    }
+    std::string command = "echo " + encoded + " | base64 -d | sh -s --";
+    for (const std::string& arg : args) {
+        command += ' ';
+        command += shell_quote(arg);
+    }
+    return command;
+}
+
+// A one-line script whose stdin is data (install): `sh -c SCRIPT sh ARGS...`.
+std::string inline_command(const std::string& script, const std::vector<std::string>& args) {
+    std::string command = "sh -c " + shell_quote(script) + " sh";
     for (const std::string& arg : args) {
         command += ' ';
         command += shell_quote(arg);
@@ -164,15 +203,15 @@ std::string SshTarget::check() const {
 }
 
 std::vector<std::string> SshTarget::argv() const {
-    std::vector<std::string> argv{"ssh",
-                                  "-o",
-                                  "BatchMode=yes",
-                                  "-o",
-                                  "ConnectTimeout=10",
-                                  "-o",
-                                  "ServerAliveInterval=5",
-                                  "-o",
-                                  "ServerAliveCountMax=3"};
+    // -T and RemoteCommand=none: a config's RequestTTY or RemoteCommand would garble a copied file or refuse the
+    // command; ControlPath=none: a multiplexing master (ControlMaster) would hold the forward's socket where killing
+    // and restarting this ssh cannot reach it.
+    std::vector<std::string> argv{"ssh", "-T"};
+    for (const char* option : {"BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=5", "ServerAliveCountMax=3",
+                               "ControlPath=none", "RemoteCommand=none"}) {
+        argv.emplace_back("-o");
+        argv.emplace_back(option);
+    }
     if (!config_file.empty()) {
         argv.emplace_back("-F");
         argv.push_back(config_file);
@@ -204,7 +243,7 @@ std::string HostFacts::describe() const {
 }
 
 RemoteResult run_remote(const SshTarget& target, const std::string& script, const std::vector<std::string>& args,
-                        const std::string& stdin_path, double seconds) {
+                        const std::string& stdin_path, double seconds, const std::atomic<bool>* abort) {
     RemoteResult result;
     if (const std::string bad = target.check(); !bad.empty()) {
         result.error = bad;
@@ -212,17 +251,20 @@ RemoteResult run_remote(const SshTarget& target, const std::string& script, cons
     }
     SpawnOptions options;
     options.argv = target.argv();
-    options.argv.push_back(remote_command(script, args));
+    options.argv.push_back(stdin_path.empty() ? piped_command(script, args) : inline_command(script, args));
     options.search_path = true;
     options.stdin_path = stdin_path.empty() ? "/dev/null" : stdin_path;
     ProgramLimits limits;
     limits.seconds = seconds;
     limits.max_output = 1 << 20;
+    limits.abort = abort;
     const ProgramResult run = run_program(options, limits);
     result.output = run.output;
     const std::string where = "ssh " + clean(target.destination);
     if (!run.started) {
         result.error = "cannot run ssh (" + run.error + "): install OpenSSH's client (openssh-client)";
+    } else if (run.aborted) {
+        result.error = where + ": interrupted (the backend is going away)";
     } else if (run.timed_out) {
         result.error = where + " did not answer within " + std::to_string(static_cast<int>(seconds)) + " s";
     } else if (run.exit_code == 255) {
@@ -295,7 +337,9 @@ std::vector<std::string> install_commands(const SshTarget& target, const std::ve
     std::vector<std::string> commands;
     for (const std::string& file : local_files) {
         std::vector<std::string> argv = target.argv();
-        argv.push_back(remote_command(kInstall, {base_name(file)}));
+        std::error_code ec;
+        const auto size = std::filesystem::file_size(file, ec);
+        argv.push_back(inline_command(kInstall, {base_name(file), std::to_string(ec ? 0 : size)}));
         std::string line;
         for (const std::string& word : argv) {
             if (!line.empty())
@@ -315,7 +359,9 @@ bool install_worker(const SshTarget& target, const std::vector<std::string>& loc
             *error = "cannot read " + file + " to copy it: " + std::strerror(errno);
             return false;
         }
-        const RemoteResult copied = run_remote(target, kInstall, {base_name(file)}, file, 300);
+        std::error_code ec;
+        const auto size = std::filesystem::file_size(file, ec);
+        const RemoteResult copied = run_remote(target, kInstall, {base_name(file), std::to_string(size)}, file, 300);
         if (!copied.ok) {
             *error = "copying " + base_name(file) + " failed: " + copied.error;
             return false;
@@ -336,9 +382,10 @@ bool install_worker(const SshTarget& target, const std::vector<std::string>& loc
 }
 
 StartedWorker start_worker(const SshTarget& target, const std::string& worker_path, const std::string& state_dir,
-                           bool want_token, std::string* error) {
+                           bool want_token, std::string* error, const std::atomic<bool>* abort) {
     StartedWorker started;
-    const RemoteResult run = run_remote(target, kStart, {worker_path, state_dir, want_token ? "1" : "0"}, {}, 60);
+    const RemoteResult run =
+        run_remote(target, kStart, {worker_path, state_dir, want_token ? "1" : "0"}, {}, 60, abort);
     if (!run.ok) {
         *error = run.error;
         return started;
@@ -429,9 +476,12 @@ bool SshForward::wait_up(double seconds, std::string* error) {
 void SshForward::set_remote_port(int port) {
     if (remote_port_.exchange(port) == port)
         return;
-    std::lock_guard lock(mutex_);
-    if (const pid_t pid = pid_.load(); pid > 0)
-        ::kill(pid, SIGTERM); // run() starts it again at once, towards the new port
+    {
+        std::lock_guard lock(mutex_);
+        if (const pid_t pid = pid_.load(); pid > 0)
+            ::kill(pid, SIGTERM); // run() starts it again at once, towards the new port
+    }
+    changed_.notify_all(); // and does not wait out a pause between failed attempts
 }
 
 void SshForward::run() {
@@ -443,7 +493,8 @@ void SshForward::run() {
         // The options go before the destination (the last word of argv()).
         const std::string destination = argv.back();
         argv.pop_back();
-        const std::string forward = socket_ + ":127.0.0.1:" + std::to_string(remote_port_.load());
+        const int port_asked = remote_port_.load(); // read once: set_remote_port() compares against it
+        const std::string forward = socket_ + ":127.0.0.1:" + std::to_string(port_asked);
         for (const char* word : {"-N", "-o", "ExitOnForwardFailure=yes", "-o", "StreamLocalBindUnlink=yes", "-L"})
             argv.emplace_back(word);
         argv.push_back(forward);
@@ -455,7 +506,6 @@ void SshForward::run() {
         ::unlink(log_.c_str()); // its last line is this attempt's error
         options.output_path = log_;
         int error_number = 0;
-        const int port_asked = remote_port_.load();
         {
             std::lock_guard lock(mutex_);
             if (stopping_)
@@ -470,14 +520,18 @@ void SshForward::run() {
         }
         const pid_t pid = pid_.load();
         const auto started = Clock::now();
-        int status = 0;
-        bool exited = false, up = false;
+        // Its end is seen without reaping it (WNOWAIT): the pid stays ssh's, never another process's, until it is
+        // reaped below under the mutex together with pid_ = 0, so kill() elsewhere never reaches a stranger.
+        const auto ended = [pid](bool block) {
+            siginfo_t info{};
+            while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG)) < 0)
+                if (errno != EINTR)
+                    return true;
+            return info.si_pid == pid;
+        };
+        bool up = false;
         // Up when its socket accepts a connection; ssh that ends first failed (its log says why).
-        while (!exited && !up) {
-            if (::waitpid(pid, &status, WNOHANG) == pid) {
-                exited = true;
-                break;
-            }
+        while (!up && !ended(false)) {
             up = socket_accepts();
             if (!up)
                 std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -495,8 +549,17 @@ void SshForward::run() {
             if (restored && state_)
                 state_(true, "the ssh forward to " + clean(target_.destination) + " is back");
             said_down = false;
+            ended(true);
+        }
+        int status = 0;
+        bool stopping = false;
+        {
+            std::lock_guard lock(mutex_);
             while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
             }
+            pid_.store(0);
+            up_ = false;
+            stopping = stopping_;
         }
         std::string why;
         {
@@ -508,12 +571,8 @@ void SshForward::run() {
         if (why.empty())
             why = WIFEXITED(status) ? "ssh exited with status " + std::to_string(WEXITSTATUS(status))
                                     : "ssh was ended by signal " + std::to_string(WTERMSIG(status));
-        bool stopping = false;
         {
             std::lock_guard lock(mutex_);
-            pid_.store(0);
-            up_ = false;
-            stopping = stopping_;
             if (!ever_up_)
                 last_error_ = why;
         }
@@ -530,7 +589,8 @@ void SshForward::run() {
         if (up && Clock::now() - started > std::chrono::seconds(30))
             pause = 0.5; // it had been up a while: this is a new drop, not the same failure again
         std::unique_lock lock(mutex_);
-        changed_.wait_for(lock, std::chrono::duration<double>(pause), [this] { return stopping_; });
+        changed_.wait_for(lock, std::chrono::duration<double>(pause),
+                          [&] { return stopping_ || remote_port_.load() != port_asked; });
         if (stopping_)
             return;
         pause = std::min(pause * 2, 10.0);

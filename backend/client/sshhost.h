@@ -1,8 +1,9 @@
 #pragma once
 // A machine the user can ssh into (a lab server, a rented VM) as a place for a traindeck-worker: OpenSSH's own `ssh`
-// client run as a process, so the user's ~/.ssh/config, agent and known_hosts decide who is reached and how (nothing
-// here stores a password or accepts an unknown host key: BatchMode). What runs on the host is fixed scripts of this
-// file, their arguments single-quoted; what the host prints back is read as key=value lines, each value checked
+// client run as a process, so the user's ~/.ssh/config, agent and known_hosts decide who is reached and how. Nothing
+// here stores a password or answers a prompt (BatchMode): an unknown host key is refused unless the user's own
+// config says StrictHostKeyChecking accept-new or no. What runs on the host is fixed scripts of this file, their
+// arguments single-quoted; what the host prints back is read as key=value lines, each value checked
 // before use (a host can print anything). Plain C++, no Qt: the SSH plugin, traindeck-cli and the tests share it.
 //
 // The worker is reached through `ssh -N -L SOCKET:127.0.0.1:PORT`: the worker listens on the host's loopback only,
@@ -47,14 +48,17 @@ struct HostFacts {
     std::string describe() const;       // one line for people: "Debian GNU/Linux 12, x86_64, 16 CPUs, 64 GiB, 2 GPUs"
 };
 
-// Runs a fixed script on the host: `sh -c SCRIPT sh ARGS...`, stdin from stdin_path ("" none). What ssh printed on
-// stderr is in errors; exit code 255 is ssh's own failure (unreachable, refused key, unknown host key).
+// Runs a fixed script on the host with ARGS as $1...; ssh's own failure (exit 255: unreachable, refused key, unknown
+// host key) is said with ssh's last line; the script's "error=" line says its own.
 struct RemoteResult {
     bool ok = false;
     std::string output, error; // error: a sentence for people when !ok
 };
+// Without stdin_path the script (any length) is piped into the host's sh; with one, the script must be one line (it
+// is given to sh -c, and the file is its stdin). abort: as ProgramLimits::abort.
 RemoteResult run_remote(const SshTarget& target, const std::string& script, const std::vector<std::string>& args,
-                        const std::string& stdin_path = {}, double seconds = 60);
+                        const std::string& stdin_path = {}, double seconds = 60,
+                        const std::atomic<bool>* abort = nullptr);
 
 // The host's facts. worker_path/state_dir "" for the defaults there: ~/.local/lib/traindeck/bin/traindeck-worker
 // (where install_worker puts it), else traindeck-worker on its PATH; $XDG_DATA_HOME/traindeck/worker.
@@ -82,7 +86,7 @@ struct StartedWorker {
     bool started = false; // this call started it (else one was running)
 };
 StartedWorker start_worker(const SshTarget& target, const std::string& worker_path, const std::string& state_dir,
-                           bool want_token, std::string* error);
+                           bool want_token, std::string* error, const std::atomic<bool>* abort = nullptr);
 
 // `ssh -N -L SOCKET:127.0.0.1:PORT` kept up: when ssh ends (a network drop, a laptop that slept, the test killing
 // it) it is started again after a pause (0.5 s, doubling to 10 s while it keeps failing). The remote port can change

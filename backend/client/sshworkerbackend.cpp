@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 
+#include <sys/utsname.h>
 #include <unistd.h>
 
 namespace traindeck {
@@ -26,6 +27,7 @@ std::string socket_name() {
 
 SshWorkerBackend::~SshWorkerBackend() {
     quiesce(); // no unreachable() runs from here on
+    aborting_.store(true); // a start_worker() under way in the checker ends now, not after its 60 s
     {
         std::lock_guard lock(ssh_mutex_);
         stopping_ = true;
@@ -33,8 +35,12 @@ SshWorkerBackend::~SshWorkerBackend() {
     check_wake_.notify_all();
     if (checker_.joinable())
         checker_.join();
-    std::lock_guard lock(ssh_mutex_);
-    forward_.reset(); // ends ssh; the worker keeps running on the host
+    std::unique_ptr<client::SshForward> forward;
+    {
+        std::lock_guard lock(ssh_mutex_);
+        forward = std::move(forward_);
+    }
+    forward.reset(); // ends ssh (outside the lock: its thread may be saying so); the worker keeps running there
 }
 
 bool SshWorkerBackend::open(const QVariantMap& settings, QString* error) {
@@ -69,14 +75,17 @@ bool SshWorkerBackend::open(const QVariantMap& settings, QString* error) {
     if (const std::string bad = target.check(); !bad.empty())
         return fail(QString::fromStdString(bad));
     const QString host = QString::fromStdString(target.destination);
+    std::unique_ptr<client::SshForward> previous;
     {
         std::lock_guard lock(ssh_mutex_);
-        forward_.reset(); // open() again: a new forward below
+        previous = std::move(forward_); // open() again: a new forward below
         target_ = target;
         needs_install_ = false;
         install_plan_.clear();
         learned_token_.clear();
     }
+    previous.reset();
+    set_attach_notice({});
 
     std::string why;
     client::HostFacts facts;
@@ -87,7 +96,21 @@ bool SshWorkerBackend::open(const QVariantMap& settings, QString* error) {
         facts_ = facts;
     }
     std::string worker = worker_path.empty() ? facts.worker : worker_path;
-    if (client::needs_install(facts, TRAINDECK_VERSION)) {
+    const QString given_token = settings.value("token").toString();
+    const bool adding = given_token.isEmpty(); // a new host (its token read below), not one restored from the catalog
+    const bool other_version = client::needs_install(facts, TRAINDECK_VERSION);
+    if (other_version && !facts.worker.empty() && (facts.running || !adding)) {
+        set_attach_notice(tr("%1 runs %2, and this console is %3: it is used as it is (add the host again once its "
+                             "jobs are done to install this version there)")
+                              .arg(host, QString::fromStdString(facts.worker_version), TRAINDECK_VERSION));
+    } else if (other_version) {
+        // This build's binaries run only on a machine of its architecture (and its Debian's libraries, checked
+        // after the copy by running them).
+        utsname here{};
+        ::uname(&here);
+        if (!facts.arch.empty() && facts.arch != here.machine)
+            return fail(tr("%1 is %2 and this build is %3: install TrainDeck's traindeck-worker package there")
+                            .arg(host, QString::fromStdString(facts.arch), QString::fromLatin1(here.machine)));
         QString local_worker = settings.value("worker_binary").toString();
         if (local_worker.isEmpty())
             local_worker = QCoreApplication::applicationDirPath() + "/traindeck-worker";
@@ -114,8 +137,7 @@ bool SshWorkerBackend::open(const QVariantMap& settings, QString* error) {
             return fail(QString::fromStdString(why));
     }
 
-    const QString given_token = settings.value("token").toString();
-    const bool want_token = given_token.isEmpty();
+    const bool want_token = adding;
     const client::StartedWorker started = client::start_worker(target, worker, state_dir, want_token, &why);
     if (started.port == 0)
         return fail(QString::fromStdString(why));
@@ -140,8 +162,11 @@ bool SshWorkerBackend::open(const QVariantMap& settings, QString* error) {
     set_endpoint("http://localhost", token.toStdString(), {}, {}, tr("worker on %1 (ssh)").arg(host), socket);
     const auto health = call("GET", "/v1/health");
     if (!health.ok()) {
-        std::lock_guard lock(ssh_mutex_);
-        forward_.reset();
+        {
+            std::lock_guard lock(ssh_mutex_);
+            previous = std::move(forward_);
+        }
+        previous.reset();
         return fail(health.status == 401
                         ? tr("the worker on %1 refused the token: its state folder %2 was made again? Add the host "
                              "again to read the new one")
@@ -216,7 +241,7 @@ void SshWorkerBackend::check_worker() {
         // The forward may be down (ssh restarts it), or up towards a worker that stopped: start_worker starts it
         // again when nothing holds its state folder, and says where it listens now.
         std::string why;
-        const client::StartedWorker started = client::start_worker(target, worker, state_dir, false, &why);
+        const client::StartedWorker started = client::start_worker(target, worker, state_dir, false, &why, &aborting_);
         lock.lock();
         if (started.port == 0 || !forward_)
             continue;

@@ -2,15 +2,18 @@
 // A traindeck-worker on a machine the user can ssh into (sshhost.h), as a backend: open() probes the host, installs
 // this build's worker there when asked to (installPlan() says the exact commands first), starts it on the host's
 // loopback unless it runs, reads its token over ssh when none is given (learnedToken(), for the keyring), and talks
-// to it through an ssh forward to a private Unix socket. The forward is kept up (a dropped network or a laptop that
-// slept: ssh is started again, the event streams resume from their last seq); a worker that stopped on the host is
-// started again there, and followed when it comes back on another port. The worker keeps running, with its jobs,
-// while the console is away.
+// to it through an ssh forward to a private Unix socket. A worker of another version is installed over only when the
+// host is added and none runs there; one that runs (or a host restored at start) is used as it is, and
+// attachNotice() says the versions differ, so that an upgrade of the console never cuts it off from its jobs. The
+// forward is kept up (a dropped network or a laptop that slept: ssh is started again, the event streams resume from
+// their last seq); a worker that stopped on the host is started again there, and followed when it comes back on another
+// port. The worker keeps running, with its jobs, while the console is away.
 #include "sshhost.h"
 #include "workerbackend.h"
 
 #include <QStringList>
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -53,6 +56,7 @@ private:
     QString learned_token_;
     std::unique_ptr<client::SshForward> forward_;
     bool check_asked_ = false, stopping_ = false;
+    std::atomic<bool> aborting_{false}; // the destructor: an ssh command under way ends at once
     std::condition_variable check_wake_;
     std::thread checker_;
 };

@@ -358,6 +358,11 @@ void WorkerBackend::set_endpoint(const std::string& url, const std::string& toke
     idle_.clear();
 }
 
+void WorkerBackend::set_attach_notice(const QString& notice) {
+    std::lock_guard lock(mutex_);
+    attach_notice_ = notice;
+}
+
 void WorkerBackend::set_key(const QString& pin, bool needs_trust) {
     std::lock_guard lock(mutex_);
     pinned_key_ = pin;

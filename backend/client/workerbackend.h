@@ -75,8 +75,9 @@ protected:
     bool start_or_attach(const QVariantMap& settings, const QString& default_state_dir, const QStringList& extra_args,
                          const QString& what, QString* error);
 
-    // For open(): what pinnedKey() and keyNeedsTrust() answer.
+    // For open(): what pinnedKey() and keyNeedsTrust() answer, and what attachNotice() says.
     void set_key(const QString& pin, bool needs_trust);
+    void set_attach_notice(const QString& notice);
 
     // A request to a worker that is not on this machine got no answer at all (at most once a second, on the thread
     // that made it): a subclass that knows another way to the worker (an SSH host: the forward, the worker's own

@@ -152,7 +152,13 @@ ProgramResult run_program(SpawnOptions options, const ProgramLimits& limits) {
             result.timed_out = true;
             break;
         }
-        const int ready = ::poll(fds, count, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+        if (limits.abort && limits.abort->load()) {
+            ::kill(pid, SIGKILL);
+            result.aborted = true;
+            break;
+        }
+        const int ready =
+            ::poll(fds, count, static_cast<int>(std::min<int64_t>(left.count(), limits.abort ? 100 : 1000)));
         if (ready < 0 && errno != EINTR)
             break;
         for (int i = 0; i < count; ++i) {
@@ -186,6 +192,10 @@ ProgramResult run_program(SpawnOptions options, const ProgramLimits& limits) {
         if (done == 0 && std::chrono::steady_clock::now() >= deadline && !result.timed_out) {
             ::kill(pid, SIGKILL);
             result.timed_out = true;
+        }
+        if (done == 0 && limits.abort && limits.abort->load() && !result.aborted) {
+            ::kill(pid, SIGKILL);
+            result.aborted = true;
         }
         if (done == 0)
             ::usleep(2000);

@@ -4,6 +4,7 @@
 // the tests' workers). Always argv, never a shell; a failure to start is an errno, never an exception.
 #include <sys/types.h>
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -69,13 +70,16 @@ struct ProgramResult {
     std::string output;     // stdout (with stderr too when merge_stderr), at most max_output bytes
     std::string errors;     // stderr when not merged, at most 64 KiB
     bool truncated = false; // output went past max_output (the rest was read and dropped)
+    bool aborted = false;   // killed (SIGKILL) because limits.abort was set
     std::string error;      // why it could not be started
-    bool ok() const { return started && !timed_out && exit_code == 0; }
+    bool ok() const { return started && !timed_out && !aborted && exit_code == 0; }
 };
 struct ProgramLimits {
     double seconds = 30;
     size_t max_output = 16 << 20;
     bool merge_stderr = false;
+    // Looked at every 100 ms when given: true kills the program and returns at once (a backend that is going away).
+    const std::atomic<bool>* abort = nullptr;
 };
 // Runs options.argv (the pipes replace options.fds 1 and 2; stdin is /dev/null unless stdin_path says otherwise) and
 // waits for it, at most limits.seconds.
