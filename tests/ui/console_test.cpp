@@ -463,6 +463,23 @@ struct SshdHost {
                        .toUtf8());
         return {};
     }
+    // The processes serving the connections open now (sshd's children: one per connection).
+    QList<pid_t> sessions() const {
+        const pid_t listener = static_cast<pid_t>(read_all(dir + "/sshd.pid").trimmed().toLongLong());
+        QList<pid_t> children;
+        for (const QString& entry : QDir("/proc").entryList(QDir::Dirs)) {
+            bool numeric = false;
+            const pid_t pid = static_cast<pid_t>(entry.toLongLong(&numeric));
+            if (!numeric)
+                continue;
+            // /proc/PID/stat: "pid (name) state ppid ..."; the name may hold spaces, so read after its ')'.
+            const QByteArray stat = read_all("/proc/" + entry + "/stat");
+            const QList<QByteArray> fields = stat.mid(stat.lastIndexOf(')') + 2).split(' ');
+            if (fields.size() > 1 && fields[1].toLongLong() == listener)
+                children << pid;
+        }
+        return children;
+    }
     void stop() {
         bool ok = false;
         const qint64 pid = read_all(dir + "/sshd.pid").trimmed().toLongLong(&ok);
@@ -1492,11 +1509,27 @@ void ConsoleTest::sshHostIsInstalledStartedAndReconnected() {
     const qint64 running_ms = clock.elapsed();
     QCOMPARE(state_of(window, row_of(window, "over ssh")), QString("running"));
 
-    ::kill(first_forward, SIGKILL); // the network drops
-    write_file(release, "go\n");    // and the job goes on on the host meanwhile
+    // The forward's ssh dies (its connection closes at once): a new one within a second or so.
+    ::kill(first_forward, SIGKILL);
     QTRY_VERIFY_WITH_TIMEOUT(!connection.isEmpty() && !connection.first(), 10000);
     QTRY_VERIFY_WITH_TIMEOUT(backend->forwardPid() > 0 && backend->forwardPid() != first_forward, 20000);
     QTRY_VERIFY_WITH_TIMEOUT(connection.size() >= 2 && connection.last(), 20000);
+    // The network goes silent (a laptop asleep, a cable pulled): the host's side of every open ssh connection is
+    // frozen, nothing closes, and only ssh's keep-alives (3 unanswered, 5 s apart) can tell. The forward is
+    // replaced all the same, and the job goes on on the host meanwhile.
+    const pid_t second_forward = backend->forwardPid();
+    const QList<pid_t> frozen = sshd.sessions();
+    QVERIFY(!frozen.isEmpty());
+    for (const pid_t session : frozen)
+        ::kill(session, SIGSTOP);
+    write_file(release, "go\n");
+    QElapsedTimer silent;
+    silent.start();
+    QTRY_VERIFY_WITH_TIMEOUT(backend->forwardPid() > 0 && backend->forwardPid() != second_forward, 40000);
+    const qint64 noticed_ms = silent.elapsed();
+    for (const pid_t session : frozen)
+        ::kill(session, SIGKILL); // the connections of the silent network are gone for good
+    QTRY_VERIFY_WITH_TIMEOUT(connection.size() >= 4 && connection.last(), 20000);
     QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "over ssh")), QString("succeeded"), 120000);
     console.writer->flush();
     {
@@ -1559,8 +1592,9 @@ void ConsoleTest::sshHostIsInstalledStartedAndReconnected() {
     }
     window.selectRow(row_of(window, "over ssh"));
     window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/ssh-host-job.png"));
-    qInfo("ssh host: connected (install, start, forward) in %lld ms; submit to running past step 20 in %lld ms",
-          connect_ms, running_ms);
+    qInfo("ssh host: connected (install, start, forward) in %lld ms; submit to running past step 20 in %lld ms; a "
+          "silent network noticed and the forward replaced in %lld ms",
+          connect_ms, running_ms, noticed_ms);
 }
 
 void ConsoleTest::remoteTokenWaitsForTheAcceptedKey() {
