@@ -550,7 +550,12 @@ QVariant JobTableModel::data(const QModelIndex& index, int role) const {
             return QString::fromStdString(r.state);
         case Backend:
             return QString::fromStdString(r.backend);
-        case Progress: return QStringLiteral("%1 %").arg(100.0 * r.progress, 0, 'f', 1);
+        case Progress:
+            // A job that ended without ever saying how far it got (a script that reports no total) shows no figure:
+            // "0.0 %" beside "succeeded" would be a false one.
+            if (ended && r.progress <= 0)
+                return QStringLiteral("–");
+            return QStringLiteral("%1 %").arg(100.0 * r.progress, 0, 'f', 1);
         case Loss: return std::isnan(r.loss) ? QStringLiteral("–") : QString::number(r.loss, 'f', 4);
         case Accuracy:
             return std::isnan(r.accuracy) ? QStringLiteral("–")

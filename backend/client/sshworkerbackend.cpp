@@ -26,8 +26,9 @@ std::string socket_name() {
 } // namespace
 
 SshWorkerBackend::~SshWorkerBackend() {
-    quiesce(); // no unreachable() runs from here on
-    aborting_.store(true); // a start_worker() under way in the checker ends now, not after its 60 s
+    // No unreachable() runs after quiesce(); a start_worker() under way in the checker ends now, not after its 60 s.
+    quiesce();
+    aborting_.store(true);
     {
         std::lock_guard lock(ssh_mutex_);
         stopping_ = true;

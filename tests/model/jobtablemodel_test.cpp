@@ -59,6 +59,17 @@ TEST(JobTableModel, ShowsEveryRunNewestFirstAndPicksUpChangesOnly) {
     EXPECT_EQ(model.data(model.index(0, JobTableModel::State), Qt::DisplayRole).toString(), "running");
     EXPECT_EQ(model.data(model.index(0, JobTableModel::Progress), Qt::DisplayRole).toString(), "50.0 %");
     EXPECT_EQ(model.data(model.index(0, JobTableModel::Loss), Qt::DisplayRole).toString(), "0.2500");
+    // Ended without a progress report (a script that gives no total): no figure rather than a false "0.0 %"; one
+    // that ended part-way (early stopping, a cancel) keeps its figure.
+    EXPECT_EQ(model.data(model.index(1, JobTableModel::Progress), Qt::DisplayRole).toString(), "0.0 %"); // queued
+    catalog.db().exec("UPDATE jobs SET state='succeeded', progress=0, changed=changed+2000000 WHERE id=" +
+                      std::to_string(fresh));
+    model.refresh();
+    EXPECT_EQ(model.data(model.index(0, JobTableModel::Progress), Qt::DisplayRole).toString(), "–");
+    catalog.db().exec("UPDATE jobs SET state='cancelled', progress=0.4, changed=changed+3000000 WHERE id=" +
+                      std::to_string(fresh));
+    model.refresh();
+    EXPECT_EQ(model.data(model.index(0, JobTableModel::Progress), Qt::DisplayRole).toString(), "40.0 %");
     EXPECT_EQ(model.data(model.index(0, 0), JobTableModel::JobIdRole).toLongLong(), fresh);
 
     // A row the catalog did not change is not re-read: edit one behind the revision's back and it stays stale.
