@@ -137,6 +137,21 @@ std::string last_line(std::string text) {
     return clean(nl == std::string::npos ? text : text.substr(nl + 1));
 }
 
+std::string base_name(const std::string& path) {
+    const size_t slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// head, then each word single-quoted, separated by spaces.
+std::string with_quoted(std::string head, const std::vector<std::string>& words) {
+    for (const std::string& word : words) {
+        if (!head.empty())
+            head += ' ';
+        head += shell_quote(word);
+    }
+    return head;
+}
+
 // A multi-line script goes base64-encoded through a pipe into sh: the command line stays one line of plain words
 // that any login shell (sh, bash, zsh, fish, csh) passes on unchanged.
 std::string piped_command(const std::string& script, const std::vector<std::string>& args) {
@@ -154,27 +169,20 @@ std::string piped_command(const std::string& script, const std::vector<std::stri
         encoded += i + 1 < text.size() ? kAlphabet[(n >> 6) & 63] : '=';
         encoded += i + 2 < text.size() ? kAlphabet[n & 63] : '=';
     }
-    std::string command = "echo " + encoded + " | base64 -d | sh -s --";
-    for (const std::string& arg : args) {
-        command += ' ';
-        command += shell_quote(arg);
-    }
-    return command;
+    return with_quoted("echo " + encoded + " | base64 -d | sh -s --", args);
 }
 
 // A one-line script whose stdin is data (install): `sh -c SCRIPT sh ARGS...`.
 std::string inline_command(const std::string& script, const std::vector<std::string>& args) {
-    std::string command = "sh -c " + shell_quote(script) + " sh";
-    for (const std::string& arg : args) {
-        command += ' ';
-        command += shell_quote(arg);
-    }
-    return command;
+    return with_quoted("sh -c " + shell_quote(script) + " sh", args);
 }
 
-std::string base_name(const std::string& path) {
-    const size_t slash = path.rfind('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
+// What kInstall takes for a file: its name there and its size here (0 when it cannot be read: the copy then fails
+// the size check on the host).
+std::vector<std::string> install_args(const std::string& file) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(file, ec);
+    return {base_name(file), std::to_string(ec ? 0 : size)};
 }
 
 } // namespace
@@ -337,17 +345,8 @@ std::vector<std::string> install_commands(const SshTarget& target, const std::ve
     std::vector<std::string> commands;
     for (const std::string& file : local_files) {
         std::vector<std::string> argv = target.argv();
-        std::error_code ec;
-        const auto size = std::filesystem::file_size(file, ec);
-        argv.push_back(inline_command(kInstall, {base_name(file), std::to_string(ec ? 0 : size)}));
-        std::string line;
-        for (const std::string& word : argv) {
-            if (!line.empty())
-                line += ' ';
-            line += shell_quote(word);
-        }
-        line += " < " + shell_quote(file);
-        commands.push_back(std::move(line));
+        argv.push_back(inline_command(kInstall, install_args(file)));
+        commands.push_back(with_quoted({}, argv) + " < " + shell_quote(file));
     }
     return commands;
 }
@@ -359,9 +358,7 @@ bool install_worker(const SshTarget& target, const std::vector<std::string>& loc
             *error = "cannot read " + file + " to copy it: " + std::strerror(errno);
             return false;
         }
-        std::error_code ec;
-        const auto size = std::filesystem::file_size(file, ec);
-        const RemoteResult copied = run_remote(target, kInstall, {base_name(file), std::to_string(size)}, file, 300);
+        const RemoteResult copied = run_remote(target, kInstall, install_args(file), file, 300);
         if (!copied.ok) {
             *error = "copying " + base_name(file) + " failed: " + copied.error;
             return false;

@@ -36,12 +36,16 @@ SshWorkerBackend::~SshWorkerBackend() {
     check_wake_.notify_all();
     if (checker_.joinable())
         checker_.join();
+    drop_forward(); // the worker keeps running there
+}
+
+void SshWorkerBackend::drop_forward() {
     std::unique_ptr<client::SshForward> forward;
     {
         std::lock_guard lock(ssh_mutex_);
         forward = std::move(forward_);
     }
-    forward.reset(); // ends ssh (outside the lock: its thread may be saying so); the worker keeps running there
+    forward.reset(); // ends ssh outside the lock: its thread may be saying so (connectionChanged)
 }
 
 bool SshWorkerBackend::open(const QVariantMap& settings, QString* error) {
@@ -76,16 +80,14 @@ bool SshWorkerBackend::open(const QVariantMap& settings, QString* error) {
     if (const std::string bad = target.check(); !bad.empty())
         return fail(QString::fromStdString(bad));
     const QString host = QString::fromStdString(target.destination);
-    std::unique_ptr<client::SshForward> previous;
+    drop_forward(); // open() again: a new forward below
     {
         std::lock_guard lock(ssh_mutex_);
-        previous = std::move(forward_); // open() again: a new forward below
         target_ = target;
         needs_install_ = false;
         install_plan_.clear();
         learned_token_.clear();
     }
-    previous.reset();
     set_attach_notice({});
 
     std::string why;
@@ -163,11 +165,7 @@ bool SshWorkerBackend::open(const QVariantMap& settings, QString* error) {
     set_endpoint("http://localhost", token.toStdString(), {}, {}, tr("worker on %1 (ssh)").arg(host), socket);
     const auto health = call("GET", "/v1/health");
     if (!health.ok()) {
-        {
-            std::lock_guard lock(ssh_mutex_);
-            previous = std::move(forward_);
-        }
-        previous.reset();
+        drop_forward();
         return fail(health.status == 401
                         ? tr("the worker on %1 refused the token: its state folder %2 was made again? Add the host "
                              "again to read the new one")

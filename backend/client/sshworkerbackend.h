@@ -45,6 +45,7 @@ protected:
 
 private:
     void check_worker(); // the checker thread: restarts or follows the host's worker when asked by unreachable()
+    void drop_forward(); // ends the forward's ssh, outside ssh_mutex_
 
     mutable std::mutex ssh_mutex_; // guards what follows
     client::SshTarget target_;

@@ -450,10 +450,10 @@ struct SshdHost {
         if (const int rc = QProcess::execute("/usr/sbin/sshd", {"-f", dir + "/sshd_config", "-E", dir + "/sshd.log"});
             rc != 0)
             return QString("sshd exited with %1: %2").arg(rc).arg(QString::fromUtf8(read_all(dir + "/sshd.log")));
-        QFile host_key(dir + "/hostkey.pub");
-        if (!host_key.open(QIODevice::ReadOnly))
+        const QByteArray host_key = read_all(dir + "/hostkey.pub");
+        if (host_key.isEmpty())
             return "no host key";
-        write_file(dir + "/known_hosts", QString("[127.0.0.1]:%1 ").arg(port).toUtf8() + host_key.readAll());
+        write_file(dir + "/known_hosts", QString("[127.0.0.1]:%1 ").arg(port).toUtf8() + host_key);
         config = dir + "/ssh_config";
         write_file(config,
                    QString("Host gpu-box\n  HostName 127.0.0.1\n  Port %1\n  User %2\n  IdentityFile %3/userkey\n"
