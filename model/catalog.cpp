@@ -140,6 +140,14 @@ const char* const kMigrations[] = {
     CREATE TABLE IF NOT EXISTS evaluations(job INTEGER NOT NULL, seq INTEGER NOT NULL, split TEXT NOT NULL,
         step INTEGER NOT NULL, epoch INTEGER NOT NULL, time REAL NOT NULL, data TEXT NOT NULL, PRIMARY KEY(job, seq));
     )",
+    // 11: the instances provider backends rented (backend/api/instanceledger.h), each written before the cloud is
+    // asked for it and kept after it is deleted, with its price and times (its cost).
+    R"(
+    CREATE TABLE IF NOT EXISTS instances(provider TEXT NOT NULL, name TEXT NOT NULL, id TEXT NOT NULL,
+        type TEXT NOT NULL, address TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL,
+        price_per_hour REAL NOT NULL, spot INTEGER NOT NULL, created REAL NOT NULL, ended REAL NOT NULL,
+        PRIMARY KEY(provider, name));
+    )",
 };
 
 } // namespace
@@ -305,6 +313,38 @@ std::vector<Catalog::BackendRow> Catalog::backends() {
     Statement select = db_.prepare("SELECT name, kind, url, pinned_public_key FROM backends ORDER BY name");
     while (select.step())
         rows.push_back({select.text(0), select.text(1), select.text(2), select.text(3)});
+    return rows;
+}
+
+void Catalog::record_instance(const InstanceRow& i) {
+    Statement upsert = db_.prepare(
+        "INSERT INTO instances(provider, name, id, type, address, state, reason, price_per_hour, spot, created, ended) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(provider, name) DO UPDATE SET id=excluded.id, "
+        "type=excluded.type, address=excluded.address, state=excluded.state, reason=excluded.reason, "
+        "price_per_hour=excluded.price_per_hour, spot=excluded.spot, ended=excluded.ended");
+    upsert.bind(1, i.provider)
+        .bind(2, i.name)
+        .bind(3, i.id)
+        .bind(4, i.type)
+        .bind(5, i.address)
+        .bind(6, i.state)
+        .bind(7, i.reason)
+        .bind(8, i.price_per_hour)
+        .bind(9, int64_t(i.spot))
+        .bind(10, i.created)
+        .bind(11, i.ended);
+    upsert.step();
+}
+
+std::vector<Catalog::InstanceRow> Catalog::instances(const std::string& provider) {
+    std::vector<InstanceRow> rows;
+    Statement select = db_.prepare(
+        "SELECT provider, name, id, type, address, state, reason, price_per_hour, spot, created, ended FROM instances "
+        "WHERE ?='' OR provider=? ORDER BY created, rowid");
+    select.bind(1, provider).bind(2, provider);
+    while (select.step())
+        rows.push_back({select.text(0), select.text(1), select.text(2), select.text(3), select.text(4), select.text(5),
+                        select.text(6), select.real(7), select.integer(8) != 0, select.real(9), select.real(10)});
     return rows;
 }
 

@@ -26,7 +26,7 @@ namespace traindeck {
 
 class Catalog {
 public:
-    static constexpr int kSchemaVersion = 10;
+    static constexpr int kSchemaVersion = 11;
 
     // Opens or creates; migrates an older schema; refuses a damaged or newer file with a message that says what
     // to do. read_only connections are for readers (views, item models).
@@ -68,6 +68,17 @@ public:
     };
     void add_backend(const BackendRow& backend);
     std::vector<BackendRow> backends();
+
+    // The instances provider backends rented (backend/api/instanceledger.h), upserted by (provider, name);
+    // instances("") lists every provider's, oldest first.
+    struct InstanceRow {
+        std::string provider, name, id, type, address, state, reason;
+        double price_per_hour = 0;
+        bool spot = false;
+        double created = 0, ended = 0;
+    };
+    void record_instance(const InstanceRow& instance);
+    std::vector<InstanceRow> instances(const std::string& provider);
 
     // A dataset version (by content hash); registering the same bytes again returns the existing row's id
     // (and *created tells which happened).

@@ -5,6 +5,8 @@
 //
 // Calls that touch the network are blocking and must not run on the GUI thread (the console runs them with
 // QtConcurrent). Events arrive through the eventsArrived signal from the backend's own threads.
+#include "instanceledger.h"
+
 #include <QJsonObject>
 #include <QObject>
 #include <QString>
@@ -89,6 +91,9 @@ public:
     // settings["install"] true, for the user to read before consenting (empty otherwise).
     virtual QString hostFacts() const { return {}; }
     virtual QStringList installPlan() const { return {}; }
+    // Where a backend that rents machines (a provider: backend/client/providerbackend.h) records them; the console
+    // gives its catalog's ledger before open(). Others ignore it. The ledger outlives the backend.
+    virtual void setInstanceLedger(InstanceLedger* ledger) { (void)ledger; }
 
 signals:
     // events: a JSON array of {"seq","time","type","data"} in seq order; the receiver upserts by (job, seq).
@@ -105,5 +110,5 @@ public:
 
 } // namespace traindeck
 
-#define TrainDeckBackendFactory_iid "org.traindeck.BackendFactory/5"
+#define TrainDeckBackendFactory_iid "org.traindeck.BackendFactory/6"
 Q_DECLARE_INTERFACE(traindeck::BackendFactory, TrainDeckBackendFactory_iid)

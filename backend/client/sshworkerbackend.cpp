@@ -58,6 +58,8 @@ bool SshWorkerBackend::open(const QVariantMap& settings, QString* error) {
     std::string worker_path = settings.value("worker_path").toString().toStdString();
     std::string state_dir = settings.value("state_dir").toString().toStdString();
     target.config_file = settings.value("ssh_config").toString().toStdString();
+    for (const QString& option : settings.value("ssh_options").toStringList())
+        target.options.push_back(option.toStdString());
     const QString url = settings.value("url").toString();
     if (!url.isEmpty()) {
         // ssh://[user@]host[:port]?config=...: the destination is the URL without its query, as ssh takes it.

@@ -28,6 +28,7 @@ public:
     ~SshWorkerBackend() override;
 
     // settings: "url" (ssh_url(), sshurl.h) or "host" with "ssh_config", "state_dir", "worker_path" (on the host);
+    // "ssh_options" (a list of more ssh -o NAME=VALUE, e.g. a provider's per-instance known_hosts);
     // "token" (from the keyring; "" reads it over ssh); "install" (true: copy this build's worker when the host needs
     // it); "worker_binary", "train_binary" (what is copied; default: next to this program).
     bool open(const QVariantMap& settings, QString* error) override;

@@ -551,6 +551,22 @@ QJsonObject WorkerBackend::resources(QString* error) {
     return QJsonDocument::fromJson(QByteArray::fromStdString(response.body)).object();
 }
 
+int WorkerBackend::unfinishedJobs(QString* error) {
+    const auto response = call("GET", "/v1/jobs");
+    const QJsonDocument answer = QJsonDocument::fromJson(QByteArray::fromStdString(response.body));
+    if (!response.ok() || !answer.object().value("jobs").isArray()) {
+        if (error)
+            *error =
+                response.ok() ? tr("the worker's job list does not parse") : QString::fromStdString(response.message());
+        return -1;
+    }
+    int unfinished = 0;
+    const QJsonArray jobs = answer.object().value("jobs").toArray();
+    for (const auto& job : jobs)
+        unfinished += is_finished(job.toObject().value("state").toString().toStdString()) ? 0 : 1;
+    return unfinished;
+}
+
 bool WorkerBackend::resume(const QString& remoteId, double newBudget, QString* error) {
     const std::string body = newBudget > 0 ? "{\"budget\":" + std::to_string(newBudget) + "}" : "{}";
     const auto response = call("POST", "/v1/jobs/" + remoteId.toStdString() + "/resume", body);

@@ -42,6 +42,8 @@ public:
     bool sweepAction(const QString& id, const QString& action, const QJsonObject& body, QString* error) override;
     bool resume(const QString& remoteId, double newBudget, QString* error) override;
     QJsonObject resources(QString* error) override;
+    // How many of the worker's jobs are not finished (queued, running, stopping); -1 and *error when it did not say.
+    int unfinishedJobs(QString* error);
     void watch(const QString& remoteId, qint64 afterSeq) override;
     bool uploadDataset(const QString& root, const QByteArray& manifest,
                        const std::function<void(qint64, qint64, double)>& progress, QString* error) override;

@@ -2199,7 +2199,7 @@ void ConsoleTest::pluginsAreKnownByTheirMetadataAndOldOnesRefused() {
     QVERIFY(QFile::copy(TRAINDECK_OLD_PLUGIN_DIR "/libtraindeck_test_oldplugin.so", temp.filePath("libold.so")));
     write_file(temp.filePath("libjunk.so"), "not a shared object\n");
     PluginRegistry registry;
-    QCOMPARE(registry.scan({temp.path(), TRAINDECK_PLUGIN_DIR, TRAINDECK_PLUGIN_DIR}), 4);
+    QCOMPARE(registry.scan({temp.path(), TRAINDECK_PLUGIN_DIR, TRAINDECK_PLUGIN_DIR}), 5);
     QStringList kinds;
     for (const auto& plugin : registry.plugins()) {
         kinds << plugin.kind;
@@ -2207,7 +2207,7 @@ void ConsoleTest::pluginsAreKnownByTheirMetadataAndOldOnesRefused() {
         QVERIFY2(plugin.file.startsWith(TRAINDECK_PLUGIN_DIR), qPrintable(plugin.file)); // not the old one
     }
     kinds.sort();
-    QCOMPARE(kinds, (QStringList{"local", "slurm", "ssh", "worker"}));
+    QCOMPARE(kinds, (QStringList{"cloud", "local", "slurm", "ssh", "worker"}));
     const QString problems = registry.problems().join('\n');
     QVERIFY2(problems.contains("libold.so: built for org.traindeck.BackendFactory/2; this console speaks " TrainDeckBackendFactory_iid),
              qPrintable(problems));
@@ -2217,7 +2217,7 @@ void ConsoleTest::pluginsAreKnownByTheirMetadataAndOldOnesRefused() {
     BackendFactory* local = registry.factory("local");
     QVERIFY(local);
     QCOMPARE(local->kind(), QString("local"));
-    QVERIFY(!registry.factory("cloud"));
+    QVERIFY(!registry.factory("kubernetes"));
 }
 
 // QTEST_MAIN's, with the console's settings (QSettings: window layout, theme) in a folder of the run's own, so that

@@ -1,0 +1,746 @@
+// ProviderBackend (providerbackend.h): rent, reach, use and release instances; the ledger before every step.
+#include "providerbackend.h"
+
+#include "atomicfile.h"
+
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QRandomGenerator>
+#include <QStandardPaths>
+
+#include <algorithm>
+#include <chrono>
+
+namespace traindeck {
+
+namespace {
+
+QString qs(const std::string& text) { return QString::fromStdString(text); }
+
+QString money(double amount) { return QString::number(amount, 'f', 2); }
+
+} // namespace
+
+ProviderBackend::~ProviderBackend() {
+    shutdown();
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (reaper_.joinable())
+        reaper_.join();
+    // The instances live on in the cloud and in the ledger: the next open() reaches them again.
+    std::map<QString, InstancePtr> instances;
+    {
+        std::lock_guard lock(mutex_);
+        instances.swap(instances_);
+    }
+}
+
+double ProviderBackend::now() const { return static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000; }
+
+bool ProviderBackend::note(const RentedInstance& record, QString* error) {
+    QString why = tr("no ledger was given");
+    if (ledger_ && ledger_->record(record, &why)) {
+        emit instancesChanged();
+        return true;
+    }
+    if (error)
+        *error = tr("%1: the instance ledger could not be written (%2)").arg(name_, why);
+    return false;
+}
+
+bool ProviderBackend::open(const QVariantMap& settings, QString* error) {
+    auto fail = [&](const QString& why) {
+        if (error)
+            *error = why;
+        return false;
+    };
+    config_path_ = settings.value("config").toString();
+    QFile file(config_path_);
+    if (config_path_.isEmpty() || !file.open(QIODevice::ReadOnly))
+        return fail(tr("the provider file “%1” cannot be read").arg(config_path_));
+    const std::string problem = client::parse_provider_config(file.readAll().toStdString(), &config_);
+    if (!problem.empty())
+        return fail(tr("%1: %2").arg(config_path_, qs(problem)));
+    name_ = settings.value("name").toString();
+    if (name_.isEmpty())
+        name_ = QFileInfo(config_path_).completeBaseName();
+    state_dir_ = settings.value("state_dir").toString();
+    if (state_dir_.isEmpty())
+        state_dir_ =
+            QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/traindeck/providers/" + name_;
+    if (!QDir().mkpath(state_dir_ + "/known_hosts"))
+        return fail(tr("%1 cannot be made").arg(state_dir_));
+    QFile::setPermissions(state_dir_, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    worker_binary_ = settings.value("worker_binary").toString();
+    if (worker_binary_.isEmpty())
+        worker_binary_ = QCoreApplication::applicationDirPath() + "/traindeck-worker";
+    train_binary_ = settings.value("train_binary").toString();
+    if (train_binary_.isEmpty())
+        train_binary_ = QFileInfo(worker_binary_).absolutePath() + "/traindeck-train";
+    if (!ledger_)
+        return fail(tr("%1: no instance ledger (nothing may be rented that is not recorded first)").arg(name_));
+    QFile uploads(state_dir_ + "/datasets.json");
+    if (uploads.open(QIODevice::ReadOnly)) {
+        std::lock_guard lock(mutex_);
+        const QJsonArray kept = QJsonDocument::fromJson(uploads.readAll()).array();
+        for (const auto& entry : kept)
+            uploads_.emplace_back(entry.toObject().value("root").toString(),
+                                  entry.toObject().value("manifest").toString().toUtf8());
+    }
+    if (!reconcile(error))
+        return false;
+    reaper_ = std::thread([this] { reap(); });
+    return true;
+}
+
+bool ProviderBackend::reconcile(QString* error) {
+    std::string output, why;
+    std::string expand_error;
+    const std::vector<std::string> list =
+        client::expand_command(config_.list, {{"label", config_.label}}, &expand_error);
+    if (!client::run_provider_command(list, config_.command_timeout_seconds, &output, &why, &aborting_)) {
+        if (error)
+            *error = tr("%1: listing its instances failed, so nothing was reached or released: %2").arg(name_, qs(why));
+        return false;
+    }
+    std::vector<std::string> problems;
+    const std::vector<std::string> listed = client::parse_instance_list(output, &problems);
+    std::set<QString> unclaimed;
+    for (const std::string& id : listed)
+        unclaimed.insert(qs(id));
+    QString ledger_error;
+    const QList<RentedInstance> known = ledger_->instances(name_, &ledger_error);
+    if (!ledger_error.isEmpty()) {
+        if (error)
+            *error = tr("%1: the instance ledger cannot be read: %2").arg(name_, ledger_error);
+        return false;
+    }
+    for (RentedInstance record : known) {
+        if (!record.live())
+            continue;
+        const QString id = record.id.isEmpty() ? record.name : record.id;
+        if (!unclaimed.contains(id)) {
+            record.state = record.id.isEmpty() ? "failed" : "vanished";
+            record.reason = record.id.isEmpty()
+                                ? tr("the console stopped while it was being created, and the cloud does not list it")
+                                : tr("the cloud no longer lists it");
+            record.ended = now();
+            note(record, nullptr);
+            continue;
+        }
+        unclaimed.erase(id);
+        record.id = id;
+        auto instance = std::make_shared<Instance>();
+        instance->record = record;
+        instance->unreached_since = now();
+        std::lock_guard lock(mutex_);
+        instances_[record.name] = instance;
+    }
+    // The reaper reaches the instances found (or deletes those it cannot reach within the boot timeout), and
+    // finishes deletions under way.
+    for (const QString& stray : unclaimed) {
+        RentedInstance record;
+        record.provider = name_;
+        record.name = stray;
+        record.id = stray;
+        record.state = "deleting";
+        record.reason = tr("a stray: listed with the label “%1”, and not a live instance of this console's ledger")
+                            .arg(qs(config_.label));
+        record.created = now();
+        if (!note(record, error))
+            return false;
+        auto instance = std::make_shared<Instance>();
+        instance->record = record;
+        QString delete_error;
+        if (!remove(instance, record.reason, &delete_error)) {
+            std::lock_guard lock(mutex_);
+            instances_[record.name] = instance; // tried again by the reaper
+        }
+    }
+    return true;
+}
+
+QString ProviderBackend::describe() const {
+    std::lock_guard lock(mutex_);
+    double spend = 0;
+    for (const auto& [name, instance] : instances_)
+        spend += instance->record.price_per_hour;
+    return tr("provider %1 (%2 instances, %3/h)").arg(name_).arg(instances_.size()).arg(money(spend));
+}
+
+std::vector<std::string> ProviderBackend::instance_ssh_options(const QString& name) const {
+    // The user's options first: ssh keeps the first value of each. A new instance's host key is learnt on first
+    // contact into a file of its own (a rented address is reused by other instances with other keys), and changed
+    // keys are still refused.
+    std::vector<std::string> options = config_.ssh_options;
+    options.push_back("UserKnownHostsFile=" + (state_dir_ + "/known_hosts/" + name).toStdString());
+    options.emplace_back("StrictHostKeyChecking=accept-new");
+    return options;
+}
+
+bool ProviderBackend::reach(const InstancePtr& instance, QString* error) {
+    auto backend = std::make_shared<SshWorkerBackend>();
+    QStringList options;
+    for (const std::string& option : instance_ssh_options(instance->record.name))
+        options << qs(option);
+    QVariantMap settings{{"host", instance->record.address},
+                         {"ssh_options", options},
+                         {"install", true},
+                         {"worker_binary", worker_binary_},
+                         {"train_binary", train_binary_}};
+    if (!config_.ssh_config.empty())
+        settings["ssh_config"] = qs(config_.ssh_config);
+    if (!config_.state_dir.empty())
+        settings["state_dir"] = qs(config_.state_dir);
+    if (!backend->open(settings, error))
+        return false;
+    const QString prefix = instance->record.name + "/";
+    connect(
+        backend.get(), &Backend::eventsArrived, this,
+        [this, prefix](const QString& id, const QByteArray& events, bool finished) {
+            emit eventsArrived(prefix + id, events, finished);
+        },
+        Qt::DirectConnection);
+    connect(
+        backend.get(), &Backend::connectionChanged, this,
+        [this, prefix](bool up, const QString& message) { emit connectionChanged(up, prefix + message); },
+        Qt::DirectConnection);
+    replay_uploads(*backend);
+    std::map<QString, qint64> watches;
+    {
+        std::lock_guard lock(mutex_);
+        instance->backend = backend;
+        instance->unreached_since = 0;
+        watches.swap(instance->pending_watch);
+    }
+    for (const auto& [id, after] : watches)
+        backend->watch(id, after);
+    return true;
+}
+
+void ProviderBackend::replay_uploads(SshWorkerBackend& backend) {
+    std::vector<std::pair<QString, QByteArray>> uploads;
+    {
+        std::lock_guard lock(mutex_);
+        uploads = uploads_;
+    }
+    for (const auto& [root, manifest] : uploads) {
+        QString why;
+        if (!backend.uploadDataset(root, manifest, {}, &why))
+            emit connectionChanged(true,
+                                   tr("a dataset from %1 could not be sent to a new instance: %2").arg(root, why));
+    }
+}
+
+ProviderBackend::InstancePtr ProviderBackend::rent(const client::InstanceType& type, QString* error,
+                                                   bool* boot_failed) {
+    *boot_failed = false;
+    auto instance = std::make_shared<Instance>();
+    RentedInstance& record = instance->record;
+    record.provider = name_;
+    record.name =
+        QString("td-%1-%2").arg(qs(config_.label)).arg(QRandomGenerator::system()->generate(), 8, 16, QChar('0'));
+    record.type = qs(type.name);
+    record.price_per_hour = type.price_per_hour;
+    record.spot = type.spot;
+    record.state = "creating";
+    record.created = now();
+    {
+        // The limits and the slot are taken together, so two submits at once cannot both pass them.
+        std::lock_guard lock(mutex_);
+        double spend = 0;
+        for (const auto& [name, other] : instances_)
+            spend += other->record.price_per_hour;
+        if (static_cast<int>(instances_.size()) >= config_.max_instances) {
+            if (error)
+                *error = tr("%1 already has %2 instances, its maximum (max_instances in %3): a job waits for one to be "
+                            "free, or release one")
+                             .arg(name_)
+                             .arg(instances_.size())
+                             .arg(config_path_);
+            return nullptr;
+        }
+        if (config_.max_spend_per_hour > 0 && spend + type.price_per_hour > config_.max_spend_per_hour + 1e-9) {
+            if (error)
+                *error = tr("%1: a new %2 (%3/h) would take the spend to %4/h, over the ceiling of %5/h "
+                            "(max_spend_per_hour in %6); nothing was rented")
+                             .arg(name_, record.type, money(type.price_per_hour), money(spend + type.price_per_hour),
+                                  money(config_.max_spend_per_hour), config_path_);
+            return nullptr;
+        }
+        instances_[record.name] = instance;
+    }
+    auto forget = [&] {
+        std::lock_guard lock(mutex_);
+        instances_.erase(record.name);
+    };
+    // Recorded before the cloud is asked: a console killed during the create finds it at its next start.
+    if (!note(record, error)) {
+        forget();
+        return nullptr;
+    }
+    const std::map<std::string, std::string> vars{{"name", record.name.toStdString()},
+                                                  {"type", type.name},
+                                                  {"label", config_.label},
+                                                  {"spot", type.spot ? "spot" : "on-demand"}};
+    std::string output, why;
+    const std::vector<std::string> create = client::expand_command(config_.create, vars, &why);
+    if (!client::run_provider_command(create, config_.command_timeout_seconds, &output, &why, &aborting_)) {
+        // It may exist all the same (a timeout): the next start's reconcile deletes it as a stray.
+        forget();
+        record.state = "failed";
+        record.reason = tr("create failed: %1").arg(qs(why));
+        record.ended = now();
+        note(record, nullptr);
+        if (error)
+            *error = tr("%1 could not rent a %2: %3").arg(name_, record.type, qs(why));
+        return nullptr;
+    }
+    const std::string id = client::last_word_line(output);
+    {
+        std::lock_guard lock(mutex_);
+        record.id = id.empty() ? record.name : qs(id);
+        record.state = "booting";
+    }
+    note(record, nullptr);
+    // Reached within the boot timeout: the address, then ssh, the worker's install and start.
+    const double deadline = now() + config_.boot_timeout_seconds;
+    QString last = tr("it never answered");
+    bool reached = false;
+    while (!aborting_.load()) {
+        std::map<std::string, std::string> ids{
+            {"id", record.id.toStdString()}, {"name", record.name.toStdString()}, {"label", config_.label}};
+        const std::vector<std::string> address = client::expand_command(config_.address, ids, &why);
+        if (client::run_provider_command(address, config_.command_timeout_seconds, &output, &why, &aborting_)) {
+            std::string destination = client::last_word_line(output);
+            if (!destination.empty() && !config_.ssh_user.empty() && destination.find('@') == std::string::npos)
+                destination.insert(0, config_.ssh_user + "@");
+            if (destination.empty()) {
+                last = tr("the address command printed no address yet");
+            } else {
+                {
+                    std::lock_guard lock(mutex_);
+                    record.address = qs(destination);
+                }
+                if ((reached = reach(instance, &last)))
+                    break;
+            }
+        } else {
+            last = qs(why);
+        }
+        if (now() >= deadline)
+            break;
+        std::unique_lock lock(mutex_);
+        wake_.wait_for(lock, std::chrono::milliseconds(1000), [this] { return stopping_; });
+    }
+    if (!reached) {
+        *boot_failed = true;
+        const QString reason = tr("not reached within %1 s: %2").arg(config_.boot_timeout_seconds).arg(last);
+        QString delete_error;
+        remove(instance, reason, &delete_error);
+        if (error)
+            *error =
+                tr("%1: a new %2 was %3%4")
+                    .arg(name_, record.type, reason,
+                         delete_error.isEmpty() ? tr("; it was deleted")
+                                                : tr("; deleting it failed (%1), it is tried again").arg(delete_error));
+        return nullptr;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        record.state = "ready";
+    }
+    note(record, nullptr);
+    return instance;
+}
+
+bool ProviderBackend::remove(const InstancePtr& instance, const QString& reason, QString* error) {
+    RentedInstance record;
+    std::shared_ptr<SshWorkerBackend> backend;
+    {
+        std::lock_guard lock(mutex_);
+        instance->record.state = "deleting";
+        instance->record.reason = reason;
+        record = instance->record;
+        backend = std::move(instance->backend);
+    }
+    note(record, nullptr);
+    if (backend)
+        backend->shutdown();
+    backend.reset(); // its forward ends; the worker goes with the machine
+    std::string output, why;
+    const std::vector<std::string> command = client::expand_command(
+        config_.remove,
+        {{"id", record.id.toStdString()}, {"name", record.name.toStdString()}, {"label", config_.label}}, &why);
+    if (!client::run_provider_command(command, config_.command_timeout_seconds, &output, &why, &aborting_)) {
+        if (error)
+            *error = qs(why);
+        std::lock_guard lock(mutex_);
+        instance->record.reason = reason + tr(" (delete failed: %1; tried again)").arg(qs(why));
+        return false;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        instance->record.state = "deleted";
+        instance->record.ended = now();
+        record = instance->record;
+        instances_.erase(record.name);
+    }
+    QFile::remove(state_dir_ + "/known_hosts/" + record.name);
+    note(record, nullptr);
+    return true;
+}
+
+ProviderBackend::InstancePtr ProviderBackend::claim_idle(int gpus, int cpus, long long memory_mb) {
+    std::vector<InstancePtr> candidates;
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& entry : instances_) {
+            const InstancePtr& instance = entry.second;
+            if (instance->record.state != "ready" || !instance->backend || instance->claims > 0)
+                continue;
+            const auto type = std::find_if(config_.types.begin(), config_.types.end(),
+                                           [&](const auto& t) { return qs(t.name) == instance->record.type; });
+            if (type == config_.types.end() || type->gpus < gpus || (type->cpus > 0 && type->cpus < cpus) ||
+                (type->memory_mb > 0 && type->memory_mb < memory_mb))
+                continue;
+            ++instance->claims;
+            candidates.push_back(instance);
+        }
+    }
+    InstancePtr chosen;
+    for (const InstancePtr& instance : candidates) {
+        std::shared_ptr<SshWorkerBackend> backend;
+        {
+            std::lock_guard lock(mutex_);
+            backend = instance->backend;
+        }
+        QString why;
+        if (!chosen && backend && backend->unfinishedJobs(&why) == 0) {
+            chosen = instance; // keeps its claim until the job is there
+            continue;
+        }
+        std::lock_guard lock(mutex_);
+        --instance->claims;
+    }
+    return chosen;
+}
+
+QString ProviderBackend::submit(const QJsonObject& original, QString* error) {
+    QJsonObject request = original;
+    const QJsonObject elastic = request.take("elastic").toObject();
+    const QJsonObject needs = request.value("resources").toObject();
+    const int gpus = needs.value("gpus").toInt(0), cpus = needs.value("cpus").toInt(0);
+    const long long memory_mb = static_cast<long long>(needs.value("memory_mb").toDouble(0));
+    std::set<std::string> failed_types;
+    QString last_error;
+    for (int attempt = 0; attempt < static_cast<int>(config_.types.size()) + 1 && !aborting_.load(); ++attempt) {
+        InstancePtr instance = claim_idle(gpus, cpus, memory_mb);
+        if (!instance) {
+            // The cheapest type that fits and has not failed to boot for this job.
+            const client::InstanceType* best = nullptr;
+            for (const client::InstanceType& type : config_.types)
+                if (type.gpus >= gpus && (type.cpus == 0 || type.cpus >= cpus) &&
+                    (type.memory_mb == 0 || type.memory_mb >= memory_mb) && !failed_types.contains(type.name) &&
+                    (!best || type.price_per_hour < best->price_per_hour))
+                    best = &type;
+            if (!best) {
+                if (error)
+                    *error = last_error.isEmpty()
+                                 ? tr("%1 has no instance type with %2 GPUs, %3 CPUs and %4 MB (types in %5)")
+                                       .arg(name_)
+                                       .arg(gpus)
+                                       .arg(cpus)
+                                       .arg(memory_mb)
+                                       .arg(config_path_)
+                                 : last_error;
+                return {};
+            }
+            bool boot_failed = false;
+            instance = rent(*best, &last_error, &boot_failed);
+            if (!instance) {
+                if (!boot_failed) {
+                    if (error)
+                        *error = last_error;
+                    return {};
+                }
+                failed_types.insert(best->name); // tried on another type
+                continue;
+            }
+            std::lock_guard lock(mutex_);
+            ++instance->claims;
+        }
+        std::shared_ptr<SshWorkerBackend> backend;
+        {
+            std::lock_guard lock(mutex_);
+            backend = instance->backend;
+            if (elastic.value("release_after_job").toBool())
+                instance->release_when_idle = true;
+        }
+        const QString id = backend ? backend->submit(request, &last_error) : QString();
+        {
+            std::lock_guard lock(mutex_);
+            --instance->claims;
+            instance->idle_since = 0;
+        }
+        wake_.notify_all();
+        if (id.isEmpty()) {
+            if (error)
+                *error = tr("%1: %2").arg(instance->record.name, last_error);
+            return {};
+        }
+        return instance->record.name + "/" + id;
+    }
+    if (error)
+        *error = last_error.isEmpty() ? tr("the backend is closing") : last_error;
+    return {};
+}
+
+ProviderBackend::InstancePtr ProviderBackend::instance_of(const QString& remoteId, QString* jobId,
+                                                          QString* error) const {
+    const qsizetype slash = remoteId.indexOf('/');
+    const QString name = remoteId.left(slash);
+    *jobId = remoteId.mid(slash + 1);
+    std::lock_guard lock(mutex_);
+    const auto found = slash > 0 ? instances_.find(name) : instances_.end();
+    if (found == instances_.end()) {
+        if (error)
+            *error = tr("instance %1 of %2 is no longer rented").arg(name, name_);
+        return nullptr;
+    }
+    if (!found->second->backend) {
+        if (error)
+            *error = tr("instance %1 is not reached (%2)").arg(name, found->second->record.state);
+        return nullptr;
+    }
+    return found->second;
+}
+
+bool ProviderBackend::cancel(const QString& remoteId, QString* error) {
+    QString id;
+    const InstancePtr instance = instance_of(remoteId, &id, error);
+    return instance && instance->backend->cancel(id, error);
+}
+
+bool ProviderBackend::resume(const QString& remoteId, double newBudget, QString* error) {
+    QString id;
+    const InstancePtr instance = instance_of(remoteId, &id, error);
+    return instance && instance->backend->resume(id, newBudget, error);
+}
+
+bool ProviderBackend::removeJob(const QString& remoteId, qint64* freedBytes, QString* error) {
+    QString id;
+    const InstancePtr instance = instance_of(remoteId, &id, error);
+    return instance && instance->backend->removeJob(id, freedBytes, error);
+}
+
+QString ProviderBackend::fetchCheckpoint(const QString& remoteId, const QString& dir, QString* error) {
+    QString id;
+    const InstancePtr instance = instance_of(remoteId, &id, error);
+    return instance ? instance->backend->fetchCheckpoint(id, dir, error) : QString();
+}
+
+void ProviderBackend::watch(const QString& remoteId, qint64 afterSeq) {
+    const qsizetype slash = remoteId.indexOf('/');
+    if (slash <= 0)
+        return;
+    std::shared_ptr<SshWorkerBackend> backend;
+    {
+        std::lock_guard lock(mutex_);
+        const auto found = instances_.find(remoteId.left(slash));
+        if (found == instances_.end())
+            return; // released: nothing more will come of it
+        backend = found->second->backend;
+        if (!backend) {
+            found->second->pending_watch[remoteId.mid(slash + 1)] = afterSeq; // once it is reached
+            return;
+        }
+    }
+    backend->watch(remoteId.mid(slash + 1), afterSeq);
+}
+
+QJsonObject ProviderBackend::resources(QString* error) {
+    Q_UNUSED(error);
+    QJsonArray list;
+    double spend = 0;
+    for (const RentedInstance& r : instances()) {
+        spend += r.price_per_hour;
+        list.append(QJsonObject{{"name", r.name},
+                                {"id", r.id},
+                                {"type", r.type},
+                                {"address", r.address},
+                                {"state", r.state},
+                                {"price_per_hour", r.price_per_hour},
+                                {"spot", r.spot},
+                                {"uptime_s", r.seconds()},
+                                {"cost", r.cost()}});
+    }
+    return QJsonObject{{"provider", name_},
+                       {"instances", list},
+                       {"spend_per_hour", spend},
+                       {"max_spend_per_hour", config_.max_spend_per_hour},
+                       {"max_instances", config_.max_instances},
+                       {"gpus", QJsonArray()}};
+}
+
+QList<RentedInstance> ProviderBackend::instances() const {
+    QList<RentedInstance> list;
+    std::lock_guard lock(mutex_);
+    for (const auto& [name, instance] : instances_)
+        list << instance->record;
+    return list;
+}
+
+bool ProviderBackend::release(const QString& name, QString* error) {
+    InstancePtr instance;
+    {
+        std::lock_guard lock(mutex_);
+        const auto found = instances_.find(name);
+        if (found == instances_.end()) {
+            if (error)
+                *error = tr("%1 has no live instance %2").arg(name_, name);
+            return false;
+        }
+        instance = found->second;
+    }
+    return remove(instance, tr("released by the user"), error);
+}
+
+QString ProviderBackend::createSweep(const QJsonObject&, QString* error) {
+    if (error)
+        *error = tr("sweeps run on one worker, and a provider's instances come and go: run the sweep on a worker");
+    return {};
+}
+
+QJsonObject ProviderBackend::sweeps(QString*) { return QJsonObject{{"sweeps", QJsonArray()}}; }
+
+QJsonObject ProviderBackend::sweep(const QString& id, QString* error) {
+    if (error)
+        *error = tr("%1 runs no sweeps (no sweep %2)").arg(name_, id);
+    return {};
+}
+
+bool ProviderBackend::sweepAction(const QString& id, const QString&, const QJsonObject&, QString* error) {
+    sweep(id, error);
+    return false;
+}
+
+bool ProviderBackend::uploadDataset(const QString& root, const QByteArray& manifest,
+                                    const std::function<void(qint64, qint64, double)>& progress, QString* error) {
+    std::vector<std::shared_ptr<SshWorkerBackend>> reached;
+    QJsonArray kept;
+    {
+        std::lock_guard lock(mutex_);
+        if (std::none_of(uploads_.begin(), uploads_.end(), [&](const auto& u) { return u.second == manifest; }))
+            uploads_.emplace_back(root, manifest);
+        for (const auto& [r, m] : uploads_)
+            kept.append(QJsonObject{{"root", r}, {"manifest", QString::fromUtf8(m)}});
+        for (const auto& [name, instance] : instances_)
+            if (instance->backend && instance->record.state == "ready")
+                reached.push_back(instance->backend);
+    }
+    std::string why;
+    if (!write_file_atomically((state_dir_ + "/datasets.json").toStdString(),
+                               QJsonDocument(kept).toJson(QJsonDocument::Compact).toStdString(), 0600, why)) {
+        if (error)
+            *error = tr("the provider's list of datasets could not be saved: %1").arg(qs(why));
+        return false;
+    }
+    // Each instance rented from now on gets it before its first job; those running now get it here.
+    for (const auto& backend : reached)
+        if (!backend->uploadDataset(root, manifest, progress, error))
+            return false;
+    return true;
+}
+
+void ProviderBackend::shutdown() {
+    aborting_.store(true);
+    std::lock_guard lock(mutex_);
+    for (const auto& [name, instance] : instances_)
+        if (instance->backend)
+            instance->backend->shutdown();
+    wake_.notify_all();
+}
+
+void ProviderBackend::reap() {
+    const auto tick =
+        std::chrono::milliseconds(static_cast<int>(std::clamp(config_.idle_seconds / 4, 0.25, 10.0) * 1000));
+    while (true) {
+        std::vector<InstancePtr> live;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait_for(lock, tick, [this] { return stopping_; });
+            if (stopping_ || aborting_.load())
+                return;
+            for (const auto& [name, instance] : instances_)
+                live.push_back(instance);
+        }
+        for (const InstancePtr& instance : live) {
+            std::shared_ptr<SshWorkerBackend> backend;
+            RentedInstance record;
+            double unreached_since = 0;
+            {
+                std::lock_guard lock(mutex_);
+                backend = instance->backend;
+                record = instance->record;
+                unreached_since = instance->unreached_since;
+            }
+            if (record.state == "deleting") {
+                remove(instance, record.reason, nullptr);
+                continue;
+            }
+            if (!backend && unreached_since > 0) {
+                // Restored at open(): reached again, or deleted once the boot timeout has passed without an answer.
+                QString why;
+                if (reach(instance, &why)) {
+                    {
+                        std::lock_guard lock(mutex_);
+                        instance->record.state = "ready";
+                        record = instance->record;
+                    }
+                    note(record, nullptr);
+                } else if (now() - unreached_since > config_.boot_timeout_seconds) {
+                    remove(instance, tr("not reached again within %1 s: %2").arg(config_.boot_timeout_seconds).arg(why),
+                           nullptr);
+                }
+                continue;
+            }
+            if (!backend || record.state != "ready")
+                continue;
+            QString why;
+            const int unfinished = backend->unfinishedJobs(&why);
+            if (unfinished < 0)
+                continue; // not answering now: the forward is being restored
+            bool release = false;
+            {
+                std::lock_guard lock(mutex_);
+                if (unfinished > 0 || instance->claims > 0) {
+                    instance->idle_since = 0;
+                } else if (instance->idle_since == 0) {
+                    instance->idle_since = now();
+                    release = instance->release_when_idle;
+                } else {
+                    release = instance->release_when_idle || now() - instance->idle_since >= config_.idle_seconds;
+                }
+                if (release)
+                    instance->record.state = "deleting"; // no submit claims it from here on
+            }
+            if (release)
+                remove(instance,
+                       instance->release_when_idle
+                           ? tr("its job asked for it to go once done")
+                           : tr("its queue was empty for %1 s").arg(static_cast<int>(config_.idle_seconds)),
+                       nullptr);
+        }
+    }
+}
+
+} // namespace traindeck

@@ -1,0 +1,115 @@
+#pragma once
+// An elastic provider as one backend (provider.h says its file): a job submitted here runs on an instance of the
+// provider's that fits it and has nothing to do; when none has, one is rented for it — within the file's maximum
+// count and hourly spend ceiling, refused with a message that names the limit otherwise — then bootstrapped as an SSH
+// host (SshWorkerBackend: this build's worker installed, started on the instance's loopback, reached through an ssh
+// forward) and given the job. An instance whose queue stayed empty for the file's idle time (5 minutes unless it says
+// otherwise) is deleted, at once when its job asked for that ({"elastic": {"release_after_job": true}} in the
+// request); one that cannot be reached within the boot timeout is deleted and the job tried on an instance of
+// another type.
+//
+// Nothing rented is forgotten: every instance is in the ledger (instanceledger.h, the console's catalog) before its
+// creation is asked of the cloud, with its state, price and times; a failed deletion stays "deleting" and is tried
+// again. open() reconciles the ledger with the cloud's list: instances still listed are reached again (their jobs go
+// on), those no longer listed are marked vanished, and listed instances with the provider's label that the ledger does
+// not hold as live (strays: a console killed between create and record, a deletion the cloud did not do) are deleted.
+//
+// A job's id here is "INSTANCE/ID" (ID: the instance's worker's), so a console that restarts finds each job's
+// instance again. Datasets uploaded here are kept as a list (root and manifest, in the state folder) and sent to each
+// instance as it is rented, before any job runs there.
+#include "instanceledger.h"
+#include "provider.h"
+#include "sshworkerbackend.h"
+
+#include <QList>
+#include <QMap>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace traindeck {
+
+class ProviderBackend : public Backend {
+    Q_OBJECT
+public:
+    using Backend::Backend;
+    ~ProviderBackend() override;
+
+    // settings: "config" (the provider file), "name" (the backend's name: the ledger's provider), "state_dir" (this
+    // console's folder for the provider: instances' known_hosts, the datasets list; default under the XDG data
+    // folder), "worker_binary" and "train_binary" (what is installed on an instance; default: next to this program).
+    // setInstanceLedger() first.
+    bool open(const QVariantMap& settings, QString* error) override;
+    QString describe() const override;
+    void setInstanceLedger(InstanceLedger* ledger) override { ledger_ = ledger; }
+
+    QString submit(const QJsonObject& request, QString* error) override;
+    bool cancel(const QString& remoteId, QString* error) override;
+    bool resume(const QString& remoteId, double newBudget, QString* error) override;
+    // {"provider", "instances": [{name, id, type, address, state, price_per_hour, spot, uptime_s, cost}],
+    //  "spend_per_hour", "max_spend_per_hour", "max_instances", "gpus": []}
+    QJsonObject resources(QString* error) override;
+    bool removeJob(const QString& remoteId, qint64* freedBytes, QString* error) override;
+    QString createSweep(const QJsonObject& spec, QString* error) override;
+    QJsonObject sweeps(QString* error) override;
+    QJsonObject sweep(const QString& id, QString* error) override;
+    bool sweepAction(const QString& id, const QString& action, const QJsonObject& body, QString* error) override;
+    bool uploadDataset(const QString& root, const QByteArray& manifest,
+                       const std::function<void(qint64, qint64, double)>& progress, QString* error) override;
+    QString fetchCheckpoint(const QString& remoteId, const QString& dir, QString* error) override;
+    void watch(const QString& remoteId, qint64 afterSeq) override;
+    void shutdown() override;
+
+    // The live instances (the ledger's records as they are now).
+    QList<RentedInstance> instances() const;
+    // Deletes the instance now ("release now"); its jobs end with it.
+    bool release(const QString& name, QString* error);
+
+signals:
+    // An instance was recorded, came up, or went: instances() has changed.
+    void instancesChanged();
+
+private:
+    struct Instance {
+        RentedInstance record;
+        std::shared_ptr<SshWorkerBackend> backend; // while it is reached
+        double idle_since = 0;                     // wall seconds its queue has been empty since; 0 while busy
+        double unreached_since = 0;                // a restored instance not reached yet: since when
+        int claims = 0;                            // submits choosing it right now
+        bool release_when_idle = false;
+        std::set<QString> watched; // its jobs' ids there, to watch once it is reached
+        std::map<QString, qint64> pending_watch;
+    };
+    using InstancePtr = std::shared_ptr<Instance>;
+
+    bool note(const RentedInstance& record, QString* error); // the ledger, durably
+    InstancePtr claim_idle(int gpus, int cpus, long long memory_mb);
+    InstancePtr rent(const client::InstanceType& type, QString* error, bool* boot_failed);
+    bool reach(const InstancePtr& instance, QString* error); // SshWorkerBackend::open with the install
+    bool remove(const InstancePtr& instance, const QString& reason, QString* error);
+    void replay_uploads(SshWorkerBackend& backend);
+    InstancePtr instance_of(const QString& remoteId, QString* jobId, QString* error) const;
+    std::vector<std::string> instance_ssh_options(const QString& name) const;
+    void reap(); // the reaper thread: idle instances, retried deletions, restored instances not reached yet
+    bool reconcile(QString* error);
+    double now() const;
+
+    InstanceLedger* ledger_ = nullptr;
+    client::ProviderConfig config_;
+    QString name_, config_path_, state_dir_, worker_binary_, train_binary_;
+    std::atomic<bool> aborting_{false};
+
+    mutable std::mutex mutex_;                            // guards instances_, uploads_ and what follows
+    std::map<QString, InstancePtr> instances_;            // live ones, by name
+    std::vector<std::pair<QString, QByteArray>> uploads_; // root, manifest
+    bool stopping_ = false;
+    std::condition_variable wake_;
+    std::thread reaper_;
+};
+
+} // namespace traindeck
