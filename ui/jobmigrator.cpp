@@ -32,6 +32,16 @@ void JobMigrator::setTimeouts(int poll_ms, int lost_after_ms) {
 
 void JobMigrator::poll() {
     for (const JobController::Connected& t : backends_.backends()) {
+        if (!heeded_.contains(t.backend)) {
+            heeded_.insert(t.backend);
+            connect(t.backend, &QObject::destroyed, this, [this](QObject* gone) { heeded_.remove(gone); });
+            connect(
+                t.backend, &Backend::jobsLost, this,
+                [this, name = t.name](const QStringList& ids, const QString& reason) {
+                    migrateLostJobs(name, ids, reason);
+                },
+                Qt::QueuedConnection);
+        }
         if (polling_.contains(t.name))
             continue; // the previous question is still out (a dead host can take the whole connect timeout)
         if (!last_heard_.contains(t.name))
@@ -101,11 +111,42 @@ void JobMigrator::migrateJobsOf(const QString& backend) {
     });
 }
 
-void JobMigrator::moveJobs(const QString& backend, const QList<Row>& rows) {
+void JobMigrator::migrateLostJobs(const QString& backend, const QStringList& remote_ids, const QString& reason) {
+    QPointer<JobMigrator> self(this);
+    writer_.post(
+        [self, backend, remote_ids, name = backend.toStdString(), why = reason.toStdString()](Catalog& catalog) {
+            QList<Row> rows;
+            Statement select = catalog.db().prepare("SELECT id, remote_id, spec, migrate FROM jobs WHERE backend=? AND "
+                                                    "remote_id=? AND state NOT IN (" +
+                                                    std::string(catalog_finished_states_sql()) + ")");
+            for (const QString& remote : remote_ids) {
+                select.reset();
+                select.bind(1, name).bind(2, remote.toStdString());
+                while (select.step())
+                    rows.push_back({select.integer(0), QString::fromStdString(select.text(1)),
+                                    QJsonDocument::fromJson(QByteArray::fromStdString(select.text(2))).object(),
+                                    select.integer(3) != 0});
+            }
+            for (const Row& row : rows)
+                catalog.mark_lost(row.id, why);
+            QMetaObject::invokeMethod(
+                self,
+                [self, backend, rows] {
+                    if (self && !rows.isEmpty())
+                        self->moveJobs(backend, rows, true);
+                },
+                Qt::QueuedConnection);
+        });
+}
+
+void JobMigrator::moveJobs(const QString& backend, const QList<Row>& rows, bool same_backend_first) {
     const JobController::Connected* to = nullptr;
     const QList<JobController::Connected> targets = backends_.backends();
     for (const JobController::Connected& t : targets)
-        if (t.name != backend && !lost_.contains(t.name)) {
+        if (same_backend_first && t.name == backend && !lost_.contains(t.name))
+            to = &t;
+    for (const JobController::Connected& t : targets)
+        if (!to && t.name != backend && !lost_.contains(t.name)) {
             to = &t;
             break;
         }

@@ -2,7 +2,9 @@
 // Watches every backend's heartbeat (its /v1/resources answer). A worker silent for longer than the timeout is
 // lost: its unfinished jobs are marked lost, and those the user allowed to move are resubmitted to a healthy
 // worker from their last checkpoint (which JobSync copied to the console as it was written), their events
-// continuing the same curve. When a lost worker answers again, the copies left running there are cancelled.
+// continuing the same curve. When a lost worker answers again, the copies left running there are cancelled. A
+// backend that still answers may say some of its jobs are lost (a provider's instance that vanished): those are moved
+// the same way, to that backend first.
 #include "backend.h"
 #include "catalog.h"
 #include "jobcontroller.h"
@@ -41,7 +43,10 @@ private:
         bool migrate;
     };
     void migrateJobsOf(const QString& backend);
-    void moveJobs(const QString& backend, const QList<Row>& rows);
+    // Jobs a backend said it lost (Backend::jobsLost: a provider's instance that vanished) while it still answers:
+    // marked lost, and those allowed to move are moved, to the same backend first (a provider rents anew).
+    void migrateLostJobs(const QString& backend, const QStringList& remote_ids, const QString& reason);
+    void moveJobs(const QString& backend, const QList<Row>& rows, bool same_backend_first = false);
     void move(qint64 job, const QString& from, const QString& remote_id, const QJsonObject& request,
               const JobController::Connected& to);
 
@@ -51,6 +56,7 @@ private:
     int lost_after_ms_ = 60000;
     QMap<QString, qint64> last_heard_; // ms since epoch
     QSet<QString> lost_, polling_;
+    QSet<QObject*> heeded_; // the backends whose jobsLost is connected (each removed when it is destroyed)
     QMap<QString, QStringList> moved_away_; // backend → remote ids of jobs moved from it
 };
 

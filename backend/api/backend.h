@@ -99,6 +99,10 @@ signals:
     // events: a JSON array of {"seq","time","type","data"} in seq order; the receiver upserts by (job, seq).
     void eventsArrived(const QString& remoteId, const QByteArray& events, bool finished);
     void connectionChanged(bool connected, const QString& message);
+    // Some of this backend's jobs went with the machine that ran them while the backend itself still answers (a
+    // provider's instance that vanished: a spot instance taken back). The console moves those it may move
+    // (JobMigrator), from their last checkpoint, and marks the rest lost.
+    void jobsLost(const QStringList& remoteIds, const QString& reason);
 };
 
 class BackendFactory {

@@ -124,8 +124,11 @@ bool ProviderBackend::reconcile(QString* error) {
         return false;
     }
     for (RentedInstance record : known) {
-        if (!record.live())
+        if (!record.live()) {
+            std::lock_guard lock(mutex_);
+            gone_[record.name] = tr("instance %1 was %2 (%3)").arg(record.name, record.state, record.reason);
             continue;
+        }
         const QString id = record.id.isEmpty() ? record.name : record.id;
         if (!unclaimed.contains(id)) {
             record.state = record.id.isEmpty() ? "failed" : "vanished";
@@ -134,6 +137,8 @@ bool ProviderBackend::reconcile(QString* error) {
                                 : tr("the cloud no longer lists it");
             record.ended = now();
             note(record, nullptr);
+            std::lock_guard lock(mutex_);
+            gone_[record.name] = tr("instance %1: %2 while the console was away").arg(record.name, record.reason);
             continue;
         }
         unclaimed.erase(id);
@@ -387,16 +392,58 @@ bool ProviderBackend::remove(const InstancePtr& instance, const QString& reason,
         instance->record.reason = reason + tr(" (delete failed: %1; tried again)").arg(qs(why));
         return false;
     }
+    QStringList lost;
     {
         std::lock_guard lock(mutex_);
         instance->record.state = "deleted";
         instance->record.ended = now();
         record = instance->record;
         instances_.erase(record.name);
+        gone_[record.name] = tr("instance %1 was deleted: %2").arg(record.name, reason);
+        for (const QString& id : instance->jobs)
+            lost << record.name + "/" + id;
     }
     QFile::remove(state_dir_ + "/known_hosts/" + record.name);
     note(record, nullptr);
+    // Its jobs ended with it (an idle instance has none unfinished; the console ignores those that ended).
+    if (!lost.isEmpty())
+        emit jobsLost(lost, tr("instance %1 was deleted: %2").arg(record.name, reason));
     return true;
+}
+
+bool ProviderBackend::listed(const InstancePtr& instance) {
+    std::string output, why;
+    const std::vector<std::string> list = client::expand_command(config_.list, {{"label", config_.label}}, &why);
+    if (!client::run_provider_command(list, config_.command_timeout_seconds, &output, &why, &aborting_))
+        return true;
+    const std::vector<std::string> ids = client::parse_instance_list(output, nullptr);
+    std::lock_guard lock(mutex_);
+    return std::find(ids.begin(), ids.end(), instance->record.id.toStdString()) != ids.end();
+}
+
+void ProviderBackend::vanish(const InstancePtr& instance, const QString& reason) {
+    RentedInstance record;
+    std::shared_ptr<SshWorkerBackend> backend;
+    QStringList lost;
+    {
+        std::lock_guard lock(mutex_);
+        instance->record.state = "vanished";
+        instance->record.reason = reason;
+        instance->record.ended = now();
+        record = instance->record;
+        backend = std::move(instance->backend);
+        instances_.erase(record.name);
+        gone_[record.name] = tr("instance %1 vanished: %2").arg(record.name, reason);
+        for (const QString& id : instance->jobs)
+            lost << record.name + "/" + id;
+    }
+    note(record, nullptr);
+    if (backend)
+        backend->shutdown();
+    backend.reset();
+    QFile::remove(state_dir_ + "/known_hosts/" + record.name);
+    if (!lost.isEmpty())
+        emit jobsLost(lost, tr("instance %1 vanished: %2").arg(record.name, reason));
 }
 
 ProviderBackend::InstancePtr ProviderBackend::claim_idle(int gpus, int cpus, long long memory_mb) {
@@ -490,6 +537,8 @@ QString ProviderBackend::submit(const QJsonObject& original, QString* error) {
             std::lock_guard lock(mutex_);
             --instance->claims;
             instance->idle_since = 0;
+            if (!id.isEmpty())
+                instance->jobs.insert(id);
         }
         wake_.notify_all();
         if (id.isEmpty()) {
@@ -554,10 +603,19 @@ void ProviderBackend::watch(const QString& remoteId, qint64 afterSeq) {
         return;
     std::shared_ptr<SshWorkerBackend> backend;
     {
-        std::lock_guard lock(mutex_);
-        const auto found = instances_.find(remoteId.left(slash));
-        if (found == instances_.end())
-            return; // released: nothing more will come of it
+        std::unique_lock lock(mutex_);
+        const QString name = remoteId.left(slash);
+        const auto found = instances_.find(name);
+        if (found == instances_.end()) {
+            // Its instance has ended: nothing more comes of the job there.
+            const auto why = gone_.find(name);
+            const QString reason =
+                why != gone_.end() ? why->second : tr("instance %1 is not in %2's ledger").arg(name, name_);
+            lock.unlock();
+            emit jobsLost({remoteId}, reason);
+            return;
+        }
+        found->second->jobs.insert(remoteId.mid(slash + 1));
         backend = found->second->backend;
         if (!backend) {
             found->second->pending_watch[remoteId.mid(slash + 1)] = afterSeq; // once it is reached
@@ -717,8 +775,22 @@ void ProviderBackend::reap() {
                 continue;
             QString why;
             const int unfinished = backend->unfinishedJobs(&why);
-            if (unfinished < 0)
-                continue; // not answering now: the forward is being restored
+            if (unfinished < 0) {
+                // Not answering: a network that dropped (the forward is being restored), or no machine any more.
+                // The cloud's list tells, asked at most every 10 s an instance.
+                bool ask = false;
+                {
+                    std::lock_guard lock(mutex_);
+                    ask = now() - instance->listed_at >= 10;
+                    if (ask)
+                        instance->listed_at = now();
+                }
+                if (ask && !listed(instance))
+                    vanish(instance, tr("it stopped answering (%1) and the cloud no longer lists it: a spot instance "
+                                        "taken back, or one deleted outside TrainDeck")
+                                         .arg(why));
+                continue;
+            }
             bool release = false;
             {
                 std::lock_guard lock(mutex_);

@@ -15,8 +15,11 @@
 // not hold as live (strays: a console killed between create and record, a deletion the cloud did not do) are deleted.
 //
 // A job's id here is "INSTANCE/ID" (ID: the instance's worker's), so a console that restarts finds each job's
-// instance again. Datasets uploaded here are kept as a list (root and manifest, in the state folder) and sent to each
-// instance as it is rented, before any job runs there.
+// instance again. An instance that stops answering and is no longer in the cloud's list (a spot instance taken back,
+// one deleted outside TrainDeck) is recorded as vanished and its jobs are said lost (jobsLost: the console moves
+// those allowed to move, from their last checkpoint, here again, which rents a new instance); so is a job watched
+// whose instance has ended. Datasets uploaded here are kept as a list (root and manifest, in the state folder) and sent
+// to each instance as it is rented, before any job runs there.
 #include "instanceledger.h"
 #include "provider.h"
 #include "sshworkerbackend.h"
@@ -82,8 +85,9 @@ private:
         double unreached_since = 0;                // a restored instance not reached yet: since when
         int claims = 0;                            // submits choosing it right now
         bool release_when_idle = false;
-        std::set<QString> watched; // its jobs' ids there, to watch once it is reached
-        std::map<QString, qint64> pending_watch;
+        double listed_at = 0;                    // when the cloud's list was last asked about it (not answering)
+        std::set<QString> jobs;                  // its jobs' ids there (submitted or watched): lost with it
+        std::map<QString, qint64> pending_watch; // job → after seq, to watch once it is reached
     };
     using InstancePtr = std::shared_ptr<Instance>;
 
@@ -92,6 +96,10 @@ private:
     InstancePtr rent(const client::InstanceType& type, QString* error, bool* boot_failed);
     bool reach(const InstancePtr& instance, QString* error); // SshWorkerBackend::open with the install
     bool remove(const InstancePtr& instance, const QString& reason, QString* error);
+    // The instance is gone without being asked (the cloud no longer lists it): recorded as vanished, its jobs lost.
+    void vanish(const InstancePtr& instance, const QString& reason);
+    // Whether the cloud still lists the instance (true too when the list cannot be had: nothing is concluded).
+    bool listed(const InstancePtr& instance);
     void replay_uploads(SshWorkerBackend& backend);
     InstancePtr instance_of(const QString& remoteId, QString* jobId, QString* error) const;
     std::vector<std::string> instance_ssh_options(const QString& name) const;
@@ -105,7 +113,9 @@ private:
     std::atomic<bool> aborting_{false};
 
     mutable std::mutex mutex_;                            // guards instances_, uploads_ and what follows
-    std::map<QString, InstancePtr> instances_;            // live ones, by name
+    // The live instances by name; those that ended (this run, or before it) → why, for watch().
+    std::map<QString, InstancePtr> instances_;
+    std::map<QString, QString> gone_;
     std::vector<std::pair<QString, QByteArray>> uploads_; // root, manifest
     bool stopping_ = false;
     std::condition_variable wake_;

@@ -5,6 +5,11 @@
 // CTest entry; the timings the issue asks for are printed as "timing:" lines.
 #include "catalog.h"
 #include "catalogledger.h"
+#include "datasetsync.h"
+#include "jobcontroller.h"
+#include "jobmigrator.h"
+#include "jobsync.h"
+#include "jobtablemodel.h"
 #include "providerbackend.h"
 #include "reaper.h"
 #include "requireall.h"
@@ -15,6 +20,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
@@ -199,6 +205,7 @@ private slots:
     void rentsAnInstanceRunsTheJobAndReleasesItWhenIdle();
     void anInstanceThatDoesNotBootIsDeletedAndTheJobRunsOnAnotherType();
     void aRestartReconcilesTheLedgerWithTheCloud();
+    void aVanishedSpotInstanceHasItsJobMovedToANewOne();
     void aBrokenProviderFileIsRefusedWithTheKeyNamed();
 };
 
@@ -374,6 +381,76 @@ void ProviderTest::aRestartReconcilesTheLedgerWithTheCloud() {
     QTRY_VERIFY_WITH_TIMEOUT(backend->instances().isEmpty(), 60000);
     QCOMPARE(cloud.recorded(kept).state, QString("deleted"));
     QCOMPARE(cloud.calls("delete"), 2); // the stray and the kept one, once each
+}
+
+void ProviderTest::aVanishedSpotInstanceHasItsJobMovedToANewOne() {
+    REQUIRE_TEST_CLOUD();
+    TestCloud cloud;
+    QVERIFY(cloud.temp.isValid());
+    qputenv("XDG_DATA_HOME", (cloud.dir + "/data").toUtf8()); // the console's copies of checkpoints
+    const QString started = cloud.start(R"([{"name": "spot-small", "cpus": 2, "price_per_hour": 0.15, "spot": true}])",
+                                        R"({"max_instances": 2, "idle_minutes": 0.05})");
+    QVERIFY2(started.isEmpty(), qPrintable(started));
+    QString error;
+    auto backend = cloud.open(&error);
+    QVERIFY2(backend, qPrintable(error));
+    // The console's side as the window wires it: the job's sync (catalog, checkpoint copies), the controller, the
+    // migrator.
+    DatasetSync datasets(*cloud.writer, cloud.dir + "/catalog.db");
+    JobController controller(datasets, [](const QString&) { return QString(); });
+    JobSync sync(*cloud.catalog, *cloud.writer, *backend, "testcloud");
+    controller.add("testcloud", sync, *backend);
+    JobMigrator migrator(cloud.dir + "/catalog.db", *cloud.writer, controller);
+    migrator.setTimeouts(300, 60000);
+    QSignalSpy moved(&migrator, &JobMigrator::jobMoved), submitted(&sync, &JobSync::submitted);
+
+    const QString release = cloud.dir + "/release";
+    QJsonObject request = held_job(release, 8);
+    request["console"] = QJsonObject{{"migrate", true}};
+    sync.submit("spot job", request);
+    QTRY_COMPARE_WITH_TIMEOUT(submitted.size(), 1, 60000);
+    const qint64 job = submitted.at(0).at(0).toLongLong();
+    const QString first = backend->instances().first().name;
+    QVERIFY(backend->instances().first().spot);
+    // Held at step 8; its step-5 checkpoint is copied to the console as it is written.
+    QTRY_VERIFY_WITH_TIMEOUT(!QDir(JobSync::checkpointDir(job)).entryList({"ckpt-*.tdck"}, QDir::Files).isEmpty(),
+                             60000);
+
+    // The cloud takes the spot instance back: the machine ends with its worker and its job, nothing is said.
+    QCOMPARE(QProcess::execute("bash", {kScript, cloud.cloud, "delete", first}), 0);
+    QVERIFY(write_file(release, "go\n"));
+    QElapsedTimer clock;
+    clock.start();
+    QTRY_COMPARE_WITH_TIMEOUT(moved.size(), 1, 120000);
+    qInfo("timing: spot instance gone to its job moved to a new instance %lld ms", clock.elapsed());
+    QCOMPARE(moved.at(0).at(2).toString(), QString("testcloud"));
+    const RentedInstance lost = cloud.recorded(first);
+    QCOMPARE(lost.state, QString("vanished"));
+    QVERIFY2(lost.reason.contains("no longer lists"), qPrintable(lost.reason));
+    QVERIFY(lost.ended > 0);
+    QCOMPARE(cloud.calls("create"), 2);
+    QCOMPARE(cloud.calls("delete"), 1); // the test's, as the cloud: the provider deleted nothing
+    const QString second = backend->instances().first().name;
+    QVERIFY(second != first);
+
+    // It finishes on the new instance, resumed from the copied checkpoint, not from the start.
+    Catalog reader;
+    QVERIFY(reader.open((cloud.dir + "/catalog.db").toStdString(), true).empty());
+    auto state = [&] {
+        Statement select = reader.db().prepare("SELECT state, remote_id FROM jobs WHERE id=?");
+        select.bind(1, static_cast<int64_t>(job));
+        return select.step() ? QString::fromStdString(select.text(0) + " " + select.text(1)) : QString();
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(state().startsWith("succeeded " + second + "/"), 120000);
+    QVERIFY(read_all(cloud.cloud + "/" + second + "/home/.local/share/traindeck/worker/jobs/1/stdout.log")
+                .contains("resumed from"));
+    // One curve: every step from 1 to the last exactly once, the last well past the step-8 hold it was lost at.
+    cloud.writer->flush();
+    const CatalogReader::Curve curve = CatalogReader(cloud.dir + "/catalog.db").curve(job, "loss", 100000);
+    QVERIFY(curve.points >= 12);
+    QCOMPARE(curve.points, static_cast<qint64>(curve.last.back().x()));
+    for (int i = 0; i < curve.last.size(); ++i)
+        QCOMPARE(static_cast<qint64>(curve.last[i].x()), static_cast<qint64>(i + 1));
 }
 
 void ProviderTest::aBrokenProviderFileIsRefusedWithTheKeyNamed() {
