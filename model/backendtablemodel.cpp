@@ -34,6 +34,26 @@ QVariant BackendTableModel::data(const QModelIndex& index, int role) const {
         return QColor(0xb3, 0x26, 0x1e);
     if (role != Qt::DisplayRole)
         return {};
+    // A provider (backend/client/providerbackend.h) has what its live instances have, and its spend now.
+    const bool provider = r.contains("instances");
+    if (provider && index.column() >= Gpus) {
+        switch (index.column()) {
+        case Gpus:
+            return r.value("gpu_count").toInt() > 0 ? tr("%1 rented").arg(r.value("gpu_count").toInt()) : tr("none");
+        case Load:
+            return tr("–");
+        case Memory:
+            return r.value("memory_mb").toDouble() > 0
+                       ? tr("%1 GB rented").arg(r.value("memory_mb").toDouble() / 1024, 0, 'f', 1)
+                       : tr("–");
+        case Price:
+            return r.value("max_spend_per_hour").toDouble() > 0
+                       ? tr("$%1 now, ceiling $%2")
+                             .arg(r.value("spend_per_hour").toDouble(), 0, 'f', 2)
+                             .arg(r.value("max_spend_per_hour").toDouble(), 0, 'f', 2)
+                       : tr("$%1 now").arg(r.value("spend_per_hour").toDouble(), 0, 'f', 2);
+        }
+    }
     switch (index.column()) {
     case Name: return row.name;
     case Address: return row.error.isEmpty() ? row.address : tr("unreachable: %1").arg(row.error);

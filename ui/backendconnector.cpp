@@ -13,7 +13,7 @@ namespace traindeck {
 
 BackendConnector::BackendConnector(Catalog& catalog, CatalogWriter& writer, BackendFactory* worker_factory,
                                    QObject* parent)
-    : QObject(parent), catalog_(catalog), writer_(writer), factory_(worker_factory) {}
+    : QObject(parent), catalog_(catalog), writer_(writer), factory_(worker_factory), ledger_(writer) {}
 
 BackendConnector::~BackendConnector() {
     syncs_.clear();
@@ -33,9 +33,15 @@ void BackendConnector::restore() {
                 if (!self)
                     return;
                 for (const auto& row : rows) {
+                    const QString name = QString::fromStdString(row.name);
+                    if (row.kind == "cloud") {
+                        self->connectBackend(
+                            name, {{"kind", "cloud"}, {"config", QString::fromStdString(row.url)}, {"name", name}},
+                            Step::Restore);
+                        continue;
+                    }
                     if (row.kind != "worker" && row.kind != "ssh")
                         continue;
-                    const QString name = QString::fromStdString(row.name);
                     QString token, error;
                     if (!TokenStore::load(name, &token, &error)) {
                         emit self->failed(tr("Worker “%1” not connected: %2").arg(name, error));
@@ -61,15 +67,22 @@ void BackendConnector::addSsh(const QString& name, const QString& url, bool inst
     connectBackend(name, {{"kind", "ssh"}, {"url", url}, {"install", install}}, Step::SshAdd);
 }
 
+void BackendConnector::addCloud(const QString& name, const QString& config) {
+    connectBackend(name, {{"kind", "cloud"}, {"config", config}, {"name", name}}, Step::CloudAdd);
+}
+
 void BackendConnector::connectBackend(const QString& name, const QVariantMap& settings, Step step) {
     const bool ssh = settings.value("kind").toString() == "ssh";
-    BackendFactory* factory = ssh ? ssh_factory_ : factory_;
+    const bool cloud = settings.value("kind").toString() == "cloud";
+    BackendFactory* factory = ssh ? ssh_factory_ : cloud ? cloud_factory_ : factory_;
     if (!factory) {
-        emit failed(ssh ? tr("SSH host “%1” not connected: the SSH-host plugin is not installed").arg(name)
-                        : tr("The remote-worker plugin is not installed"));
+        emit failed(ssh     ? tr("SSH host “%1” not connected: the SSH-host plugin is not installed").arg(name)
+                    : cloud ? tr("Provider “%1” not connected: the cloud-provider plugin is not installed").arg(name)
+                            : tr("The remote-worker plugin is not installed"));
         return;
     }
     Backend* backend = factory->create(nullptr); // made here: it lives on the GUI thread, only open() runs on the pool
+    backend->setInstanceLedger(&ledger_);
     struct Opened {
         bool ok = false;
         QString error;
@@ -81,7 +94,7 @@ void BackendConnector::connectBackend(const QString& name, const QVariantMap& se
             opened.ok = backend->open(settings, &opened.error);
             return opened;
         },
-        [this, backend, settings, name, step, ssh](const Opened& opened) {
+        [this, backend, settings, name, step, ssh, cloud](const Opened& opened) {
             if (!opened.ok && step == Step::FirstUse && backend->keyNeedsTrust()) {
                 QVariantMap pinned = settings;
                 // From now on only this key: a different server is refused before the token goes.
@@ -99,12 +112,18 @@ void BackendConnector::connectBackend(const QString& name, const QVariantMap& se
                 return;
             }
             if (!opened.ok) {
-                emit failed((ssh ? tr("Cannot connect to SSH host “%1”: %2") : tr("Cannot connect to worker “%1”: %2"))
+                emit failed((ssh     ? tr("Cannot connect to SSH host “%1”: %2")
+                             : cloud ? tr("Cannot open provider “%1”: %2")
+                                     : tr("Cannot connect to worker “%1”: %2"))
                                 .arg(name, opened.error));
                 delete backend;
                 return;
             }
-            if (step == Step::SshAdd) {
+            if (step == Step::CloudAdd) {
+                Catalog::BackendRow row{
+                    name.toStdString(), "cloud", settings.value("config").toString().toStdString(), {}};
+                writer_.post([row](Catalog& catalog) { catalog.add_backend(row); });
+            } else if (step == Step::SshAdd) {
                 // The token ssh read on the host goes to the keyring before the host is kept: a restart finds both.
                 QString keyring_error;
                 if (!TokenStore::save(name, backend->learnedToken(), &keyring_error)) {

@@ -9,11 +9,15 @@
 //   addSsh() connects; a host without this build's worker stops there and installNeeded() shows what it has and the
 //   exact install commands; addSsh(..., true) is the user's consent. The token the backend read over ssh goes into
 //   the keyring before the host is kept in the catalog.
+// - A cloud provider (the "cloud" plugin) is a provider file: addCloud() opens it (which reconciles the cloud's list
+//   with the instance ledger, the catalog's, that the connector gives every backend) and keeps it in the catalog with
+//   the file's path; there is no token (each instance's is read over ssh when it is reached).
 // - restore() reconnects the workers the catalog has, with their pins and the keyring's tokens.
 // - Destroying the connector disconnects them all: every backend is retired (its requests end, no task calls it
 //   after) and deleted. A probe still under way then is deleted when it ends.
 #include "backend.h"
 #include "catalog.h"
+#include "catalogledger.h"
 #include "jobsync.h"
 
 #include <QMap>
@@ -37,10 +41,15 @@ public:
     // The SSH-host plugin's factory (nullptr: SSH hosts can be neither added nor restored).
     void setSshFactory(BackendFactory* factory) { ssh_factory_ = factory; }
     bool canConnectSsh() const { return ssh_factory_ != nullptr; }
+    // The cloud-provider plugin's factory (nullptr: providers can be neither added nor restored).
+    void setCloudFactory(BackendFactory* factory) { cloud_factory_ = factory; }
+    bool canConnectCloud() const { return cloud_factory_ != nullptr; }
     void restore();
     void add(const QString& name, const QString& url, const QString& token);
     // url: ssh_url() (sshurl.h); install: the user consented to the commands installNeeded() showed.
     void addSsh(const QString& name, const QString& url, bool install);
+    // config: the provider file (backend/client/provider.h).
+    void addCloud(const QString& name, const QString& config);
     // The answer to trustNeeded(name, ...).
     void trust(const QString& name);
     void distrust(const QString& name);
@@ -60,6 +69,7 @@ private:
         FirstUse, // a new worker: learn its key, ask the user
         Trusted,  // the user accepted the key: connect with it pinned, then store the worker
         SshAdd,   // a new SSH host: its token read over ssh goes to the keyring, then the host to the catalog
+        CloudAdd, // a new provider: kept in the catalog with its file's path once it opened
     };
     void connectBackend(const QString& name, const QVariantMap& settings, Step step);
     void attach(const QString& name, Backend* backend);
@@ -68,6 +78,8 @@ private:
     CatalogWriter& writer_;
     BackendFactory* factory_;
     BackendFactory* ssh_factory_ = nullptr;
+    BackendFactory* cloud_factory_ = nullptr;
+    CatalogInstanceLedger ledger_;              // what providers rent; outlives every backend (destroyed after them)
     QMap<QString, QVariantMap> awaiting_trust_; // name → settings (url, token, the key to pin) until trust/distrust
     std::vector<std::unique_ptr<JobSync>> syncs_;
     std::vector<Backend*> backends_;

@@ -10,6 +10,9 @@
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -46,9 +49,11 @@ QStringList ssh_config_hosts(const QString& path) {
 } // namespace
 
 BackendManager::BackendManager(Catalog& catalog, CatalogWriter& writer, BackendFactory* worker_factory,
-                               MainWindow& window, BackendFactory* ssh_factory)
+                               MainWindow& window, BackendFactory* ssh_factory, BackendFactory* cloud_factory)
     : QObject(&window), window_(window), connector_(catalog, writer, worker_factory) {
     connector_.setSshFactory(ssh_factory);
+    connector_.setCloudFactory(cloud_factory);
+    connect(&window_, &MainWindow::addCloudProviderRequested, this, &BackendManager::addCloudProvider);
     connect(&window_, &MainWindow::addRemoteWorkerRequested, this, qOverload<>(&BackendManager::addRemote));
     connect(&window_, &MainWindow::addSshHostRequested, this, &BackendManager::addSshHost);
     connect(&connector_, &BackendConnector::installNeeded, this, &BackendManager::askInstall);
@@ -169,6 +174,64 @@ void BackendManager::addSsh(const QString& name, const QString& url) {
     }
     window_.statusBar()->showMessage(tr("Connecting to %1 over ssh…").arg(name), 5000);
     connector_.addSsh(name, url, false);
+}
+
+void BackendManager::addCloudProvider() {
+    if (!connector_.canConnectCloud()) {
+        window_.addAlert(tr("The cloud-provider plugin is not installed"));
+        return;
+    }
+    QDialog dialog(&window_);
+    dialog.setWindowTitle(tr("Add cloud provider"));
+    auto* name = new QLineEdit;
+    name->setPlaceholderText(tr("aws-gpu"));
+    auto* file = new QLineEdit;
+    file->setPlaceholderText(tr("a provider file: your cloud's CLI commands, instance types, prices and limits"));
+    file->setMinimumWidth(360);
+    auto* browse = new QPushButton(tr("Choose…"));
+    auto* file_row = new QHBoxLayout;
+    file_row->addWidget(file, 1);
+    file_row->addWidget(browse);
+    auto* note = new QLabel(tr("An instance is rented when a job needs one (within the file's maximum count and hourly "
+                               "spend ceiling), reached over your own ssh, and deleted once its queue has been empty "
+                               "for the file's idle time. Every instance is recorded before it is created, and a "
+                               "restart deletes strays that carry the file's label. README.md has examples for AWS "
+                               "and Google Cloud."));
+    note->setWordWrap(true);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+    buttons->button(QDialogButtonBox::Ok)->setText(tr("Add"));
+    auto* form = new QFormLayout(&dialog);
+    form->addRow(tr("Name"), name);
+    form->addRow(tr("Provider file"), file_row);
+    form->addRow(note);
+    form->addRow(buttons);
+    connect(browse, &QPushButton::clicked, &dialog, [&dialog, file, name] {
+        const QString chosen = QFileDialog::getOpenFileName(&dialog, tr("Provider file"), QDir::homePath(),
+                                                            tr("Provider files (*.json);;All files (*)"));
+        if (chosen.isEmpty())
+            return;
+        file->setText(chosen);
+        if (!name->isModified())
+            name->setText(QFileInfo(chosen).completeBaseName());
+    });
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    addCloud(name->text().trimmed(), file->text().trimmed());
+}
+
+void BackendManager::addCloud(const QString& name, const QString& file) {
+    if (name.isEmpty() || window_.backendNames().contains(name)) {
+        window_.addAlert(tr("Give the provider a name not used yet"));
+        return;
+    }
+    if (file.isEmpty()) {
+        window_.addAlert(tr("Choose the provider's file"));
+        return;
+    }
+    window_.statusBar()->showMessage(tr("Opening provider %1 (listing its instances)…").arg(name), 5000);
+    connector_.addCloud(name, QFileInfo(file).absoluteFilePath());
 }
 
 void BackendManager::askInstall(const QString& name, const QString& url, const QString& facts,

@@ -1,9 +1,9 @@
 #pragma once
 // Remote workers beyond the local one, as the user sees them: the "Add remote worker" dialog (name, address,
-// token), the "Add SSH host" dialog and its install question (what the host has, the exact commands), the
-// trust-on-first-use question (the server's key, to compare with the fingerprint printed on that
-// machine) and the window's alerts. What happens to the connections — probing, pinning, the keyring, the catalog,
-// reconnecting at start-up, letting go — is BackendConnector's.
+// token), the "Add cloud provider" dialog (name, provider file), the "Add SSH host" dialog and its install question
+// (what the host has, the exact commands), the trust-on-first-use question (the server's key, to compare with the
+// fingerprint printed on that machine) and the window's alerts. What happens to the connections — probing, pinning, the
+// keyring, the catalog, reconnecting at start-up, letting go — is BackendConnector's.
 #include "backendconnector.h"
 #include "catalog.h"
 
@@ -16,9 +16,10 @@ class MainWindow;
 class BackendManager : public QObject {
     Q_OBJECT
 public:
-    // ssh_factory: the SSH-host plugin's (nullptr: "Add SSH host…" says it is missing).
+    // ssh_factory, cloud_factory: the SSH-host and cloud-provider plugins' (nullptr: their "Add …" says the plugin
+    // is missing).
     BackendManager(Catalog& catalog, CatalogWriter& writer, BackendFactory* worker_factory, MainWindow& window,
-                   BackendFactory* ssh_factory = nullptr);
+                   BackendFactory* ssh_factory = nullptr, BackendFactory* cloud_factory = nullptr);
     ~BackendManager() override;
 
     void restore();   // reconnects the backends stored in the catalog (tokens from the keyring)
@@ -29,6 +30,9 @@ public:
     // an ssh config file and the worker's folder there; then addSsh(name, url).
     void addSshHost();
     void addSsh(const QString& name, const QString& url);
+    // "Add cloud provider…": a name and a provider file (backend/client/provider.h); then addCloud(name, file).
+    void addCloudProvider();
+    void addCloud(const QString& name, const QString& file);
 
 private:
     void askTrust(const QString& name, const QString& url, const QString& key);

@@ -16,6 +16,7 @@ JobController::JobController(DatasetSync& datasets, DatasetRoot dataset_root, QO
 
 void JobController::add(const QString& name, JobSync& sync, Backend& backend) {
     backends_.push_back({name, &sync, &backend});
+    emit added(name, &backend);
 }
 
 QStringList JobController::names() const {

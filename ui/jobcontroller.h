@@ -59,6 +59,8 @@ public:
 
 signals:
     void problem(const QString& message);
+    // add() was called: the backend is connected from now on.
+    void added(const QString& name, Backend* backend);
 
 private:
     std::optional<Connected> connectedOrSay(const Job& job);

@@ -22,6 +22,9 @@ JobMigrator::JobMigrator(const QString& catalog_path, CatalogWriter& writer, con
     Q_UNUSED(catalog_path); // the writer reads what it needs, on its thread
     timer_ = new QTimer(this);
     connect(timer_, &QTimer::timeout, this, &JobMigrator::poll);
+    for (const JobController::Connected& t : backends_.backends())
+        heed(t.name, t.backend);
+    connect(&backends_, &JobController::added, this, &JobMigrator::heed);
     timer_->start(5000);
 }
 
@@ -30,18 +33,15 @@ void JobMigrator::setTimeouts(int poll_ms, int lost_after_ms) {
     timer_->start(poll_ms);
 }
 
+void JobMigrator::heed(const QString& name, Backend* backend) {
+    connect(
+        backend, &Backend::jobsLost, this,
+        [this, name](const QStringList& ids, const QString& reason) { migrateLostJobs(name, ids, reason); },
+        Qt::QueuedConnection);
+}
+
 void JobMigrator::poll() {
     for (const JobController::Connected& t : backends_.backends()) {
-        if (!heeded_.contains(t.backend)) {
-            heeded_.insert(t.backend);
-            connect(t.backend, &QObject::destroyed, this, [this](QObject* gone) { heeded_.remove(gone); });
-            connect(
-                t.backend, &Backend::jobsLost, this,
-                [this, name = t.name](const QStringList& ids, const QString& reason) {
-                    migrateLostJobs(name, ids, reason);
-                },
-                Qt::QueuedConnection);
-        }
         if (polling_.contains(t.name))
             continue; // the previous question is still out (a dead host can take the whole connect timeout)
         if (!last_heard_.contains(t.name))

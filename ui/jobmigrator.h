@@ -42,6 +42,7 @@ private:
         QJsonObject request;
         bool migrate;
     };
+    void heed(const QString& name, Backend* backend); // its jobsLost, from when it is added
     void migrateJobsOf(const QString& backend);
     // Jobs a backend said it lost (Backend::jobsLost: a provider's instance that vanished) while it still answers:
     // marked lost, and those allowed to move are moved, to the same backend first (a provider rents anew).
@@ -56,7 +57,6 @@ private:
     int lost_after_ms_ = 60000;
     QMap<QString, qint64> last_heard_; // ms since epoch
     QSet<QString> lost_, polling_;
-    QSet<QObject*> heeded_; // the backends whose jobsLost is connected (each removed when it is destroyed)
     QMap<QString, QStringList> moved_away_; // backend → remote ids of jobs moved from it
 };
 

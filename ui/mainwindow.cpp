@@ -8,6 +8,7 @@
 #include "compareview.h"
 #include "groupchart.h"
 #include "importdialog.h"
+#include "instancesview.h"
 #include "backendref.h"
 #include "exportdialog.h"
 #include "jobstate.h"
@@ -158,6 +159,8 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     backends_view_->setSelectionMode(QAbstractItemView::NoSelection);
     backends_view_->setMaximumHeight(110);
     backends_view_->setAccessibleName(tr("Backends"));
+    instances_view_ = new InstancesView;
+    connect(instances_view_, &InstancesView::releaseRequested, this, &MainWindow::releaseInstance);
     alerts_ = new QListWidget;
     alerts_->setAccessibleName(tr("Alerts"));
     alerts_->setMaximumHeight(110);
@@ -175,6 +178,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     left_layout->addWidget(table_, 1);
     left_layout->addWidget(new QLabel(tr("<b>Backends</b>")));
     left_layout->addWidget(backends_view_);
+    left_layout->addWidget(instances_view_);
     left_layout->addWidget(new QLabel(tr("<b>Alerts</b>")));
     left_layout->addWidget(alerts_);
 
@@ -690,19 +694,48 @@ void MainWindow::updateResources() {
     };
     for (const JobController::Connected& e : controller_->backends()) {
         const BackendRef ref = BackendRef::of(e.backend);
-        run_in_background(this, [ref] {
-            Fetched fetched;
-            if (const BackendRef::Use backend = ref.use()) {
-                fetched.held = true;
-                fetched.resources = backend->resources(&fetched.error);
-                fetched.address = backend->describe();
-            }
-            return fetched;
-        }, [this, name = e.name](const Fetched& fetched) {
-            if (fetched.held)
+        run_in_background(
+            this,
+            [ref] {
+                Fetched fetched;
+                if (const BackendRef::Use backend = ref.use()) {
+                    fetched.held = true;
+                    fetched.resources = backend->resources(&fetched.error);
+                    fetched.address = backend->describe();
+                }
+                return fetched;
+            },
+            [this, name = e.name](const Fetched& fetched) {
+                if (!fetched.held)
+                    return;
                 backends_model_->update(name, fetched.address, fetched.resources, fetched.error);
-        });
+                instances_view_->update(name, fetched.resources);
+            });
     }
+}
+
+void MainWindow::releaseInstance(const QString& backend_name, const QString& instance) {
+    const std::optional<JobController::Connected> connected = controller_->find(backend_name);
+    if (!connected) {
+        addAlert(tr("%1 is not connected: %2 was not released").arg(backend_name, instance));
+        return;
+    }
+    statusBar()->showMessage(tr("Releasing %1…").arg(instance));
+    const BackendRef ref = BackendRef::of(connected->backend);
+    run_in_background(
+        this,
+        [ref, instance] {
+            QString error = tr("the console is closing");
+            const BackendRef::Use backend = ref.use();
+            return backend && backend->releaseInstance(instance, &error) ? QString() : error;
+        },
+        [this, instance](const QString& error) {
+            if (!error.isEmpty())
+                addAlert(tr("%1 was not released: %2").arg(instance, error));
+            else
+                statusBar()->showMessage(tr("%1 released: deleted in its cloud").arg(instance), 5000);
+            updateResources();
+        });
 }
 
 void MainWindow::setQuery(const QString& text) {
@@ -1495,6 +1528,11 @@ void MainWindow::createActions() {
              tr("Use a machine you can ssh into: TrainDeck installs and starts its worker there (asking first) and "
                 "reaches it through an ssh forward"));
     connect(add_ssh_host, &QAction::triggered, this, &MainWindow::addSshHostRequested);
+    QAction* add_cloud =
+        make("add_cloud_provider", themed("weather-overcast", QStyle::SP_DriveNetIcon), tr("Add cloud provider…"),
+             tr("Rent GPU instances when jobs need them and delete them when idle, through a provider file of your "
+                "cloud's CLI commands, with a maximum count and an hourly spend ceiling"));
+    connect(add_cloud, &QAction::triggered, this, &MainWindow::addCloudProviderRequested);
     QAction* resources =
         make("backend_resources", themed("utilities-system-monitor", QStyle::SP_ComputerIcon),
              tr("Read resources again"), tr("Ask every backend for its GPUs, CPUs, memory and prices now"));
@@ -1556,10 +1594,10 @@ void MainWindow::createActions() {
         connect(command, &QAction::triggered, this, [this] { tabs_->setCurrentWidget(datasets_); });
     }
     QMenu* backends = menuBar()->addMenu(tr("&Backends"));
-    backends->addActions({add_worker, add_ssh_host, resources});
+    backends->addActions({add_worker, add_ssh_host, add_cloud, resources});
     // Right-click on the backends table: the Backends menu's commands.
     backends_view_->setContextMenuPolicy(Qt::ActionsContextMenu);
-    backends_view_->addActions({add_worker, add_ssh_host, resources});
+    backends_view_->addActions({add_worker, add_ssh_host, add_cloud, resources});
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addActions({about, about_qt});
 

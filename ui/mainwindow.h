@@ -131,6 +131,7 @@ signals:
     // The user asked to add a remote worker (the app wires this to its BackendManager).
     void addRemoteWorkerRequested();
     void addSshHostRequested();
+    void addCloudProviderRequested();
 
 public slots:
     void refresh();
@@ -155,6 +156,8 @@ private:
     void trainOnImageFolder(const QString& root, const struct ImageFolderSurvey& survey,
                             const std::function<void(class NewJobDialog*)>& opened);
     void updateResources();
+    // "Release now" on the instances table: the provider deletes the instance (off the GUI thread).
+    void releaseInstance(const QString& backend_name, const QString& instance);
     QList<QPair<QString, QString>> datasetChoices();
     // The jobs table's current row, in the jobs model (invalid when there is none), and the job on a row.
     QModelIndex currentJob() const;
@@ -217,6 +220,7 @@ private:
     CatalogReader reader_;
     BackendTableModel* backends_model_;
     QTableView* backends_view_;
+    class InstancesView* instances_view_;
     QListWidget* alerts_;
     QTimer* refresh_timer_;
     QTabWidget* tabs_;

@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
     if (parser.isSet(theme_option))
         apply_theme(theme_from_name(parser.value(theme_option))); // this run only: Settings keep theirs
     sync.resumeWatching();
-    BackendManager remotes(catalog, writer, worker_factory, window, plugins.factory("ssh"));
+    BackendManager remotes(catalog, writer, worker_factory, window, plugins.factory("ssh"), plugins.factory("cloud"));
     remotes.restore();
     std::unique_ptr<JobSync> slurm_sync;
     if (parser.isSet(slurm_option)) {

@@ -94,6 +94,14 @@ public:
     // Where a backend that rents machines (a provider: backend/client/providerbackend.h) records them; the console
     // gives its catalog's ledger before open(). Others ignore it. The ledger outlives the backend.
     virtual void setInstanceLedger(InstanceLedger* ledger) { (void)ledger; }
+    // Deletes one of the instances a provider rented, now (the console's "Release now"); its jobs end with it. Other
+    // backends rent nothing and say so.
+    virtual bool releaseInstance(const QString& name, QString* error) {
+        (void)name;
+        if (error)
+            *error = QStringLiteral("%1 rents no instances").arg(describe());
+        return false;
+    }
 
 signals:
     // events: a JSON array of {"seq","time","type","data"} in seq order; the receiver upserts by (job, seq).

@@ -178,7 +178,9 @@ QString ProviderBackend::describe() const {
     double spend = 0;
     for (const auto& [name, instance] : instances_)
         spend += instance->record.price_per_hour;
-    return tr("provider %1 (%2 instances, %3/h)").arg(name_).arg(instances_.size()).arg(money(spend));
+    return (instances_.size() == 1
+                ? tr("provider %1: 1 instance live, $%2/h").arg(name_, money(spend))
+                : tr("provider %1: %2 instances live, $%3/h").arg(name_).arg(instances_.size()).arg(money(spend)));
 }
 
 std::vector<std::string> ProviderBackend::instance_ssh_options(const QString& name) const {
@@ -199,6 +201,7 @@ bool ProviderBackend::reach(const InstancePtr& instance, QString* error) {
     QVariantMap settings{{"host", instance->record.address},
                          {"ssh_options", options},
                          {"install", true},
+                         {"price_per_hour", instance->record.price_per_hour},
                          {"worker_binary", worker_binary_},
                          {"train_binary", train_binary_}};
     if (!config_.ssh_config.empty())
@@ -629,8 +632,16 @@ QJsonObject ProviderBackend::resources(QString* error) {
     Q_UNUSED(error);
     QJsonArray list;
     double spend = 0;
+    int cpus = 0, gpus = 0;
+    long long memory_mb = 0;
     for (const RentedInstance& r : instances()) {
         spend += r.price_per_hour;
+        for (const client::InstanceType& type : config_.types)
+            if (qs(type.name) == r.type) {
+                cpus += type.cpus;
+                gpus += type.gpus;
+                memory_mb += type.memory_mb;
+            }
         list.append(QJsonObject{{"name", r.name},
                                 {"id", r.id},
                                 {"type", r.type},
@@ -646,6 +657,9 @@ QJsonObject ProviderBackend::resources(QString* error) {
                        {"spend_per_hour", spend},
                        {"max_spend_per_hour", config_.max_spend_per_hour},
                        {"max_instances", config_.max_instances},
+                       {"cpus", cpus},
+                       {"gpu_count", gpus},
+                       {"memory_mb", static_cast<double>(memory_mb)},
                        {"gpus", QJsonArray()}};
 }
 

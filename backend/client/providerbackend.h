@@ -70,8 +70,9 @@ public:
 
     // The live instances (the ledger's records as they are now).
     QList<RentedInstance> instances() const;
-    // Deletes the instance now ("release now"); its jobs end with it.
+    // Deletes the instance now ("release now"); its jobs end with it (said through jobsLost).
     bool release(const QString& name, QString* error);
+    bool releaseInstance(const QString& name, QString* error) override { return release(name, error); }
 
 signals:
     // An instance was recorded, came up, or went: instances() has changed.

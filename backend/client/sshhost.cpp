@@ -63,7 +63,8 @@ echo "worker=$w"; echo "version=$("$w" --version 2>&1 | tr '\n' ' ' | cut -c1-40
 // A worker is started when none holds the state folder's lock (flock -n succeeds): a stale port file of a killed
 // worker is removed first, so that the wait below sees the new one's. Two starts at once (the checker of one console
 // and another console) take turns on start.lock, which the worker itself does not inherit (9>&-). The folder is
-// made private: the worker's log holds its token when it made a new one.
+// made private: the worker's log holds its token when it made a new one. $4, when given, is the machine's price an
+// hour (a rented instance's), the base of its jobs' spend.
 constexpr const char* kStart = R"sh(w=$(find_worker "$1"); s=$(state_dir "$2")
 [ -n "$w" ] && [ -x "$w" ] || { echo "error=no traindeck-worker on this host"; exit 3; }
 mkdir -p "$s" && chmod 700 "$s" || { echo "error=cannot create $s"; exit 3; }
@@ -72,7 +73,7 @@ flock -w 40 9 || { echo "error=another start of the worker in $s did not end wit
 started=0
 if [ ! -e "$s/lock" ] || flock -n "$s/lock" true 2>/dev/null; then
   rm -f "$s/port"
-  setsid "$w" --listen 127.0.0.1:0 --state-dir "$s" </dev/null >>"$s/worker.log" 2>&1 9>&- &
+  setsid "$w" --listen 127.0.0.1:0 --state-dir "$s" ${4:+--price-base "$4"} </dev/null >>"$s/worker.log" 2>&1 9>&- &
   started=1
 fi
 i=0
@@ -379,10 +380,13 @@ bool install_worker(const SshTarget& target, const std::vector<std::string>& loc
 }
 
 StartedWorker start_worker(const SshTarget& target, const std::string& worker_path, const std::string& state_dir,
-                           bool want_token, std::string* error, const std::atomic<bool>* abort) {
+                           bool want_token, std::string* error, const std::atomic<bool>* abort, double price_per_hour) {
     StartedWorker started;
+    std::ostringstream price;
+    if (price_per_hour > 0)
+        price << price_per_hour;
     const RemoteResult run =
-        run_remote(target, kStart, {worker_path, state_dir, want_token ? "1" : "0"}, {}, 60, abort);
+        run_remote(target, kStart, {worker_path, state_dir, want_token ? "1" : "0", price.str()}, {}, 60, abort);
     if (!run.ok) {
         *error = run.error;
         return started;

@@ -78,7 +78,8 @@ bool install_worker(const SshTarget& target, const std::vector<std::string>& loc
                     std::string* error);
 
 // Starts the host's worker when none holds its state folder (setsid: it outlives the ssh session, and the console),
-// listening on the host's 127.0.0.1 on a free port, and waits for its port file. Returns the port, with the token
+// listening on the host's 127.0.0.1 on a free port (price_per_hour > 0: its --price-base, what a rented machine
+// costs), and waits for its port file. Returns the port, with the token
 // read from its state folder when want_token. 0 and error when not.
 struct StartedWorker {
     int port = 0;
@@ -86,7 +87,8 @@ struct StartedWorker {
     bool started = false; // this call started it (else one was running)
 };
 StartedWorker start_worker(const SshTarget& target, const std::string& worker_path, const std::string& state_dir,
-                           bool want_token, std::string* error, const std::atomic<bool>* abort = nullptr);
+                           bool want_token, std::string* error, const std::atomic<bool>* abort = nullptr,
+                           double price_per_hour = 0);
 
 // `ssh -N -L SOCKET:127.0.0.1:PORT` kept up: when ssh ends (a network drop, a laptop that slept, the test killing
 // it) it is started again after a pause (0.5 s, doubling to 10 s while it keeps failing). The remote port can change

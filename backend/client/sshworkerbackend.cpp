@@ -143,7 +143,13 @@ bool SshWorkerBackend::open(const QVariantMap& settings, QString* error) {
     }
 
     const bool want_token = adding;
-    const client::StartedWorker started = client::start_worker(target, worker, state_dir, want_token, &why);
+    const double price = settings.value("price_per_hour").toDouble();
+    {
+        std::lock_guard lock(ssh_mutex_);
+        price_per_hour_ = price;
+    }
+    const client::StartedWorker started =
+        client::start_worker(target, worker, state_dir, want_token, &why, nullptr, price);
     if (started.port == 0)
         return fail(QString::fromStdString(why));
     const QString token = want_token ? QString::fromStdString(started.token) : given_token;
@@ -238,11 +244,13 @@ void SshWorkerBackend::check_worker() {
         last = Clock::now();
         const client::SshTarget target = target_;
         const std::string worker = worker_path_, state_dir = state_dir_;
+        const double price = price_per_hour_;
         lock.unlock();
         // The forward may be down (ssh restarts it), or up towards a worker that stopped: start_worker starts it
         // again when nothing holds its state folder, and says where it listens now.
         std::string why;
-        const client::StartedWorker started = client::start_worker(target, worker, state_dir, false, &why, &aborting_);
+        const client::StartedWorker started =
+            client::start_worker(target, worker, state_dir, false, &why, &aborting_, price);
         lock.lock();
         if (started.port == 0 || !forward_)
             continue;

@@ -28,7 +28,8 @@ public:
     ~SshWorkerBackend() override;
 
     // settings: "url" (ssh_url(), sshurl.h) or "host" with "ssh_config", "state_dir", "worker_path" (on the host);
-    // "ssh_options" (a list of more ssh -o NAME=VALUE, e.g. a provider's per-instance known_hosts);
+    // "ssh_options" (a list of more ssh -o NAME=VALUE, e.g. a provider's per-instance known_hosts); "price_per_hour"
+    // (a rented machine's: the base price of a worker started there, so its jobs' spend is what the machine costs);
     // "token" (from the keyring; "" reads it over ssh); "install" (true: copy this build's worker when the host needs
     // it); "worker_binary", "train_binary" (what is copied; default: next to this program).
     bool open(const QVariantMap& settings, QString* error) override;
@@ -52,6 +53,7 @@ private:
     client::SshTarget target_;
     std::string worker_path_, state_dir_;
     int remote_port_ = 0;
+    double price_per_hour_ = 0; // a worker started here is given it as its base price (0: its own default)
     client::HostFacts facts_;
     bool needs_install_ = false;
     QStringList install_plan_;

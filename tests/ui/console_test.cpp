@@ -35,6 +35,8 @@
 #include "runimporter.h"
 #include "sshurl.h"
 #include "sshworkerbackend.h"
+#include "instancesview.h"
+#include "testcloud/testcloud.h"
 #include "tfevents.h"
 #include "backendmanager.h"
 #include "backendref.h"
@@ -545,6 +547,7 @@ private slots:
     void lostWorkerJobFinishesOnAnotherWorker();
     void slurmJobsFromThePluginToTheFinishedCurve();
     void sshHostIsInstalledStartedAndReconnected();
+    void cloudProviderFromTheMenuToReleaseNow();
     void remoteTokenWaitsForTheAcceptedKey();
     void localTokenNeverGoesToAForeignPort();
     void hostileWorkerNamesNeverBecomePaths();
@@ -2192,6 +2195,99 @@ void ConsoleTest::localWorkerTheConsoleStartedIsStartedAgain() {
     QCOMPARE(first_line(worker_dir + "/pid"), second_pid); // one restart, not a string of them
 }
 
+// A cloud provider as the user adds it (Backends → Add cloud provider…, here its BackendManager call) over the TEST
+// provider of testcloud/ (each instance a real sshd): a job rents an instance, the window lists it with its price and
+// cost, the console closes and opens again (the provider restored from the catalog, the instance reached again), and
+// "Release now" deletes it, its job marked lost. The provider's default worker binary is the one beside the program
+// (here the symlinks CMake puts beside console_tests), as in the installed console.
+void ConsoleTest::cloudProviderFromTheMenuToReleaseNow() {
+    TRAINDECK_REQUIRE(
+        SshdHost::available() && ::getuid() == 0,
+        "the test cloud's instances need root for sshd and OpenSSH (bash installer/install-deps.sh --tests)");
+    TRAINDECK_REQUIRE(QFile::exists(kFashionMnist), kNeedFashion);
+    QVERIFY(plugins().factory("cloud"));
+    testcloud::TestCloud cloud;
+    QVERIFY(cloud.temp.isValid());
+    const QString started = cloud.start(R"([{"name": "gpu-small", "cpus": 2, "price_per_hour": 0.9}])",
+                                        R"({"max_instances": 1, "idle_minutes": 30})");
+    QVERIFY2(started.isEmpty(), qPrintable(started));
+    qputenv("XDG_DATA_HOME", (cloud.dir + "/data").toUtf8());
+    WorkerReaper local_reaper{cloud.dir + "/local"};
+    const QString catalog_path = cloud.dir + "/console.db";
+    QVERIFY(write_file(cloud.cloud + "/ledger", catalog_path.toUtf8())); // the script checks this catalog's ledger
+    QTimer user; // plays the user: answers Yes to the release question as soon as it is shown
+    int asked = 0;
+    QObject::connect(&user, &QTimer::timeout, [&] {
+        if (auto* question = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) {
+            ++asked;
+            question->button(QMessageBox::Yes)->click();
+        }
+    });
+    user.start(20);
+    const QString job_name = "on a rented machine";
+    QString instance;
+    {
+        Console console;
+        QVERIFY(console.open(catalog_path, cloud.dir + "/local"));
+        MainWindow& window = *console.window;
+        BackendManager manager(console.catalog, *console.writer, remote_factory(), window, plugins().factory("ssh"),
+                               plugins().factory("cloud"));
+        manager.addCloud("rented", cloud.file);
+        QTRY_VERIFY_WITH_TIMEOUT(window.backendNames().contains("rented"), 30000);
+        window.controller().submit("rented", job_name, testcloud::held_job(cloud.dir + "/release", 5));
+        QTRY_VERIFY_WITH_TIMEOUT(row_of(window, job_name) >= 0, 60000);
+        QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, job_name)), QString("running"), 60000);
+        auto* instances = window.findChild<InstancesView*>();
+        QVERIFY(instances);
+        window.findChild<QAction*>("backend_resources")->trigger();
+        QTRY_COMPARE_WITH_TIMEOUT(instances->rowCount(), 1, 20000);
+        QVERIFY(instances->isVisible());
+        const QAbstractItemModel& shown = *instances->table().model();
+        instance = shown.index(0, 0).data().toString();
+        QVERIFY(instance.startsWith("td-tdtest-"));
+        QCOMPARE(shown.index(0, 1).data().toString(), QString("rented"));
+        QCOMPARE(shown.index(0, 2).data().toString(), QString("gpu-small"));
+        QCOMPARE(shown.index(0, 3).data().toString(), QString("ready"));
+        QCOMPARE(shown.index(0, 6).data().toString(), QString("$0.90"));
+        QCOMPARE(shown.index(0, 7).data().toString(), QString("on-demand"));
+        window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/cloud-instances.png"));
+        console.writer->flush();
+        bool kept = false;
+        Catalog reader;
+        QVERIFY(reader.open(catalog_path.toStdString(), true).empty());
+        for (const Catalog::BackendRow& row : reader.backends())
+            kept = kept || (row.name == "rented" && row.kind == "cloud" && row.url == cloud.file.toStdString());
+        QVERIFY(kept);
+    } // the console closes; the instance and its held job go on
+
+    Console console;
+    QVERIFY(console.open(catalog_path, cloud.dir + "/local"));
+    MainWindow& window = *console.window;
+    BackendManager manager(console.catalog, *console.writer, remote_factory(), window, plugins().factory("ssh"),
+                           plugins().factory("cloud"));
+    manager.restore();
+    QTRY_VERIFY_WITH_TIMEOUT(window.backendNames().contains("rented"), 30000);
+    auto* instances = window.findChild<InstancesView*>();
+    window.findChild<QAction*>("backend_resources")->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(instances->rowCount() == 1 && instances->table().model()->index(0, 3).data() == "ready",
+                             60000);
+    QCOMPARE(instances->table().model()->index(0, 0).data().toString(), instance);
+    QCOMPARE(state_of(window, row_of(window, job_name)), QString("running"));
+    // Release now: asked first, then deleted in the cloud; the job there ends with it.
+    instances->table().selectRow(0);
+    QPushButton* release = nullptr;
+    for (QPushButton* button : instances->findChildren<QPushButton*>())
+        if (button->text() == "Release now")
+            release = button;
+    QVERIFY(release && release->isEnabled());
+    release->click();
+    QCOMPARE(asked, 1);
+    QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, job_name)), QString("lost"), 60000);
+    QTRY_COMPARE_WITH_TIMEOUT(instances->rowCount(), 0, 20000);
+    QVERIFY(!instances->isVisible());
+    QCOMPARE(cloud.calls("delete"), 1);
+    QVERIFY(QFile::exists(cloud.cloud + "/" + instance + "/deleted"));
+}
 
 void ConsoleTest::pluginsAreKnownByTheirMetadataAndOldOnesRefused() {
     QTemporaryDir temp;
