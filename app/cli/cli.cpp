@@ -100,6 +100,20 @@ BackendFactory* Cli::factory(const QString& kind) {
     return plugins_.factory(kind);
 }
 
+InstanceLedger* Cli::ledger() {
+    if (ledger_)
+        return ledger_.get();
+    if (!openCatalog())
+        return nullptr;
+    if (const std::string error = ledger_catalog_.open(catalog_path_.toStdString()); !error.empty()) {
+        fail(kFailed, QString::fromStdString(error));
+        return nullptr;
+    }
+    ledger_writer_ = std::make_unique<CatalogWriter>(ledger_catalog_);
+    ledger_ = std::make_unique<CatalogInstanceLedger>(*ledger_writer_);
+    return ledger_.get();
+}
+
 Backend* Cli::connect(const QString& name, int* exit) {
     *exit = kFailed;
     factory(QString()); // the plugins, scanned once
@@ -135,14 +149,19 @@ Backend* Cli::connect(const QString& name, int* exit) {
             return nullptr;
         }
         kind = QString::fromStdString(found->kind);
+        if (kind == "cloud") {
+            // A provider file; no token (each instance's is read over ssh).
+            settings = {{"config", QString::fromStdString(found->url)}, {"name", name}};
+        }
         QString token, error;
-        if (!TokenStore::load(name, &token, &error)) {
+        if (kind != "cloud" && !TokenStore::load(name, &token, &error)) {
             fail(kFailed, QString("the token of worker \"%1\" is not in the keyring: %2").arg(name, error));
             return nullptr;
         }
-        settings = {{"url", QString::fromStdString(found->url)},
-                    {"token", token},
-                    {"pinned_public_key", QString::fromStdString(found->pinned_public_key)}};
+        if (kind != "cloud")
+            settings = {{"url", QString::fromStdString(found->url)},
+                        {"token", token},
+                        {"pinned_public_key", QString::fromStdString(found->pinned_public_key)}};
     }
     BackendFactory* plugin = plugins_.factory(kind);
     if (!plugin) {
@@ -152,6 +171,12 @@ Backend* Cli::connect(const QString& name, int* exit) {
         return nullptr;
     }
     std::unique_ptr<Backend> backend(plugin->create(nullptr));
+    if (kind == "cloud") {
+        InstanceLedger* instances = ledger();
+        if (!instances)
+            return nullptr;
+        backend->setInstanceLedger(instances);
+    }
     QString error;
     if (!backend->open(settings, &error)) {
         fail(kFailed, QString("cannot reach backend \"%1\": %2").arg(name, error));

@@ -4,6 +4,7 @@
 // scripts, errors on stderr, exit codes that mean something). Each command is a function of cli.cpp's table.
 #include "backend.h"
 #include "catalog.h"
+#include "catalogledger.h"
 #include "pluginregistry.h"
 
 #include <QString>
@@ -54,8 +55,11 @@ public:
         QString name, kind, url;
     };
     std::vector<BackendInfo> backends();
-    // The plugin of that kind ("local", "worker", "ssh", "slurm"), or nullptr.
+    // The plugin of that kind ("local", "worker", "ssh", "cloud", "slurm"), or nullptr.
     BackendFactory* factory(const QString& kind);
+    // What cloud providers rent, in the catalog (written on a connection and thread of its own, as the console
+    // does); null, said on stderr, when the catalog does not open.
+    InstanceLedger* ledger();
 
     // An error on stderr ("traindeck-cli: ..."); returns code.
     int fail(int code, const QString& message) const;
@@ -69,11 +73,18 @@ private:
     bool catalog_open_ = false;
     PluginRegistry plugins_;
     bool plugins_scanned_ = false;
+    // Before the backends: they go first.
+    Catalog ledger_catalog_;
+    std::unique_ptr<CatalogWriter> ledger_writer_;
+    std::unique_ptr<CatalogInstanceLedger> ledger_;
     std::vector<std::unique_ptr<Backend>> backends_;
 };
 
 // The commands: each takes the Cli and returns the exit status.
 int cmd_ls(Cli& cli);
+int cmd_add_provider(Cli& cli);
+int cmd_instances(Cli& cli);
+int cmd_release(Cli& cli);
 int cmd_show(Cli& cli);
 int cmd_logs(Cli& cli);
 int cmd_import(Cli& cli);

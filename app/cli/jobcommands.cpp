@@ -330,4 +330,102 @@ int cmd_add_host(Cli& cli) {
     return kOk;
 }
 
+int cmd_add_provider(Cli& cli) {
+    QStringList args = cli.options().args;
+    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
+        return cli.fail(kUsage, unknown);
+    if (args.size() != 2)
+        return cli.fail(kUsage, "add-provider takes a name and a provider file: add-provider NAME FILE.json");
+    const QString name = args[0], file = QFileInfo(args[1]).absoluteFilePath();
+    for (const Cli::BackendInfo& info : cli.backends())
+        if (info.name == name)
+            return cli.fail(kUsage, QString("a backend named \"%1\" exists already").arg(name));
+    if (name == "import" || name.isEmpty() || name.contains('/'))
+        return cli.fail(kUsage, QString("\"%1\" cannot name a backend").arg(name));
+    BackendFactory* factory = cli.factory("cloud");
+    if (!factory)
+        return cli.fail(kFailed,
+                        "the cloud-provider plugin was not found (" + PluginRegistry::default_dirs().join(", ") + ")");
+    InstanceLedger* ledger = cli.ledger();
+    if (!ledger)
+        return kFailed;
+    std::unique_ptr<Backend> backend(factory->create(nullptr));
+    backend->setInstanceLedger(ledger);
+    QString error;
+    // Opening reads the file and reconciles the cloud's list with the catalog: nothing is rented yet.
+    if (!backend->open({{"config", file}, {"name", name}}, &error))
+        return cli.fail(kFailed, QString("provider \"%1\" not added: %2").arg(name, error));
+    cli.catalog().add_backend({name.toStdString(), "cloud", file.toStdString(), {}});
+    cli.print({{"name", name.toStdString()}, {"file", file.toStdString()}},
+              QString("added %1: %2 (%3)\n").arg(name, backend->describe(), file));
+    return kOk;
+}
+
+int cmd_instances(Cli& cli) {
+    QStringList args = cli.options().args;
+    const bool all = take_flag(args, "--all");
+    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
+        return cli.fail(kUsage, unknown);
+    if (args.size() > 1)
+        return cli.fail(kUsage, "instances takes at most a provider's name: instances [NAME] [--all]");
+    InstanceLedger* ledger = cli.ledger();
+    if (!ledger)
+        return kFailed;
+    QString error;
+    const QList<RentedInstance> recorded = ledger->instances(args.value(0), &error);
+    if (!error.isEmpty())
+        return cli.fail(kFailed, "the catalog's instances could not be read: " + error);
+    json list = json::array();
+    QString text;
+    double spent = 0;
+    for (const RentedInstance& r : recorded) {
+        spent += r.cost();
+        if (!all && !r.live())
+            continue;
+        list.push_back({{"provider", r.provider.toStdString()},
+                        {"name", r.name.toStdString()},
+                        {"id", r.id.toStdString()},
+                        {"type", r.type.toStdString()},
+                        {"address", r.address.toStdString()},
+                        {"state", r.state.toStdString()},
+                        {"reason", r.reason.toStdString()},
+                        {"price_per_hour", r.price_per_hour},
+                        {"spot", r.spot},
+                        {"created", r.created},
+                        {"ended", r.ended},
+                        {"seconds", r.seconds()},
+                        {"cost", r.cost()}});
+        text += QString("%1  %2  %3  %4  up %5 s  $%6 ($%7/h%8)%9\n")
+                    .arg(r.provider, r.name, r.type, r.state)
+                    .arg(static_cast<qint64>(r.seconds()))
+                    .arg(r.cost(), 0, 'f', 4)
+                    .arg(r.price_per_hour, 0, 'f', 2)
+                    .arg(r.spot ? ", spot" : "")
+                    .arg(r.reason.isEmpty() ? QString() : "  " + r.reason);
+    }
+    text += QString("%1 instance(s) shown; $%2 spent on %3 recorded\n")
+                .arg(list.size())
+                .arg(spent, 0, 'f', 4)
+                .arg(recorded.size());
+    cli.print(list, text);
+    return kOk;
+}
+
+int cmd_release(Cli& cli) {
+    QStringList args = cli.options().args;
+    if (const QString unknown = unknown_option(args); !unknown.isEmpty())
+        return cli.fail(kUsage, unknown);
+    if (args.size() != 2)
+        return cli.fail(kUsage, "release takes a provider and one of its instances: release NAME INSTANCE");
+    int exit = kFailed;
+    Backend* backend = cli.connect(args[0], &exit);
+    if (!backend)
+        return exit;
+    QString error;
+    if (!backend->releaseInstance(args[1], &error))
+        return cli.fail(kFailed, QString("%1 was not released: %2").arg(args[1], error));
+    cli.print({{"released", args[1].toStdString()}}, QString("released %1: deleted in its cloud\n").arg(args[1]));
+    return kOk;
+}
+
 } // namespace traindeck::cli

@@ -39,6 +39,11 @@ void print_usage() {
         "                                 the backend NAME: its worker started there and reached through an ssh\n"
         "                                 forward; without one of this build it prints the install commands, and\n"
         "                                 --install runs them\n"
+        "  add-provider NAME FILE         a cloud provider file as the backend NAME: instances rented when jobs\n"
+        "                                 need them and deleted when idle (see README: Cloud providers)\n"
+        "  instances [NAME] [--all]       the instances providers rented and live (--all: also those that ended),\n"
+        "                                 with their cost\n"
+        "  release NAME INSTANCE          deletes one of provider NAME's instances now\n"
         "\n"
         "RUN is a run's id (the ID column of ls) or its exact name.\n"
         "  --catalog FILE           the catalog (default: the console's, $XDG_DATA_HOME/traindeck/catalog.db)\n"
@@ -97,7 +102,10 @@ int main(int argc, char** argv) {
                                                        {"cancel", cmd_cancel},
                                                        {"resume", cmd_resume},
                                                        {"backends", cmd_backends},
-                                                       {"add-host", cmd_add_host}};
+                                                       {"add-host", cmd_add_host},
+                                                       {"add-provider", cmd_add_provider},
+                                                       {"instances", cmd_instances},
+                                                       {"release", cmd_release}};
     if (command.isEmpty()) {
         print_usage();
         return kUsage;

@@ -123,6 +123,12 @@ bool ProviderBackend::reconcile(QString* error) {
             *error = tr("%1: the instance ledger cannot be read: %2").arg(name_, ledger_error);
         return false;
     }
+    // A create under way in another process of this user (the console while the command line starts, or the other
+    // way round) is recorded without its id yet: while one is that young, no listed instance is taken for a stray.
+    const double young = config_.boot_timeout_seconds + 2 * config_.command_timeout_seconds;
+    bool creating_elsewhere = false;
+    for (const RentedInstance& record : known)
+        creating_elsewhere = creating_elsewhere || (record.state == "creating" && now() - record.created < young);
     for (RentedInstance record : known) {
         if (!record.live()) {
             std::lock_guard lock(mutex_);
@@ -130,6 +136,8 @@ bool ProviderBackend::reconcile(QString* error) {
             continue;
         }
         const QString id = record.id.isEmpty() ? record.name : record.id;
+        if (record.state == "creating" && now() - record.created < young)
+            continue; // its own process finishes it
         if (!unclaimed.contains(id)) {
             record.state = record.id.isEmpty() ? "failed" : "vanished";
             record.reason = record.id.isEmpty()
@@ -151,6 +159,8 @@ bool ProviderBackend::reconcile(QString* error) {
     }
     // The reaper reaches the instances found (or deletes those it cannot reach within the boot timeout), and
     // finishes deletions under way.
+    if (creating_elsewhere)
+        unclaimed.clear(); // looked at again at the next start
     for (const QString& stray : unclaimed) {
         RentedInstance record;
         record.provider = name_;
@@ -388,7 +398,9 @@ bool ProviderBackend::remove(const InstancePtr& instance, const QString& reason,
     const std::vector<std::string> command = client::expand_command(
         config_.remove,
         {{"id", record.id.toStdString()}, {"name", record.name.toStdString()}, {"label", config_.label}}, &why);
-    if (!client::run_provider_command(command, config_.command_timeout_seconds, &output, &why, &aborting_)) {
+    // A delete that failed because the instance is gone already (another console's, the cloud's own) is done.
+    if (!client::run_provider_command(command, config_.command_timeout_seconds, &output, &why, &aborting_) &&
+        listed(instance)) {
         if (error)
             *error = qs(why);
         std::lock_guard lock(mutex_);

@@ -2287,6 +2287,34 @@ void ConsoleTest::cloudProviderFromTheMenuToReleaseNow() {
     QVERIFY(!instances->isVisible());
     QCOMPARE(cloud.calls("delete"), 1);
     QVERIFY(QFile::exists(cloud.cloud + "/" + instance + "/deleted"));
+
+    // The command line reads the same ledger (the released instance, why, what it cost) and adds the same file as
+    // another provider (its open() lists the cloud, which now has nothing of its label).
+    const auto cli = [&](const QStringList& args) {
+        QProcess process;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("TRAINDECK_PLUGIN_DIR", TRAINDECK_PLUGIN_DIR);
+        process.setProcessEnvironment(env);
+        process.start(TRAINDECK_CLI_BINARY, QStringList{"--catalog", catalog_path, "--json"} + args);
+        QDeadlineTimer deadline(60000);
+        while (!process.waitForFinished(10) && !deadline.hasExpired())
+            QCoreApplication::processEvents();
+        return std::make_pair(process.exitCode(), process.readAllStandardOutput() + process.readAllStandardError());
+    };
+    const auto [listed_exit, listed] = cli({"instances", "--all"});
+    QCOMPARE(listed_exit, 0);
+    QJsonObject released;
+    for (const QJsonValue& row : QJsonDocument::fromJson(listed).array())
+        if (row.toObject().value("name").toString() == instance)
+            released = row.toObject();
+    QCOMPARE(released.value("state").toString(), QString("deleted"));
+    QVERIFY2(released.value("reason").toString().contains("released by the user"), listed.constData());
+    QVERIFY(released.value("cost").toDouble() > 0 && released.value("price_per_hour").toDouble() == 0.9);
+    const auto [added_exit, added] = cli({"add-provider", "again", cloud.file});
+    QVERIFY2(added_exit == 0, added.constData());
+    const auto [backends_exit, backends] = cli({"backends"});
+    QCOMPARE(backends_exit, 0);
+    QVERIFY2(backends.contains("\"again\"") && backends.contains("\"cloud\""), backends.constData());
 }
 
 void ConsoleTest::pluginsAreKnownByTheirMetadataAndOldOnesRefused() {
