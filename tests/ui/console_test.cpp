@@ -2304,7 +2304,8 @@ void ConsoleTest::cloudProviderFromTheMenuToReleaseNow() {
     const auto [listed_exit, listed] = cli({"instances", "--all"});
     QCOMPARE(listed_exit, 0);
     QJsonObject released;
-    for (const QJsonValue& row : QJsonDocument::fromJson(listed).array())
+    const QJsonArray rows = QJsonDocument::fromJson(listed).array();
+    for (const auto& row : rows)
         if (row.toObject().value("name").toString() == instance)
             released = row.toObject();
     QCOMPARE(released.value("state").toString(), QString("deleted"));
