@@ -57,6 +57,12 @@ AboutDialog::AboutDialog(QWidget* parent) : QDialog(parent) {
     show_versions();
 }
 
+AboutDialog::~AboutDialog() {
+    // The QProcess (a child) ends the trainer after this body, when the labels are gone: its finished must not reach
+    // show_versions() then.
+    trainer_->disconnect(this);
+}
+
 QString AboutDialog::versions() const {
     return tr("TrainDeck %1\nQt %2 (built against %3)\nSQLite %4\nTrainer: %5")
         .arg(QApplication::applicationVersion(), QString::fromLatin1(qVersion()), QStringLiteral(QT_VERSION_STR),

@@ -13,6 +13,8 @@ class AboutDialog : public QDialog {
     Q_OBJECT
 public:
     explicit AboutDialog(QWidget* parent = nullptr);
+    // A trainer still answering is let go of without calling back into a dialog half destroyed.
+    ~AboutDialog() override;
     // The versions as plain text (what Copy copies); the trainer's line says "…" until it has answered.
     QString versions() const;
 

@@ -23,6 +23,21 @@ bool is_word(std::string_view word) {
     return true;
 }
 
+// An id a cloud printed: a word that cannot be taken for an option where it becomes an argument.
+bool is_id(std::string_view word) { return is_word(word) && word.front() != '-'; }
+
+// Where the placeholder "{name}" (lower-case letters) that starts at text[open] ends (its '}'), with *name set;
+// npos when no placeholder starts there (other braces, as in AWS's Tags=[{Key=...}], are plain text).
+size_t placeholder_at(const std::string& text, size_t open, std::string* name) {
+    size_t at = open + 1;
+    while (at < text.size() && text[at] >= 'a' && text[at] <= 'z')
+        ++at;
+    if (at == open + 1 || at >= text.size() || text[at] != '}')
+        return std::string::npos;
+    *name = text.substr(open + 1, at - open - 1);
+    return at;
+}
+
 std::string trim(std::string_view text) {
     const size_t begin = text.find_first_not_of(" \t\r\n");
     if (begin == std::string_view::npos)
@@ -44,10 +59,9 @@ std::string read_command(const json& file, const char* key, const std::set<std::
             return std::string("\"") + key + "\": every word must be a string";
         const std::string text = word.get<std::string>();
         for (size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
-            const size_t close = text.find('}', open);
-            if (close == std::string::npos)
-                break;
-            const std::string name = text.substr(open + 1, close - open - 1);
+            std::string name;
+            if (placeholder_at(text, open, &name) == std::string::npos)
+                continue;
             if (!allowed.contains(name)) {
                 std::string known;
                 for (const std::string& a : allowed) {
@@ -134,9 +148,11 @@ std::string parse_provider_config(const std::string& text, ProviderConfig* confi
         return e;
     ProviderConfig c;
     if (file.contains("label")) {
-        if (!file["label"].is_string() || !is_word(file["label"].get<std::string>()) ||
-            file["label"].get<std::string>().size() > 40)
-            return "\"label\" must be one word of at most 40 characters (the tag on every instance TrainDeck rents)";
+        const std::string label = file["label"].is_string() ? file["label"].get<std::string>() : std::string();
+        if (label.empty() || label.size() > 40 ||
+            label.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos)
+            return "\"label\" must be lower-case letters, digits and '-', at most 40 (the tag on every instance "
+                   "TrainDeck rents, and part of their names)";
         c.label = file["label"].get<std::string>();
     }
     for (const std::string& e : {read_command(file, "create", {"name", "type", "label", "spot"}, true, &c.create),
@@ -205,13 +221,16 @@ std::vector<std::string> expand_command(const std::vector<std::string>& words,
         std::string out;
         size_t at = 0;
         while (at < word.size()) {
-            const size_t open = word.find('{', at);
-            const size_t close = open == std::string::npos ? open : word.find('}', open);
+            size_t open = word.find('{', at);
+            std::string name;
+            size_t close = std::string::npos;
+            while (open != std::string::npos && (close = placeholder_at(word, open, &name)) == std::string::npos)
+                open = word.find('{', open + 1);
             if (close == std::string::npos) {
                 out += word.substr(at);
                 break;
             }
-            const auto var = vars.find(word.substr(open + 1, close - open - 1));
+            const auto var = vars.find(name);
             if (var == vars.end()) {
                 if (error)
                     *error = "the command names " + word.substr(open, close - open + 1) + ", which is not known here";
@@ -237,7 +256,7 @@ std::vector<std::string> parse_instance_list(const std::string& output, std::vec
         if (line.empty() || line.front() == '#')
             continue;
         const std::string id = line.substr(0, line.find_first_of(" \t"));
-        if (is_word(id))
+        if (is_id(id))
             ids.push_back(id);
         else if (problems)
             problems->push_back("not an instance id: \"" + id.substr(0, 60) + "\"");
@@ -249,7 +268,7 @@ std::string last_word_line(const std::string& output) {
     const std::string text = trim(output);
     const size_t nl = text.rfind('\n');
     const std::string line = trim(nl == std::string::npos ? text : text.substr(nl + 1));
-    return is_word(line) ? line : std::string();
+    return is_id(line) ? line : std::string();
 }
 
 bool run_provider_command(const std::vector<std::string>& argv, double seconds, std::string* output, std::string* error,

@@ -11,6 +11,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QRandomGenerator>
+#include <QRegularExpression>
 #include <QStandardPaths>
 
 #include <algorithm>
@@ -42,6 +43,17 @@ ProviderBackend::~ProviderBackend() {
         instances.swap(instances_);
     }
 }
+
+namespace {
+
+// TrainDeck's own instance names (td-LABEL-xxxxxxxx, the label checked by the provider file's parser): only they name
+// files here. A stray's name is whatever the cloud listed.
+bool own_name(const QString& name) {
+    static const QRegularExpression pattern(QStringLiteral("^td-[a-z0-9-]+-[0-9a-f]{8}$"));
+    return pattern.match(name).hasMatch();
+}
+
+} // namespace
 
 double ProviderBackend::now() const { return static_cast<double>(QDateTime::currentMSecsSinceEpoch()) / 1000; }
 
@@ -113,6 +125,14 @@ bool ProviderBackend::reconcile(QString* error) {
     }
     std::vector<std::string> problems;
     const std::vector<std::string> listed = client::parse_instance_list(output, &problems);
+    if (!problems.empty()) {
+        // An output it cannot read (another format, a warning on stdout) is no list: nothing is concluded from it.
+        if (error)
+            *error = tr("%1: the list command's output is not one instance id a line (%2), so nothing was reached or "
+                        "released")
+                         .arg(name_, qs(problems.front()));
+        return false;
+    }
     std::set<QString> unclaimed;
     for (const std::string& id : listed)
         unclaimed.insert(qs(id));
@@ -161,6 +181,10 @@ bool ProviderBackend::reconcile(QString* error) {
     // finishes deletions under way.
     if (creating_elsewhere)
         unclaimed.clear(); // looked at again at the next start
+    // Another provider of this catalog with the same label (an on-demand and a spot file) holds its own live ones.
+    for (const RentedInstance& other : ledger_->instances(QString(), &ledger_error))
+        if (other.provider != name_ && other.live())
+            unclaimed.erase(other.id.isEmpty() ? other.name : other.id);
     for (const QString& stray : unclaimed) {
         RentedInstance record;
         record.provider = name_;
@@ -294,6 +318,9 @@ ProviderBackend::InstancePtr ProviderBackend::rent(const client::InstanceType& t
                                   money(config_.max_spend_per_hour), config_path_);
             return nullptr;
         }
+        // Claimed by the submit renting it from the start: no other submit takes it, no reaper finds it idle.
+        instance->claims = 1;
+        instance->submits = 1;
         instances_[record.name] = instance;
     }
     auto forget = [&] {
@@ -380,7 +407,9 @@ ProviderBackend::InstancePtr ProviderBackend::rent(const client::InstanceType& t
     return instance;
 }
 
-bool ProviderBackend::remove(const InstancePtr& instance, const QString& reason, QString* error) {
+bool ProviderBackend::remove(const InstancePtr& instance, const QString& why_deleted, QString* error, bool jobs_lost) {
+    // A retry is given the reason as the ledger has it: its earlier failure's note goes, so it does not pile up.
+    const QString reason = why_deleted.section(QStringLiteral(" (delete failed: "), 0, 0);
     RentedInstance record;
     std::shared_ptr<SshWorkerBackend> backend;
     {
@@ -415,18 +444,26 @@ bool ProviderBackend::remove(const InstancePtr& instance, const QString& reason,
         record = instance->record;
         instances_.erase(record.name);
         gone_[record.name] = tr("instance %1 was deleted: %2").arg(record.name, reason);
-        for (const QString& id : instance->jobs)
-            lost << record.name + "/" + id;
+        if (jobs_lost)
+            for (const QString& id : instance->jobs)
+                lost << record.name + "/" + id;
     }
-    QFile::remove(state_dir_ + "/known_hosts/" + record.name);
+    if (own_name(record.name))
+        QFile::remove(state_dir_ + "/known_hosts/" + record.name);
     note(record, nullptr);
-    // Its jobs ended with it (an idle instance has none unfinished; the console ignores those that ended).
+    // Its jobs ended with it (the console ignores those that had ended). An idle one had none unfinished, and their
+    // ends have reached the console (the reaper waits for that), so nothing is said of them.
     if (!lost.isEmpty())
         emit jobsLost(lost, tr("instance %1 was deleted: %2").arg(record.name, reason));
     return true;
 }
 
 bool ProviderBackend::listed(const InstancePtr& instance) {
+    {
+        std::lock_guard lock(mutex_);
+        if (instance->record.id.isEmpty())
+            return true; // no id, no conclusion
+    }
     std::string output, why;
     const std::vector<std::string> list = client::expand_command(config_.list, {{"label", config_.label}}, &why);
     if (!client::run_provider_command(list, config_.command_timeout_seconds, &output, &why, &aborting_))
@@ -456,7 +493,17 @@ void ProviderBackend::vanish(const InstancePtr& instance, const QString& reason)
     if (backend)
         backend->shutdown();
     backend.reset();
-    QFile::remove(state_dir_ + "/known_hosts/" + record.name);
+    // Deleted all the same, in case the list was wrong (its region, a filter): a delete of nothing costs nothing,
+    // a machine billing unseen costs a lot.
+    std::string output, delete_error;
+    client::run_provider_command(
+        client::expand_command(
+            config_.remove,
+            {{"id", record.id.toStdString()}, {"name", record.name.toStdString()}, {"label", config_.label}},
+            &delete_error),
+        config_.command_timeout_seconds, &output, &delete_error, &aborting_);
+    if (own_name(record.name))
+        QFile::remove(state_dir_ + "/known_hosts/" + record.name);
     if (!lost.isEmpty())
         emit jobsLost(lost, tr("instance %1 vanished: %2").arg(record.name, reason));
 }
@@ -467,14 +514,16 @@ ProviderBackend::InstancePtr ProviderBackend::claim_idle(int gpus, int cpus, lon
         std::lock_guard lock(mutex_);
         for (const auto& entry : instances_) {
             const InstancePtr& instance = entry.second;
-            if (instance->record.state != "ready" || !instance->backend || instance->claims > 0)
-                continue;
+            if (instance->record.state != "ready" || !instance->backend || instance->claims > 0 ||
+                instance->release_when_idle)
+                continue; // one whose job asked it to go goes: a new job does not inherit that
             const auto type = std::find_if(config_.types.begin(), config_.types.end(),
                                            [&](const auto& t) { return qs(t.name) == instance->record.type; });
             if (type == config_.types.end() || type->gpus < gpus || (type->cpus > 0 && type->cpus < cpus) ||
                 (type->memory_mb > 0 && type->memory_mb < memory_mb))
                 continue;
             ++instance->claims;
+            ++instance->submits;
             candidates.push_back(instance);
         }
     }
@@ -537,8 +586,6 @@ QString ProviderBackend::submit(const QJsonObject& original, QString* error) {
                 failed_types.insert(best->name); // tried on another type
                 continue;
             }
-            std::lock_guard lock(mutex_);
-            ++instance->claims;
         }
         std::shared_ptr<SshWorkerBackend> backend;
         {
@@ -547,6 +594,8 @@ QString ProviderBackend::submit(const QJsonObject& original, QString* error) {
             if (elastic.value("release_after_job").toBool())
                 instance->release_when_idle = true;
         }
+        if (!backend)
+            last_error = tr("it is being released");
         const QString id = backend ? backend->submit(request, &last_error) : QString();
         {
             std::lock_guard lock(mutex_);
@@ -568,8 +617,8 @@ QString ProviderBackend::submit(const QJsonObject& original, QString* error) {
     return {};
 }
 
-ProviderBackend::InstancePtr ProviderBackend::instance_of(const QString& remoteId, QString* jobId,
-                                                          QString* error) const {
+std::shared_ptr<SshWorkerBackend> ProviderBackend::backend_of(const QString& remoteId, QString* jobId,
+                                                              QString* error) const {
     const qsizetype slash = remoteId.indexOf('/');
     const QString name = remoteId.left(slash);
     *jobId = remoteId.mid(slash + 1);
@@ -580,36 +629,33 @@ ProviderBackend::InstancePtr ProviderBackend::instance_of(const QString& remoteI
             *error = tr("instance %1 of %2 is no longer rented").arg(name, name_);
         return nullptr;
     }
-    if (!found->second->backend) {
-        if (error)
-            *error = tr("instance %1 is not reached (%2)").arg(name, found->second->record.state);
-        return nullptr;
-    }
-    return found->second;
+    if (!found->second->backend && error)
+        *error = tr("instance %1 is not reached (%2)").arg(name, found->second->record.state);
+    return found->second->backend;
 }
 
 bool ProviderBackend::cancel(const QString& remoteId, QString* error) {
     QString id;
-    const InstancePtr instance = instance_of(remoteId, &id, error);
-    return instance && instance->backend->cancel(id, error);
+    const auto backend = backend_of(remoteId, &id, error);
+    return backend && backend->cancel(id, error);
 }
 
 bool ProviderBackend::resume(const QString& remoteId, double newBudget, QString* error) {
     QString id;
-    const InstancePtr instance = instance_of(remoteId, &id, error);
-    return instance && instance->backend->resume(id, newBudget, error);
+    const auto backend = backend_of(remoteId, &id, error);
+    return backend && backend->resume(id, newBudget, error);
 }
 
 bool ProviderBackend::removeJob(const QString& remoteId, qint64* freedBytes, QString* error) {
     QString id;
-    const InstancePtr instance = instance_of(remoteId, &id, error);
-    return instance && instance->backend->removeJob(id, freedBytes, error);
+    const auto backend = backend_of(remoteId, &id, error);
+    return backend && backend->removeJob(id, freedBytes, error);
 }
 
 QString ProviderBackend::fetchCheckpoint(const QString& remoteId, const QString& dir, QString* error) {
     QString id;
-    const InstancePtr instance = instance_of(remoteId, &id, error);
-    return instance ? instance->backend->fetchCheckpoint(id, dir, error) : QString();
+    const auto backend = backend_of(remoteId, &id, error);
+    return backend ? backend->fetchCheckpoint(id, dir, error) : QString();
 }
 
 void ProviderBackend::watch(const QString& remoteId, qint64 afterSeq) {
@@ -694,8 +740,17 @@ bool ProviderBackend::release(const QString& name, QString* error) {
             return false;
         }
         instance = found->second;
+        const QString state = instance->record.state;
+        if (state == "creating" || state == "booting") {
+            // Its create or boot is under way on a submit's thread, which decides its fate: deleted if it fails.
+            if (error)
+                *error =
+                    tr("%1 is still %2: release it once it is ready (or it goes after its idle time)").arg(name, state);
+            return false;
+        }
+        instance->record.state = "deleting"; // no submit claims it from here on
     }
-    return remove(instance, tr("released by the user"), error);
+    return remove(instance, tr("released by the user"), error, true);
 }
 
 QString ProviderBackend::createSweep(const QJsonObject&, QString* error) {
@@ -785,12 +840,16 @@ void ProviderBackend::reap() {
                 // Restored at open(): reached again, or deleted once the boot timeout has passed without an answer.
                 QString why;
                 if (reach(instance, &why)) {
+                    bool released = false;
                     {
                         std::lock_guard lock(mutex_);
-                        instance->record.state = "ready";
+                        released = instance->record.state == "deleting"; // released meanwhile: it stays so
+                        if (!released)
+                            instance->record.state = "ready";
                         record = instance->record;
                     }
-                    note(record, nullptr);
+                    if (!released)
+                        note(record, nullptr);
                 } else if (now() - unreached_since > config_.boot_timeout_seconds) {
                     remove(instance, tr("not reached again within %1 s: %2").arg(config_.boot_timeout_seconds).arg(why),
                            nullptr);
@@ -799,8 +858,17 @@ void ProviderBackend::reap() {
             }
             if (!backend || record.state != "ready")
                 continue;
+            uint64_t submits = 0;
+            {
+                std::lock_guard lock(mutex_);
+                submits = instance->submits;
+            }
             QString why;
             const int unfinished = backend->unfinishedJobs(&why);
+            if (unfinished >= 0) {
+                std::lock_guard lock(mutex_);
+                instance->unanswered_since = 0;
+            }
             if (unfinished < 0) {
                 // Not answering: a network that dropped (the forward is being restored), or no machine any more.
                 // The cloud's list tells, asked at most every 10 s an instance.
@@ -811,16 +879,35 @@ void ProviderBackend::reap() {
                     if (ask)
                         instance->listed_at = now();
                 }
-                if (ask && !listed(instance))
+                if (ask && !listed(instance)) {
                     vanish(instance, tr("it stopped answering (%1) and the cloud no longer lists it: a spot instance "
                                         "taken back, or one deleted outside TrainDeck")
                                          .arg(why));
+                    continue;
+                }
+                // Listed but silent (hung, or stopped in the cloud): given the boot timeout, then deleted, its jobs
+                // lost (those allowed to move continue elsewhere), so that it does not bill and hold a slot forever.
+                double silent_since = 0;
+                {
+                    std::lock_guard lock(mutex_);
+                    if (instance->unanswered_since == 0)
+                        instance->unanswered_since = now();
+                    silent_since = instance->unanswered_since;
+                }
+                if (now() - silent_since > config_.boot_timeout_seconds)
+                    remove(instance,
+                           tr("it stopped answering for %1 s (%2) while the cloud still lists it")
+                               .arg(static_cast<int>(now() - silent_since))
+                               .arg(why),
+                           nullptr, true);
                 continue;
             }
+            // The console has every job's last events only once their streams ended: until then it is not idle.
+            const bool streaming = backend->watching();
             bool release = false;
             {
                 std::lock_guard lock(mutex_);
-                if (unfinished > 0 || instance->claims > 0) {
+                if (unfinished > 0 || streaming || instance->claims > 0 || instance->submits != submits) {
                     instance->idle_since = 0;
                 } else if (instance->idle_since == 0) {
                     instance->idle_since = now();

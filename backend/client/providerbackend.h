@@ -84,11 +84,18 @@ private:
         std::shared_ptr<SshWorkerBackend> backend; // while it is reached
         double idle_since = 0;                     // wall seconds its queue has been empty since; 0 while busy
         double unreached_since = 0;                // a restored instance not reached yet: since when
-        int claims = 0;                            // submits choosing it right now
+        double unanswered_since = 0;               // a reached one that stopped answering but is listed: since when
+        // Submits choosing it right now (a rented one starts with its own submit's), and how many ever did: the
+        // reaper trusts an empty queue only when no submit came while it asked.
+        int claims = 0;
+        uint64_t submits = 0;
         bool release_when_idle = false;
-        double listed_at = 0;                    // when the cloud's list was last asked about it (not answering)
-        std::set<QString> jobs;                  // its jobs' ids there (submitted or watched): lost with it
-        std::map<QString, qint64> pending_watch; // job → after seq, to watch once it is reached
+        // When the cloud's list was last asked about it (while it did not answer).
+        double listed_at = 0;
+        // Its jobs' ids there (submitted or watched): lost with it.
+        std::set<QString> jobs;
+        // Job → after seq, to watch once it is reached.
+        std::map<QString, qint64> pending_watch;
     };
     using InstancePtr = std::shared_ptr<Instance>;
 
@@ -96,13 +103,15 @@ private:
     InstancePtr claim_idle(int gpus, int cpus, long long memory_mb);
     InstancePtr rent(const client::InstanceType& type, QString* error, bool* boot_failed);
     bool reach(const InstancePtr& instance, QString* error); // SshWorkerBackend::open with the install
-    bool remove(const InstancePtr& instance, const QString& reason, QString* error);
+    // jobs_lost: say its jobs lost (a user's release, a machine that stopped answering); not for an idle one.
+    bool remove(const InstancePtr& instance, const QString& reason, QString* error, bool jobs_lost = false);
     // The instance is gone without being asked (the cloud no longer lists it): recorded as vanished, its jobs lost.
     void vanish(const InstancePtr& instance, const QString& reason);
     // Whether the cloud still lists the instance (true too when the list cannot be had: nothing is concluded).
     bool listed(const InstancePtr& instance);
     void replay_uploads(SshWorkerBackend& backend);
-    InstancePtr instance_of(const QString& remoteId, QString* jobId, QString* error) const;
+    // The reached backend of a job's instance, held: a release meanwhile cannot free it under the call.
+    std::shared_ptr<SshWorkerBackend> backend_of(const QString& remoteId, QString* jobId, QString* error) const;
     std::vector<std::string> instance_ssh_options(const QString& name) const;
     void reap(); // the reaper thread: idle instances, retried deletions, restored instances not reached yet
     bool reconcile(QString* error);
@@ -113,11 +122,13 @@ private:
     QString name_, config_path_, state_dir_, worker_binary_, train_binary_;
     std::atomic<bool> aborting_{false};
 
-    mutable std::mutex mutex_;                            // guards instances_, uploads_ and what follows
+    // Guards instances_, uploads_ and what follows.
+    mutable std::mutex mutex_;
     // The live instances by name; those that ended (this run, or before it) → why, for watch().
     std::map<QString, InstancePtr> instances_;
     std::map<QString, QString> gone_;
-    std::vector<std::pair<QString, QByteArray>> uploads_; // root, manifest
+    // Root, manifest.
+    std::vector<std::pair<QString, QByteArray>> uploads_;
     bool stopping_ = false;
     std::condition_variable wake_;
     std::thread reaper_;

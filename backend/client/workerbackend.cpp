@@ -551,6 +551,11 @@ QJsonObject WorkerBackend::resources(QString* error) {
     return QJsonDocument::fromJson(QByteArray::fromStdString(response.body)).object();
 }
 
+bool WorkerBackend::watching() {
+    std::lock_guard lock(streams_mutex_);
+    return !watched_.empty();
+}
+
 int WorkerBackend::unfinishedJobs(QString* error) {
     const auto response = call("GET", "/v1/jobs");
     const QJsonDocument answer = QJsonDocument::fromJson(QByteArray::fromStdString(response.body));

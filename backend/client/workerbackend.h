@@ -44,6 +44,8 @@ public:
     QJsonObject resources(QString* error) override;
     // How many of the worker's jobs are not finished (queued, running, stopping); -1 and *error when it did not say.
     int unfinishedJobs(QString* error);
+    // Whether a watched job's events are still streaming: its end has not been delivered yet.
+    bool watching();
     void watch(const QString& remoteId, qint64 afterSeq) override;
     bool uploadDataset(const QString& root, const QByteArray& manifest,
                        const std::function<void(qint64, qint64, double)>& progress, QString* error) override;

@@ -321,6 +321,8 @@ bool append_doubles(const ProtoField& field, std::vector<double>& out) {
     }
     if (field.type != WireType::bytes || field.bytes.size() % 8 != 0)
         return false;
+    if (field.bytes.empty())
+        return true; // an empty packed list (memcpy of nothing from a null pointer is undefined)
     const size_t at = out.size();
     out.resize(at + field.bytes.size() / 8);
     std::memcpy(out.data() + at, field.bytes.data(), field.bytes.size()); // little-endian, as on the wire

@@ -2480,6 +2480,7 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
 
     QSignalSpy add_worker(&window, &MainWindow::addRemoteWorkerRequested);
     QSignalSpy add_ssh_host(&window, &MainWindow::addSshHostRequested);
+    QSignalSpy add_cloud(&window, &MainWindow::addCloudProviderRequested);
     QSignalSpy dataset_progress(&window.datasetSync(), &DatasetSync::progress);
     QSignalSpy dataset_registered(&window.datasetSync(), &DatasetSync::registered);
     QSignalSpy dataset_failed(&window.datasetSync(), &DatasetSync::failed);
@@ -2507,9 +2508,9 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
               << window.statusBar()->currentMessage() << QString::number(window.alerts().size())
               << QString::number(toolbar->isVisible()) << QString::number(window.isFullScreen())
               << QString::number(add_worker.size()) << QString::number(add_ssh_host.size())
-              << QString::number(dataset_progress.size()) << QString::number(dataset_registered.size())
-              << QString::number(dataset_failed.size()) << QString::number(dataset_uploaded.size())
-              << window.datasets().status();
+              << QString::number(add_cloud.size()) << QString::number(dataset_progress.size())
+              << QString::number(dataset_registered.size()) << QString::number(dataset_failed.size())
+              << QString::number(dataset_uploaded.size()) << window.datasets().status();
         for (QAction* each : window.menuActions())
             if (each->isCheckable())
                 parts << QString::number(each->isChecked());

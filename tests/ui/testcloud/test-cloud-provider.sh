@@ -82,6 +82,7 @@ delete)
     valid "$1"
     dir=$cloud/$1
     [[ -d $dir ]] || { echo "no instance $1" >&2; exit 1; }
+    [[ -e $dir/deleted ]] && exit 0 # gone already: its pid files are stale (their pids may be another's now)
     signal_pid() { # $1: a pid file; $2: the pid's group too
         local pid
         pid=$(cat "$1" 2>/dev/null) || return 0
