@@ -219,7 +219,7 @@ void ProviderTest::aRestartReconcilesTheLedgerWithTheCloud() {
     TestCloud cloud;
     QVERIFY(cloud.temp.isValid());
     const QString started = cloud.start(R"([{"name": "cpu-small", "cpus": 2, "price_per_hour": 0.5}])",
-                                        R"({"max_instances": 2, "idle_minutes": 0.05})");
+                                        R"({"max_instances": 1, "idle_minutes": 0.05})");
     QVERIFY2(started.isEmpty(), qPrintable(started));
     QString error;
     const QString release = cloud.dir + "/release";
@@ -237,6 +237,10 @@ void ProviderTest::aRestartReconcilesTheLedgerWithTheCloud() {
         backend->watch(remote, 0);
         QTRY_VERIFY_WITH_TIMEOUT(job.records >= 8, 60000);
         seen = job.last_seq;
+        // Its one instance is busy and the file allows one: a second job is refused, nothing rented.
+        QVERIFY(backend->submit(held_job(release, 8), &error).isEmpty());
+        QVERIFY2(error.contains("max_instances") && error.contains("maximum"), qPrintable(error));
+        QCOMPARE(cloud.calls("create"), 1);
     } // the console closes; the instance and its held job go on
     QVERIFY(cloud.instance_answers(kept));
     // While it is away: a stray with the label appears (a console killed between create and record), and an instance
