@@ -423,13 +423,9 @@ bool ProviderBackend::remove(const InstancePtr& instance, const QString& why_del
     if (backend)
         backend->shutdown();
     backend.reset(); // its forward ends; the worker goes with the machine
-    std::string output, why;
-    const std::vector<std::string> command = client::expand_command(
-        config_.remove,
-        {{"id", record.id.toStdString()}, {"name", record.name.toStdString()}, {"label", config_.label}}, &why);
+    std::string why;
     // A delete that failed because the instance is gone already (another console's, the cloud's own) is done.
-    if (!client::run_provider_command(command, config_.command_timeout_seconds, &output, &why, &aborting_) &&
-        listed(instance)) {
+    if (!delete_in_cloud(record, &why) && listed(instance)) {
         if (error)
             *error = qs(why);
         std::lock_guard lock(mutex_);
@@ -456,6 +452,14 @@ bool ProviderBackend::remove(const InstancePtr& instance, const QString& why_del
     if (!lost.isEmpty())
         emit jobsLost(lost, tr("instance %1 was deleted: %2").arg(record.name, reason));
     return true;
+}
+
+bool ProviderBackend::delete_in_cloud(const RentedInstance& record, std::string* why) {
+    std::string output;
+    const std::vector<std::string> command = client::expand_command(
+        config_.remove,
+        {{"id", record.id.toStdString()}, {"name", record.name.toStdString()}, {"label", config_.label}}, why);
+    return client::run_provider_command(command, config_.command_timeout_seconds, &output, why, &aborting_);
 }
 
 bool ProviderBackend::listed(const InstancePtr& instance) {
@@ -495,13 +499,8 @@ void ProviderBackend::vanish(const InstancePtr& instance, const QString& reason)
     backend.reset();
     // Deleted all the same, in case the list was wrong (its region, a filter): a delete of nothing costs nothing,
     // a machine billing unseen costs a lot.
-    std::string output, delete_error;
-    client::run_provider_command(
-        client::expand_command(
-            config_.remove,
-            {{"id", record.id.toStdString()}, {"name", record.name.toStdString()}, {"label", config_.label}},
-            &delete_error),
-        config_.command_timeout_seconds, &output, &delete_error, &aborting_);
+    std::string delete_error;
+    delete_in_cloud(record, &delete_error);
     if (own_name(record.name))
         QFile::remove(state_dir_ + "/known_hosts/" + record.name);
     if (!lost.isEmpty())

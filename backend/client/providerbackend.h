@@ -107,6 +107,8 @@ private:
     bool remove(const InstancePtr& instance, const QString& reason, QString* error, bool jobs_lost = false);
     // The instance is gone without being asked (the cloud no longer lists it): recorded as vanished, its jobs lost.
     void vanish(const InstancePtr& instance, const QString& reason);
+    // The file's delete command for it; false and *why when it did not succeed.
+    bool delete_in_cloud(const RentedInstance& record, std::string* why);
     // Whether the cloud still lists the instance (true too when the list cannot be had: nothing is concluded).
     bool listed(const InstancePtr& instance);
     void replay_uploads(SshWorkerBackend& backend);
