@@ -901,12 +901,15 @@ void ProviderBackend::reap() {
                            nullptr, true);
                 continue;
             }
-            // The console has every job's last events only once their streams ended: until then it is not idle.
+            // The console has every job's last events only once their streams ended: until then it is not idle. A
+            // stream that never ends (a job the worker does not know) holds it a minute at most: it must not bill on.
             const bool streaming = backend->watching();
             bool release = false;
             {
                 std::lock_guard lock(mutex_);
-                if (unfinished > 0 || streaming || instance->claims > 0 || instance->submits != submits) {
+                const bool busy = unfinished > 0 || instance->claims > 0 || instance->submits != submits;
+                instance->quiet_since = busy ? 0 : instance->quiet_since == 0 ? now() : instance->quiet_since;
+                if (busy || (streaming && now() - instance->quiet_since < 60)) {
                     instance->idle_since = 0;
                 } else if (instance->idle_since == 0) {
                     instance->idle_since = now();

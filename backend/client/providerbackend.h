@@ -85,6 +85,7 @@ private:
         double idle_since = 0;                     // wall seconds its queue has been empty since; 0 while busy
         double unreached_since = 0;                // a restored instance not reached yet: since when
         double unanswered_since = 0;               // a reached one that stopped answering but is listed: since when
+        double quiet_since = 0;                    // its worker has had no unfinished job since (0: it has one)
         // Submits choosing it right now (a rented one starts with its own submit's), and how many ever did: the
         // reaper trusts an empty queue only when no submit came while it asked.
         int claims = 0;
