@@ -20,6 +20,10 @@ namespace traindeck {
 JobSync::JobSync(Catalog& catalog, CatalogWriter& writer, Backend& backend, QString backend_name, QObject* parent)
     : QObject(parent), catalog_(catalog), writer_(writer), backend_(backend), backend_name_(std::move(backend_name)) {
     connect(&backend_, &Backend::eventsArrived, this, &JobSync::onEvents, Qt::QueuedConnection);
+    connect(
+        &backend_, &Backend::notice, this,
+        [this](const QString& message) { emit failed(tr("%1: %2").arg(backend_name_, message)); },
+        Qt::QueuedConnection);
     connect(&backend_, &Backend::connectionChanged, this, [this](bool up, const QString& message) {
         if (!up)
             emit failed(tr("Lost the connection to %1: %2 (retrying)").arg(backend_name_, message));

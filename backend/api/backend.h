@@ -111,6 +111,9 @@ signals:
     // provider's instance that vanished: a spot instance taken back). The console moves those it may move
     // (JobMigrator), from their last checkpoint, and marks the rest lost.
     void jobsLost(const QStringList& remoteIds, const QString& reason);
+    // Something the user should hear of that is no error of a call (a provider released an idle instance, saw one
+    // vanish, could not send a dataset to a new one): the console shows it among its alerts.
+    void notice(const QString& message);
 };
 
 class BackendFactory {

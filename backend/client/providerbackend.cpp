@@ -277,8 +277,7 @@ void ProviderBackend::replay_uploads(SshWorkerBackend& backend) {
     for (const auto& [root, manifest] : uploads) {
         QString why;
         if (!backend.uploadDataset(root, manifest, {}, &why))
-            emit connectionChanged(true,
-                                   tr("a dataset from %1 could not be sent to a new instance: %2").arg(root, why));
+            emit notice(tr("a dataset from %1 could not be sent to a new instance: %2").arg(root, why));
     }
 }
 
@@ -447,6 +446,10 @@ bool ProviderBackend::remove(const InstancePtr& instance, const QString& why_del
     if (own_name(record.name))
         QFile::remove(state_dir_ + "/known_hosts/" + record.name);
     note(record, nullptr);
+    emit notice(tr("%1 deleted (%2): up %3 min, $%4")
+                    .arg(record.name, reason)
+                    .arg(record.seconds() / 60, 0, 'f', 1)
+                    .arg(record.cost(), 0, 'f', 4));
     // Its jobs ended with it (the console ignores those that had ended). An idle one had none unfinished, and their
     // ends have reached the console (the reaper waits for that), so nothing is said of them.
     if (!lost.isEmpty())
@@ -503,6 +506,7 @@ void ProviderBackend::vanish(const InstancePtr& instance, const QString& reason)
     delete_in_cloud(record, &delete_error);
     if (own_name(record.name))
         QFile::remove(state_dir_ + "/known_hosts/" + record.name);
+    emit notice(tr("%1 vanished: %2").arg(record.name, reason));
     if (!lost.isEmpty())
         emit jobsLost(lost, tr("instance %1 vanished: %2").arg(record.name, reason));
 }

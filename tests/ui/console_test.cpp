@@ -2285,6 +2285,8 @@ void ConsoleTest::cloudProviderFromTheMenuToReleaseNow() {
     QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, job_name)), QString("lost"), 60000);
     QTRY_COMPARE_WITH_TIMEOUT(instances->rowCount(), 0, 20000);
     QVERIFY(!instances->isVisible());
+    // The window says what went and what it cost.
+    QTRY_VERIFY_WITH_TIMEOUT(any_contains(window.alerts(), instance + " deleted (released by the user)"), 10000);
     QCOMPARE(cloud.calls("delete"), 1);
     QVERIFY(QFile::exists(cloud.cloud + "/" + instance + "/deleted"));
 
