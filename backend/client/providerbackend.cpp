@@ -113,24 +113,33 @@ bool ProviderBackend::open(const QVariantMap& settings, QString* error) {
     return true;
 }
 
-bool ProviderBackend::reconcile(QString* error) {
-    std::string output, why;
-    std::string expand_error;
-    const std::vector<std::string> list =
-        client::expand_command(config_.list, {{"label", config_.label}}, &expand_error);
-    if (!client::run_provider_command(list, config_.command_timeout_seconds, &output, &why, &aborting_)) {
-        if (error)
-            *error = tr("%1: listing its instances failed, so nothing was reached or released: %2").arg(name_, qs(why));
+bool ProviderBackend::list_instances(std::vector<std::string>* ids, QString* why) {
+    std::string output, failure;
+    const std::vector<std::string> list = client::expand_command(config_.list, {{"label", config_.label}}, &failure);
+    if (!client::run_provider_command(list, config_.command_timeout_seconds, &output, &failure, &aborting_)) {
+        *why = tr("listing its instances failed: %1").arg(qs(failure));
         return false;
     }
     std::vector<std::string> problems;
-    const std::vector<std::string> listed = client::parse_instance_list(output, &problems);
+    *ids = client::parse_instance_list(output, &problems);
     if (!problems.empty()) {
         // An output it cannot read (another format, a warning on stdout) is no list: nothing is concluded from it.
+        *why = tr("the list command's output is not one instance id a line (%1)").arg(qs(problems.front()));
+        return false;
+    }
+    return true;
+}
+
+std::map<std::string, std::string> ProviderBackend::instance_vars(const RentedInstance& record) const {
+    return {{"id", record.id.toStdString()}, {"name", record.name.toStdString()}, {"label", config_.label}};
+}
+
+bool ProviderBackend::reconcile(QString* error) {
+    std::vector<std::string> listed;
+    QString why;
+    if (!list_instances(&listed, &why)) {
         if (error)
-            *error = tr("%1: the list command's output is not one instance id a line (%2), so nothing was reached or "
-                        "released")
-                         .arg(name_, qs(problems.front()));
+            *error = tr("%1: %2, so nothing was reached or released").arg(name_, why);
         return false;
     }
     std::set<QString> unclaimed;
@@ -360,9 +369,7 @@ ProviderBackend::InstancePtr ProviderBackend::rent(const client::InstanceType& t
     QString last = tr("it never answered");
     bool reached = false;
     while (!aborting_.load()) {
-        std::map<std::string, std::string> ids{
-            {"id", record.id.toStdString()}, {"name", record.name.toStdString()}, {"label", config_.label}};
-        const std::vector<std::string> address = client::expand_command(config_.address, ids, &why);
+        const std::vector<std::string> address = client::expand_command(config_.address, instance_vars(record), &why);
         if (client::run_provider_command(address, config_.command_timeout_seconds, &output, &why, &aborting_)) {
             std::string destination = client::last_word_line(output);
             if (!destination.empty() && !config_.ssh_user.empty() && destination.find('@') == std::string::npos)
@@ -459,9 +466,7 @@ bool ProviderBackend::remove(const InstancePtr& instance, const QString& why_del
 
 bool ProviderBackend::delete_in_cloud(const RentedInstance& record, std::string* why) {
     std::string output;
-    const std::vector<std::string> command = client::expand_command(
-        config_.remove,
-        {{"id", record.id.toStdString()}, {"name", record.name.toStdString()}, {"label", config_.label}}, why);
+    const std::vector<std::string> command = client::expand_command(config_.remove, instance_vars(record), why);
     return client::run_provider_command(command, config_.command_timeout_seconds, &output, why, &aborting_);
 }
 
@@ -471,11 +476,10 @@ bool ProviderBackend::listed(const InstancePtr& instance) {
         if (instance->record.id.isEmpty())
             return true; // no id, no conclusion
     }
-    std::string output, why;
-    const std::vector<std::string> list = client::expand_command(config_.list, {{"label", config_.label}}, &why);
-    if (!client::run_provider_command(list, config_.command_timeout_seconds, &output, &why, &aborting_))
+    std::vector<std::string> ids;
+    QString why;
+    if (!list_instances(&ids, &why))
         return true;
-    const std::vector<std::string> ids = client::parse_instance_list(output, nullptr);
     std::lock_guard lock(mutex_);
     return std::find(ids.begin(), ids.end(), instance->record.id.toStdString()) != ids.end();
 }

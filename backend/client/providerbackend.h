@@ -108,6 +108,10 @@ private:
     bool remove(const InstancePtr& instance, const QString& reason, QString* error, bool jobs_lost = false);
     // The instance is gone without being asked (the cloud no longer lists it): recorded as vanished, its jobs lost.
     void vanish(const InstancePtr& instance, const QString& reason);
+    // The cloud's list (ids); false and *why when it failed or its output does not parse: nothing is concluded then.
+    bool list_instances(std::vector<std::string>* ids, QString* why);
+    // The placeholders an instance's commands (address, delete) may name.
+    std::map<std::string, std::string> instance_vars(const RentedInstance& record) const;
     // The file's delete command for it; false and *why when it did not succeed.
     bool delete_in_cloud(const RentedInstance& record, std::string* why);
     // Whether the cloud still lists the instance (true too when the list cannot be had: nothing is concluded).
