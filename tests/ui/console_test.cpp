@@ -31,7 +31,7 @@
 #include "parallelcoordinates.h"
 #include "pluginregistry.h"
 #include "reaper.h"
-#include "requireall.h"
+#include "qtrequire.h"
 #include "runimporter.h"
 #include "sshurl.h"
 #include "sshworkerbackend.h"
@@ -97,18 +97,12 @@ using namespace traindeck;
 
 namespace {
 
-// What a scenario says when something it needs is missing: what to install, and under TRAINDECK_REQUIRE_ALL=1
-// that this is why it fails.
-QByteArray missing_message(const QString& what) {
-    return (test::require_all() ? what + " (TRAINDECK_REQUIRE_ALL=1 is set: nothing may be skipped)" : what).toUtf8();
-}
-
 // A part of a scenario that needs something optional: true when it is there. When it is not, the part is left
 // out (said in the log), and under TRAINDECK_REQUIRE_ALL=1 the scenario fails but goes on with the rest.
 bool have_optional(bool present, const QString& what, const char* file, int line) {
     if (present)
         return true;
-    const QByteArray why = missing_message(what);
+    const QByteArray why = test::missing_message(what);
     if (test::require_all())
         QTest::qFail(why.constData(), file, line);
     else
@@ -117,18 +111,6 @@ bool have_optional(bool present, const QString& what, const char* file, int line
 }
 
 } // namespace
-
-// The one way a scenario gives up for something missing (a dataset, a tool, a privilege): skipped with `what` (say
-// what to install), or failed with it under TRAINDECK_REQUIRE_ALL=1, which CI sets.
-#define TRAINDECK_REQUIRE(present, what)                                                                              \
-    do {                                                                                                               \
-        if (!(present)) {                                                                                              \
-            const QByteArray why_missing = missing_message(what);                                                      \
-            if (::traindeck::test::require_all())                                                                      \
-                QFAIL(why_missing.constData());                                                                        \
-            QSKIP(why_missing.constData());                                                                            \
-        }                                                                                                              \
-    } while (false)
 
 #define TRAINDECK_HAVE_OPTIONAL(present, what) have_optional((present), (what), __FILE__, __LINE__)
 

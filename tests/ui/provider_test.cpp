@@ -13,7 +13,7 @@
 #include "providerbackend.h"
 #include "reaper.h"
 #include "testcloud/testcloud.h"
-#include "requireall.h"
+#include "qtrequire.h"
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -79,18 +79,12 @@ struct JobEvents {
 
 } // namespace
 
-// Each scenario's first line: skipped, or failed under TRAINDECK_REQUIRE_ALL=1, without what the test cloud needs.
+// Each scenario's first line.
 #define REQUIRE_TEST_CLOUD()                                                                                           \
-    do {                                                                                                               \
-        if (!QFile::exists("/usr/sbin/sshd") || ::getuid() != 0 || QStandardPaths::findExecutable("ssh").isEmpty() ||  \
-            !QFile::exists(kFashionMnist)) {                                                                           \
-            const char* why = "the test cloud needs root for sshd, OpenSSH and dataset-fashion-mnist (bash "           \
-                              "installer/install-deps.sh --tests)";                                                    \
-            if (::traindeck::test::require_all())                                                                      \
-                QFAIL(why);                                                                                            \
-            QSKIP(why);                                                                                                \
-        }                                                                                                              \
-    } while (false)
+    TRAINDECK_REQUIRE(QFile::exists("/usr/sbin/sshd") && ::getuid() == 0 &&                                            \
+                          !QStandardPaths::findExecutable("ssh").isEmpty() && QFile::exists(kFashionMnist),            \
+                      "the test cloud needs root for sshd, OpenSSH and dataset-fashion-mnist (bash "                   \
+                      "installer/install-deps.sh --tests)")
 
 class ProviderTest : public QObject {
     Q_OBJECT

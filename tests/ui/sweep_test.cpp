@@ -15,7 +15,7 @@
 #include "parallelcoordinates.h"
 #include "pluginregistry.h"
 #include "reaper.h"
-#include "requireall.h"
+#include "qtrequire.h"
 #include "sweepsync.h"
 #include "sweepview.h"
 #include "unittest.h"
@@ -39,15 +39,6 @@ using namespace traindeck;
 namespace {
 
 const char* const kFashionMnist = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
-
-#define TRAINDECK_REQUIRE(present, what)                                                                               \
-    do {                                                                                                               \
-        if (!(present)) {                                                                                              \
-            if (::traindeck::test::require_all())                                                                      \
-                QFAIL(what " (TRAINDECK_REQUIRE_ALL=1 is set: nothing may be skipped)");                               \
-            QSKIP(what);                                                                                               \
-        }                                                                                                              \
-    } while (false)
 
 BackendFactory* local_factory() {
     static PluginRegistry registry;
