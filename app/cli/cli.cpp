@@ -150,8 +150,9 @@ Backend* Cli::connect(const QString& name, int* exit) {
         }
         kind = QString::fromStdString(found->kind);
         if (kind == "cloud") {
-            // A provider file; no token (each instance's is read over ssh).
-            settings = {{"config", QString::fromStdString(found->url)}, {"name", name}};
+            // A provider file; no token (each instance's is read over ssh). "wait": a job is placed within its
+            // submit, as this process exits after it.
+            settings = {{"config", QString::fromStdString(found->url)}, {"name", name}, {"wait", true}};
         }
         QString token, error;
         if (kind != "cloud" && !TokenStore::load(name, &token, &error)) {

@@ -296,8 +296,8 @@ RemoteResult run_remote(const SshTarget& target, const std::string& script, cons
 }
 
 bool probe_host(const SshTarget& target, const std::string& worker_path, const std::string& state_dir, HostFacts* facts,
-                std::string* error) {
-    const RemoteResult run = run_remote(target, kProbe, {worker_path, state_dir}, {}, 60);
+                std::string* error, const std::atomic<bool>* abort) {
+    const RemoteResult run = run_remote(target, kProbe, {worker_path, state_dir}, {}, 60, abort);
     if (!run.ok) {
         *error = run.error;
         return false;
@@ -353,19 +353,19 @@ std::vector<std::string> install_commands(const SshTarget& target, const std::ve
 }
 
 bool install_worker(const SshTarget& target, const std::vector<std::string>& local_files, std::string* worker_path,
-                    std::string* error) {
+                    std::string* error, const std::atomic<bool>* abort) {
     for (const std::string& file : local_files) {
         if (::access(file.c_str(), R_OK) != 0) {
             *error = "cannot read " + file + " to copy it: " + std::strerror(errno);
             return false;
         }
-        const RemoteResult copied = run_remote(target, kInstall, install_args(file), file, 300);
+        const RemoteResult copied = run_remote(target, kInstall, install_args(file), file, 300, abort);
         if (!copied.ok) {
             *error = "copying " + base_name(file) + " failed: " + copied.error;
             return false;
         }
     }
-    const RemoteResult version = run_remote(target, kVersion, {}, {}, 60);
+    const RemoteResult version = run_remote(target, kVersion, {}, {}, 60, abort);
     const auto values = key_values(version.output);
     const std::string said = value_of(values, "version");
     if (!version.ok || said.rfind("traindeck-worker ", 0) != 0) {
@@ -463,12 +463,18 @@ bool SshForward::socket_accepts() const {
     return ok;
 }
 
-bool SshForward::wait_up(double seconds, std::string* error) {
+bool SshForward::wait_up(double seconds, std::string* error, const std::atomic<bool>* abort) {
     std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, std::chrono::duration<double>(seconds),
-                      [this] { return ever_up_ || !last_error_.empty(); });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    // In slices, so that an abort (a console closing) is heeded within 100 ms.
+    while (!ever_up_ && last_error_.empty() && !(abort && abort->load()) && std::chrono::steady_clock::now() < deadline)
+        changed_.wait_for(lock, std::chrono::milliseconds(100));
     if (ever_up_)
         return true;
+    if (abort && abort->load()) {
+        *error = "the ssh forward to " + clean(target_.destination) + " was given up: the console is closing";
+        return false;
+    }
     *error = "the ssh forward to " + clean(target_.destination) + " did not come up" +
              (last_error_.empty() ? " within " + std::to_string(static_cast<int>(seconds)) + " s" : ": " + last_error_);
     return false;

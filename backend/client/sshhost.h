@@ -63,7 +63,7 @@ RemoteResult run_remote(const SshTarget& target, const std::string& script, cons
 // The host's facts. worker_path/state_dir "" for the defaults there: ~/.local/lib/traindeck/bin/traindeck-worker
 // (where install_worker puts it), else traindeck-worker on its PATH; $XDG_DATA_HOME/traindeck/worker.
 bool probe_host(const SshTarget& target, const std::string& worker_path, const std::string& state_dir, HostFacts* facts,
-                std::string* error);
+                std::string* error, const std::atomic<bool>* abort = nullptr);
 
 // Whether the host needs this build's worker: none there, or another version than `version` (TRAINDECK_VERSION).
 bool needs_install(const HostFacts& facts, const std::string& version);
@@ -75,7 +75,7 @@ bool needs_install(const HostFacts& facts, const std::string& version);
 // .deb).
 std::vector<std::string> install_commands(const SshTarget& target, const std::vector<std::string>& local_files);
 bool install_worker(const SshTarget& target, const std::vector<std::string>& local_files, std::string* worker_path,
-                    std::string* error);
+                    std::string* error, const std::atomic<bool>* abort = nullptr);
 
 // Starts the host's worker when none holds its state folder (setsid: it outlives the ssh session, and the console),
 // listening on the host's 127.0.0.1 on a free port (price_per_hour > 0: its --price-base, what a rented machine
@@ -104,7 +104,7 @@ public:
     SshForward& operator=(const SshForward&) = delete;
 
     // Waits until the socket accepts a connection the first time, at most seconds. False with ssh's error.
-    bool wait_up(double seconds, std::string* error);
+    bool wait_up(double seconds, std::string* error, const std::atomic<bool>* abort = nullptr);
     void set_remote_port(int port); // restarts the forward towards the new port
     pid_t pid() const { return pid_.load(); }
     const std::string& socket_path() const { return socket_; }

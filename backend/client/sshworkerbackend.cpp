@@ -39,6 +39,11 @@ SshWorkerBackend::~SshWorkerBackend() {
     drop_forward(); // the worker keeps running there
 }
 
+void SshWorkerBackend::shutdown() {
+    aborting_.store(true);
+    WorkerBackend::shutdown();
+}
+
 void SshWorkerBackend::drop_forward() {
     std::unique_ptr<client::SshForward> forward;
     {
@@ -94,7 +99,7 @@ bool SshWorkerBackend::open(const QVariantMap& settings, QString* error) {
 
     std::string why;
     client::HostFacts facts;
-    if (!client::probe_host(target, worker_path, state_dir, &facts, &why))
+    if (!client::probe_host(target, worker_path, state_dir, &facts, &why, &aborting_))
         return fail(QString::fromStdString(why));
     {
         std::lock_guard lock(ssh_mutex_);
@@ -138,7 +143,7 @@ bool SshWorkerBackend::open(const QVariantMap& settings, QString* error) {
                             : tr("%1 has %2, not traindeck-worker %3: this build's can be copied beside it")
                                   .arg(host, QString::fromStdString(facts.worker_version), TRAINDECK_VERSION));
         }
-        if (!client::install_worker(target, files, &worker, &why))
+        if (!client::install_worker(target, files, &worker, &why, &aborting_))
             return fail(QString::fromStdString(why));
     }
 
@@ -149,7 +154,7 @@ bool SshWorkerBackend::open(const QVariantMap& settings, QString* error) {
         price_per_hour_ = price;
     }
     const client::StartedWorker started =
-        client::start_worker(target, worker, state_dir, want_token, &why, nullptr, price);
+        client::start_worker(target, worker, state_dir, want_token, &why, &aborting_, price);
     if (started.port == 0)
         return fail(QString::fromStdString(why));
     const QString token = want_token ? QString::fromStdString(started.token) : given_token;
@@ -160,7 +165,7 @@ bool SshWorkerBackend::open(const QVariantMap& settings, QString* error) {
     auto forward = std::make_unique<client::SshForward>(
         target, socket_dir + "/" + socket_name(), started.port,
         [this](bool up, const std::string& message) { emit connectionChanged(up, QString::fromStdString(message)); });
-    if (!forward->wait_up(40, &why))
+    if (!forward->wait_up(40, &why, &aborting_))
         return fail(QString::fromStdString(why));
     const std::string socket = forward->socket_path();
     {

@@ -41,6 +41,8 @@ public:
     bool needsInstall() const;
     QStringList installPlan() const override;
     pid_t forwardPid() const; // the ssh process of the forward (0 while it is down)
+    // Also ends an open() under way (its probe, install, start or forward wait) within 100 ms, with an error.
+    void shutdown() override;
 
 protected:
     void unreachable() override;
@@ -60,7 +62,7 @@ private:
     QString learned_token_;
     std::unique_ptr<client::SshForward> forward_;
     bool check_asked_ = false, stopping_ = false;
-    std::atomic<bool> aborting_{false}; // the destructor: an ssh command under way ends at once
+    std::atomic<bool> aborting_{false}; // shutdown(), the destructor: an ssh command under way ends at once
     std::condition_variable check_wake_;
     std::thread checker_;
 };

@@ -2190,7 +2190,8 @@ void ConsoleTest::cloudProviderFromTheMenuToReleaseNow() {
     QVERIFY(plugins().factory("cloud"));
     testcloud::TestCloud cloud;
     QVERIFY(cloud.temp.isValid());
-    const QString started = cloud.start(R"([{"name": "gpu-small", "cpus": 2, "price_per_hour": 0.9}])",
+    // "held": the instance gets no address until the test writes CLOUD/boot, so its boot is seen as the user sees it.
+    const QString started = cloud.start(R"([{"name": "held-gpu-small", "cpus": 2, "price_per_hour": 0.9}])",
                                         R"({"max_instances": 1, "idle_minutes": 30})");
     QVERIFY2(started.isEmpty(), qPrintable(started));
     qputenv("XDG_DATA_HOME", (cloud.dir + "/data").toUtf8());
@@ -2217,19 +2218,24 @@ void ConsoleTest::cloudProviderFromTheMenuToReleaseNow() {
         manager.addCloud("rented", cloud.file);
         QTRY_VERIFY_WITH_TIMEOUT(window.backendNames().contains("rented"), 30000);
         window.controller().submit("rented", job_name, testcloud::held_job(cloud.dir + "/release", 5));
+        // The job is in the table at once, queued, while its instance boots.
         QTRY_VERIFY_WITH_TIMEOUT(row_of(window, job_name) >= 0, 60000);
-        QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, job_name)), QString("running"), 60000);
         auto* instances = window.findChild<InstancesView*>();
         QVERIFY(instances);
         window.findChild<QAction*>("backend_resources")->trigger();
         QTRY_COMPARE_WITH_TIMEOUT(instances->rowCount(), 1, 20000);
         QVERIFY(instances->isVisible());
         const QAbstractItemModel& shown = *instances->table().model();
+        QTRY_COMPARE_WITH_TIMEOUT(shown.index(0, 3).data().toString(), QString("booting"), 30000);
+        QCOMPARE(state_of(window, row_of(window, job_name)), QString("queued"));
+        window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/cloud-booting.png"));
+        QVERIFY(write_file(cloud.cloud + "/boot", "up\n"));
+        QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, job_name)), QString("running"), 60000);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.index(0, 3).data().toString(), QString("ready"), 20000);
         instance = shown.index(0, 0).data().toString();
         QVERIFY(instance.startsWith("td-tdtest-"));
         QCOMPARE(shown.index(0, 1).data().toString(), QString("rented"));
-        QCOMPARE(shown.index(0, 2).data().toString(), QString("gpu-small"));
-        QCOMPARE(shown.index(0, 3).data().toString(), QString("ready"));
+        QCOMPARE(shown.index(0, 2).data().toString(), QString("held-gpu-small"));
         QCOMPARE(shown.index(0, 6).data().toString(), QString("$0.90"));
         QCOMPARE(shown.index(0, 7).data().toString(), QString("on-demand"));
         window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/cloud-instances.png"));

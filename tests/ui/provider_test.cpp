@@ -93,6 +93,8 @@ private slots:
     void anInstanceThatDoesNotBootIsDeletedAndTheJobRunsOnAnotherType();
     void aRestartReconcilesTheLedgerWithTheCloud();
     void aVanishedSpotInstanceHasItsJobMovedToANewOne();
+    void aJobWaitsForItsInstanceThroughACancelAndARestart();
+    void aJobNoInstanceBootsForEndsFailedWithTheReason();
     void aBrokenProviderFileIsRefusedWithTheKeyNamed();
     void theReadmeExamplesAreProviderFilesThatParse();
 };
@@ -117,22 +119,25 @@ void ProviderTest::rentsAnInstanceRunsTheJobAndReleasesItWhenIdle() {
     const QString remote = backend->submit(held_job(release), &error);
     const qint64 submit_ms = job.clock.elapsed();
     QVERIFY2(!remote.isEmpty(), qPrintable(error));
+    // No instance could take it: it is placed (its instance reserved at once, rented on the provider's thread).
+    QVERIFY2(remote.startsWith("p-"), qPrintable(remote));
+    QCOMPARE(backend->instances().size(), 1);
+    job.attach(*backend, remote, this);
+    backend->watch(remote, 0);
+    QTRY_VERIFY_WITH_TIMEOUT(job.running_ms >= 0, 60000);
+    qInfo("timing: submit to running on a fresh instance %lld ms (submit() returned after %lld ms; then create, ssh, "
+          "install, start)",
+          job.running_ms, submit_ms);
     QCOMPARE(cloud.calls("create"), 1); // and its ledger check passed: the record came before the create
     const QList<RentedInstance> live = backend->instances();
     QCOMPARE(live.size(), 1);
     const RentedInstance& instance = live.first();
-    QVERIFY(remote.startsWith(instance.name + "/"));
+    QVERIFY(backend->placement(remote).startsWith(instance.name + "/"));
     QCOMPARE(instance.state, QString("ready"));
     QCOMPARE(cloud.recorded(instance.name).state, QString("ready"));
     QVERIFY(cloud.recorded(instance.name)
                 .address.endsWith("127.0.0.1:" + read_all(cloud.cloud + "/" + instance.name + "/port").trimmed()));
     QVERIFY(QFile::exists(cloud.cloud + "/" + instance.name + "/home/.local/lib/traindeck/bin/traindeck-worker"));
-    job.attach(*backend, remote, this);
-    backend->watch(remote, 0);
-    QTRY_VERIFY_WITH_TIMEOUT(job.running_ms >= 0, 60000);
-    qInfo("timing: submit to running on a fresh instance %lld ms (submit() returned after %lld ms: create, ssh, "
-          "install, start)",
-          job.running_ms, submit_ms);
 
     // While it runs, a second job needs a second instance: 0.50 + 0.50 = 1.00/h is over the 0.80 ceiling.
     const QString refused = backend->submit(held_job(release), &error);
@@ -184,6 +189,10 @@ void ProviderTest::anInstanceThatDoesNotBootIsDeletedAndTheJobRunsOnAnotherType(
     job.clock.start();
     const QString remote = backend->submit(request, &error);
     QVERIFY2(!remote.isEmpty(), qPrintable(error));
+    job.attach(*backend, remote, this);
+    backend->watch(remote, 0);
+    QTRY_VERIFY_WITH_TIMEOUT(job.finished, 120000);
+    QCOMPARE(job.states.last(), QString("succeeded"));
     QCOMPARE(cloud.calls("create"), 2);
     const QList<RentedInstance> all = cloud.recorded();
     QCOMPARE(all.size(), 2);
@@ -192,11 +201,7 @@ void ProviderTest::anInstanceThatDoesNotBootIsDeletedAndTheJobRunsOnAnotherType(
     QVERIFY2(all[0].reason.contains("not reached within"), qPrintable(all[0].reason));
     QVERIFY(QFile::exists(cloud.cloud + "/" + all[0].name + "/deleted"));
     QCOMPARE(all[1].type, QString("cpu-small"));
-    QVERIFY(remote.startsWith(all[1].name + "/"));
-    job.attach(*backend, remote, this);
-    backend->watch(remote, 0);
-    QTRY_VERIFY_WITH_TIMEOUT(job.finished, 120000);
-    QCOMPARE(job.states.last(), QString("succeeded"));
+    QVERIFY(backend->placement(remote).startsWith(all[1].name + "/"));
     qInfo("timing: submit to running %lld ms, with a 4 s boot timeout spent on the type that never booted",
           job.running_ms);
     // Its job asked for the instance to go once done: no 5-minute idle wait.
@@ -314,13 +319,14 @@ void ProviderTest::aVanishedSpotInstanceHasItsJobMovedToANewOne() {
     QElapsedTimer clock;
     clock.start();
     QTRY_COMPARE_WITH_TIMEOUT(moved.size(), 1, 120000);
-    qInfo("timing: spot instance gone to its job moved to a new instance %lld ms", clock.elapsed());
+    qInfo("timing: spot instance gone to its job moved (resubmitted, its new instance being rented) %lld ms",
+          clock.elapsed());
     QCOMPARE(moved.at(0).at(2).toString(), QString("testcloud"));
+    QTRY_COMPARE_WITH_TIMEOUT(cloud.calls("create"), 2, 60000); // on the placement's thread
     const RentedInstance lost = cloud.recorded(first);
     QCOMPARE(lost.state, QString("vanished"));
     QVERIFY2(lost.reason.contains("no longer lists"), qPrintable(lost.reason));
     QVERIFY(lost.ended > 0);
-    QCOMPARE(cloud.calls("create"), 2);
     // The test's, as the cloud; then the provider's own, in case its list had been wrong.
     QCOMPARE(cloud.calls("delete"), 2);
     const QString second = backend->instances().first().name;
@@ -334,7 +340,12 @@ void ProviderTest::aVanishedSpotInstanceHasItsJobMovedToANewOne() {
         select.bind(1, static_cast<int64_t>(job));
         return select.step() ? QString::fromStdString(select.text(0) + " " + select.text(1)) : QString();
     };
-    QTRY_VERIFY_WITH_TIMEOUT(state().startsWith("succeeded " + second + "/"), 120000);
+    QTRY_VERIFY_WITH_TIMEOUT(state().startsWith("running ") || state().startsWith("succeeded "), 120000);
+    qInfo("timing: spot instance gone to its job running again on a new instance %lld ms", clock.elapsed());
+    QTRY_VERIFY_WITH_TIMEOUT(state().startsWith("succeeded "), 120000);
+    // Moved to a provider with no free instance: placed, and it ran on the new one.
+    const QString moved_to = state().section(' ', 1);
+    QVERIFY2(backend->placement(moved_to).startsWith(second + "/"), qPrintable(moved_to));
     QVERIFY(read_all(cloud.cloud + "/" + second + "/home/.local/share/traindeck/worker/jobs/1/stdout.log")
                 .contains("resumed from"));
     // One curve: every step from 1 to the last exactly once, the last well past the step-8 hold it was lost at.
@@ -344,6 +355,150 @@ void ProviderTest::aVanishedSpotInstanceHasItsJobMovedToANewOne() {
     QCOMPARE(curve.points, static_cast<qint64>(curve.last.back().x()));
     for (int i = 0; i < curve.last.size(); ++i)
         QCOMPARE(static_cast<qint64>(curve.last[i].x()), static_cast<qint64>(i + 1));
+}
+
+// A job submitted while no instance is up is the console's at once ("p-…"), and waits for its instance: here the
+// test holds the instances' boot (the cloud gives no address until CLOUD/boot exists), so that a second job can be
+// cancelled before it ran and the console closed mid-boot; reopened, it finishes the first job's placement on the
+// instance it had rented, and the cancelled job's instance idles out.
+void ProviderTest::aJobWaitsForItsInstanceThroughACancelAndARestart() {
+    REQUIRE_TEST_CLOUD();
+    TestCloud cloud;
+    QVERIFY(cloud.temp.isValid());
+    const QString started = cloud.start(R"([{"name": "held-small", "cpus": 2, "price_per_hour": 0.5}])",
+                                        R"({"max_instances": 2, "boot_timeout_minutes": 3, "idle_minutes": 0.05})");
+    QVERIFY2(started.isEmpty(), qPrintable(started));
+    QVERIFY(write_file(cloud.dir + "/release", "go\n")); // the jobs are not held: they run to their end
+    QString error;
+    auto backend = cloud.open(&error);
+    QVERIFY2(backend, qPrintable(error));
+
+    JobEvents first, second;
+    const QString a = backend->submit(held_job(cloud.dir + "/release"), &error);
+    QVERIFY2(a.startsWith("p-"), qPrintable(a + error));
+    first.attach(*backend, a, this);
+    backend->watch(a, 0);
+    const QString b = backend->submit(held_job(cloud.dir + "/release"), &error);
+    QVERIFY2(b.startsWith("p-") && b != a, qPrintable(b + error));
+    second.attach(*backend, b, this);
+    backend->watch(b, 0);
+    QCOMPARE(backend->instances().size(), 2); // both reserved: a third job is refused at once, naming the limit
+    QVERIFY(backend->submit(held_job(cloud.dir + "/release"), &error).isEmpty());
+    QVERIFY2(error.contains("max_instances"), qPrintable(error));
+    // Both created, neither reachable: the jobs wait, with nowhere to run yet.
+    QTRY_VERIFY_WITH_TIMEOUT(cloud.recorded().size() == 2 && cloud.recorded()[0].state == "booting" &&
+                                 cloud.recorded()[1].state == "booting",
+                             60000);
+    QCOMPARE(backend->placement(a), QString());
+    QVERIFY(!backend->resume(a, 0, &error));
+    QVERIFY2(error.contains("waits for its instance"), qPrintable(error));
+    QVERIFY(first.states.isEmpty());
+
+    // The second is cancelled before it ran: its one event says so, and it ends.
+    QVERIFY2(backend->cancel(b, &error), qPrintable(error));
+    QTRY_VERIFY_WITH_TIMEOUT(second.finished, 10000);
+    QCOMPARE(second.states, QStringList{"cancelled"});
+    const QString placement_file = cloud.dir + "/console/placements/" + a + ".json";
+    const QString rented_for_a =
+        QJsonDocument::fromJson(read_all(placement_file)).object().value("instance").toString();
+    QVERIFY(rented_for_a.startsWith("td-tdtest-"));
+    {
+        // The command line (which waits for a placement within its submit) leaves the console's to the console.
+        auto cli = cloud.open(&error, {{"wait", true}});
+        QVERIFY2(cli, qPrintable(error));
+        QVERIFY(!cli->cancel(a, &error));
+        QVERIFY2(error.contains("being placed by the console"), qPrintable(error));
+        qint64 ignored = 0;
+        QVERIFY(!cli->removeJob(a, &ignored, &error));
+    }
+
+    // The console closes while both are booting: nothing is deleted, nothing forgotten.
+    QElapsedTimer closing;
+    closing.start();
+    backend.reset();
+    qInfo("timing: the console closed %lld ms after it was asked, two instances mid-boot", closing.elapsed());
+    const QList<RentedInstance> kept = cloud.recorded();
+    QCOMPARE(kept.size(), 2);
+    for (const RentedInstance& instance : kept)
+        QVERIFY2(instance.state == "booting", qPrintable(instance.name + " " + instance.state));
+    QCOMPARE(cloud.calls("delete"), 0);
+
+    // The machines come up; the console reopens, reaches both, and places the first job where it was to run. A
+    // placement file that is not one is said and left alone.
+    QVERIFY(write_file(cloud.cloud + "/boot", "up\n"));
+    const QString garbage = cloud.dir + "/console/placements/p-00000000000000ff.json";
+    QVERIFY(write_file(garbage, "{\"id\": \"p-00000000000000ff\", \"state\": \"plac"));
+    backend = cloud.open(&error);
+    QVERIFY2(backend, qPrintable(error));
+    JobEvents again;
+    again.clock.start();
+    again.attach(*backend, a, this);
+    backend->watch(a, 0);
+    QTRY_VERIFY_WITH_TIMEOUT(again.finished, 120000);
+    QCOMPARE(again.states.last(), QString("succeeded"));
+    QCOMPARE(cloud.calls("create"), 2); // no third instance: the first job ran on the one rented for it
+    const QString placed = backend->placement(a);
+    QVERIFY2(placed.startsWith(rented_for_a + "/"), qPrintable(placed + " " + rented_for_a));
+    QVERIFY(QFile::exists(garbage));
+    QCOMPARE(backend->placement(b), QString());
+    QVERIFY(!backend->resume(b, 0, &error));
+    QVERIFY2(error.contains("never ran") && error.contains("cancelled"), qPrintable(error));
+    // Both instances idle out (the cancelled job's never had one), each deleted once.
+    QTRY_VERIFY_WITH_TIMEOUT(backend->instances().isEmpty(), 60000);
+    QCOMPARE(cloud.calls("delete"), 2);
+    // The cancelled job's placement goes with it; it had nothing anywhere else.
+    qint64 freed = -1;
+    QVERIFY2(backend->removeJob(b, &freed, &error), qPrintable(error));
+    QCOMPARE(freed, 0);
+    QVERIFY(!QFile::exists(cloud.dir + "/console/placements/" + b + ".json"));
+}
+
+// Every type fails to boot: the job, already the console's, ends failed with the reason as its one event, and every
+// instance tried is deleted. The command line, which places within its submit, is told the same as its answer.
+void ProviderTest::aJobNoInstanceBootsForEndsFailedWithTheReason() {
+    REQUIRE_TEST_CLOUD();
+    TestCloud cloud;
+    QVERIFY(cloud.temp.isValid());
+    const QString started = cloud.start(R"([{"name": "unbootable-tiny", "cpus": 2, "price_per_hour": 0.1}])",
+                                        R"({"max_instances": 2, "boot_timeout_minutes": 0.0334, "idle_minutes": 5})");
+    QVERIFY2(started.isEmpty(), qPrintable(started));
+    QString error;
+    auto backend = cloud.open(&error);
+    QVERIFY2(backend, qPrintable(error));
+    QStringList notices;
+    QObject::connect(
+        backend.get(), &Backend::notice, this, [&](const QString& message) { notices << message; },
+        Qt::QueuedConnection);
+    JobEvents job;
+    const QString remote = backend->submit(held_job(cloud.dir + "/release"), &error);
+    QVERIFY2(remote.startsWith("p-"), qPrintable(remote + error));
+    QString reason;
+    QObject::connect(
+        backend.get(), &Backend::eventsArrived, this,
+        [&](const QString& id, const QByteArray& events, bool) {
+            if (id == remote)
+                reason = QJsonDocument::fromJson(events).array().first()["data"]["reason"].toString();
+        },
+        Qt::QueuedConnection);
+    job.attach(*backend, remote, this);
+    backend->watch(remote, 0);
+    QTRY_VERIFY_WITH_TIMEOUT(job.finished, 60000);
+    QCOMPARE(job.states, QStringList{"failed"});
+    QCOMPARE(job.last_seq, 1);
+    QVERIFY2(reason.contains("unbootable-tiny") && reason.contains("not reached within"), qPrintable(reason));
+    QTRY_VERIFY_WITH_TIMEOUT(notices.filter("could not be placed").size() == 1, 10000);
+    QCOMPARE(cloud.calls("create"), 1);
+    QCOMPARE(cloud.recorded().first().state, QString("deleted"));
+    QVERIFY(backend->instances().isEmpty());
+    backend.reset();
+
+    auto cli = cloud.open(&error, {{"wait", true}});
+    QVERIFY2(cli, qPrintable(error));
+    QVERIFY(cli->submit(held_job(cloud.dir + "/release"), &error).isEmpty());
+    QVERIFY2(error.contains("not reached within"), qPrintable(error));
+    QCOMPARE(cloud.calls("create"), 2);
+    QVERIFY(cli->instances().isEmpty());
+    QCOMPARE(QDir(cloud.dir + "/console/placements").entryList({"p-*.json"}, QDir::Files).size(), 1); // the first
 }
 
 void ProviderTest::aBrokenProviderFileIsRefusedWithTheKeyNamed() {

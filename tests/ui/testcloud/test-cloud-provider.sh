@@ -10,7 +10,8 @@
 #   test-cloud-provider.sh CLOUD delete ID
 #
 # CLOUD/authorized_keys is the key every instance accepts (the test's). A type whose name starts with "unbootable"
-# makes an instance that never answers (its address is a port nothing listens on). When CLOUD/ledger names a catalog,
+# makes an instance that never answers (its address is a port nothing listens on); one starting with "held" has no
+# address until CLOUD/boot exists (a machine the cloud has not given an address yet: the test paces its boot). When CLOUD/ledger names a catalog,
 # create first checks that the instance is already recorded there as "creating" (the console records before it
 # asks); TEST_CLOUD_SKIP_LEDGER=1 skips that, for the test's own strays. CLOUD/calls logs every call.
 set -euo pipefail
@@ -76,6 +77,7 @@ address)
     valid "$1"
     dir=$cloud/$1
     [[ -f $dir/port && ! -e $dir/deleted ]] || { echo "no instance $1" >&2; exit 1; }
+    [[ $(cat "$dir/type") == held* && ! -e $cloud/boot ]] && exit 0 # no address yet
     echo "127.0.0.1:$(cat "$dir/port")"
     ;;
 delete)

@@ -94,16 +94,17 @@ struct TestCloud {
         write_file(file, QJsonDocument(config).toJson());
         return {};
     }
-    // A provider backend as the console makes one.
-    std::unique_ptr<ProviderBackend> open(QString* error) {
+    // A provider backend as the console makes one (more: other settings, e.g. the command line's "wait").
+    std::unique_ptr<ProviderBackend> open(QString* error, const QVariantMap& more = {}) {
         auto backend = std::make_unique<ProviderBackend>();
         backend->setInstanceLedger(ledger.get());
-        const bool ok = backend->open({{"config", file},
-                                       {"name", "testcloud"},
-                                       {"state_dir", dir + "/console"},
-                                       {"worker_binary", TRAINDECK_WORKER_BINARY},
-                                       {"train_binary", TRAINDECK_TRAIN_BINARY}},
-                                      error);
+        QVariantMap settings{{"config", file},
+                             {"name", "testcloud"},
+                             {"state_dir", dir + "/console"},
+                             {"worker_binary", TRAINDECK_WORKER_BINARY},
+                             {"train_binary", TRAINDECK_TRAIN_BINARY}};
+        settings.insert(more);
+        const bool ok = backend->open(settings, error);
         return ok ? std::move(backend) : nullptr;
     }
     QList<RentedInstance> recorded() {
