@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 #include <csignal>
@@ -429,7 +431,85 @@ std::string private_socket_dir(std::string* error) {
         *error = dir + " is not a folder only this user can enter: the forward's socket is not made there";
         return {};
     }
+    static std::once_flag orphans;
+    std::call_once(orphans, [&] { end_orphan_forwards(dir); });
     return dir;
+}
+
+namespace {
+
+// The pid a forward's file is named after (PID-N.sock, PID-N.sock.log); 0 when it is no such name.
+pid_t forward_owner(const std::string& name, std::string* socket_name) {
+    const std::size_t dash = name.find('-');
+    const std::size_t sock = name.find(".sock");
+    if (dash == std::string::npos || sock == std::string::npos || dash == 0 || sock < dash + 2)
+        return 0;
+    const std::string rest = name.substr(sock);
+    if (rest != ".sock" && rest != ".sock.log")
+        return 0;
+    for (std::size_t i = 0; i < sock; ++i)
+        if (i != dash && !std::isdigit(static_cast<unsigned char>(name[i])))
+            return 0;
+    pid_t pid = 0;
+    const auto [end, problem] = std::from_chars(name.data(), name.data() + dash, pid);
+    if (problem != std::errc() || end != name.data() + dash || pid <= 0)
+        return 0;
+    *socket_name = name.substr(0, sock + 5);
+    return pid;
+}
+
+// Each process of this user that is an ssh with "-L SOCKET:..." for one of the sockets.
+std::vector<pid_t> forwards_of(const std::set<std::string>& sockets) {
+    std::vector<pid_t> found;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+        const std::string name = entry.path().filename().string();
+        if (name.empty() ||
+            !std::all_of(name.begin(), name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+            continue;
+        struct stat st {};
+        if (::stat(entry.path().c_str(), &st) != 0 || st.st_uid != ::getuid())
+            continue;
+        std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+        std::vector<std::string> argv;
+        for (std::string arg; std::getline(in, arg, '\0');)
+            argv.push_back(arg);
+        if (argv.empty() || std::filesystem::path(argv[0]).filename() != "ssh")
+            continue;
+        for (std::size_t i = 1; i < argv.size(); ++i) {
+            if (argv[i - 1] != "-L")
+                continue;
+            const std::size_t colon = argv[i].find(':');
+            if (colon != std::string::npos && sockets.contains(argv[i].substr(0, colon)))
+                found.push_back(static_cast<pid_t>(std::stol(name)));
+        }
+    }
+    return found;
+}
+
+} // namespace
+
+int end_orphan_forwards(const std::string& dir) {
+    std::set<std::string> sockets;
+    std::vector<std::string> files;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+        std::string socket_name;
+        const pid_t owner = forward_owner(entry.path().filename().string(), &socket_name);
+        // Its maker still runs (or is not this user's to ask): its forwards are its own.
+        if (owner == 0 || owner == ::getpid() || ::kill(owner, 0) == 0 || errno != ESRCH)
+            continue;
+        sockets.insert((std::filesystem::path(dir) / socket_name).string());
+        files.push_back(entry.path().string());
+    }
+    if (sockets.empty())
+        return 0;
+    const std::vector<pid_t> orphans = forwards_of(sockets);
+    for (const pid_t pid : orphans)
+        ::kill(pid, SIGTERM);
+    for (const std::string& file : files)
+        ::unlink(file.c_str());
+    return static_cast<int>(orphans.size());
 }
 
 SshForward::SshForward(SshTarget target, std::string socket_path, int remote_port, StateCallback state)

@@ -126,7 +126,13 @@ private:
 };
 
 // A private folder for this user's forward sockets: $XDG_RUNTIME_DIR/traindeck-ssh, else /tmp/traindeck-ssh-UID,
-// made 0700 (refused when it exists and is not this user's, or others may enter it). "" and error when not.
+// made 0700 (refused when it exists and is not this user's, or others may enter it). "" and error when not. The first
+// call in a process ends the forwards that consoles killed before (end_orphan_forwards).
 std::string private_socket_dir(std::string* error);
+
+// A forward's socket is named PID-N.sock after the process that made it. One whose process has ended without ending
+// it (kill -9, a crash) leaves its ssh running, connected, for good: each such ssh of this user (argv[0] "ssh", a
+// "-L" of exactly that socket) is sent SIGTERM, and the socket and its log go. Returns how many ssh were ended.
+int end_orphan_forwards(const std::string& dir);
 
 } // namespace traindeck::client

@@ -12,6 +12,7 @@
 #include "jobtablemodel.h"
 #include "providerbackend.h"
 #include "reaper.h"
+#include "sshhost.h"
 #include "testcloud/testcloud.h"
 #include "qtrequire.h"
 
@@ -95,6 +96,7 @@ private slots:
     void aVanishedSpotInstanceHasItsJobMovedToANewOne();
     void aJobWaitsForItsInstanceThroughACancelAndARestart();
     void aJobNoInstanceBootsForEndsFailedWithTheReason();
+    void aKilledConsolesSshForwardsAreEndedAtTheNextStart();
     void aBrokenProviderFileIsRefusedWithTheKeyNamed();
     void theReadmeExamplesAreProviderFilesThatParse();
 };
@@ -499,6 +501,52 @@ void ProviderTest::aJobNoInstanceBootsForEndsFailedWithTheReason() {
     QCOMPARE(cloud.calls("create"), 2);
     QVERIFY(cli->instances().isEmpty());
     QCOMPARE(QDir(cloud.dir + "/console/placements").entryList({"p-*.json"}, QDir::Files).size(), 1); // the first
+}
+
+// A console killed with kill -9 leaves its forwards' ssh running (each a -L to a socket named after its pid). The
+// next one ends them: here two real forwards to a test instance, one named after a process that has ended, one after
+// this (live) one; only the first is ended, with its socket.
+void ProviderTest::aKilledConsolesSshForwardsAreEndedAtTheNextStart() {
+    REQUIRE_TEST_CLOUD();
+    TestCloud cloud;
+    QVERIFY(cloud.temp.isValid());
+    QVERIFY(cloud.start(R"([{"name": "cpu-small", "price_per_hour": 0.5}])", "{}").isEmpty());
+    qputenv("TEST_CLOUD_SKIP_LEDGER", "1");
+    QCOMPARE(QProcess::execute("bash", {kScript, cloud.cloud, "create", "td-tdtest-forwards", "cpu-small", "tdtest"}),
+             0);
+    qunsetenv("TEST_CLOUD_SKIP_LEDGER");
+    const QString port = read_all(cloud.cloud + "/td-tdtest-forwards/port").trimmed();
+    const QString sockets = cloud.dir + "/sockets";
+    QVERIFY(QDir().mkpath(sockets));
+    QProcess gone;
+    gone.start("sleep", {"60"});
+    QVERIFY(gone.waitForStarted());
+    const qint64 dead = gone.processId();
+    gone.kill();
+    QVERIFY(gone.waitForFinished());
+    auto forward = [&](QProcess& ssh, const QString& socket) {
+        ssh.start("ssh",
+                  {"-N", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                   "-o", "IdentitiesOnly=yes", "-i", cloud.dir + "/userkey", "-p", port, "-L", socket + ":127.0.0.1:1",
+                   qEnvironmentVariable("USER", "root") + "@127.0.0.1"});
+        return ssh.waitForStarted();
+    };
+    const QString orphan = QString("%1/%2-0.sock").arg(sockets).arg(dead);
+    const QString mine = QString("%1/%2-7.sock").arg(sockets).arg(QCoreApplication::applicationPid());
+    QProcess left, kept;
+    QVERIFY(forward(left, orphan));
+    QVERIFY(forward(kept, mine));
+    QVERIFY(write_file(orphan + ".log", "its last words\n"));
+    QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(orphan) && QFile::exists(mine), 30000);
+
+    QCOMPARE(client::end_orphan_forwards(sockets.toStdString()), 1);
+    QVERIFY(left.waitForFinished(10000));
+    QVERIFY(!QFile::exists(orphan) && !QFile::exists(orphan + ".log"));
+    QCOMPARE(kept.state(), QProcess::Running);
+    QVERIFY(QFile::exists(mine));
+    QCOMPARE(client::end_orphan_forwards(sockets.toStdString()), 0); // nothing is ended twice
+    kept.kill();
+    kept.waitForFinished();
 }
 
 void ProviderTest::aBrokenProviderFileIsRefusedWithTheKeyNamed() {
