@@ -95,8 +95,9 @@ signals:
 private:
     struct Instance {
         RentedInstance record;
-        std::shared_ptr<SshWorkerBackend> backend;    // while it is reached
-        std::shared_ptr<SshWorkerBackend> connecting; // while reach() opens it
+        std::shared_ptr<SshWorkerBackend> backend; // while it is reached
+        // While reach() opens it (shutdown() ends that).
+        std::shared_ptr<SshWorkerBackend> connecting;
         double idle_since = 0;                     // wall seconds its queue has been empty since; 0 while busy
         double unreached_since = 0;                // a restored instance not reached yet: since when
         double unanswered_since = 0;               // a reached one that stopped answering but is listed: since when
