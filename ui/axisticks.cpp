@@ -110,18 +110,9 @@ QString tick_label(double value, double step, AxisUnit unit, const QString& curr
     return trimmed(fixed(value, decimals_for(step)));
 }
 
-void fit_axis(QAbstractAxis* axis, double low, double high, AxisUnit unit, const QString& currency) {
-    if (!(high > low)) {
-        low -= unit == AxisUnit::count || unit == AxisUnit::seconds ? 1 : 0.5;
-        high += unit == AxisUnit::count || unit == AxisUnit::seconds ? 1 : 0.5;
-    }
-    auto* values = qobject_cast<QValueAxis*>(axis);
-    if (!values)
-        return;
-    values->setRange(low, high);
-    auto* categories = qobject_cast<QCategoryAxis*>(axis);
-    if (!categories)
-        return;
+namespace {
+
+void label_ticks(QCategoryAxis* categories, double low, double high, AxisUnit unit, const QString& currency) {
     const Ticks ticks = nice_ticks(low, high, unit);
     for (const QString& label : categories->categoriesLabels())
         categories->remove(label);
@@ -131,6 +122,54 @@ void fit_axis(QAbstractAxis* axis, double low, double high, AxisUnit unit, const
         if (!categories->categoriesLabels().contains(label)) // labels are keys: a repeat would be refused
             categories->append(label, value);
     }
+}
+
+} // namespace
+
+void fit_axis(QAbstractAxis* axis, double low, double high, AxisUnit unit, const QString& currency) {
+    if (!(high > low)) {
+        low -= unit == AxisUnit::count || unit == AxisUnit::seconds ? 1 : 0.5;
+        high += unit == AxisUnit::count || unit == AxisUnit::seconds ? 1 : 0.5;
+    }
+    auto* values = qobject_cast<QValueAxis*>(axis);
+    if (!values)
+        return;
+    auto* categories = qobject_cast<QCategoryAxis*>(axis);
+    if (categories) {
+        categories->setProperty("tick_unit", static_cast<int>(unit));
+        categories->setProperty("tick_currency", currency);
+        if (!categories->property("ticks_follow").toBool()) {
+            // A zoom (a drag, a right-click, a double-click) sets the range alone: the ticks follow it. A label left
+            // beyond the visible range is drawn at the plot's edge by Qt Charts, over the last one in range.
+            categories->setProperty("ticks_follow", true);
+            QObject::connect(categories, &QValueAxis::rangeChanged, categories, [categories](qreal min, qreal max) {
+                label_ticks(categories, min, max, static_cast<AxisUnit>(categories->property("tick_unit").toInt()),
+                            categories->property("tick_currency").toString());
+            });
+        }
+    }
+    values->setRange(low, high);
+    if (categories)
+        label_ticks(categories, low, high, unit, currency); // the range may be the one it had: labelled all the same
+}
+
+QString value_label(const QAbstractAxis* axis, double value) {
+    const QVariant unit = axis ? axis->property("tick_unit") : QVariant();
+    if (!unit.isValid())
+        return QString::number(value, 'g', 8);
+    // Finer than any tick: the value itself, in the axis's own words.
+    const double magnitude = std::abs(value);
+    switch (static_cast<AxisUnit>(unit.toInt())) {
+    case AxisUnit::count:
+        return tick_label(std::round(value), 1, AxisUnit::count);
+    case AxisUnit::seconds:
+        return tick_label(value, magnitude >= 60 ? 1 : 0.01, AxisUnit::seconds);
+    case AxisUnit::money:
+        return tick_label(value, 0.0001, AxisUnit::money, axis->property("tick_currency").toString());
+    case AxisUnit::number:
+        break;
+    }
+    return QString::number(value, 'g', 6);
 }
 
 QAbstractAxis* make_value_axis(const QString& title) {

@@ -28,8 +28,12 @@ struct Ticks {
 Ticks nice_ticks(double low, double high, AxisUnit unit, int target = 5);
 QString tick_label(double value, double step, AxisUnit unit, const QString& currency = QStringLiteral("$"));
 // Sets the axis (a QCategoryAxis; any other QValueAxis gets the range only) to [low, high] with those ticks and labels.
+// From then on the ticks follow the axis's range when something else sets it (a zoom): labelled for what is visible.
 void fit_axis(QAbstractAxis* axis, double low, double high, AxisUnit unit,
               const QString& currency = QStringLiteral("$"));
+// One value as the axis fit_axis() set writes its unit ("1:05", "12.345 k", "$0.0123"), finer than its ticks; a plain
+// number for any other axis.
+QString value_label(const QAbstractAxis* axis, double value);
 // A new axis ready for fit_axis.
 QAbstractAxis* make_value_axis(const QString& title);
 

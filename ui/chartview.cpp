@@ -1,5 +1,9 @@
 #include "chartview.h"
 
+#include "axisticks.h"
+
+#include <QDateTime>
+#include <QDateTimeAxis>
 #include <QGraphicsLineItem>
 #include <QLegendMarker>
 #include <QLineSeries>
@@ -81,15 +85,19 @@ QString ChartView::crosshairText(const QPointF& at) const {
         if (!xy || xy->count() == 0)
             continue;
         const QPointF nearest = nearest_to(xy->points(), value.x());
+        const QAbstractAxis* x_axis = nullptr;
+        const QAbstractAxis* y_axis = nullptr;
+        for (QAbstractAxis* axis : xy->attachedAxes())
+            (axis->orientation() == Qt::Horizontal ? x_axis : y_axis) = axis;
         if (x_line.isEmpty()) {
-            QString axis_title;
-            for (QAbstractAxis* axis : xy->attachedAxes())
-                if (axis->orientation() == Qt::Horizontal)
-                    axis_title = axis->titleText();
-            x_line = QStringLiteral("%1 %2").arg(axis_title.isEmpty() ? tr("x") : axis_title,
-                                                 QString::number(nearest.x(), 'g', 8));
+            // Written as its axis writes it: a time as m:ss, wall time as a clock, steps as whole numbers.
+            QString x_text = value_label(x_axis, nearest.x());
+            if (const auto* dates = qobject_cast<const QDateTimeAxis*>(x_axis))
+                x_text = QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(nearest.x())).toString(dates->format());
+            const QString title = x_axis ? x_axis->titleText() : QString();
+            x_line = QStringLiteral("%1 %2").arg(title.isEmpty() ? tr("x") : title, x_text);
         }
-        lines << QStringLiteral("%1: %2").arg(xy->name(), QString::number(nearest.y(), 'g', 6));
+        lines << QStringLiteral("%1: %2").arg(xy->name(), value_label(y_axis, nearest.y()));
     }
     if (lines.isEmpty())
         return {};

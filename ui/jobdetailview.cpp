@@ -264,11 +264,13 @@ void JobDetailView::setChartDefaults(int smoothing, bool log_scale) {
 }
 
 void JobDetailView::rebuildAxes() {
-    for (QChart* chart : {loss_chart_, system_chart_})
+    for (QChart* chart : {loss_chart_, system_chart_}) {
+        chart->zoomReset(); // new axes: a zoom of the old ones means nothing on them
         for (QAbstractAxis* axis : chart->axes()) {
             chart->removeAxis(axis);
             delete axis;
         }
+    }
     const XAxis x_axis = x_axis_ ? static_cast<XAxis>(x_axis_->currentData().toInt()) : XAxis::step;
     QAbstractAxis* step;
     if (x_axis == XAxis::wall_time) {
@@ -434,6 +436,9 @@ void JobDetailView::exportWithDialog(Chart which) {
 
 void JobDetailView::showJob(qint64 job, const QString& title) {
     if (job != job_) {
+        // Another job: shown whole, not in the last one's zoom.
+        loss_chart_->zoomReset();
+        system_chart_->zoomReset();
         for (QLineSeries* series : gpu_series_) {
             system_chart_->removeSeries(series);
             delete series;
@@ -564,7 +569,8 @@ void JobDetailView::refresh() {
             first = std::min(first, series->at(0).x());
     if (!accuracy.last.isEmpty())
         end = std::max(end, accuracy.last.back().x());
-    if (high >= low && end >= first) {
+    // A chart the user zoomed keeps the view chosen while its job goes on (double-click shows everything again).
+    if (high >= low && end >= first && !loss_chart_->isZoomed()) {
         if (log_scale)
             low = std::max(low, 1e-6);
         fit(axes[0], first, end);
@@ -614,9 +620,11 @@ void JobDetailView::refresh() {
     } else {
         budget_->clear();
     }
-    fit(system_axes[0], 0, time_end);
-    fit(system_axes[1], 0, cpu_high * 1.05);
-    fit(system_axes[2], 0, spend_high * 1.1);
+    if (!system_chart_->isZoomed()) {
+        fit(system_axes[0], 0, time_end);
+        fit(system_axes[1], 0, cpu_high * 1.05);
+        fit(system_axes[2], 0, spend_high * 1.1);
+    }
 
     // Histograms: read again only when the run, the name or the count changed (an import that is following grows it).
     const QStringList histogram_names = reader_.histogramNames(job_);

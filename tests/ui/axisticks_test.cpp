@@ -69,3 +69,34 @@ TEST(AxisTicks, ACategoryAxisGetsTheDataRangeAndOneLabelPerTick) {
     EXPECT_LT(axis.min(), 5);
     EXPECT_GT(axis.max(), 5);
 }
+
+TEST(AxisTicks, TheTicksFollowTheRangeSetByAZoom) {
+    QCategoryAxis axis;
+    fit_axis(&axis, 0, 3, AxisUnit::seconds);
+    EXPECT_EQ(axis.categoriesLabels(), (QStringList{"0:00", "0:01", "0:02", "0:03"}));
+    axis.setRange(0, 1.5); // as QChart::zoomIn does: the range alone
+    EXPECT_EQ(axis.categoriesLabels(), (QStringList{"0.0 s", "0.5 s", "1.0 s", "1.5 s"}));
+    axis.setRange(-2, 0.5); // zoomed out and dragged left of 0
+    for (const QString& label : axis.categoriesLabels()) {
+        EXPECT_GE(axis.endValue(label), -2) << label.toStdString();
+        EXPECT_LE(axis.endValue(label), 0.5) << label.toStdString();
+    }
+    fit_axis(&axis, 0, 2110, AxisUnit::count); // another unit: followed from then on
+    axis.setRange(1000, 1100);
+    EXPECT_EQ(axis.categoriesLabels().first(), "1 k");
+    EXPECT_EQ(axis.categoriesLabels().last(), "1.1 k");
+}
+
+TEST(AxisTicks, AValueIsWrittenAsItsAxisWritesItsUnit) {
+    QCategoryAxis seconds, steps, money, plain;
+    fit_axis(&seconds, 0, 600, AxisUnit::seconds);
+    fit_axis(&steps, 0, 20000, AxisUnit::count);
+    fit_axis(&money, 0, 1, AxisUnit::money, QStringLiteral("€"));
+    EXPECT_EQ(value_label(&seconds, 65.4), "1:05");
+    EXPECT_EQ(value_label(&seconds, 12.346), "12.35 s");
+    EXPECT_EQ(value_label(&steps, 12345), "12.345 k");
+    EXPECT_EQ(value_label(&steps, 7), "7");
+    EXPECT_EQ(value_label(&money, 0.01234), "€0.0123");
+    EXPECT_EQ(value_label(&plain, 0.123456789), "0.12345679"); // no unit: the number
+    EXPECT_EQ(value_label(nullptr, 2.5), "2.5");
+}

@@ -1,5 +1,6 @@
 // The console's chart view (ui/chartview.h): the crosshair's values, legend entries that hide their curves, the
 // dark palette's theme keeping the curves' own colours.
+#include "axisticks.h"
 #include "chartview.h"
 #include "theme.h"
 #include "unittest.h"
@@ -10,6 +11,8 @@
 #include <QValueAxis>
 
 #include <gtest/gtest.h>
+
+#include <memory>
 
 using namespace traindeck;
 
@@ -88,4 +91,28 @@ TEST(ChartView, ADarkPaletteDarkensTheChartAndKeepsTheCurvesColours) {
     test::settle();
     EXPECT_EQ(curves.chart->theme(), QChart::ChartThemeLight);
     EXPECT_EQ(curves.loss->color(), QColor(31, 119, 180));
+}
+
+TEST(ChartView, TheCrosshairWritesValuesAsTheirAxesWriteThem) {
+    auto* chart = new QChart;
+    auto* spend = new QLineSeries;
+    spend->setName("spend");
+    spend->append({{5, 0.001}, {65, 0.01234}, {115, 0.02}});
+    chart->addSeries(spend);
+    QAbstractAxis* time = make_value_axis("time since start");
+    QAbstractAxis* money = make_value_axis("spend");
+    chart->addAxis(time, Qt::AlignBottom);
+    chart->addAxis(money, Qt::AlignLeft);
+    spend->attachAxis(time);
+    spend->attachAxis(money);
+    fit_axis(time, 0, 120, AxisUnit::seconds);
+    fit_axis(money, 0, 0.025, AxisUnit::money);
+    std::unique_ptr<QChartView> view(make_chart_view(chart));
+    view->resize(640, 420);
+    view->show();
+    test::settle();
+    const QPoint at = view->mapFromScene(chart->mapToScene(chart->mapToPosition(QPointF(65, 0.01234), spend)));
+    const QString text = static_cast<ChartView*>(view.get())->crosshairText(at);
+    EXPECT_TRUE(text.startsWith("time since start 1:05\n")) << text.toStdString();
+    EXPECT_TRUE(text.contains("spend: $0.0123")) << text.toStdString();
 }

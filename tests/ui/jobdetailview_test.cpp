@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <QCategoryAxis>
 #include <QChart>
 #include <QFile>
 #include <QImage>
@@ -179,6 +180,57 @@ TEST_F(JobDetailExport, ProblemsAreSaid) {
     EXPECT_TRUE(suffix.contains(".png, .svg or .pdf")) << suffix.toStdString();
     const QString folder = exported(view, JobDetailView::Chart::loss, path("no/such/folder/loss.csv"));
     EXPECT_TRUE(folder.contains("does not exist")) << folder.toStdString();
+}
+
+// A user's zoom holds while the job goes on (each refresh used to fit the axes again), the zoomed axis's labels are
+// those of what is visible (a label left past the range was drawn at the plot's edge over the last one: "0:00" over
+// "0:03"), and a double-click shows everything again, the new points included.
+TEST_F(JobDetailExport, AZoomHoldsWhileTheJobGoesOnWithTheVisibleRangesOwnTicks) {
+    JobDetailView view(path("catalog.db"));
+    view.resize(1200, 800);
+    view.show();
+    view.showJob(job_, "cnn seed 3");
+    test::settle();
+    QChart* system = view.chart(JobDetailView::Chart::system);
+    auto* time = qobject_cast<QCategoryAxis*>(system->axes(Qt::Horizontal).first());
+    ASSERT_TRUE(time);
+    EXPECT_DOUBLE_EQ(time->max(), 29); // telemetry at 1..30 s from its first sample
+    const QRectF plot = system->plotArea();
+    system->zoomIn(QRectF(plot.left(), plot.top(), plot.width() * 0.3, plot.height()));
+    const double zoomed_min = time->min(), zoomed_max = time->max();
+    EXPECT_LT(zoomed_max, 10);
+    auto labels_in_view = [&] {
+        for (const QString& label : time->categoriesLabels())
+            if (time->endValue(label) < time->min() - 1e-9 || time->endValue(label) > time->max() + 1e-9)
+                return label.toStdString() + " at " + std::to_string(time->endValue(label));
+        return std::string();
+    };
+    EXPECT_EQ(labels_in_view(), "");
+    EXPECT_GE(time->categoriesLabels().size(), 3) << "ticks for the visible seconds";
+
+    {
+        // The job goes on: 30 more seconds of telemetry.
+        Catalog catalog;
+        ASSERT_EQ(catalog.open(path("catalog.db").toStdString()), "");
+        std::vector<nlohmann::json> more;
+        int64_t seq = static_cast<int64_t>(catalog.last_seq(job_));
+        for (int i = 31; i <= 60; ++i)
+            more.push_back({{"seq", ++seq},
+                            {"time", 1000.0 + i},
+                            {"type", "telemetry"},
+                            {"data", {{"cpu_percent", 50}, {"spend", 0.001 * i}}}});
+        catalog.ingest(job_, more);
+    }
+    view.refresh();
+    EXPECT_DOUBLE_EQ(time->min(), zoomed_min);
+    EXPECT_DOUBLE_EQ(time->max(), zoomed_max);
+    EXPECT_EQ(labels_in_view(), "");
+
+    system->zoomReset(); // what a double-click does
+    view.refresh();
+    EXPECT_DOUBLE_EQ(time->max(), 59);
+    EXPECT_EQ(labels_in_view(), "");
+    EXPECT_EQ(time->categoriesLabels().last(), "0:45");
 }
 
 } // namespace
