@@ -604,13 +604,15 @@ void JobDetailView::refresh() {
         series->replace(seconds(reader_.curve(job_, name, buckets).last, origin));
     }
     const auto system_axes = system_chart_->axes();
-    double time_end = 1, cpu_high = 100, spend_high = 0.0001;
+    double time_end = 1, cpu_high = 100, spend_high = 0;
     for (const QPointF& p : cpu_->points()) {
         time_end = std::max(time_end, p.x());
         cpu_high = std::max(cpu_high, p.y());
     }
     for (const QPointF& p : spend_->points())
         spend_high = std::max(spend_high, p.y());
+    // A job that costs nothing (a free local machine) reads $0.00 to $0.05, not six decimals of nothing.
+    spend_high = spend_high > 0 ? std::max(spend_high, 0.0001) : 0.05;
     // The budget as a dashed line: spend runs up to it, and the job stops (checkpoint first) where they meet.
     const double budget = reader_.jobBudget(job_);
     budget_->setVisible(budget > 0); // no legend entry for an uncapped job

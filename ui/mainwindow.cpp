@@ -98,11 +98,12 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     // Several rows: the current one is shown, the others' loss curves are overlaid for comparison.
     table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
     table_->verticalHeader()->hide();
-    table_->horizontalHeader()->setStretchLastSection(true);
+    // The figures take what they need and the name the rest (elided), so the table fits its width without scrolling
+    // sideways until the figures alone do not fit.
+    table_->horizontalHeader()->setStretchLastSection(false);
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    table_->horizontalHeader()->setSectionResizeMode(JobTableModel::Name, QHeaderView::Interactive);
+    table_->horizontalHeader()->setSectionResizeMode(JobTableModel::Name, QHeaderView::Stretch);
     table_->horizontalHeader()->setMinimumSectionSize(48);
-    table_->setColumnWidth(JobTableModel::Name, 170);
     table_->setWordWrap(false);
     table_->setAlternatingRowColors(true);
     table_->setAccessibleName(tr("Runs"));

@@ -44,6 +44,7 @@
 #include "unittest.h"
 
 #include <QAbstractButton>
+#include <QHeaderView>
 #include <QImage>
 #include <QLabel>
 #include <QLineEdit>
@@ -75,6 +76,7 @@
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTcpServer>
+#include <QScrollBar>
 #include <QTableView>
 #include <QTabWidget>
 #include <QItemSelectionModel>
@@ -987,6 +989,16 @@ void ConsoleTest::submitWatchCancelAndRestart() {
         QTRY_VERIFY_WITH_TIMEOUT(reader.curve(long_job, "loss", 2000).points >= 30, 60000);
         QTRY_COMPARE_WITH_TIMEOUT(reader.curve(long_job, "loss", 2000).points, qint64(60), 60000);
         window.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/console-live.png"));
+        // At the window's default size the runs table fits its width: the name gives way, nothing scrolls sideways.
+        QTableView* runs = nullptr;
+        for (QTableView* table : window.findChildren<QTableView*>())
+            if (table->accessibleName() == "Runs")
+                runs = table;
+        QVERIFY(runs);
+        QCOMPARE(window.width(), 1400); // its default
+        QVERIFY2(!runs->horizontalScrollBar()->isVisible(), qPrintable(QString("%1 px of columns in %2 px")
+                                                                           .arg(runs->horizontalHeader()->length())
+                                                                           .arg(runs->viewport()->width())));
         // Close the console mid-run (the job keeps training in the worker).
         QCOMPARE(state_of(window, row), QString("running"));
         long_remote = window.jobs().data(window.jobs().index(row, 0), JobTableModel::RemoteIdRole).toString();
