@@ -294,6 +294,8 @@ void JobDetailView::rebuildAxes() {
     auto* accuracy_axis = new QValueAxis;
     accuracy_axis->setRange(0, 1);
     accuracy_axis->setTitleText(tr("accuracy"));
+    // The right-hand axes have their ticks on the edge: one grid, the left axis's (two do not line up).
+    accuracy_axis->setGridLineVisible(false);
     loss_chart_->addAxis(step, Qt::AlignBottom);
     loss_chart_->addAxis(loss_axis, Qt::AlignLeft);
     loss_chart_->addAxis(accuracy_axis, Qt::AlignRight);
@@ -311,6 +313,7 @@ void JobDetailView::rebuildAxes() {
     QAbstractAxis* time = unit_axis(tr("time since start"), AxisUnit::seconds);
     QAbstractAxis* cpu_axis = unit_axis(tr("CPU / GPU %"), AxisUnit::number);
     QAbstractAxis* spend_axis = unit_axis(tr("spend"), AxisUnit::money);
+    spend_axis->setGridLineVisible(false);
     system_chart_->addAxis(time, Qt::AlignBottom);
     system_chart_->addAxis(cpu_axis, Qt::AlignLeft);
     system_chart_->addAxis(spend_axis, Qt::AlignRight);

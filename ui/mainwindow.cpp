@@ -4,6 +4,7 @@
 
 #include "background.h"
 #include "aboutdialog.h"
+#include "chartview.h"
 #include "chartexport.h"
 #include "compareview.h"
 #include "groupchart.h"
@@ -49,6 +50,7 @@
 #include <QLocale>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPainter>
 #include <QPointer>
 #include <QSplitter>
 #include <QStandardPaths>
@@ -258,6 +260,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     tabs_->addTab(sweeps_, tr("Sweeps"));
     connect(sweeps_, &SweepView::problem, this, &MainWindow::addAlert);
     createActions();
+    readableIcons();
 
     // What an empty table says: how to start (no runs yet), or that the query shows none of them.
     empty_ = new QWidget;
@@ -1298,7 +1301,46 @@ QIcon themed(const char* name, QStyle::StandardPixmap fallback) {
     return QIcon::fromTheme(QLatin1String(name), QApplication::style()->standardIcon(fallback));
 }
 
+// The icon in the palette's text colour when the palette is dark and the icon is a dark monochrome one; else as it is.
+QIcon readable(const QIcon& icon, const QPalette& palette) {
+    if (icon.isNull() || !palette_is_dark(palette))
+        return icon;
+    QIcon tinted;
+    for (const int size : {16, 22, 24, 32, 48}) {
+        QImage image = icon.pixmap(size).toImage().convertToFormat(QImage::Format_ARGB32_Premultiplied);
+        for (int y = 0; y < image.height(); ++y)
+            for (int x = 0; x < image.width(); ++x) {
+                const QColor pixel = image.pixelColor(x, y);
+                if (pixel.alpha() > 48 && (pixel.hslSaturation() > 60 || pixel.lightness() > 110))
+                    return icon; // colours or light parts of its own: it reads on any background
+            }
+        QPainter painter(&image);
+        painter.setCompositionMode(QPainter::CompositionMode_SourceIn);
+        painter.fillRect(image.rect(), palette.color(QPalette::ButtonText));
+        painter.end();
+        tinted.addPixmap(QPixmap::fromImage(image));
+    }
+    return tinted;
+}
+
 } // namespace
+
+void MainWindow::readableIcons() {
+    for (QAction* each : std::as_const(actions_)) {
+        QVariant base = each->property("base_icon");
+        if (!base.isValid()) {
+            base = QVariant::fromValue(each->icon());
+            each->setProperty("base_icon", base);
+        }
+        each->setIcon(readable(base.value<QIcon>(), palette()));
+    }
+}
+
+void MainWindow::changeEvent(QEvent* event) {
+    QMainWindow::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange)
+        readableIcons();
+}
 
 QAction* MainWindow::action(const QString& name) const {
     QAction* found = actions_.value(name);

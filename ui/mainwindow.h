@@ -186,6 +186,11 @@ private:
     void restoreLayout();
     void saveLayout();
     void closeEvent(QCloseEvent* event) override;
+    // A palette change (Settings → Appearance, or the desktop's): the actions' icons drawn for it (readableIcons()).
+    void changeEvent(QEvent* event) override;
+    // Each action's icon as the palette needs it: a dark monochrome one (Qt's own play and stop are black) drawn in
+    // the palette's text colour on a dark palette, so it shows on a dark toolbar; any other as it is.
+    void readableIcons();
     // The tray icon's tip: jobs running now, what today's runs have spent.
     void updateTray();
     // An empty runs table says how to start (no runs yet: New job…, the demo) or that the query hides every run.

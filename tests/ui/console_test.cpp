@@ -41,6 +41,7 @@
 #include "backendmanager.h"
 #include "backendref.h"
 #include "tokenstore.h"
+#include "theme.h"
 #include "unittest.h"
 
 #include <QAbstractButton>
@@ -2427,6 +2428,31 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
     for (QAction* menu : window.menuBar()->actions())
         menus << menu->text().remove(QLatin1Char('&'));
     QCOMPARE(menus, (QStringList{"File", "Edit", "View", "Jobs", "Datasets", "Backends", "Help"}));
+    // The play and stop icons (Qt's own are black) are drawn light on the dark appearance, and dark again after.
+    const auto lightness = [&](const char* name) {
+        const QImage image = window.action(name)->icon().pixmap(24).toImage();
+        double sum = 0;
+        int opaque = 0;
+        for (int y = 0; y < image.height(); ++y)
+            for (int x = 0; x < image.width(); ++x)
+                if (const QColor pixel = image.pixelColor(x, y); pixel.alpha() > 128) {
+                    sum += pixel.lightness();
+                    ++opaque;
+                }
+        return opaque > 0 ? sum / opaque : -1.0;
+    };
+    const double play_before = lightness("demo_mlp");
+    apply_theme(Theme::dark);
+    QCoreApplication::processEvents();
+    const double play_dark = lightness("demo_mlp"), stop_dark = lightness("cancel");
+    apply_theme(Theme::system);
+    QCoreApplication::processEvents();
+    QVERIFY2(play_dark > 150 && stop_dark > 150 && play_before < 110 && lightness("demo_mlp") < 110,
+             qPrintable(QString("play %1 → %2 → %3, stop %4")
+                            .arg(play_before)
+                            .arg(play_dark)
+                            .arg(lightness("demo_mlp"))
+                            .arg(stop_dark)));
     // The datasets and backends tables' context menus are the Datasets and Backends menus' actions.
     QCOMPARE(window.datasets().table().contextMenuPolicy(), Qt::ActionsContextMenu);
     QVERIFY(window.datasets().table().actions().contains(window.action("register_folder")));
