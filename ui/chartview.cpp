@@ -5,6 +5,7 @@
 #include <QDateTime>
 #include <QDateTimeAxis>
 #include <QGraphicsLineItem>
+#include <QKeyEvent>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QMouseEvent>
@@ -26,7 +27,8 @@ ChartView::ChartView(QChart* chart, QWidget* parent) : QChartView(chart, parent)
     connect(chart, &QChart::plotAreaChanged, this, name_it);
     // Not a tooltip: the crosshair's values are the tooltip here.
     setStatusTip(tr("Drag to zoom, right-click to zoom out, double-click to see everything; click a legend entry to "
-                    "hide or show its curve"));
+                    "hide or show its curve (keys: + − arrows 0, 1–9 for the legend, Space for the values)"));
+    setFocusPolicy(Qt::StrongFocus);
     setAccessibleDescription(statusTip());
 }
 
@@ -35,19 +37,61 @@ void ChartView::followLegend() {
         if (marker->property("followed").toBool())
             continue;
         marker->setProperty("followed", true);
-        connect(marker, &QLegendMarker::clicked, this, [marker] {
-            QAbstractSeries* series = marker->series();
-            series->setVisible(!series->isVisible());
-            marker->setVisible(true); // hiding a series hides its marker too: keep it, to click again
-            // Greyed out while hidden: said by the label, not only by the colour.
-            QFont font = marker->font();
-            font.setStrikeOut(!series->isVisible());
-            marker->setFont(font);
-            QColor label = marker->labelBrush().color();
-            label.setAlphaF(series->isVisible() ? 1.0 : 0.4);
-            marker->setLabelBrush(label);
-        });
+        connect(marker, &QLegendMarker::clicked, this, [this, marker] { toggle(marker); });
     }
+}
+
+void ChartView::toggle(QLegendMarker* marker) {
+    QAbstractSeries* series = marker->series();
+    series->setVisible(!series->isVisible());
+    marker->setVisible(true); // hiding a series hides its marker too: keep it, to click again
+    // Greyed out while hidden: said by the label, not only by the colour.
+    QFont font = marker->font();
+    font.setStrikeOut(!series->isVisible());
+    marker->setFont(font);
+    QColor label = marker->labelBrush().color();
+    label.setAlphaF(series->isVisible() ? 1.0 : 0.4);
+    marker->setLabelBrush(label);
+}
+
+void ChartView::keyPressEvent(QKeyEvent* event) {
+    const QRectF plot = chart()->plotArea();
+    const int key = event->key();
+    if (key == Qt::Key_Plus || key == Qt::Key_Equal) {
+        chart()->zoomIn();
+    } else if (key == Qt::Key_Minus) {
+        chart()->zoomOut();
+    } else if (key == Qt::Key_0 || key == Qt::Key_Home) {
+        chart()->zoomReset();
+    } else if (key == Qt::Key_Left || key == Qt::Key_Right || key == Qt::Key_Up || key == Qt::Key_Down) {
+        // A tenth of the plot a press; a move is a zoom to Qt Charts (double-click or 0 come back).
+        const double dx = plot.width() / 10, dy = plot.height() / 10;
+        chart()->scroll(key == Qt::Key_Left    ? -dx
+                        : key == Qt::Key_Right ? dx
+                                               : 0,
+                        key == Qt::Key_Up     ? dy
+                        : key == Qt::Key_Down ? -dy
+                                              : 0);
+    } else if (key >= Qt::Key_1 && key <= Qt::Key_9) {
+        followLegend();
+        const QList<QLegendMarker*> markers = chart()->legend()->markers();
+        const int index = key - Qt::Key_1;
+        if (index >= markers.size()) {
+            QChartView::keyPressEvent(event);
+            return;
+        }
+        toggle(markers[index]);
+    } else if (key == Qt::Key_Space) {
+        // The crosshair's values at the plot's centre, where the mouse cannot go.
+        const QPoint centre = mapFromScene(chart()->mapToScene(plot.center()));
+        const QString text = crosshairText(centre);
+        QToolTip::showText(mapToGlobal(centre), text, this);
+        setAccessibleDescription(statusTip() + QLatin1Char('\n') + text);
+    } else {
+        QChartView::keyPressEvent(event);
+        return;
+    }
+    event->accept();
 }
 
 QString ChartView::crosshairText(const QPointF& at) const {

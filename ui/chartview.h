@@ -10,6 +10,7 @@
 #include <QChartView>
 #include <QEvent>
 #include <QLegend>
+#include <QLegendMarker>
 #include <QXYSeries>
 
 #include <utility>
@@ -63,7 +64,9 @@ private:
 
 // The console's chart view: drag to zoom, right-click to zoom out, double-click back to the whole run; a click on a
 // legend entry hides or shows its series (its marker greys out, so the state is not in colour alone); the
-// crosshair follows the mouse, with a tooltip of every visible curve's value at that x (crosshairText()).
+// crosshair follows the mouse, with a tooltip of every visible curve's value at that x (crosshairText()). All of it
+// from the keyboard too, once the chart has the focus (Tab): + and − zoom, the arrows move the view, 0 or Home shows
+// everything, 1 to 9 hide or show the legend's entries in order, and Space says the values at the plot's centre.
 class ChartView : public QChartView {
     Q_OBJECT
 public:
@@ -80,10 +83,12 @@ protected:
     void mousePressEvent(QMouseEvent* event) override;
     void mouseDoubleClickEvent(QMouseEvent* event) override;
     void leaveEvent(QEvent* event) override;
+    void keyPressEvent(QKeyEvent* event) override;
     bool viewportEvent(QEvent* event) override;
 
 private:
     class QGraphicsLineItem* crosshair_ = nullptr;
+    void toggle(QLegendMarker* marker); // hides or shows its series, the label struck out meanwhile
 };
 
 inline QChartView* make_chart_view(QChart* chart) {

@@ -6,6 +6,7 @@
 #include "unittest.h"
 
 #include <QApplication>
+#include <QKeyEvent>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QValueAxis>
@@ -115,4 +116,33 @@ TEST(ChartView, TheCrosshairWritesValuesAsTheirAxesWriteThem) {
     const QString text = static_cast<ChartView*>(view.get())->crosshairText(at);
     EXPECT_TRUE(text.startsWith("time since start 1:05\n")) << text.toStdString();
     EXPECT_TRUE(text.contains("spend: $0.0123")) << text.toStdString();
+}
+
+TEST(ChartView, EverythingTheMouseDoesTheKeyboardDoesToo) {
+    TwoCurves curves;
+    const auto press = [&](int key) {
+        QKeyEvent event(QEvent::KeyPress, key, Qt::NoModifier);
+        QCoreApplication::sendEvent(curves.view, &event);
+        return event.isAccepted();
+    };
+    auto* x = qobject_cast<QValueAxis*>(curves.chart->axes(Qt::Horizontal).first());
+    ASSERT_TRUE(x);
+    EXPECT_EQ(curves.view->focusPolicy(), Qt::StrongFocus); // reached with Tab
+    EXPECT_TRUE(press(Qt::Key_Plus));
+    EXPECT_LT(x->max() - x->min(), 15);
+    const double left = x->min();
+    EXPECT_TRUE(press(Qt::Key_Right));
+    EXPECT_GT(x->min(), left);
+    EXPECT_TRUE(press(Qt::Key_0));
+    EXPECT_DOUBLE_EQ(x->min(), 0);
+    EXPECT_DOUBLE_EQ(x->max(), 20);
+    EXPECT_TRUE(press(Qt::Key_1)); // the legend's first entry: train loss
+    EXPECT_FALSE(curves.loss->isVisible());
+    EXPECT_TRUE(curves.chart->legend()->markers(curves.loss).first()->font().strikeOut());
+    EXPECT_TRUE(press(Qt::Key_1));
+    EXPECT_TRUE(curves.loss->isVisible());
+    EXPECT_FALSE(press(Qt::Key_7)); // no seventh entry: the key goes on
+    EXPECT_TRUE(press(Qt::Key_Space));
+    EXPECT_TRUE(curves.view->accessibleDescription().contains("train loss: "))
+        << curves.view->accessibleDescription().toStdString();
 }
