@@ -718,6 +718,28 @@ void MainWindow::updateResources() {
     }
 }
 
+void MainWindow::pushLocalPolicy() {
+    // The local worker may have been running since before (it outlives the console): it is told now, not at its start.
+    const std::optional<JobController::Connected> local = controller_->find(QStringLiteral("local"));
+    if (!local)
+        return;
+    const BackendRef ref = BackendRef::of(local->backend);
+    const QJsonObject policy = settings_.policy();
+    run_in_background(
+        this,
+        [ref, policy] {
+            QString error = tr("the console is closing");
+            const BackendRef::Use backend = ref.use();
+            return backend && backend->setPolicy(policy, &error) ? QString() : error;
+        },
+        [this](const QString& error) {
+            if (!error.isEmpty())
+                addAlert(tr("The local worker did not take the prices and idle alert of Settings: %1").arg(error));
+            else
+                updateResources(); // the backends table shows its price
+        });
+}
+
 void MainWindow::releaseInstance(const QString& backend_name, const QString& instance) {
     const std::optional<JobController::Connected> connected = controller_->find(backend_name);
     if (!connected) {
@@ -1180,8 +1202,11 @@ void MainWindow::applySettings(const ConsoleSettings& settings) {
     const bool theme_changed = settings.theme != settings_.theme || !settings_applied_;
     const bool charts_changed =
         settings.smoothing != settings_.smoothing || settings.log_scale != settings_.log_scale || !settings_applied_;
+    const bool policy_changed = settings.policy() != settings_.policy() || !settings_applied_;
     settings_ = settings;
     settings_applied_ = true;
+    if (policy_changed)
+        pushLocalPolicy();
     if (theme_changed)
         apply_theme(theme_from_name(settings.theme));
     if (charts_changed)

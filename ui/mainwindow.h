@@ -127,6 +127,10 @@ public:
     // Looked at off the GUI thread; `opened` (tests) gets the dialog, or null when the path went to the importer.
     void dropPath(const QString& dropped, const std::function<void(class NewJobDialog*)>& opened = {});
 
+    // What Settings… does with the dialog's answer once it is saved: the theme, the chart defaults, and the local
+    // worker's prices and idle alert (pushLocalPolicy) where they changed.
+    void applySettings(const ConsoleSettings& settings);
+
 signals:
     // The user asked to add a remote worker (the app wires this to its BackendManager).
     void addRemoteWorkerRequested();
@@ -181,10 +185,11 @@ private:
     void updateActions();
     // Settings… (settingsdialog.h): the dialog, and what changes at once (theme, chart defaults, notifications).
     void openSettings();
-    void applySettings(const ConsoleSettings& settings);
     // The window as the user left it (QSettings), saved when it closes.
     void restoreLayout();
     void saveLayout();
+    // Settings' prices and idle alert to the local worker (Backend::setPolicy), off the GUI thread.
+    void pushLocalPolicy();
     void closeEvent(QCloseEvent* event) override;
     // A palette change (Settings → Appearance, or the desktop's): the actions' icons drawn for it (readableIcons()).
     void changeEvent(QEvent* event) override;

@@ -10,11 +10,13 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QDoubleSpinBox>
 #include <QSettings>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 
 namespace traindeck {
 
@@ -26,7 +28,36 @@ ConsoleSettings ConsoleSettings::load(const QSettings& settings) {
     loaded.log_scale = settings.value("charts/log_scale", loaded.log_scale).toBool();
     loaded.notify = settings.value("alerts/notify", loaded.notify).toBool();
     loaded.data_folder = settings.value("data/folder").toString();
+    const auto non_negative = [&](const char* key, double fallback) {
+        const double value = settings.value(key, fallback).toDouble();
+        return std::isfinite(value) && value >= 0 ? std::min(value, 1e6) : fallback;
+    };
+    loaded.price_base = non_negative("local/price_base", loaded.price_base);
+    loaded.price_gpu = non_negative("local/price_gpu", loaded.price_gpu);
+    loaded.price_cpu = non_negative("local/price_cpu", loaded.price_cpu);
+    loaded.idle_percent = std::min(100.0, non_negative("alerts/idle_percent", loaded.idle_percent));
+    loaded.idle_minutes = std::clamp(settings.value("alerts/idle_minutes", loaded.idle_minutes).toInt(), 1, 1440);
+    loaded.idle_stop = settings.value("alerts/idle_stop", loaded.idle_stop).toBool();
     return loaded;
+}
+
+QJsonObject ConsoleSettings::policy() const {
+    return {{"price_base", price_base},
+            {"price_gpu", price_gpu},
+            {"price_cpu", price_cpu},
+            {"idle_percent", idle_percent},
+            {"idle_seconds", idle_minutes * 60.0},
+            {"idle_stop", idle_stop}};
+}
+
+QStringList ConsoleSettings::workerArguments() const {
+    QStringList arguments{
+        "--price-base",   QString::number(price_base),       "--price-gpu",    QString::number(price_gpu),
+        "--price-cpu",    QString::number(price_cpu),        "--idle-percent", QString::number(idle_percent),
+        "--idle-seconds", QString::number(idle_minutes * 60)};
+    if (idle_stop)
+        arguments << "--idle-stop";
+    return arguments;
 }
 
 void ConsoleSettings::save(QSettings& settings) const {
@@ -36,6 +67,12 @@ void ConsoleSettings::save(QSettings& settings) const {
     settings.setValue("charts/log_scale", log_scale);
     settings.setValue("alerts/notify", notify);
     settings.setValue("data/folder", data_folder);
+    settings.setValue("local/price_base", price_base);
+    settings.setValue("local/price_gpu", price_gpu);
+    settings.setValue("local/price_cpu", price_cpu);
+    settings.setValue("alerts/idle_percent", idle_percent);
+    settings.setValue("alerts/idle_minutes", idle_minutes);
+    settings.setValue("alerts/idle_stop", idle_stop);
 }
 
 SettingsDialog::SettingsDialog(const ConsoleSettings& current, const QStringList& backends,
@@ -95,6 +132,58 @@ SettingsDialog::SettingsDialog(const ConsoleSettings& current, const QStringList
                                        .arg(data_folder_now));
     folder_note->setWordWrap(true);
     form->addRow(QString(), folder_note);
+    // This machine: what it costs, when a job on it is idle.
+    const auto money = [&](double value, const QString& name) {
+        auto* box = new QDoubleSpinBox;
+        box->setRange(0, 1e6);
+        box->setDecimals(2);
+        box->setSingleStep(0.1);
+        box->setPrefix(QStringLiteral("$"));
+        box->setSuffix(tr(" /h"));
+        box->setValue(value);
+        box->setAccessibleName(name);
+        return box;
+    };
+    price_base_ = money(current.price_base, tr("This machine's price per hour"));
+    price_gpu_ = money(current.price_gpu, tr("Price per GPU per hour"));
+    price_cpu_ = money(current.price_cpu, tr("Price per CPU per hour"));
+    auto* prices = new QHBoxLayout;
+    prices->addWidget(price_base_);
+    prices->addWidget(new QLabel(tr("+ per GPU")));
+    prices->addWidget(price_gpu_);
+    prices->addWidget(new QLabel(tr("+ per CPU")));
+    prices->addWidget(price_cpu_);
+    auto* price_label = new QLabel(tr("This machine &costs:"));
+    price_label->setBuddy(price_base_);
+    form->addRow(price_label, prices);
+    idle_percent_ = new QDoubleSpinBox;
+    idle_percent_->setRange(0, 100);
+    idle_percent_->setDecimals(0);
+    idle_percent_->setSuffix(QStringLiteral(" %"));
+    idle_percent_->setValue(current.idle_percent);
+    idle_percent_->setAccessibleName(tr("Idle below this utilisation"));
+    idle_minutes_ = new QSpinBox;
+    idle_minutes_->setRange(1, 1440);
+    idle_minutes_->setSuffix(tr(" min"));
+    idle_minutes_->setValue(current.idle_minutes);
+    idle_minutes_->setAccessibleName(tr("Idle for this long"));
+    idle_stop_ = new QCheckBox(tr("and stop it (checkpoint first)"));
+    idle_stop_->setChecked(current.idle_stop);
+    auto* idle = new QHBoxLayout;
+    idle->addWidget(new QLabel(tr("under")));
+    idle->addWidget(idle_percent_);
+    idle->addWidget(new QLabel(tr("for")));
+    idle->addWidget(idle_minutes_);
+    idle->addWidget(idle_stop_);
+    idle->addStretch(1);
+    auto* idle_label = new QLabel(tr("A job is &idle:"));
+    idle_label->setBuddy(idle_percent_);
+    form->addRow(idle_label, idle);
+    auto* local_note = new QLabel(tr("For jobs on the local worker: its spend and its idle alerts. Given to it at once "
+                                     "(running jobs are charged the new price from now on). Remote workers and "
+                                     "providers have their own."));
+    local_note->setWordWrap(true);
+    form->addRow(QString(), local_note);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
@@ -111,6 +200,12 @@ ConsoleSettings SettingsDialog::settings() const {
     chosen.log_scale = log_scale_->isChecked();
     chosen.notify = notify_->isChecked();
     chosen.data_folder = data_folder_->text().trimmed();
+    chosen.price_base = price_base_->value();
+    chosen.price_gpu = price_gpu_->value();
+    chosen.price_cpu = price_cpu_->value();
+    chosen.idle_percent = idle_percent_->value();
+    chosen.idle_minutes = idle_minutes_->value();
+    chosen.idle_stop = idle_stop_->isChecked();
     return chosen;
 }
 

@@ -1,14 +1,17 @@
 #pragma once
 // Edit → Settings… (Ctrl+,): the console's preferences, kept with QSettings (organisation "traindeck", application
 // "traindeck"): the appearance (the system's, light or dark), the backend new jobs go to, the job view's chart
-// defaults, desktop notifications of alerts, and the data folder of the next start. Each key and its default is
+// defaults, desktop notifications of alerts, the data folder of the next start, and this machine's prices and idle
+// alert (given to the local worker at once, and at each start). Each key and its default is
 // named once here; the window reads them through the accessors.
 #include <QDialog>
+#include <QJsonObject>
 #include <QString>
 #include <QStringList>
 
 class QCheckBox;
 class QComboBox;
+class QDoubleSpinBox;
 class QLineEdit;
 class QSettings;
 class QSpinBox;
@@ -22,6 +25,17 @@ struct ConsoleSettings {
     bool log_scale = false;                   // the loss axis on a log scale by default
     bool notify = true;                       // alerts also as desktop notifications (tray)
     QString data_folder;                      // "" = $XDG_DATA_HOME/traindeck; read at start
+    // This machine (the local worker): what it costs per hour (a job's rate: base + per GPU × its GPUs + per CPU ×
+    // its CPUs), and when a job on it counts as idle (its GPUs, or its CPUs without GPUs, under idle_percent for
+    // idle_minutes: an alert, and a stop with a checkpoint when idle_stop).
+    double price_base = 0, price_gpu = 0, price_cpu = 0;
+    double idle_percent = 5;
+    int idle_minutes = 10;
+    bool idle_stop = false;
+
+    // The local worker's policy as Backend::setPolicy takes it, and as its command line says it at its start.
+    QJsonObject policy() const;
+    QStringList workerArguments() const;
 
     static ConsoleSettings load(const QSettings& settings);
     void save(QSettings& settings) const;
@@ -43,6 +57,9 @@ private:
     QCheckBox* log_scale_;
     QCheckBox* notify_;
     QLineEdit* data_folder_;
+    QDoubleSpinBox *price_base_, *price_gpu_, *price_cpu_, *idle_percent_;
+    QSpinBox* idle_minutes_;
+    QCheckBox* idle_stop_;
 };
 
 } // namespace traindeck

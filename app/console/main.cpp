@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
         settings["state_dir"] = parser.value(worker_option);
     else if (!settings_from_disk.data_folder.isEmpty())
         settings["state_dir"] = data_dir + "/worker";
+    settings["args"] = settings_from_disk.workerArguments(); // a worker started now starts with Settings' prices
     QString error;
     if (!backend->open(settings, &error)) {
         QMessageBox::critical(nullptr, "TrainDeck", "Cannot reach the local worker: " + error);

@@ -102,6 +102,15 @@ public:
             *error = QStringLiteral("%1 rents no instances").arg(describe());
         return false;
     }
+    // What the machine costs and when a job on it counts as idle, changed while it runs (Settings, for the local
+    // worker): any of {"price_base", "price_gpu", "price_cpu" (per hour), "idle_percent", "idle_seconds",
+    // "idle_stop"}. A backend that has no such policy says so.
+    virtual bool setPolicy(const QJsonObject& policy, QString* error) {
+        (void)policy;
+        if (error)
+            *error = QStringLiteral("%1 has no prices or idle policy to set").arg(describe());
+        return false;
+    }
 
 signals:
     // events: a JSON array of {"seq","time","type","data"} in seq order; the receiver upserts by (job, seq).
@@ -125,5 +134,5 @@ public:
 
 } // namespace traindeck
 
-#define TrainDeckBackendFactory_iid "org.traindeck.BackendFactory/6"
+#define TrainDeckBackendFactory_iid "org.traindeck.BackendFactory/7"
 Q_DECLARE_INTERFACE(traindeck::BackendFactory, TrainDeckBackendFactory_iid)

@@ -420,7 +420,8 @@ client::HttpResponse WorkerBackend::call(const std::string& method, const std::s
         return {0, {}, closing_->load() ? "the console is closing" : "not connected"};
     client::HttpResponse response = method == "GET"      ? pooled.client->get(path, timeout_ms)
                                     : method == "DELETE" ? pooled.client->del(path, timeout_ms)
-                                                         : pooled.client->post(path, body, timeout_ms);
+                                    : method == "PUT" ? pooled.client->put(path, body, "application/json", timeout_ms)
+                                                      : pooled.client->post(path, body, timeout_ms);
     return_client(std::move(pooled));
     lost_connection(response);
     return response;
@@ -579,6 +580,13 @@ bool WorkerBackend::resume(const QString& remoteId, double newBudget, QString* e
         std::lock_guard lock(streams_mutex_);
         ended_.erase(remoteId);
     }
+    if (!response.ok() && error)
+        *error = QString::fromStdString(response.message());
+    return response.ok();
+}
+
+bool WorkerBackend::setPolicy(const QJsonObject& policy, QString* error) {
+    const auto response = call("PUT", "/v1/policy", QJsonDocument(policy).toJson(QJsonDocument::Compact).toStdString());
     if (!response.ok() && error)
         *error = QString::fromStdString(response.message());
     return response.ok();

@@ -41,6 +41,7 @@ public:
     QJsonObject sweep(const QString& id, QString* error) override;
     bool sweepAction(const QString& id, const QString& action, const QJsonObject& body, QString* error) override;
     bool resume(const QString& remoteId, double newBudget, QString* error) override;
+    bool setPolicy(const QJsonObject& policy, QString* error) override; // PUT /v1/policy
     QJsonObject resources(QString* error) override;
     // How many of the worker's jobs are not finished (queued, running, stopping); -1 and *error when it did not say.
     int unfinishedJobs(QString* error);

@@ -12,6 +12,7 @@
 #include "scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -506,6 +507,57 @@ Supervisor::Result Supervisor::cancel(int64_t id) {
         after_commit_.push_back([reply, id, state = job.state](bool, const std::string&) {
             reply->set_value(Result{202, {{"id", id}, {"state", to_string(state)}}});
         });
+    });
+}
+
+nlohmann::json Supervisor::policy() const {
+    return {{"price_base", config_.price_base},     {"price_gpu", config_.price_gpu},
+            {"price_cpu", config_.price_cpu},       {"currency", config_.currency},
+            {"idle_percent", config_.idle_percent}, {"idle_seconds", config_.idle_seconds},
+            {"idle_stop", config_.idle_stop}};
+}
+
+Supervisor::Result Supervisor::set_policy(const json& changes) {
+    struct Bounds {
+        const char* key;
+        double low, high;
+    };
+    static constexpr Bounds numbers[] = {{"price_base", 0, 1e6},
+                                         {"price_gpu", 0, 1e6},
+                                         {"price_cpu", 0, 1e6},
+                                         {"idle_percent", 0, 100},
+                                         {"idle_seconds", 10, 1e7}};
+    if (!changes.is_object())
+        return {400, {{"error", "the policy is a JSON object"}}};
+    for (auto item = changes.begin(); item != changes.end(); ++item) {
+        const std::string& key = item.key();
+        const json& value = item.value();
+        const auto bounds =
+            std::find_if(std::begin(numbers), std::end(numbers), [&key](const Bounds& b) { return key == b.key; });
+        if (key == "idle_stop") {
+            if (!value.is_boolean())
+                return {400, {{"error", "\"idle_stop\" is true or false"}}};
+        } else if (bounds == std::end(numbers)) {
+            return {
+                400,
+                {{"error", "unknown field \"" + key +
+                               "\" (known: price_base, price_gpu, price_cpu, idle_percent, idle_seconds, idle_stop)"}}};
+        } else if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < bounds->low ||
+                   value.get<double>() > bounds->high) {
+            std::ostringstream range;
+            range << bounds->low << " to " << bounds->high;
+            return {400, {{"error", "\"" + key + "\" must be a number from " + range.str()}}};
+        }
+    }
+    // On the loop's thread, which alone reads them (metering, resources()).
+    return call([this, changes](const Reply& reply) {
+        config_.price_base = changes.value("price_base", config_.price_base);
+        config_.price_gpu = changes.value("price_gpu", config_.price_gpu);
+        config_.price_cpu = changes.value("price_cpu", config_.price_cpu);
+        config_.idle_percent = changes.value("idle_percent", config_.idle_percent);
+        config_.idle_seconds = changes.value("idle_seconds", config_.idle_seconds);
+        config_.idle_stop = changes.value("idle_stop", config_.idle_stop);
+        reply->set_value({200, policy()});
     });
 }
 

@@ -58,6 +58,12 @@ public:
     // Deletes a finished job for good: its row and events, then its folder (checkpoints, logs, exports). An active
     // job is refused (409: cancel it first). The reply says how many bytes of files went.
     Result remove(int64_t job);
+    // What this machine costs and when a job counts as idle, changed while the worker runs (the console's Settings):
+    // {"price_base", "price_gpu", "price_cpu" (per hour, ≥ 0), "idle_percent" (0–100), "idle_seconds" (≥ 10),
+    // "idle_stop"}, any of them; refused whole (400, the field named) when one is wrong. From the next meter tick on;
+    // the answer is the policy now (policy()).
+    Result set_policy(const nlohmann::json& changes);
+    nlohmann::json policy() const;
     // Sweeps (sweepcontroller.h): each command one transaction on the loop's thread, answered after its commit.
     Result sweep_command(std::function<SweepController::Answer(SweepController&)> command);
 

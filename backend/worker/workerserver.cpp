@@ -446,6 +446,20 @@ void WorkerServer::routes() {
         res.body = std::move(bytes); // set_content would copy it: httplib 0.11 takes only a const std::string&
         res.set_header("Content-Type", "application/octet-stream");
     });
+    // The machine's prices and idle policy (Supervisor::set_policy); GET says them as they are.
+    s.Get("/v1/policy", [this](const httplib::Request&, httplib::Response& res) {
+        const Supervisor::Result result = supervisor_.set_policy(json::object());
+        reply(res, result.status, result.body);
+    });
+    s.Put("/v1/policy", [this](const httplib::Request& req, httplib::Response& res) {
+        if (too_large(req, res, supervisor_.config().max_body_bytes))
+            return;
+        const json body = json::parse(req.body, nullptr, false);
+        if (body.is_discarded())
+            return error_reply(res, 400, "the body is not JSON");
+        const Supervisor::Result result = supervisor_.set_policy(body);
+        reply(res, result.status, result.body);
+    });
     s.Post(R"(/v1/jobs/(\d+)/resume)", [this](const httplib::Request& req, httplib::Response& res) {
         const json body = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
         if (!body.is_object() || (body.contains("budget") && !body["budget"].is_number()))

@@ -569,6 +569,57 @@ TEST(Worker, DeleteRemovesAFinishedJobForGoodAndNeverReusesItsId) {
         EXPECT_TRUE(job["id"] != done && job["id"] != running) << job.dump();
 }
 
+// The console's Settings change what the machine costs while the worker runs (PUT /v1/policy): a running job that
+// cost nothing (price 0, so its budget of 2 never comes) is charged the new price from then on, and its budget stops
+// it. Wrong values are refused whole, the field named, and change nothing.
+TEST(Worker, APriceChangedWhileAJobRunsIsChargedFromThenOn) {
+    REQUIRE_FASHION_MNIST();
+    WorkerProcess worker({"--price-base", "0"});
+    auto& http = worker.client();
+    const auto put = [&](const json& body) { return http.put("/v1/policy", body.dump(), "application/json"); };
+    const auto negative = put({{"price_base", -1}});
+    EXPECT_EQ(negative.status, 400);
+    EXPECT_NE(negative.body.find("price_base"), std::string::npos) << negative.body;
+    EXPECT_EQ(put({{"price_gpu", 2}, {"idle_percent", 150}}).status, 400); // one wrong: none taken
+    EXPECT_EQ(put({{"colour", "blue"}}).status, 400);
+    EXPECT_EQ(http.get("/v1/policy").json()["price_gpu"], 0.0);
+
+    const std::string never = worker.state_dir() + "/never-released";
+    const int64_t id = worker.submit(
+        held({{"builtin", small_mlp(30000, 3)}, {"resources", {{"cpus", 1}}}, {"budget", 2.0}}, 5, never));
+    // Running, and metered at 0 a second (a telemetry event says its rate).
+    json seen;
+    int64_t after = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (seen.is_null() && std::chrono::steady_clock::now() < deadline) {
+        const json reply =
+            http.get("/v1/jobs/" + std::to_string(id) + "/events?after=" + std::to_string(after) + "&wait_ms=2000",
+                     10000)
+                .json();
+        if (!reply.is_object() || !reply.contains("next"))
+            continue;
+        for (const json& event : reply["events"])
+            if (event["type"] == "telemetry")
+                seen = event;
+        after = reply["next"].get<int64_t>();
+    }
+    ASSERT_FALSE(seen.is_null()) << "no telemetry: the job never ran";
+    EXPECT_EQ(seen["data"]["rate_per_hour"], 0.0);
+
+    const auto changed = put({{"price_base", 3600}, {"idle_percent", 1}, {"idle_stop", false}});
+    ASSERT_EQ(changed.status, 200) << changed.body;
+    EXPECT_EQ(changed.json()["price_base"], 3600.0);
+    EXPECT_EQ(changed.json()["idle_percent"], 1.0);
+    const auto events = worker.drain(id);
+    const json job = worker.job(id);
+    EXPECT_EQ(job["state"], "stopped") << job.dump();
+    EXPECT_NE(job["reason"].get<std::string>().find("budget of 2"), std::string::npos) << job["reason"];
+    EXPECT_EQ(of_type(events, "telemetry").back()["data"]["rate_per_hour"], 3600.0);
+    for (int i = 0; i < 100 && http.get("/v1/resources").json()["prices"]["base_per_hour"] != 3600.0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100)); // the snapshot is taken each second
+    EXPECT_EQ(http.get("/v1/resources").json()["prices"]["base_per_hour"], 3600.0);
+}
+
 TEST(Worker, ResourcesReportHostAndNoGpuHonestly) {
     WorkerProcess worker({"--price-gpu", "2.5", "--cpus", "2"});
     const json resources = worker.client().get("/v1/resources").json();

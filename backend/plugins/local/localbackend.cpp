@@ -5,8 +5,10 @@
 namespace traindeck {
 
 bool LocalBackend::open(const QVariantMap& settings, QString* error) {
-    return start_or_attach(settings, QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/traindeck/worker",
-                           {}, tr("local worker"), error);
+    // "args": more of the worker's command line when it is started here (the console's Settings: prices, idle policy).
+    return start_or_attach(settings,
+                           QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + "/traindeck/worker",
+                           settings.value("args").toStringList(), tr("local worker"), error);
 }
 
 } // namespace traindeck
