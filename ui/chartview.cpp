@@ -63,6 +63,7 @@ void ChartView::keyPressEvent(QKeyEvent* event) {
         chart()->zoomOut();
     } else if (key == Qt::Key_0 || key == Qt::Key_Home) {
         chart()->zoomReset();
+        emit viewReset();
     } else if (key == Qt::Key_Left || key == Qt::Key_Right || key == Qt::Key_Up || key == Qt::Key_Down) {
         // A tenth of the plot a press; a move is a zoom to Qt Charts (double-click or 0 come back).
         const double dx = plot.width() / 10, dy = plot.height() / 10;
@@ -74,7 +75,9 @@ void ChartView::keyPressEvent(QKeyEvent* event) {
                                               : 0);
     } else if (key >= Qt::Key_1 && key <= Qt::Key_9) {
         followLegend();
-        const QList<QLegendMarker*> markers = chart()->legend()->markers();
+        // The entries the legend shows (one kept out of it, a budget line with no budget, does not count).
+        QList<QLegendMarker*> markers = chart()->legend()->markers();
+        markers.removeIf([](const QLegendMarker* marker) { return !marker->isVisible(); });
         const int index = key - Qt::Key_1;
         if (index >= markers.size()) {
             QChartView::keyPressEvent(event);
@@ -187,6 +190,7 @@ void ChartView::mousePressEvent(QMouseEvent* event) {
 
 void ChartView::mouseDoubleClickEvent(QMouseEvent* event) {
     chart()->zoomReset();
+    emit viewReset();
     QChartView::mouseDoubleClickEvent(event);
 }
 

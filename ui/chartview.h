@@ -78,6 +78,10 @@ public:
     // sees it.
     void followLegend();
 
+signals:
+    // The user asked to see everything (double-click, 0 or Home): the owner draws what came while it was zoomed.
+    void viewReset();
+
 protected:
     void mouseMoveEvent(QMouseEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;

@@ -251,6 +251,10 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
         rebuildAxes();
         refresh();
     });
+    // Everything shown again: what came while a chart was zoomed is drawn now, not at the next event.
+    for (QChartView* view : {loss_view_, system_view_})
+        if (auto* chart_view = qobject_cast<ChartView*>(view))
+            connect(chart_view, &ChartView::viewReset, this, &JobDetailView::refresh);
     connect(log_axis_, &QCheckBox::toggled, this, [this] {
         rebuildAxes();
         refresh();

@@ -332,6 +332,12 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
         tray_->show();
     }
     addBackend(QStringLiteral("local"), sync, backend);
+    // A local worker started again (it had ended; the console starts it with the arguments of its own start) is
+    // given Settings' prices and idle alert again.
+    connect(&backend, &Backend::connectionChanged, this, [this](bool up, const QString&) {
+        if (up && settings_applied_ && settings_.policy_set)
+            pushLocalPolicy();
+    });
     refresh_timer_ = new QTimer(this);
     connect(refresh_timer_, &QTimer::timeout, this, &MainWindow::updateResources);
     refresh_timer_->start(5000);
@@ -1202,7 +1208,9 @@ void MainWindow::applySettings(const ConsoleSettings& settings) {
     const bool theme_changed = settings.theme != settings_.theme || !settings_applied_;
     const bool charts_changed =
         settings.smoothing != settings_.smoothing || settings.log_scale != settings_.log_scale || !settings_applied_;
-    const bool policy_changed = settings.policy() != settings_.policy() || !settings_applied_;
+    // Sent when the user saved them (at start too: the local worker may have been running since before).
+    const bool policy_changed =
+        settings.policy_set && (settings.policy() != settings_.policy() || !settings_applied_ || !settings_.policy_set);
     settings_ = settings;
     settings_applied_ = true;
     if (policy_changed)

@@ -29,15 +29,19 @@ ConsoleSettings ConsoleSettings::load(const QSettings& settings) {
     loaded.notify = settings.value("alerts/notify", loaded.notify).toBool();
     loaded.data_folder = settings.value("data/folder").toString();
     const auto non_negative = [&](const char* key, double fallback) {
-        const double value = settings.value(key, fallback).toDouble();
-        return std::isfinite(value) && value >= 0 ? std::min(value, 1e6) : fallback;
+        bool ok = false;
+        const double value = settings.value(key, fallback).toDouble(&ok);
+        return ok && std::isfinite(value) && value >= 0 ? std::min(value, 1e6) : fallback;
     };
     loaded.price_base = non_negative("local/price_base", loaded.price_base);
     loaded.price_gpu = non_negative("local/price_gpu", loaded.price_gpu);
     loaded.price_cpu = non_negative("local/price_cpu", loaded.price_cpu);
     loaded.idle_percent = std::min(100.0, non_negative("alerts/idle_percent", loaded.idle_percent));
-    loaded.idle_minutes = std::clamp(settings.value("alerts/idle_minutes", loaded.idle_minutes).toInt(), 1, 1440);
+    bool minutes_ok = false;
+    const int minutes = settings.value("alerts/idle_minutes", loaded.idle_minutes).toInt(&minutes_ok);
+    loaded.idle_minutes = minutes_ok ? std::clamp(minutes, 1, 1440) : loaded.idle_minutes;
     loaded.idle_stop = settings.value("alerts/idle_stop", loaded.idle_stop).toBool();
+    loaded.policy_set = settings.contains("local/price_base");
     return loaded;
 }
 
@@ -51,6 +55,8 @@ QJsonObject ConsoleSettings::policy() const {
 }
 
 QStringList ConsoleSettings::workerArguments() const {
+    if (!policy_set)
+        return {};
     QStringList arguments{
         "--price-base",   QString::number(price_base),       "--price-gpu",    QString::number(price_gpu),
         "--price-cpu",    QString::number(price_cpu),        "--idle-percent", QString::number(idle_percent),
@@ -67,6 +73,8 @@ void ConsoleSettings::save(QSettings& settings) const {
     settings.setValue("charts/log_scale", log_scale);
     settings.setValue("alerts/notify", notify);
     settings.setValue("data/folder", data_folder);
+    if (!policy_set)
+        return; // the worker's own stay its own
     settings.setValue("local/price_base", price_base);
     settings.setValue("local/price_gpu", price_gpu);
     settings.setValue("local/price_cpu", price_cpu);
@@ -136,7 +144,7 @@ SettingsDialog::SettingsDialog(const ConsoleSettings& current, const QStringList
     const auto money = [&](double value, const QString& name) {
         auto* box = new QDoubleSpinBox;
         box->setRange(0, 1e6);
-        box->setDecimals(2);
+        box->setDecimals(4); // a CPU's price per hour can be a few cents
         box->setSingleStep(0.1);
         box->setPrefix(QStringLiteral("$"));
         box->setSuffix(tr(" /h"));
@@ -206,6 +214,7 @@ ConsoleSettings SettingsDialog::settings() const {
     chosen.idle_percent = idle_percent_->value();
     chosen.idle_minutes = idle_minutes_->value();
     chosen.idle_stop = idle_stop_->isChecked();
+    chosen.policy_set = chosen.policy_set || chosen.policy() != initial_.policy();
     return chosen;
 }
 

@@ -32,6 +32,9 @@ struct ConsoleSettings {
     double idle_percent = 5;
     int idle_minutes = 10;
     bool idle_stop = false;
+    // Whether the user ever saved them: until then the local worker keeps its own (it may be one started by hand
+    // with its own prices), and the console neither sends nor starts it with these defaults.
+    bool policy_set = false;
 
     // The local worker's policy as Backend::setPolicy takes it, and as its command line says it at its start.
     QJsonObject policy() const;

@@ -511,10 +511,10 @@ Supervisor::Result Supervisor::cancel(int64_t id) {
 }
 
 nlohmann::json Supervisor::policy() const {
+    // What PUT takes, as it takes it: an answer sent back changes nothing (the currency is in /v1/resources).
     return {{"price_base", config_.price_base},     {"price_gpu", config_.price_gpu},
-            {"price_cpu", config_.price_cpu},       {"currency", config_.currency},
-            {"idle_percent", config_.idle_percent}, {"idle_seconds", config_.idle_seconds},
-            {"idle_stop", config_.idle_stop}};
+            {"price_cpu", config_.price_cpu},       {"idle_percent", config_.idle_percent},
+            {"idle_seconds", config_.idle_seconds}, {"idle_stop", config_.idle_stop}};
 }
 
 Supervisor::Result Supervisor::set_policy(const json& changes) {
@@ -557,6 +557,17 @@ Supervisor::Result Supervisor::set_policy(const json& changes) {
         config_.idle_percent = changes.value("idle_percent", config_.idle_percent);
         config_.idle_seconds = changes.value("idle_seconds", config_.idle_seconds);
         config_.idle_stop = changes.value("idle_stop", config_.idle_stop);
+        // A job already reported idle is judged again under the new policy (a stop asked for now applies to it);
+        // how long it has been idle stays.
+        if (changes.contains("idle_percent") || changes.contains("idle_seconds") || changes.contains("idle_stop"))
+            for (auto& [id, job] : jobs_)
+                job->meter.idle_reported = false;
+        // /v1/resources says the new prices at once, not at the next meter reading.
+        json snapshot = resources();
+        {
+            std::lock_guard lock(resources_mutex_);
+            resources_snapshot_ = std::move(snapshot);
+        }
         reply->set_value({200, policy()});
     });
 }

@@ -31,6 +31,9 @@ sleep 25
 import -window root "$work/$1-done.png"
 kill \$app
 wait \$app || true
+# The local worker outlives the console (by design): it goes too, and its jobs with its session.
+worker=\$(cat "$work/home/data/traindeck/worker/pid" 2>/dev/null || true)
+if [ -n "\$worker" ]; then kill -- -"\$worker" 2>/dev/null || kill "\$worker" 2>/dev/null || true; fi
 SCRIPT
     xvfb-run -a -s "-screen 0 1400x900x24" bash "$work/take.sh"
 }

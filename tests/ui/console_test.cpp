@@ -2457,6 +2457,9 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
                             .arg(stop_dark)));
     // Settings' prices and idle alert reach the local worker at once (it may have been running since before).
     ConsoleSettings priced = ConsoleSettings::load(QSettings());
+    QVERIFY(!priced.policy_set); // never saved: the worker keeps its own, and is started with none of these
+    QVERIFY(priced.workerArguments().isEmpty());
+    priced.policy_set = true; // as the dialog's OK does once they change
     priced.price_base = 1.25;
     priced.price_gpu = 0.5;
     priced.idle_minutes = 3;
