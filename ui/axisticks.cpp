@@ -155,14 +155,23 @@ void fit_axis(QAbstractAxis* axis, double low, double high, AxisUnit unit, const
 
 QString value_label(const QAbstractAxis* axis, double value) {
     const QVariant unit = axis ? axis->property("tick_unit") : QVariant();
-    if (!unit.isValid())
-        return QString::number(value, 'g', 8);
+    if (!unit.isValid()) // a plain axis: a whole number (a step) whole, any other to six digits
+        return value == std::round(value) && std::abs(value) < 1e15 ? QString::number(static_cast<qint64>(value))
+                                                                    : QString::number(value, 'g', 6);
     // Finer than any tick: the value itself, in the axis's own words.
     const double magnitude = std::abs(value);
     switch (static_cast<AxisUnit>(unit.toInt())) {
     case AxisUnit::count:
         return tick_label(std::round(value), 1, AxisUnit::count);
     case AxisUnit::seconds:
+        if (magnitude >= 3600) {
+            // To the second, as h:mm:ss (the axis's "1:02 h" is to the minute).
+            const auto whole = static_cast<long long>(std::llround(magnitude));
+            return (value < 0 ? QStringLiteral("-") : QString()) + QStringLiteral("%1:%2:%3")
+                                                                       .arg(whole / 3600)
+                                                                       .arg((whole / 60) % 60, 2, 10, QLatin1Char('0'))
+                                                                       .arg(whole % 60, 2, 10, QLatin1Char('0'));
+        }
         return tick_label(value, magnitude >= 60 ? 1 : 0.01, AxisUnit::seconds);
     case AxisUnit::money:
         return tick_label(value, 0.0001, AxisUnit::money, axis->property("tick_currency").toString());

@@ -97,6 +97,8 @@ TEST(AxisTicks, AValueIsWrittenAsItsAxisWritesItsUnit) {
     EXPECT_EQ(value_label(&steps, 12345), "12.345 k");
     EXPECT_EQ(value_label(&steps, 7), "7");
     EXPECT_EQ(value_label(&money, 0.01234), "€0.0123");
-    EXPECT_EQ(value_label(&plain, 0.123456789), "0.12345679"); // no unit: the number
+    EXPECT_EQ(value_label(&seconds, 3725), "1:02:05");
+    EXPECT_EQ(value_label(&plain, 0.123456789), "0.123457"); // no unit: the number
+    EXPECT_EQ(value_label(&plain, 1234567), "1234567");      // a step, whole
     EXPECT_EQ(value_label(nullptr, 2.5), "2.5");
 }
