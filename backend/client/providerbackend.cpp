@@ -1151,9 +1151,12 @@ QString ProviderBackend::placement(const QString& remoteId) const { return resol
 
 std::shared_ptr<SshWorkerBackend> ProviderBackend::backend_of(const QString& remoteId, QString* jobId,
                                                               QString* error) const {
-    const qsizetype slash = remoteId.indexOf('/');
-    const QString name = remoteId.left(slash);
-    *jobId = remoteId.mid(slash + 1);
+    const QString target = resolve(remoteId, error);
+    if (target.isEmpty())
+        return nullptr;
+    const qsizetype slash = target.indexOf('/');
+    const QString name = target.left(slash);
+    *jobId = target.mid(slash + 1);
     std::lock_guard lock(mutex_);
     const auto found = slash > 0 ? instances_.find(name) : instances_.end();
     if (found == instances_.end()) {
@@ -1195,16 +1198,14 @@ bool ProviderBackend::cancel(const QString& remoteId, QString* error) {
     if (placement_state(remoteId) == "cancelled")
         return true;
     QString id;
-    const QString target = resolve(remoteId, error);
-    const auto backend = target.isEmpty() ? nullptr : backend_of(target, &id, error);
+    const auto backend = backend_of(remoteId, &id, error);
     return backend && backend->cancel(id, error);
 }
 
 bool ProviderBackend::resume(const QString& remoteId, double newBudget, QString* error) {
     placement_state(remoteId);
     QString id;
-    const QString target = resolve(remoteId, error);
-    const auto backend = target.isEmpty() ? nullptr : backend_of(target, &id, error);
+    const auto backend = backend_of(remoteId, &id, error);
     return backend && backend->resume(id, newBudget, error);
 }
 
@@ -1224,8 +1225,7 @@ bool ProviderBackend::removeJob(const QString& remoteId, qint64* freedBytes, QSt
             *freedBytes = 0;
     } else {
         QString id;
-        const QString target = resolve(remoteId, error);
-        const auto backend = target.isEmpty() ? nullptr : backend_of(target, &id, error);
+        const auto backend = backend_of(remoteId, &id, error);
         removed = backend && backend->removeJob(id, freedBytes, error);
     }
     if (removed && !state.isEmpty()) {
@@ -1245,8 +1245,7 @@ bool ProviderBackend::removeJob(const QString& remoteId, qint64* freedBytes, QSt
 QString ProviderBackend::fetchCheckpoint(const QString& remoteId, const QString& dir, QString* error) {
     placement_state(remoteId);
     QString id;
-    const QString target = resolve(remoteId, error);
-    const auto backend = target.isEmpty() ? nullptr : backend_of(target, &id, error);
+    const auto backend = backend_of(remoteId, &id, error);
     return backend ? backend->fetchCheckpoint(id, dir, error) : QString();
 }
 

@@ -180,7 +180,8 @@ private:
     // the instance that runs it (only the chunks it lacks travel); false and *error when one could not be.
     bool send_uploads(SshWorkerBackend& backend, const QJsonObject& request, QString* error);
     bool save_uploads(QString* error); // the list, as datasets.json in the state folder
-    // The reached backend of a job's instance, held: a release meanwhile cannot free it under the call.
+    // The reached backend of a job's instance (its id here, a placement's resolved), held: a release meanwhile cannot
+    // free it under the call.
     std::shared_ptr<SshWorkerBackend> backend_of(const QString& remoteId, QString* jobId, QString* error) const;
     std::vector<std::string> instance_ssh_options(const QString& name) const;
     void reap(); // the reaper thread: idle instances, retried deletions, restored instances not reached yet
