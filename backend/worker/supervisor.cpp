@@ -517,6 +517,10 @@ nlohmann::json Supervisor::policy() const {
             {"idle_seconds", config_.idle_seconds}, {"idle_stop", config_.idle_stop}};
 }
 
+Supervisor::Result Supervisor::get_policy() {
+    return call([this](const Reply& reply) { reply->set_value({200, policy()}); });
+}
+
 Supervisor::Result Supervisor::set_policy(const json& changes) {
     struct Bounds {
         const char* key;

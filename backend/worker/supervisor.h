@@ -63,7 +63,7 @@ public:
     // "idle_stop"}, any of them; refused whole (400, the field named) when one is wrong. From the next meter tick on;
     // the answer is the policy now (policy()).
     Result set_policy(const nlohmann::json& changes);
-    nlohmann::json policy() const;
+    Result get_policy(); // read on the loop's thread, which alone writes it
     // Sweeps (sweepcontroller.h): each command one transaction on the loop's thread, answered after its commit.
     Result sweep_command(std::function<SweepController::Answer(SweepController&)> command);
 
@@ -73,6 +73,7 @@ public:
     dataset::ContentStore& store() { return store_; }
 
 private:
+    nlohmann::json policy() const; // on the loop's thread
     struct Job;
     using Command = std::function<void()>;
     using Reply = std::shared_ptr<std::promise<Result>>;

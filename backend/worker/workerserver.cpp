@@ -448,7 +448,7 @@ void WorkerServer::routes() {
     });
     // The machine's prices and idle policy (Supervisor::set_policy); GET says them as they are.
     s.Get("/v1/policy", [this](const httplib::Request&, httplib::Response& res) {
-        const Supervisor::Result result = supervisor_.set_policy(json::object());
+        const Supervisor::Result result = supervisor_.get_policy();
         reply(res, result.status, result.body);
     });
     s.Put("/v1/policy", [this](const httplib::Request& req, httplib::Response& res) {
