@@ -148,9 +148,11 @@ void fit_axis(QAbstractAxis* axis, double low, double high, AxisUnit unit, const
             });
         }
     }
+    // A new range is labelled by the handler above; the range it had already is labelled here (the unit may differ).
+    const bool same_range = values->min() == low && values->max() == high;
     values->setRange(low, high);
-    if (categories)
-        label_ticks(categories, low, high, unit, currency); // the range may be the one it had: labelled all the same
+    if (categories && same_range)
+        label_ticks(categories, low, high, unit, currency);
 }
 
 QString value_label(const QAbstractAxis* axis, double value) {
