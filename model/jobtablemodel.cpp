@@ -713,11 +713,17 @@ CatalogReader::Curve CatalogReader::curve(qint64 job, const QString& series, int
         const int64_t id = catalog_.series(static_cast<int64_t>(job), series.toStdString(), false);
         if (!id)
             return curve;
-        for (const Bucket& b : SeriesStore::query(catalog_.db(), id, std::numeric_limits<int64_t>::min() / 4,
-                                                  std::numeric_limits<int64_t>::max() / 4, buckets)) {
+        // The buckets divide the steps the run has, not all the steps there could be (which put a run of more points
+        // than twice the buckets into one of them).
+        const auto extent = SeriesStore::extent(catalog_.db(), id);
+        if (!extent)
+            return curve;
+        for (const Bucket& b : SeriesStore::query(catalog_.db(), id, extent->first, extent->second, buckets)) {
             curve.last.push_back(QPointF(b.last_step, b.last));
             curve.min.push_back(QPointF(b.last_step, b.min));
             curve.max.push_back(QPointF(b.last_step, b.max));
+            curve.first_step.push_back(b.first_step);
+            curve.count.push_back(b.count);
             curve.points += b.count;
         }
         return curve;

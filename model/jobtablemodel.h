@@ -154,7 +154,8 @@ public:
     explicit CatalogReader(const QString& catalog_path);
     struct Curve {
         QVector<QPointF> last, min, max; // per bucket: (last step, value)
-        qint64 points = 0;               // raw points the buckets summarise
+        QVector<qint64> first_step, count; // per bucket: its first step and how many points it holds
+        qint64 points = 0;                 // raw points the buckets summarise
     };
     Curve curve(qint64 job, const QString& series, int buckets);
     QStringList seriesNames(qint64 job);

@@ -133,6 +133,14 @@ std::vector<MetricPoint> SeriesStore::points(Database& db, int64_t series, int64
     return out;
 }
 
+std::optional<std::pair<int64_t, int64_t>> SeriesStore::extent(Database& db, int64_t series) {
+    Statement select = db.prepare("SELECT MIN(first_step), MAX(last_step), COUNT(*) FROM metric_chunks WHERE series=?");
+    select.bind(1, series);
+    if (!select.step() || select.integer(2) == 0)
+        return std::nullopt;
+    return std::pair(select.integer(0), select.integer(1));
+}
+
 std::vector<Bucket> SeriesStore::query(Database& db, int64_t series, int64_t from_step, int64_t to_step, int buckets) {
     std::vector<Bucket> out;
     if (buckets <= 0 || to_step < from_step)

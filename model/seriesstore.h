@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -39,6 +40,9 @@ public:
     // the points themselves come back (one bucket each). Reads only what was committed.
     static std::vector<Bucket> query(Database& db, int64_t series, int64_t from_step, int64_t to_step, int buckets);
     static std::vector<MetricPoint> points(Database& db, int64_t series, int64_t from_step, int64_t to_step);
+    // The first and last step the series holds; nullopt when it holds none. A whole-run view asks query() for this
+    // range: the buckets divide the range asked, so a range wider than the data would put it all in a few of them.
+    static std::optional<std::pair<int64_t, int64_t>> extent(Database& db, int64_t series);
 
 private:
     struct Chunk {

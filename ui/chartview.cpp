@@ -32,6 +32,13 @@ ChartView::ChartView(QChart* chart, QWidget* parent) : QChartView(chart, parent)
     setAccessibleDescription(statusTip());
 }
 
+// The chart, its series with it, goes after this object's members (QWidget's destructor deletes the scene): their
+// destroyed() must not reach summaries_ then.
+ChartView::~ChartView() {
+    for (const QXYSeries* series : summaries_.keys())
+        disconnect(series, &QObject::destroyed, this, nullptr);
+}
+
 void ChartView::followLegend() {
     for (QLegendMarker* marker : chart()->legend()->markers()) {
         if (marker->property("followed").toBool())
@@ -102,16 +109,17 @@ QString ChartView::crosshairText(const QPointF& at) const {
     const QPointF in_chart = chart()->mapFromScene(scene);
     if (!chart()->plotArea().contains(in_chart))
         return {};
-    // The point of `points` (in x order) nearest x.
-    const auto nearest_to = [](const QList<QPointF>& points, double x) {
+    // The index of the point of `points` (in x order, not empty) nearest x.
+    const auto nearest_index = [](const QList<QPointF>& points, double x) {
         const auto after =
             std::lower_bound(points.begin(), points.end(), x, [](const QPointF& p, double v) { return p.x() < v; });
         auto nearest = after == points.end() ? std::prev(after) : after;
         if (after != points.begin() && after != points.end() &&
             std::abs(std::prev(after)->x() - x) < std::abs(after->x() - x))
             nearest = std::prev(after);
-        return *nearest;
+        return static_cast<qsizetype>(nearest - points.begin());
     };
+    const auto nearest_to = [&](const QList<QPointF>& points, double x) { return points[nearest_index(points, x)]; };
     QStringList lines;
     QString x_line;
     for (QAbstractSeries* series : chart()->series()) {
@@ -131,24 +139,46 @@ QString ChartView::crosshairText(const QPointF& at) const {
         auto* xy = qobject_cast<QXYSeries*>(series);
         if (!xy || xy->count() == 0)
             continue;
-        const QPointF nearest = nearest_to(xy->points(), value.x());
+        const QList<QPointF> points = xy->points();
+        const qsizetype index = nearest_index(points, value.x());
+        const QPointF nearest = points[index];
         const QAbstractAxis* x_axis = nullptr;
         const QAbstractAxis* y_axis = nullptr;
         for (QAbstractAxis* axis : xy->attachedAxes())
             (axis->orientation() == Qt::Horizontal ? x_axis : y_axis) = axis;
-        if (x_line.isEmpty()) {
-            // Written as its axis writes it: a time as m:ss, wall time as a clock, steps as whole numbers.
-            QString x_text = value_label(x_axis, nearest.x());
+        // Written as its axis writes it: a time as m:ss, wall time as a clock, steps as whole numbers.
+        const auto x_label = [x_axis](double x) {
             if (const auto* dates = qobject_cast<const QDateTimeAxis*>(x_axis))
-                x_text = QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(nearest.x())).toString(dates->format());
-            const QString title = x_axis ? x_axis->titleText() : QString();
-            x_line = QStringLiteral("%1 %2").arg(title.isEmpty() ? tr("x") : title, x_text);
+                return QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(x)).toString(dates->format());
+            return value_label(x_axis, x);
+        };
+        const QString x_title = x_axis && !x_axis->titleText().isEmpty() ? x_axis->titleText() : tr("x");
+        if (x_line.isEmpty())
+            x_line = QStringLiteral("%1 %2").arg(x_title, x_label(nearest.x()));
+        QString line = QStringLiteral("%1: %2").arg(xy->name(), value_label(y_axis, nearest.y()));
+        const auto summaries = summaries_.constFind(xy);
+        if (summaries != summaries_.cend() && summaries->size() == points.size()) {
+            // What the point stands for: a bucket's spread and steps, or the raw value under a smoothed one.
+            const PointSummary& at = (*summaries)[index];
+            if (at.count > 1)
+                line += tr("  (last %1, min %2, max %3 of %4 points, %5 %6–%7)")
+                            .arg(value_label(y_axis, at.last), value_label(y_axis, at.min), value_label(y_axis, at.max))
+                            .arg(at.count)
+                            .arg(x_title, x_label(at.first_x), x_label(at.last_x));
+            else if (value_label(y_axis, at.last) != value_label(y_axis, nearest.y()))
+                line += tr("  (raw %1)").arg(value_label(y_axis, at.last));
         }
-        lines << QStringLiteral("%1: %2").arg(xy->name(), value_label(y_axis, nearest.y()));
+        lines << line;
     }
     if (lines.isEmpty())
         return {};
     return x_line + QLatin1Char('\n') + lines.join(QLatin1Char('\n'));
+}
+
+void ChartView::setSummaries(QXYSeries* series, QVector<PointSummary> summaries) {
+    if (!summaries_.contains(series))
+        connect(series, &QObject::destroyed, this, [this, series] { summaries_.remove(series); });
+    summaries_[series] = std::move(summaries);
 }
 
 void ChartView::mouseMoveEvent(QMouseEvent* event) {

@@ -102,6 +102,9 @@ void fit(QAbstractAxis* axis, double low, double high) {
         axis->setRange(low, high);
 }
 
+// The lowest lines of the system chart's log axes: a value at or below zero is drawn there.
+constexpr double kCpuLogFloor = 0.1, kSpendLogFloor = 0.0001;
+
 QAbstractAxis* unit_axis(const QString& title, AxisUnit unit) {
     QAbstractAxis* axis = make_value_axis(title);
     axis->setProperty("unit", static_cast<int>(unit));
@@ -120,6 +123,10 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     coverage_->setToolTip(tr("Curves are drawn from exact per-bucket min/max/last of every point; the band shows the "
                              "spread inside each bucket. Nothing is sampled away."));
     log_axis_ = new QCheckBox(tr("Log scale"));
+    log_axis_->setToolTip(tr("A log y-axis for the loss chart"));
+    // Each chart its own: a spend of cents beside a budget of dollars, or a GPU idling at 2 %, reads on a log axis.
+    system_log_ = new QCheckBox(tr("Log system"));
+    system_log_->setToolTip(tr("A log y-axis for the CPU, GPU and spend chart (zero reads as its lowest line)"));
     x_axis_ = new QComboBox;
     for (const XAxis axis : {XAxis::step, XAxis::samples, XAxis::wall_time, XAxis::relative_time, XAxis::spend})
         x_axis_->addItem(tr(x_axis_title(axis)), static_cast<int>(axis));
@@ -202,6 +209,7 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     controls->addWidget(new QLabel(tr("Smoothing")));
     controls->addWidget(smoothing_);
     controls->addWidget(log_axis_);
+    controls->addWidget(system_log_);
     controls->addWidget(x_axis_);
     controls->addWidget(export_button_);
     // Histograms (an imported TensorBoard run's weights and gradients): a heatmap over the steps, one name at a time.
@@ -255,10 +263,11 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     for (QChartView* view : {loss_view_, system_view_})
         if (auto* chart_view = qobject_cast<ChartView*>(view))
             connect(chart_view, &ChartView::viewReset, this, &JobDetailView::refresh);
-    connect(log_axis_, &QCheckBox::toggled, this, [this] {
-        rebuildAxes();
-        refresh();
-    });
+    for (QCheckBox* log : {log_axis_, system_log_})
+        connect(log, &QCheckBox::toggled, this, [this] {
+            rebuildAxes();
+            refresh();
+        });
     connect(smoothing_, &QSlider::valueChanged, this, &JobDetailView::refresh);
 }
 
@@ -315,8 +324,18 @@ void JobDetailView::rebuildAxes() {
     }
 
     QAbstractAxis* time = unit_axis(tr("time since start"), AxisUnit::seconds);
-    QAbstractAxis* cpu_axis = unit_axis(tr("CPU / GPU %"), AxisUnit::number);
-    QAbstractAxis* spend_axis = unit_axis(tr("spend"), AxisUnit::money);
+    const bool system_log = system_log_ && system_log_->isChecked();
+    const auto log_axis = [](const QString& title, const QString& format) {
+        auto* axis = new QLogValueAxis;
+        axis->setBase(10);
+        axis->setLabelFormat(format);
+        axis->setTitleText(title);
+        return axis;
+    };
+    QAbstractAxis* cpu_axis =
+        system_log ? log_axis(tr("CPU / GPU %"), QStringLiteral("%g")) : unit_axis(tr("CPU / GPU %"), AxisUnit::number);
+    QAbstractAxis* spend_axis =
+        system_log ? log_axis(tr("spend"), QStringLiteral("$%.3g")) : unit_axis(tr("spend"), AxisUnit::money);
     spend_axis->setGridLineVisible(false);
     system_chart_->addAxis(time, Qt::AlignBottom);
     system_chart_->addAxis(cpu_axis, Qt::AlignLeft);
@@ -335,8 +354,8 @@ void JobDetailView::rebuildAxes() {
     fit(step, 0, 1);
     fit(loss_axis, log_axis_ && log_axis_->isChecked() ? 0.1 : 0, 1);
     fit(time, 0, 1);
-    fit(cpu_axis, 0, 100);
-    fit(spend_axis, 0, 0.0001);
+    fit(cpu_axis, system_log ? kCpuLogFloor : 0, 100);
+    fit(spend_axis, system_log ? kSpendLogFloor : 0, system_log ? 0.01 : 0.0001);
 }
 
 void JobDetailView::setOverlays(const QList<QPair<qint64, QString>>& jobs) {
@@ -528,13 +547,32 @@ void JobDetailView::refresh() {
             out.push_back(QPointF(static_cast<double>(p.step) / scale, p.value));
         return out;
     };
+    // What each drawn point stands for (the crosshair's min, max, last and x range): its bucket's first step on the x
+    // axis beside its last. None where the axis left points out (a step with no record time): they would not align.
+    auto summaries_of = [&](const Sources& sources, const CatalogReader::Curve& curve) {
+        QVector<QPointF> firsts;
+        for (const qint64 step : curve.first_step)
+            firsts.push_back(QPointF(static_cast<double>(step), 0));
+        firsts = on_axis(sources, firsts);
+        QVector<PointSummary> out;
+        if (firsts.size() != curve.first_step.size() || curve.last.size() != firsts.size() ||
+            curve.min.size() != firsts.size() || curve.max.size() != firsts.size())
+            return out;
+        for (qsizetype i = 0; i < firsts.size(); ++i)
+            out.push_back({firsts[i].x(), curve.last[i].x(), curve.count.value(i), curve.min[i].y(), curve.max[i].y(),
+                           curve.last[i].y()});
+        return out;
+    };
+    const Sources own = x_axis != XAxis::step ? sources_of(job_) : Sources{};
     if (x_axis != XAxis::step) {
-        const Sources own = sources_of(job_);
         loss.last = on_axis(own, loss.last);
         loss.min = on_axis(own, loss.min);
         loss.max = on_axis(own, loss.max);
         accuracy.last = on_axis(own, accuracy.last);
+        accuracy.min = on_axis(own, accuracy.min);
+        accuracy.max = on_axis(own, accuracy.max);
     }
+    auto* loss_view = static_cast<ChartView*>(loss_view_);
     const double weight = smoothing_->value() / 100.0;
     const bool log_scale = log_axis_->isChecked();
     auto positive = [&](QVector<QPointF> points) {
@@ -544,14 +582,20 @@ void JobDetailView::refresh() {
         return points;
     };
     loss_->replace(positive(smooth(loss.last, weight)));
+    loss_view->setSummaries(loss_, summaries_of(own, loss));
     loss_min_->replace(positive(loss.min));
     loss_max_->replace(positive(loss.max));
     val_accuracy_->replace(accuracy.last);
+    loss_view->setSummaries(val_accuracy_, summaries_of(own, accuracy));
     double overlay_end = 0, overlay_low = 1e300, overlay_high = -1e300;
     for (auto& [id, series] : overlays_) {
         CatalogReader::Curve other = reader_.curve(id, "loss", buckets);
-        other.last = on_axis(sources_of(id), other.last);
+        const Sources sources = sources_of(id);
+        other.last = on_axis(sources, other.last);
+        other.min = on_axis(sources, other.min);
+        other.max = on_axis(sources, other.max);
         series->replace(positive(smooth(other.last, weight)));
+        loss_view->setSummaries(series, summaries_of(sources, other));
         for (const QPointF& p : other.last) {
             overlay_end = std::max(overlay_end, p.x());
             overlay_low = std::min(overlay_low, p.y());
@@ -586,14 +630,34 @@ void JobDetailView::refresh() {
 
     const CatalogReader::Curve cpu = reader_.curve(job_, "telemetry/cpu_percent", buckets);
     const CatalogReader::Curve spend = reader_.curve(job_, "telemetry/spend", buckets);
-    auto seconds = [](QVector<QPointF> points, double origin) {
-        for (QPointF& p : points)
+    // On the chart's log axes a value at or below the floor is drawn on it (a log axis cannot place zero).
+    const bool system_log = system_log_->isChecked();
+    auto seconds = [system_log](QVector<QPointF> points, double origin, double floor = kCpuLogFloor) {
+        for (QPointF& p : points) {
             p.setX((p.x() - origin) / 1000.0);
+            if (system_log)
+                p.setY(std::max(p.y(), floor));
+        }
         return points;
     };
     const double origin = !cpu.last.isEmpty() ? cpu.last.front().x() : (!spend.last.isEmpty() ? spend.last.front().x() : 0);
+    // The telemetry's buckets cover spans of time (their "steps" are Unix milliseconds).
+    auto* system_view = static_cast<ChartView*>(system_view_);
+    auto telemetry_summaries = [origin](const CatalogReader::Curve& curve) {
+        QVector<PointSummary> out;
+        if (curve.first_step.size() != curve.last.size() || curve.min.size() != curve.last.size() ||
+            curve.max.size() != curve.last.size())
+            return out;
+        for (qsizetype i = 0; i < curve.last.size(); ++i)
+            out.push_back({(static_cast<double>(curve.first_step[i]) - origin) / 1000.0,
+                           (curve.last[i].x() - origin) / 1000.0, curve.count.value(i), curve.min[i].y(),
+                           curve.max[i].y(), curve.last[i].y()});
+        return out;
+    };
     cpu_->replace(seconds(cpu.last, origin));
-    spend_->replace(seconds(spend.last, origin));
+    system_view->setSummaries(cpu_, telemetry_summaries(cpu));
+    spend_->replace(seconds(spend.last, origin, kSpendLogFloor));
+    system_view->setSummaries(spend_, telemetry_summaries(spend));
     // GPU utilisation and memory (% of the card) share the percent axis, on the same time axis as the CPU.
     const auto system_axes_now = system_chart_->axes();
     for (const QString& name : reader_.seriesNames(job_)) {
@@ -608,7 +672,9 @@ void JobDetailView::refresh() {
             series->attachAxis(system_axes_now[0]);
             series->attachAxis(system_axes_now[1]);
         }
-        series->replace(seconds(reader_.curve(job_, name, buckets).last, origin));
+        const CatalogReader::Curve gpu = reader_.curve(job_, name, buckets);
+        series->replace(seconds(gpu.last, origin));
+        system_view->setSummaries(series, telemetry_summaries(gpu));
     }
     const auto system_axes = system_chart_->axes();
     double time_end = 1, cpu_high = 100, spend_high = 0;
@@ -631,8 +697,8 @@ void JobDetailView::refresh() {
     }
     if (!system_chart_->isZoomed()) {
         fit(system_axes[0], 0, time_end);
-        fit(system_axes[1], 0, cpu_high * 1.05);
-        fit(system_axes[2], 0, spend_high * 1.1);
+        fit(system_axes[1], system_log ? kCpuLogFloor : 0, cpu_high * 1.05);
+        fit(system_axes[2], system_log ? kSpendLogFloor : 0, spend_high * 1.1);
     }
 
     // Histograms: read again only when the run, the name or the count changed (an import that is following grows it).

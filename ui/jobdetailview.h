@@ -98,6 +98,7 @@ private:
     QLineSeries* budget_;
     QMap<QString, QLineSeries*> gpu_series_; // catalog series name -> curve
     QCheckBox* log_axis_;
+    QCheckBox* system_log_;       // the CPU, GPU and spend chart's own log scale
     QComboBox* x_axis_ = nullptr; // step, samples, wall time, time since start, spend (xaxis.h)
     QSlider* smoothing_;
     QToolButton* export_button_;

@@ -277,3 +277,39 @@ TEST(JobTableModel, SpendToReachIsWhatARunHadSpentWhenItsMetricFirstGotThere) {
     model.sort(JobTableModel::ColumnCount, Qt::DescendingOrder);
     EXPECT_EQ(model.data(model.index(0, JobTableModel::Name), Qt::DisplayRole).toString(), "fast"); // missing last
 }
+
+// A whole run's curve divides the steps the run has among the buckets. It once divided every possible step (±2^61),
+// which put a run of more points than twice the buckets into a single one: a long run drew as one point.
+TEST(CatalogReader, AWholeRunsCurveSpreadsItsStepsOverTheBuckets) {
+    test::TempCatalog temp;
+    {
+        Catalog catalog;
+        ASSERT_EQ(catalog.open(temp.path()), "");
+        const int64_t job = catalog.add_job("long", "local", "1", nlohmann::json::object());
+        ASSERT_EQ(job, 1);
+        std::vector<nlohmann::json> events;
+        for (int64_t step = 1001; step <= 11'000; ++step)
+            events.push_back(metric_event(step, step, static_cast<double>(step % 7)));
+        catalog.ingest(job, events);
+    }
+    CatalogReader reader(QString::fromStdString(temp.path()));
+    const CatalogReader::Curve curve = reader.curve(1, "loss", 500); // 10,000 steps: 20 a bucket
+    EXPECT_EQ(curve.points, 10'000);
+    ASSERT_EQ(curve.last.size(), 500);
+    ASSERT_EQ(curve.first_step.size(), 500);
+    ASSERT_EQ(curve.count.size(), 500);
+    EXPECT_EQ(curve.first_step.front(), 1001);
+    EXPECT_EQ(curve.last.back().x(), 11'000);
+    qint64 next = 1001;
+    for (qsizetype i = 0; i < curve.last.size(); ++i) {
+        // Each bucket its 20 steps, in order, none twice or left out; min and max over them exactly.
+        EXPECT_EQ(curve.first_step[i], next);
+        EXPECT_EQ(curve.count[i], 20);
+        EXPECT_EQ(curve.last[i].x(), static_cast<double>(next + 19));
+        EXPECT_EQ(curve.min[i].y(), 0);
+        EXPECT_EQ(curve.max[i].y(), 6);
+        EXPECT_EQ(curve.last[i].y(), static_cast<double>((next + 19) % 7));
+        next += 20;
+    }
+    EXPECT_TRUE(reader.curve(1, "no such curve", 500).last.isEmpty());
+}

@@ -67,6 +67,27 @@ TEST(ChartView, TheCrosshairSaysEachVisibleCurvesValueNearestTheMouse) {
     EXPECT_FALSE(curves.view->crosshairText(curves.at(10, 0.5)).contains("train loss"));
 }
 
+TEST(ChartView, APointThatSummarisesABucketSaysItsSpreadAndSteps) {
+    TwoCurves curves;
+    // The loss's middle point stands for 40 points of steps 1–10 (smoothed to 0.5); the accuracy's has none.
+    curves.view->setSummaries(curves.loss,
+                              {{0, 0, 1, 1, 1, 1}, {1, 10, 40, 0.25, 0.75, 0.625}, {11, 20, 1, 0.2, 0.2, 0.2}});
+    QString text = curves.view->crosshairText(curves.at(10, 0.5));
+    EXPECT_TRUE(text.contains("train loss: 0.5  (last 0.625, min 0.25, max 0.75 of 40 points, step 1–10)"))
+        << text.toStdString();
+    EXPECT_TRUE(text.contains("val accuracy: 0.9\n") || text.endsWith("val accuracy: 0.9")) << text.toStdString();
+    // One point, smoothed: the raw value beside the drawn one; one point drawn as it is: nothing more.
+    text = curves.view->crosshairText(curves.at(18, 0.3)); // the plot's right edge is outside it
+    EXPECT_TRUE(text.contains("train loss: 0.25  (raw 0.2)")) << text.toStdString();
+    text = curves.view->crosshairText(curves.at(0, 1));
+    EXPECT_TRUE(text.contains("train loss: 1\n") || text.endsWith("train loss: 1")) << text.toStdString();
+    // Points replaced without new summaries: the old ones do not describe them, and are not used.
+    curves.loss->append(30, 0.1);
+    text = curves.view->crosshairText(curves.at(10, 0.5));
+    EXPECT_TRUE(text.contains("train loss: 0.5")) << text.toStdString();
+    EXPECT_FALSE(text.contains("points")) << text.toStdString();
+}
+
 TEST(ChartView, ALegendEntryHidesItsCurveAndShowsItAgainStruckOutMeanwhile) {
     TwoCurves curves;
     curves.view->followLegend();

@@ -13,7 +13,11 @@
 #include <QChart>
 #include <QFile>
 #include <QImage>
+#include <QCheckBox>
 #include <QKeyEvent>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QRegularExpression>
 #include <QProcess>
 #include <QStandardPaths>
 #include <QSvgRenderer>
@@ -239,6 +243,82 @@ TEST_F(JobDetailExport, AZoomHoldsWhileTheJobGoesOnWithTheVisibleRangesOwnTicks)
     EXPECT_DOUBLE_EQ(time->max(), 59);
     EXPECT_EQ(labels_in_view(), "");
     EXPECT_EQ(time->categoriesLabels().last(), "0:45");
+}
+
+// The crosshair over a run of 3000 steps drawn in fewer buckets: each point says the bucket's steps, how many points
+// it holds and their exact min, max and last, read back from the catalog (the loss falls, so a bucket's max is its
+// first step's loss and its min and last its last step's); the telemetry's points say their span of time.
+TEST_F(JobDetailExport, TheCrosshairSaysWhatEachBucketHolds) {
+    JobDetailView view(path("catalog.db"));
+    view.resize(800, 800); // about 1,400 buckets (two a pixel column) for 3000 steps
+    view.show();
+    view.showJob(job_, "cnn seed 3");
+    test::settle();
+    ChartView* loss_view = nullptr;
+    ChartView* system_view = nullptr;
+    for (ChartView* each : view.findChildren<ChartView*>()) {
+        if (each->chart() == view.chart(JobDetailView::Chart::loss))
+            loss_view = each;
+        if (each->chart() == view.chart(JobDetailView::Chart::system))
+            system_view = each;
+    }
+    ASSERT_TRUE(loss_view && system_view);
+    QChart* chart = loss_view->chart();
+    QLineSeries* loss = nullptr;
+    for (QAbstractSeries* series : chart->series())
+        if (series->name() == "train loss")
+            loss = qobject_cast<QLineSeries*>(series);
+    ASSERT_TRUE(loss);
+    ASSERT_GT(loss->count(), 100);
+    ASSERT_LT(loss->count(), kSteps) << "drawn in buckets";
+    const QPointF middle = loss->at(loss->count() / 2);
+    const QString text =
+        loss_view->crosshairText(loss_view->mapFromScene(chart->mapToScene(chart->mapToPosition(middle, loss))));
+    const QRegularExpression said("train loss: [0-9.]+  \\(last ([0-9.]+), min ([0-9.]+), max ([0-9.]+) of ([0-9]+) "
+                                  "points, step ([0-9.]+(?: k)?)–([0-9.]+(?: k)?)\\)");
+    const QRegularExpressionMatch match = said.match(text);
+    ASSERT_TRUE(match.hasMatch()) << text.toStdString();
+    // Steps as the step axis writes them: "1.501 k".
+    const auto number = [&](int group) {
+        QString text = match.captured(group);
+        const double scale = text.endsWith(" k") ? 1000 : 1;
+        return text.remove(" k").toDouble() * scale;
+    };
+    const double first = number(5), last = number(6);
+    EXPECT_EQ(number(4), last - first + 1) << "every step of the range, once";
+    EXPECT_EQ(last, middle.x()) << "the drawn point is the bucket's last step";
+    const auto loss_at = [](double step) { return 0.3 + 2.0 * std::exp(-step / 400.0); };
+    EXPECT_NEAR(number(1), loss_at(last), 1e-5);
+    EXPECT_NEAR(number(2), loss_at(last), 1e-5);
+    EXPECT_NEAR(number(3), loss_at(first), 1e-5);
+    EXPECT_GT(number(3), number(2));
+
+    // The telemetry: 30 samples a second apart; a point standing for several says their seconds since the start.
+    QChart* system = system_view->chart();
+    QLineSeries* cpu = nullptr;
+    for (QAbstractSeries* series : system->series())
+        if (series->name() == "CPU %")
+            cpu = qobject_cast<QLineSeries*>(series);
+    ASSERT_TRUE(cpu);
+    ASSERT_EQ(cpu->count(), 30) << "fewer samples than buckets: each drawn as it is";
+    const QString cpu_text = system_view->crosshairText(
+        system_view->mapFromScene(system->mapToScene(system->mapToPosition(cpu->at(10), cpu))));
+    EXPECT_TRUE(cpu_text.contains(QStringLiteral("CPU %: 51\n")) || cpu_text.endsWith("CPU %: 51"))
+        << cpu_text.toStdString();
+
+    // The system chart's own log scale: the loss chart's axis stays linear.
+    QCheckBox* log_system = nullptr;
+    for (QCheckBox* box : view.findChildren<QCheckBox*>())
+        if (box->text() == "Log system")
+            log_system = box;
+    ASSERT_TRUE(log_system);
+    log_system->setChecked(true);
+    test::settle();
+    EXPECT_TRUE(qobject_cast<QLogValueAxis*>(system->axes(Qt::Vertical).value(0)));
+    EXPECT_TRUE(qobject_cast<QLogValueAxis*>(system->axes(Qt::Vertical).value(1)));
+    EXPECT_FALSE(qobject_cast<QLogValueAxis*>(chart->axes(Qt::Vertical).value(0)));
+    const double cpu_max = qobject_cast<QLogValueAxis*>(system->axes(Qt::Vertical).value(0))->max();
+    EXPECT_GE(cpu_max, 100);
 }
 
 } // namespace
