@@ -1,4 +1,5 @@
 #include "backendtablemodel.h"
+#include "money.h"
 
 #include <QColor>
 #include <QJsonArray>
@@ -48,10 +49,10 @@ QVariant BackendTableModel::data(const QModelIndex& index, int role) const {
                        : tr("–");
         case Price:
             return r.value("max_spend_per_hour").toDouble() > 0
-                       ? tr("$%1 now, ceiling $%2")
-                             .arg(r.value("spend_per_hour").toDouble(), 0, 'f', 2)
-                             .arg(r.value("max_spend_per_hour").toDouble(), 0, 'f', 2)
-                       : tr("$%1 now").arg(r.value("spend_per_hour").toDouble(), 0, 'f', 2);
+                       ? tr("%1 now, ceiling %2")
+                             .arg(money(r.value("spend_per_hour").toDouble(), 2),
+                                  money(r.value("max_spend_per_hour").toDouble(), 2))
+                       : tr("%1 now").arg(money(r.value("spend_per_hour").toDouble(), 2));
         }
     }
     switch (index.column()) {
@@ -80,8 +81,12 @@ QVariant BackendTableModel::data(const QModelIndex& index, int role) const {
     }
     case Price: {
         const QJsonObject prices = r.value("prices").toObject();
-        return tr("$%1 + $%2/GPU").arg(prices.value("base_per_hour").toDouble(), 0, 'f', 2)
-            .arg(prices.value("gpu_per_hour").toDouble(), 0, 'f', 2);
+        // In the worker's own currency where it says one.
+        const QString code = prices.value("currency").toString();
+        const QString currency = is_currency_code(code) ? code : display_currency();
+        return tr("%1 + %2/GPU")
+            .arg(money(prices.value("base_per_hour").toDouble(), 2, currency),
+                 money(prices.value("gpu_per_hour").toDouble(), 2, currency));
     }
     }
     return {};

@@ -4,6 +4,7 @@
 
 #include "groupstats.h"
 #include "jobstate.h"
+#include "money.h"
 #include "runfield.h"
 #include "xaxis.h"
 
@@ -525,7 +526,7 @@ QVariant JobTableModel::data(const QModelIndex& index, int role) const {
                            ? QStringLiteral("…") // being read
                            : QStringLiteral("–");
             if (reach_[extra])
-                return QStringLiteral("$%1").arg(value.number, 0, 'f', 4);
+                return money(value.number, 4);
             return value.is_number() && extra_[index.column() - ColumnCount].contains('.') &&
                            r.config.find(extra_fields_[index.column() - ColumnCount]) == r.config.end()
                        ? QString::number(value.number, 'g', 5) // a summary: 5 significant digits
@@ -561,7 +562,8 @@ QVariant JobTableModel::data(const QModelIndex& index, int role) const {
             return std::isnan(r.accuracy) ? QStringLiteral("–")
                                           : QStringLiteral("%1 %").arg(100 * r.accuracy, 0, 'f', 2);
         case Elapsed: return duration_text(elapsed);
-        case Spend: return QStringLiteral("$%1").arg(r.spend, 0, 'f', 4);
+        case Spend:
+            return money(r.spend, 4);
         case Eta:
             if (ended || r.progress <= 0.001 || r.progress >= 1)
                 return QStringLiteral("–");
@@ -687,8 +689,9 @@ QVariant JobTableModel::headerData(int section, Qt::Orientation orientation, int
         return {};
     const int extra = section - ColumnCount;
     if (const std::optional<SpendToReach>& reach = reach_[static_cast<size_t>(extra)]; reach && role == Qt::DisplayRole)
-        return tr("$ to %1 %2 %3")
-            .arg(QString::fromStdString(reach->series), reach->above ? QStringLiteral("≥") : QStringLiteral("≤"))
+        return tr("%1 to %2 %3 %4")
+            .arg(currency_symbol(display_currency()).trimmed(), QString::fromStdString(reach->series),
+                 reach->above ? QStringLiteral("≥") : QStringLiteral("≤"))
             .arg(reach->threshold);
     return extra_[extra];
 }
@@ -822,6 +825,10 @@ double CatalogReader::jobBudget(qint64 job) {
         select.bind(1, static_cast<int64_t>(job));
         return select.step() ? select.real(0) : 0.0;
     }, 0.0);
+}
+
+double CatalogReader::spendSince(const QDateTime& since) {
+    return guarded([&] { return spend_since(catalog_, since.toMSecsSinceEpoch()); }, 0.0);
 }
 
 double CatalogReader::samplesPerStep(qint64 job) {

@@ -2,6 +2,7 @@
 #include "sweeplistmodel.h"
 
 #include "sweeptablemodel.h"
+#include "money.h"
 
 #include <QColor>
 #include <QJsonArray>
@@ -54,7 +55,7 @@ int SweepListModel::rowCount(const QModelIndex& parent) const {
 
 int SweepListModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
-QString SweepListModel::money(double amount) { return QStringLiteral("$%1").arg(amount, 0, 'f', 4); }
+QString SweepListModel::money(double amount) { return traindeck::money(amount, 4); }
 
 QVariant SweepListModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() >= rows_.size())

@@ -1,5 +1,6 @@
 // SweepTableModel (sweeptablemodel.h): the trials of one worker answer, shown as they came.
 #include "sweeptablemodel.h"
+#include "money.h"
 
 #include <QColor>
 #include <QJsonDocument>
@@ -149,7 +150,7 @@ QVariant SweepTableModel::data(const QModelIndex& index, int role) const {
     if (sort)
         return value.isDouble() ? value.toDouble() : NAN;
     if (column == spendColumn())
-        return QStringLiteral("$%1").arg(value.toDouble(), 0, 'f', 4);
+        return money(value.toDouble(), 4);
     return numberText(value);
 }
 

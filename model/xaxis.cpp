@@ -81,6 +81,39 @@ double samples_per_step(const std::map<std::string, ConfigValue>& config) {
     return batch->second.number * (accumulates ? accumulate->second.number : 1.0);
 }
 
+double spend_since(Catalog& catalog, int64_t since_ms) {
+    Database& db = catalog.db();
+    std::vector<int64_t> series;
+    {
+        Statement select = db.prepare(
+            "SELECT s.id FROM series s WHERE s.name='telemetry/spend' AND EXISTS(SELECT 1 FROM metric_chunks c WHERE "
+            "c.series=s.id AND c.last_step>=?)");
+        select.bind(1, since_ms);
+        while (select.step())
+            series.push_back(select.integer(0));
+    }
+    Statement last = db.prepare("SELECT last FROM metric_chunks WHERE series=? ORDER BY chunk DESC LIMIT 1");
+    Statement before =
+        db.prepare("SELECT first_step FROM metric_chunks WHERE series=? AND first_step<=? ORDER BY chunk DESC LIMIT 1");
+    double total = 0;
+    for (const int64_t id : series) {
+        last.reset();
+        last.bind(1, id);
+        if (!last.step())
+            continue;
+        double spent = last.real(0);
+        before.reset();
+        before.bind(1, id).bind(2, since_ms);
+        if (before.step()) {
+            const std::vector<MetricPoint> earlier = SeriesStore::points(db, id, before.integer(0), since_ms);
+            if (!earlier.empty())
+                spent -= earlier.back().value;
+        }
+        total += std::max(0.0, spent);
+    }
+    return total;
+}
+
 double spend_to_reach(Catalog& catalog, int64_t job, const std::string& series, double threshold, bool above) {
     const int64_t id = catalog.series(job, series, false);
     if (!id || std::isnan(threshold))

@@ -1,5 +1,7 @@
 #include "axisticks.h"
 
+#include "money.h"
+
 #include <QCategoryAxis>
 
 #include <cmath>
@@ -80,7 +82,8 @@ Ticks nice_ticks(double low, double high, AxisUnit unit, int target) {
     return ticks;
 }
 
-QString tick_label(double value, double step, AxisUnit unit, const QString& currency) {
+QString tick_label(double value, double step, AxisUnit unit, const QString& currency_given) {
+    const QString currency = currency_given.isEmpty() ? currency_symbol(display_currency()) : currency_given;
     switch (unit) {
     case AxisUnit::count: {
         const double magnitude = std::abs(value);

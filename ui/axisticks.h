@@ -26,11 +26,11 @@ struct Ticks {
 
 // Ticks at round values, about `target` of them, over [low, high] (low < high; a point range is widened by one).
 Ticks nice_ticks(double low, double high, AxisUnit unit, int target = 5);
-QString tick_label(double value, double step, AxisUnit unit, const QString& currency = QStringLiteral("$"));
+// currency: the symbol money is written with ("" = the console's, model/money.h).
+QString tick_label(double value, double step, AxisUnit unit, const QString& currency = QString());
 // Sets the axis (a QCategoryAxis; any other QValueAxis gets the range only) to [low, high] with those ticks and labels.
 // From then on the ticks follow the axis's range when something else sets it (a zoom): labelled for what is visible.
-void fit_axis(QAbstractAxis* axis, double low, double high, AxisUnit unit,
-              const QString& currency = QStringLiteral("$"));
+void fit_axis(QAbstractAxis* axis, double low, double high, AxisUnit unit, const QString& currency = QString());
 // One value as the axis fit_axis() set writes its unit ("1:05", "12.345 k", "$0.0123"), finer than its ticks; a plain
 // number for any other axis.
 QString value_label(const QAbstractAxis* axis, double value);

@@ -1,5 +1,6 @@
 // InstancesView (instancesview.h): one row an instance, keyed by (backend, instance name).
 #include "instancesview.h"
+#include "money.h"
 
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -72,9 +73,8 @@ void InstancesView::update(const QString& backend, const QJsonObject& resources)
         QList<QStandardItem*> row;
         for (const QString& text :
              {i.value("name").toString(), backend, i.value("type").toString(), i.value("state").toString(),
-              uptime(i.value("uptime_s").toDouble()), QString("$%1").arg(i.value("cost").toDouble(), 0, 'f', 4),
-              QString("$%1").arg(i.value("price_per_hour").toDouble(), 0, 'f', 2),
-              i.value("spot").toBool() ? tr("spot") : tr("on-demand")})
+              uptime(i.value("uptime_s").toDouble()), money(i.value("cost").toDouble(), 4),
+              money(i.value("price_per_hour").toDouble(), 2), i.value("spot").toBool() ? tr("spot") : tr("on-demand")})
             row << new QStandardItem(text);
         row[Cost]->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
         row[Price]->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);

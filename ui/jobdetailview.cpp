@@ -8,6 +8,7 @@
 #include "chartview.h"
 #include "histogramheatmap.h"
 #include "imagestrip.h"
+#include "money.h"
 
 #include <QAreaSeries>
 #include <QChart>
@@ -182,7 +183,7 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWi
     cpu_ = new QLineSeries;
     cpu_->setName(tr("CPU %"));
     spend_ = new QLineSeries;
-    spend_->setName(tr("spend ($)"));
+    spend_->setName(tr("spend (%1)").arg(currency_symbol(display_currency()).trimmed()));
     budget_ = new QLineSeries;
     budget_->setName(tr("budget"));
     QPen budget_pen(QColor(179, 38, 30));
@@ -276,6 +277,12 @@ void JobDetailView::setChartDefaults(int smoothing, bool log_scale) {
     log_axis_->setChecked(log_scale);
 }
 
+void JobDetailView::currencyChanged() {
+    spend_->setName(tr("spend (%1)").arg(currency_symbol(display_currency()).trimmed()));
+    rebuildAxes();
+    refresh();
+}
+
 void JobDetailView::rebuildAxes() {
     for (QChart* chart : {loss_chart_, system_chart_}) {
         chart->zoomReset(); // new axes: a zoom of the old ones means nothing on them
@@ -335,7 +342,8 @@ void JobDetailView::rebuildAxes() {
     QAbstractAxis* cpu_axis =
         system_log ? log_axis(tr("CPU / GPU %"), QStringLiteral("%g")) : unit_axis(tr("CPU / GPU %"), AxisUnit::number);
     QAbstractAxis* spend_axis =
-        system_log ? log_axis(tr("spend"), QStringLiteral("$%.3g")) : unit_axis(tr("spend"), AxisUnit::money);
+        system_log ? log_axis(tr("spend"), currency_symbol(display_currency()) + QStringLiteral("%.3g"))
+                   : unit_axis(tr("spend"), AxisUnit::money);
     spend_axis->setGridLineVisible(false);
     system_chart_->addAxis(time, Qt::AlignBottom);
     system_chart_->addAxis(cpu_axis, Qt::AlignLeft);

@@ -72,6 +72,8 @@ signals:
 
 public slots:
     void refresh();
+    // The console's currency changed (model/money.h): the spend curve's name and axis say the new one.
+    void currencyChanged();
 
 private:
     void rebuildAxes();

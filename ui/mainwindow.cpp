@@ -4,6 +4,7 @@
 
 #include "background.h"
 #include "aboutdialog.h"
+#include "money.h"
 #include "chartview.h"
 #include "chartexport.h"
 #include "compareview.h"
@@ -331,6 +332,10 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
         });
         tray_->show();
     }
+    today_ = new QLabel;
+    today_->setObjectName(QStringLiteral("today"));
+    today_->setToolTip(tr("Jobs running now, and what every run spent since midnight (by its spend telemetry)"));
+    statusBar()->addPermanentWidget(today_);
     addBackend(QStringLiteral("local"), sync, backend);
     // A local worker started again (it had ended; the console starts it with the arguments of its own start) is
     // given Settings' prices and idle alert again.
@@ -504,9 +509,15 @@ void MainWindow::connectSync(JobSync& sync) {
     connect(this, &QObject::destroyed, [&writer] { writer.on_error({}); });
     connect(&sync, &JobSync::alertRaised, this, [this](qint64 job, const QString& kind, const QString& message) {
         addAlert(tr("job %1 — %2: %3").arg(job).arg(kind, message));
-        if (tray_ && settings_.notify)
+        if (!settings_.notify)
+            return;
+        // A desktop notification where the tray takes them; elsewhere the window asks for attention (the task bar
+        // entry flashes) and the row in Alerts says what happened.
+        if (tray_ && QSystemTrayIcon::supportsMessages())
             tray_->showMessage(tr("TrainDeck: %1").arg(kind), message,
                                kind == "failed" || kind == "nan_loss" ? QSystemTrayIcon::Critical : QSystemTrayIcon::Warning);
+        else
+            QApplication::alert(this);
     });
     connect(&sync, &JobSync::filesRemoved, this, [this, name = sync.backendName()](qint64 job, qint64 bytes) {
         addAlert(tr("run %1: its files on %2 are deleted (%3)").arg(job).arg(name, QLocale().formattedDataSize(bytes)));
@@ -1211,6 +1222,7 @@ void MainWindow::applySettings(const ConsoleSettings& settings) {
     // Sent when the user saved them (at start too: the local worker may have been running since before).
     const bool policy_changed =
         settings.policy_set && (settings.policy() != settings_.policy() || !settings_applied_ || !settings_.policy_set);
+    const bool currency_changed = settings.currency != display_currency();
     settings_ = settings;
     settings_applied_ = true;
     if (policy_changed)
@@ -1219,6 +1231,14 @@ void MainWindow::applySettings(const ConsoleSettings& settings) {
         apply_theme(theme_from_name(settings.theme));
     if (charts_changed)
         detail_->setChartDefaults(settings.smoothing, settings.log_scale);
+    if (currency_changed) {
+        // Every amount the console shows, written again in the new currency.
+        set_display_currency(settings.currency);
+        detail_->currencyChanged();
+        table_->viewport()->update();
+        backends_view_->viewport()->update();
+        updateTray();
+    }
 }
 
 void MainWindow::restoreLayout() {
@@ -1311,20 +1331,32 @@ void MainWindow::updateEmptyState() {
 }
 
 void MainWindow::updateTray() {
-    if (!tray_)
+    if (today_reading_) {
+        today_again_ = true;
         return;
-    // Running now, and what the runs started today have spent (the catalog keeps each run's spend, not by day).
-    const QDateTime midnight(QDate::currentDate(), QTime(0, 0));
-    const double since = static_cast<double>(midnight.toSecsSinceEpoch());
-    int running = 0;
-    double spent = 0;
-    for (const RunRecord& run : jobs_->allRuns()) {
-        running += run.state == "running";
-        if (run.started >= since)
-            spent += run.spend;
     }
-    tray_->setToolTip(tr("TrainDeck — %n job(s) running, %1 spent by today's runs", nullptr, running)
-                          .arg(QLocale().toCurrencyString(spent, QStringLiteral("$"), 2)));
+    today_reading_ = true;
+    // Spent today, by the spend telemetry: a run started yesterday counts what it spent since midnight, not its
+    // whole bill.
+    run_in_background(
+        this,
+        [path = QString::fromStdString(reader_.path())] {
+            CatalogReader reader(path);
+            return reader.spendSince(QDateTime(QDate::currentDate(), QTime(0, 0)));
+        },
+        [this](double spent) {
+            today_reading_ = false;
+            int running = 0;
+            for (const RunRecord& run : jobs_->allRuns())
+                running += run.state == "running";
+            const QString amount = money(spent, 2);
+            today_->setText(tr("%n running · %1 today", nullptr, running).arg(amount));
+            if (tray_)
+                tray_->setToolTip(tr("TrainDeck — %n job(s) running, %1 spent today", nullptr, running).arg(amount));
+            if (std::exchange(today_again_, false))
+                updateTray();
+        },
+        QThreadPool::globalInstance());
 }
 
 namespace {

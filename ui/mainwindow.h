@@ -196,7 +196,8 @@ private:
     // Each action's icon as the palette needs it: a dark monochrome one (Qt's own play and stop are black) drawn in
     // the palette's text colour on a dark palette, so it shows on a dark toolbar; any other as it is.
     void readableIcons();
-    // The tray icon's tip: jobs running now, what today's runs have spent.
+    // The status bar's "today" and the tray icon's tip: jobs running now and what every run spent since midnight (read
+    // on a pool thread; one read at a time, another after it when the catalog changed meanwhile).
     void updateTray();
     // An empty runs table says how to start (no runs yet: New job…, the demo) or that the query hides every run.
     void updateEmptyState();
@@ -238,6 +239,8 @@ private:
     DatasetsView* datasets_;
     JobMigrator* migrator_;
     QSystemTrayIcon* tray_ = nullptr;
+    QLabel* today_ = nullptr; // "2 running · $1.23 today"
+    bool today_reading_ = false, today_again_ = false;
     ConsoleSettings settings_;
     bool settings_applied_ = false;
     QWidget* empty_ = nullptr;

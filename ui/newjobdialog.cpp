@@ -3,6 +3,7 @@
 
 #include "background.h"
 #include "layerlistmodel.h"
+#include "money.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -348,7 +349,7 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     priority_->setRange(-100, 100);
     budget_ = new QDoubleSpinBox;
     budget_->setRange(0, 1e6);
-    budget_->setPrefix("$");
+    budget_->setPrefix(currency_symbol(display_currency()));
     budget_->setSpecialValueText(tr("no cap"));
     restarts_ = new QSpinBox;
     restarts_->setRange(0, 100);

@@ -1,5 +1,6 @@
 // NewSweepDialog (newsweepdialog.h): the widgets, the spec made from them, and the sweep library's verdict on it.
 #include "newsweepdialog.h"
+#include "money.h"
 
 #include "sweepspec.h"
 
@@ -69,7 +70,7 @@ nlohmann::json toNlohmann(const QJsonObject& object) {
     return nlohmann::json::parse(QJsonDocument(object).toJson(QJsonDocument::Compact).toStdString(), nullptr, false);
 }
 
-QString money(double amount) { return QStringLiteral("$%1").arg(amount, 0, 'f', amount < 1 ? 4 : 2); }
+QString money(double amount) { return traindeck::money(amount, amount < 1 ? 4 : 2); }
 
 } // namespace
 
@@ -252,7 +253,7 @@ NewSweepDialog::NewSweepDialog(QWidget* parent) : QDialog(parent) {
     money_ = new QDoubleSpinBox;
     money_->setRange(0, 1e7);
     money_->setDecimals(2);
-    money_->setPrefix("$");
+    money_->setPrefix(currency_symbol(display_currency()));
     money_->setSpecialValueText(tr("no cap"));
     gpu_hours_ = new QDoubleSpinBox;
     gpu_hours_->setRange(0, 1e7);

@@ -1,5 +1,7 @@
 #include "settingsdialog.h"
 
+#include "money.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -10,6 +12,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QRegularExpressionValidator>
 #include <QDoubleSpinBox>
 #include <QSettings>
 #include <QSpinBox>
@@ -41,6 +44,10 @@ ConsoleSettings ConsoleSettings::load(const QSettings& settings) {
     const int minutes = settings.value("alerts/idle_minutes", loaded.idle_minutes).toInt(&minutes_ok);
     loaded.idle_minutes = minutes_ok ? std::clamp(minutes, 1, 1440) : loaded.idle_minutes;
     loaded.idle_stop = settings.value("alerts/idle_stop", loaded.idle_stop).toBool();
+    loaded.budget_warn_percent =
+        std::clamp(non_negative("alerts/budget_warn_percent", loaded.budget_warn_percent), 1.0, 99.0);
+    const QString currency = settings.value("money/currency", loaded.currency).toString();
+    loaded.currency = is_currency_code(currency) ? currency : loaded.currency;
     loaded.policy_set = settings.contains("local/price_base");
     return loaded;
 }
@@ -51,7 +58,9 @@ QJsonObject ConsoleSettings::policy() const {
             {"price_cpu", price_cpu},
             {"idle_percent", idle_percent},
             {"idle_seconds", idle_minutes * 60.0},
-            {"idle_stop", idle_stop}};
+            {"idle_stop", idle_stop},
+            {"budget_warn_percent", budget_warn_percent},
+            {"currency", currency}};
 }
 
 QStringList ConsoleSettings::workerArguments() const {
@@ -63,6 +72,7 @@ QStringList ConsoleSettings::workerArguments() const {
         "--idle-seconds", QString::number(idle_minutes * 60)};
     if (idle_stop)
         arguments << "--idle-stop";
+    arguments << "--budget-warn" << QString::number(budget_warn_percent) << "--currency" << currency;
     return arguments;
 }
 
@@ -73,6 +83,7 @@ void ConsoleSettings::save(QSettings& settings) const {
     settings.setValue("charts/log_scale", log_scale);
     settings.setValue("alerts/notify", notify);
     settings.setValue("data/folder", data_folder);
+    settings.setValue("money/currency", currency);
     if (!policy_set)
         return; // the worker's own stay its own
     settings.setValue("local/price_base", price_base);
@@ -81,6 +92,7 @@ void ConsoleSettings::save(QSettings& settings) const {
     settings.setValue("alerts/idle_percent", idle_percent);
     settings.setValue("alerts/idle_minutes", idle_minutes);
     settings.setValue("alerts/idle_stop", idle_stop);
+    settings.setValue("alerts/budget_warn_percent", budget_warn_percent);
 }
 
 SettingsDialog::SettingsDialog(const ConsoleSettings& current, const QStringList& backends,
@@ -111,8 +123,8 @@ SettingsDialog::SettingsDialog(const ConsoleSettings& current, const QStringList
     log_scale_->setChecked(current.log_scale);
     notify_ = new QCheckBox(tr("Show alerts as desktop notifications"));
     notify_->setChecked(current.notify);
-    notify_->setToolTip(tr("NaN loss, failures, budgets at 80 % and 100 %, idle jobs: always in the Alerts list, "
-                           "and also as notifications when this is on"));
+    notify_->setToolTip(tr("NaN loss, failures, budgets (the warning and the stop), idle jobs: always in the Alerts "
+                           "list, and also as notifications when this is on"));
     data_folder_ = new QLineEdit(current.data_folder);
     data_folder_->setPlaceholderText(data_folder_now);
     data_folder_->setAccessibleName(tr("Data folder"));
@@ -146,7 +158,7 @@ SettingsDialog::SettingsDialog(const ConsoleSettings& current, const QStringList
         box->setRange(0, 1e6);
         box->setDecimals(4); // a CPU's price per hour can be a few cents
         box->setSingleStep(0.1);
-        box->setPrefix(QStringLiteral("$"));
+        box->setPrefix(currency_symbol(current.currency));
         box->setSuffix(tr(" /h"));
         box->setValue(value);
         box->setAccessibleName(name);
@@ -161,6 +173,24 @@ SettingsDialog::SettingsDialog(const ConsoleSettings& current, const QStringList
     prices->addWidget(price_gpu_);
     prices->addWidget(new QLabel(tr("+ per CPU")));
     prices->addWidget(price_cpu_);
+    // The console's currency: every amount it shows, and what the local worker charges in.
+    currency_ = new QComboBox;
+    currency_->setEditable(true);
+    currency_->addItems({"USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "CNY", "INR", "SEK", "NOK", "DKK", "PLN"});
+    currency_->setValidator(
+        new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[A-Z]{0,3}")), currency_));
+    currency_->setCurrentText(current.currency);
+    currency_->setAccessibleName(tr("Currency"));
+    currency_->setToolTip(tr("An ISO 4217 code; amounts are written with its symbol where it has a common one"));
+    connect(currency_, &QComboBox::currentTextChanged, this, [this](const QString& code) {
+        if (!is_currency_code(code))
+            return;
+        for (QDoubleSpinBox* box : {price_base_, price_gpu_, price_cpu_})
+            box->setPrefix(currency_symbol(code));
+    });
+    auto* currency_label = new QLabel(tr("C&urrency:"));
+    currency_label->setBuddy(currency_);
+    form->addRow(currency_label, currency_);
     auto* price_label = new QLabel(tr("This machine &costs:"));
     price_label->setBuddy(price_base_);
     form->addRow(price_label, prices);
@@ -187,6 +217,18 @@ SettingsDialog::SettingsDialog(const ConsoleSettings& current, const QStringList
     auto* idle_label = new QLabel(tr("A job is &idle:"));
     idle_label->setBuddy(idle_percent_);
     form->addRow(idle_label, idle);
+    budget_warn_ = new QSpinBox;
+    budget_warn_->setRange(1, 99);
+    budget_warn_->setSuffix(QStringLiteral(" %"));
+    budget_warn_->setValue(static_cast<int>(std::lround(current.budget_warn_percent)));
+    budget_warn_->setAccessibleName(tr("Warn at this share of a job's budget"));
+    auto* budget_row = new QHBoxLayout;
+    budget_row->addWidget(budget_warn_);
+    budget_row->addWidget(new QLabel(tr("of its budget (it stops, checkpoint first, at 100 %)")));
+    budget_row->addStretch(1);
+    auto* budget_label = new QLabel(tr("&Warn when a job spent:"));
+    budget_label->setBuddy(budget_warn_);
+    form->addRow(budget_label, budget_row);
     auto* local_note = new QLabel(tr("For jobs on the local worker: its spend and its idle alerts. Given to it at once "
                                      "(running jobs are charged the new price from now on). Remote workers and "
                                      "providers have their own."));
@@ -214,7 +256,13 @@ ConsoleSettings SettingsDialog::settings() const {
     chosen.idle_percent = idle_percent_->value();
     chosen.idle_minutes = idle_minutes_->value();
     chosen.idle_stop = idle_stop_->isChecked();
-    chosen.policy_set = chosen.policy_set || chosen.policy() != initial_.policy();
+    chosen.budget_warn_percent = budget_warn_->value();
+    chosen.currency = is_currency_code(currency_->currentText()) ? currency_->currentText() : initial_.currency;
+    // The currency alone is the console's way of writing money: it does not make the local worker's prices ours.
+    QJsonObject was = initial_.policy(), now = chosen.policy();
+    was.remove("currency");
+    now.remove("currency");
+    chosen.policy_set = chosen.policy_set || now != was;
     return chosen;
 }
 

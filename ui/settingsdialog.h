@@ -32,6 +32,9 @@ struct ConsoleSettings {
     double idle_percent = 5;
     int idle_minutes = 10;
     bool idle_stop = false;
+    double budget_warn_percent = 80; // a job's budget: a warning at this percent, the stop at 100
+    // The console's money (model/money.h), an ISO 4217 code; the local worker charges in it too.
+    QString currency = QStringLiteral("USD");
     // Whether the user ever saved them: until then the local worker keeps its own (it may be one started by hand
     // with its own prices), and the console neither sends nor starts it with these defaults.
     bool policy_set = false;
@@ -61,8 +64,9 @@ private:
     QCheckBox* notify_;
     QLineEdit* data_folder_;
     QDoubleSpinBox *price_base_, *price_gpu_, *price_cpu_, *idle_percent_;
-    QSpinBox* idle_minutes_;
+    QSpinBox *idle_minutes_, *budget_warn_;
     QCheckBox* idle_stop_;
+    QComboBox* currency_;
 };
 
 } // namespace traindeck

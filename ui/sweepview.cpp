@@ -6,6 +6,7 @@
 #include "chartview.h"
 #include "jobcontroller.h"
 #include "jobsync.h"
+#include "money.h"
 #include "newsweepdialog.h"
 #include "parallelcoordinates.h"
 #include "sweepprogress.h"
@@ -481,7 +482,7 @@ void SweepView::extendWithDialog() {
     trials->setValue(spec.value("max_trials").toInt(started));
     auto* money = new QDoubleSpinBox;
     money->setRange(0, 1e7);
-    money->setPrefix("$");
+    money->setPrefix(currency_symbol(display_currency()));
     money->setSpecialValueText(tr("no cap"));
     money->setValue(budget.value("money").toDouble());
     auto* hours = new QDoubleSpinBox;
@@ -594,7 +595,7 @@ void SweepView::drawBest() {
     auto* x_axis = qobject_cast<QValueAxis*>(best_chart_->axes(Qt::Horizontal).value(0));
     auto* y_axis = qobject_cast<QValueAxis*>(best_chart_->axes(Qt::Vertical).value(0));
     if (x_axis && y_axis) {
-        x_axis->setTitleText(spend      ? tr("the sweep's spend ($)")
+        x_axis->setTitleText(spend ? tr("the sweep's spend (%1)").arg(currency_symbol(display_currency()).trimmed())
                              : unit > 1 ? tr("minutes since the sweep started")
                                         : tr("seconds since the sweep started"));
         y_axis->setTitleText(best_metric_);

@@ -40,6 +40,7 @@ void print_usage() {
         "  --cpus N --memory-mb N  resource slots to offer (default: the whole machine)\n"
         "  --price-base X --price-gpu X --price-cpu X --currency C   per-hour prices for spend\n"
         "  --idle-percent P --idle-seconds S [--idle-stop]   idle policy (report, optionally stop)\n"
+        "  --budget-warn P        warn when a job has spent P % of its budget (default 80; it stops at 100)\n"
         "  --stop-grace S         seconds between SIGTERM and SIGKILL when stopping a job (default 60)\n"
         "  --capture-exclude GLOB never capture matching files of a job's code (repeatable; .env files, keys\n"
         "                         and a folder's .traindeckignore patterns are never captured anyway)\n"
@@ -175,6 +176,12 @@ int main(int argc, char** argv) {
             config.idle_seconds = number();
         } else if (arg == "--idle-stop") {
             config.idle_stop = true;
+        } else if (arg == "--budget-warn") {
+            config.budget_warn_percent = number();
+            if (!(config.budget_warn_percent >= 1 && config.budget_warn_percent <= 99)) {
+                std::fprintf(stderr, "traindeck-worker: --budget-warn takes a percent from 1 to 99\n");
+                return 2;
+            }
         } else if (arg == "--stop-grace") {
             config.stop_grace_seconds = number();
         } else if (arg == "--capture-exclude") {

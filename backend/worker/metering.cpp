@@ -17,10 +17,10 @@ void charge(double& spend, double& run_seconds, MeterMarks& marks, double now, d
 }
 
 MeterVerdict judge(double spend, double run_seconds, double budget, double utilization, double now, MeterMarks& marks,
-                   const IdlePolicy& policy) {
+                   const IdlePolicy& policy, double warn_percent) {
     MeterVerdict verdict;
     if (budget > 0) {
-        if (!marks.budget_warned && spend >= 0.8 * budget) {
+        if (!marks.budget_warned && spend >= warn_percent / 100.0 * budget) {
             marks.budget_warned = true;
             verdict.warn_budget = true;
         }

@@ -30,7 +30,7 @@ double rate_per_hour(const Prices& prices, const Resources& resources);
 void charge(double& spend, double& run_seconds, MeterMarks& marks, double now, double rate);
 
 struct MeterVerdict {
-    bool warn_budget = false;   // 80% of the budget spent (said once a run)
+    bool warn_budget = false;    // warn_percent of the budget spent (said once a run)
     bool budget_reached = false; // stop with a checkpoint
     bool report_idle = false;   // under the idle threshold for the policy's time (said once a run)
     bool stop_idle = false;     // and the policy stops idle jobs
@@ -39,6 +39,6 @@ struct MeterVerdict {
 // For a running job. utilization: percent of its GPUs (CPU-only jobs: of its CPUs), < 0 when unknown. A job in its
 // first 2 s is never idle; a budget of 0 means none. When the budget is reached, the idle policy is not looked at.
 MeterVerdict judge(double spend, double run_seconds, double budget, double utilization, double now, MeterMarks& marks,
-                   const IdlePolicy& policy);
+                   const IdlePolicy& policy, double warn_percent = 80.0);
 
 } // namespace traindeck::worker

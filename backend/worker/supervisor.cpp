@@ -30,6 +30,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A percent as people write it: "80", "62.5".
+std::string percent_text(double percent) {
+    std::ostringstream text;
+    text << percent;
+    return text.str();
+}
+
 } // namespace
 
 bool inherited_by_jobs(std::string_view name) {
@@ -513,8 +520,9 @@ Supervisor::Result Supervisor::cancel(int64_t id) {
 nlohmann::json Supervisor::policy() const {
     // What PUT takes, as it takes it: an answer sent back changes nothing (the currency is in /v1/resources).
     return {{"price_base", config_.price_base},     {"price_gpu", config_.price_gpu},
-            {"price_cpu", config_.price_cpu},       {"idle_percent", config_.idle_percent},
-            {"idle_seconds", config_.idle_seconds}, {"idle_stop", config_.idle_stop}};
+            {"price_cpu", config_.price_cpu},       {"currency", config_.currency},
+            {"idle_percent", config_.idle_percent}, {"idle_seconds", config_.idle_seconds},
+            {"idle_stop", config_.idle_stop},       {"budget_warn_percent", config_.budget_warn_percent}};
 }
 
 Supervisor::Result Supervisor::get_policy() {
@@ -526,11 +534,9 @@ Supervisor::Result Supervisor::set_policy(const json& changes) {
         const char* key;
         double low, high;
     };
-    static constexpr Bounds numbers[] = {{"price_base", 0, 1e6},
-                                         {"price_gpu", 0, 1e6},
-                                         {"price_cpu", 0, 1e6},
-                                         {"idle_percent", 0, 100},
-                                         {"idle_seconds", 10, 1e7}};
+    static constexpr Bounds numbers[] = {{"price_base", 0, 1e6},    {"price_gpu", 0, 1e6},
+                                         {"price_cpu", 0, 1e6},     {"idle_percent", 0, 100},
+                                         {"idle_seconds", 10, 1e7}, {"budget_warn_percent", 1, 99}};
     if (!changes.is_object())
         return {400, {{"error", "the policy is a JSON object"}}};
     for (auto item = changes.begin(); item != changes.end(); ++item) {
@@ -541,11 +547,20 @@ Supervisor::Result Supervisor::set_policy(const json& changes) {
         if (key == "idle_stop") {
             if (!value.is_boolean())
                 return {400, {{"error", "\"idle_stop\" is true or false"}}};
+        } else if (key == "currency") {
+            const auto letters = [](const std::string& code) {
+                return code.size() == 3 &&
+                       std::all_of(code.begin(), code.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+            };
+            if (!value.is_string() || !letters(value.get<std::string>()))
+                return {400, {{"error", "\"currency\" is an ISO 4217 code: three letters A to Z, such as \"EUR\""}}};
         } else if (bounds == std::end(numbers)) {
             return {
                 400,
-                {{"error", "unknown field \"" + key +
-                               "\" (known: price_base, price_gpu, price_cpu, idle_percent, idle_seconds, idle_stop)"}}};
+                {{"error",
+                  "unknown field \"" + key +
+                      "\" (known: price_base, price_gpu, price_cpu, currency, idle_percent, idle_seconds, idle_stop, "
+                      "budget_warn_percent)"}}};
         } else if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < bounds->low ||
                    value.get<double>() > bounds->high) {
             std::ostringstream range;
@@ -561,6 +576,8 @@ Supervisor::Result Supervisor::set_policy(const json& changes) {
         config_.idle_percent = changes.value("idle_percent", config_.idle_percent);
         config_.idle_seconds = changes.value("idle_seconds", config_.idle_seconds);
         config_.idle_stop = changes.value("idle_stop", config_.idle_stop);
+        config_.currency = changes.value("currency", config_.currency);
+        config_.budget_warn_percent = changes.value("budget_warn_percent", config_.budget_warn_percent);
         // A job already reported idle is judged again under the new policy (a stop asked for now applies to it);
         // how long it has been idle stays.
         if (changes.contains("idle_percent") || changes.contains("idle_seconds") || changes.contains("idle_stop"))
@@ -1098,10 +1115,15 @@ void Supervisor::meter(Job& job, double now) {
         return;
     const MeterVerdict verdict =
         judge(job.spend, job.run_seconds, job.request.budget, utilization, now, job.meter,
-              {config_.idle_percent, config_.idle_seconds, config_.idle_stop});
+              {config_.idle_percent, config_.idle_seconds, config_.idle_stop}, config_.budget_warn_percent);
+    // "budget_80": the alert's name from when the threshold was fixed at 80 %; the message says the one in force.
     if (verdict.warn_budget)
-        add_event(job, "warning", json{{"message", "80% of the budget spent"}, {"alert", "budget_80"},
-                                       {"spend", job.spend}, {"budget", job.request.budget}}.dump());
+        add_event(job, "warning",
+                  json{{"message", percent_text(config_.budget_warn_percent) + "% of the budget spent"},
+                       {"alert", "budget_80"},
+                       {"spend", job.spend},
+                       {"budget", job.request.budget}}
+                      .dump());
     if (verdict.budget_reached) {
         add_event(job, "warning", json{{"message", "budget reached; stopping with a checkpoint"},
                                        {"alert", "budget_100"}, {"spend", job.spend}, {"budget", job.request.budget}}.dump());

@@ -22,6 +22,8 @@ struct WorkerConfig {
     double idle_percent = 5.0;
     double idle_seconds = 600.0;
     bool idle_stop = false;
+    // A job's budget: a warning once its spend reaches this percent of it (a stop at 100 %).
+    double budget_warn_percent = 80.0;
     double stop_grace_seconds = 60.0; // SIGTERM, then SIGKILL after this long
     int64_t max_body_bytes = 1 << 20;
     // "local": jobs are processes here. "slurm": jobs are Slurm batch jobs (the state folder must be on a

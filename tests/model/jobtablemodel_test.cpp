@@ -1,4 +1,5 @@
 #include "jobtablemodel.h"
+#include "money.h"
 #include "tempcatalog.h"
 
 #include <QCoreApplication>
@@ -312,4 +313,47 @@ TEST(CatalogReader, AWholeRunsCurveSpreadsItsStepsOverTheBuckets) {
         next += 20;
     }
     EXPECT_TRUE(reader.curve(1, "no such curve", 500).last.isEmpty());
+}
+
+// What every run spent today, by its spend telemetry: a run that began yesterday counts from its last sample before
+// midnight, one that began today all of it, one with no sample since then nothing.
+TEST(CatalogReader, SpendSinceMidnightCountsEachRunsSpendFromThen) {
+    test::TempCatalog temp;
+    const double midnight = 1'700'000'000; // Unix seconds
+    {
+        Catalog catalog;
+        ASSERT_EQ(catalog.open(temp.path()), "");
+        auto run = [&](const char* name, double from, double to, double rate) {
+            const int64_t job = catalog.add_job(name, "local", name, nlohmann::json::object());
+            std::vector<nlohmann::json> events;
+            int64_t seq = 0;
+            // A sample every 10 s; more than one chunk's worth for the long run.
+            for (double t = from; t <= to; t += 10)
+                events.push_back(
+                    {{"seq", ++seq}, {"time", t}, {"type", "telemetry"}, {"data", {{"spend", (t - from) * rate}}}});
+            catalog.ingest(job, events);
+        };
+        run("overnight", midnight - 20'000, midnight + 3'000, 0.001); // 3.00 since midnight (its sample at it)
+        run("today", midnight + 100, midnight + 1'100, 0.002);        // 2.00
+        run("yesterday", midnight - 9'000, midnight - 1'000, 0.5);    // none today
+    }
+    CatalogReader reader(QString::fromStdString(temp.path()));
+    EXPECT_NEAR(reader.spendSince(QDateTime::fromSecsSinceEpoch(static_cast<qint64>(midnight))), 5.0, 1e-9);
+    EXPECT_NEAR(reader.spendSince(QDateTime::fromSecsSinceEpoch(static_cast<qint64>(midnight + 2'000))), 1.0 + 0.0,
+                1e-9);
+    EXPECT_EQ(reader.spendSince(QDateTime::fromSecsSinceEpoch(static_cast<qint64>(midnight + 10'000))), 0.0);
+}
+
+TEST(Money, WrittenWithTheConsolesCurrency) {
+    EXPECT_EQ(money(0.0123, 4), "$0.0123");
+    EXPECT_EQ(money(-0.5, 2), "-$0.50");
+    EXPECT_EQ(money(-0.001, 2), "$0.00"); // no "-$0.00"
+    EXPECT_EQ(money(3, 2, "CHF"), "CHF 3.00");
+    set_display_currency("EUR");
+    EXPECT_EQ(money(1.2, 2), "€1.20");
+    set_display_currency("eur"); // not a code: the default
+    EXPECT_EQ(display_currency(), "USD");
+    EXPECT_EQ(money(1.2, 2), "$1.20");
+    EXPECT_FALSE(is_currency_code("US"));
+    EXPECT_TRUE(is_currency_code("JPY"));
 }

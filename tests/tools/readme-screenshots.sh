@@ -6,8 +6,9 @@
 #
 #   bash tests/tools/readme-screenshots.sh [BUILD_DIR]      (default: build)
 #
-# Writes resources/screenshots/job-live.png (light, running), main-window.png (light, finished) and
-# main-window-dark.png (dark, running). Needs xvfb-run and ImageMagick's import and convert.
+# Writes resources/screenshots/job-live.png (light, running), crosshair.png (light, running, the mouse over the loss
+# curve), main-window.png (light, finished) and main-window-dark.png (dark, running). Needs xvfb-run, xdotool and
+# ImageMagick's import and convert.
 set -euo pipefail
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$source_dir/build}" && pwd)
@@ -27,7 +28,12 @@ export XDG_DATA_HOME=$work/home/data XDG_CONFIG_HOME=$work/home/config XDG_RUNTI
 app=\$!
 sleep 5
 import -window root "$work/$1-live.png"
-sleep 25
+# The crosshair over the live loss curve (the middle of its plot), then the mouse out of the window again.
+xdotool mousemove 1000 330
+sleep 1.5
+import -window root "$work/$1-crosshair.png"
+xdotool mousemove 1399 899
+sleep 23.5
 import -window root "$work/$1-done.png"
 kill \$app
 wait \$app || true
@@ -44,5 +50,6 @@ take dark
 crop() { convert "$work/$1" -crop 1400x864+0+0 +repage "$shots/$2"; }
 crop light-live.png job-live.png
 crop light-done.png main-window.png
+crop light-crosshair.png crosshair.png
 crop dark-live.png main-window-dark.png
-echo "readme-screenshots: wrote job-live.png, main-window.png and main-window-dark.png in $shots: look at them"
+echo "readme-screenshots: wrote job-live.png, crosshair.png, main-window.png and main-window-dark.png in $shots: look at them"

@@ -23,6 +23,7 @@
 #include "jobstate.h"
 #include "jobsync.h"
 #include "mainwindow.h"
+#include "money.h"
 #include "reproducibilityview.h"
 #include "networkpool.h"
 #include "jobform.h"
@@ -2463,6 +2464,8 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
     priced.price_base = 1.25;
     priced.price_gpu = 0.5;
     priced.idle_minutes = 3;
+    priced.currency = "EUR";
+    priced.budget_warn_percent = 60;
     window.applySettings(priced);
     const auto price_now = [&] {
         QString error;
@@ -2471,6 +2474,20 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
     QTRY_VERIFY2_WITH_TIMEOUT(price_now() == 1.25, qPrintable(window.alerts().join("; ")), 20000);
     QCOMPARE(priced.workerArguments().mid(0, 4), (QStringList{"--price-base", "1.25", "--price-gpu", "0.5"}));
     QVERIFY(priced.workerArguments().contains("180")); // its idle time in seconds
+    // The currency: the worker charges in it, and the console writes every amount with its symbol.
+    {
+        QString error;
+        const QJsonObject policy = console.backend->resources(&error).value("prices").toObject();
+        QCOMPARE(policy.value("currency").toString(), QString("EUR"));
+    }
+    QCOMPARE(display_currency(), QString("EUR"));
+    QVERIFY(priced.workerArguments().join(' ').contains("--budget-warn 60 --currency EUR"));
+    auto* today = window.findChild<QLabel*>("today");
+    QVERIFY(today);
+    QTRY_VERIFY2_WITH_TIMEOUT(today->text() == "0 running · €0.00 today", qPrintable(today->text()), 10000);
+    priced.currency = "USD";
+    window.applySettings(priced);
+    QTRY_VERIFY2_WITH_TIMEOUT(today->text() == "0 running · $0.00 today", qPrintable(today->text()), 10000);
     // The datasets and backends tables' context menus are the Datasets and Backends menus' actions.
     QCOMPARE(window.datasets().table().contextMenuPolicy(), Qt::ActionsContextMenu);
     QVERIFY(window.datasets().table().actions().contains(window.action("register_folder")));

@@ -42,6 +42,10 @@ TEST(Metering, TheBudgetWarnsOnceAt80PercentAndStopsAtItsEnd) {
     EXPECT_FALSE(again.budget_reached);
     EXPECT_TRUE(judge(10.0, 103, 10, 50, 103, marks, policy).budget_reached);
     EXPECT_FALSE(judge(1e9, 103, 0, 50, 103, marks, policy).budget_reached); // 0: no budget
+    // Another share asked for (Settings → Warn when a job spent): the warning comes there.
+    MeterMarks other;
+    EXPECT_FALSE(judge(4.9, 100, 10, 50, 100, other, policy, 50).warn_budget);
+    EXPECT_TRUE(judge(5.0, 101, 10, 50, 101, other, policy, 50).warn_budget);
 }
 
 TEST(Metering, IdleIsReportedAfterThePolicysTimeAndWorkResetsIt) {

@@ -582,7 +582,13 @@ TEST(Worker, APriceChangedWhileAJobRunsIsChargedFromThenOn) {
     EXPECT_NE(negative.body.find("price_base"), std::string::npos) << negative.body;
     EXPECT_EQ(put({{"price_gpu", 2}, {"idle_percent", 150}}).status, 400); // one wrong: none taken
     EXPECT_EQ(put({{"colour", "blue"}}).status, 400);
+    const auto lower_case = put({{"currency", "eur"}});
+    EXPECT_EQ(lower_case.status, 400);
+    EXPECT_NE(lower_case.body.find("ISO 4217"), std::string::npos) << lower_case.body;
+    EXPECT_EQ(put({{"budget_warn_percent", 100}}).status, 400); // the stop is at 100
     EXPECT_EQ(http.get("/v1/policy").json()["price_gpu"], 0.0);
+    EXPECT_EQ(http.get("/v1/policy").json()["currency"], "USD");
+    EXPECT_EQ(http.get("/v1/policy").json()["budget_warn_percent"], 80.0);
 
     const std::string never = worker.state_dir() + "/never-released";
     const int64_t id = worker.submit(
@@ -606,15 +612,31 @@ TEST(Worker, APriceChangedWhileAJobRunsIsChargedFromThenOn) {
     ASSERT_FALSE(seen.is_null()) << "no telemetry: the job never ran";
     EXPECT_EQ(seen["data"]["rate_per_hour"], 0.0);
 
-    const auto changed = put({{"price_base", 3600}, {"idle_percent", 1}, {"idle_stop", false}});
+    const auto changed = put({{"price_base", 3600},
+                              {"idle_percent", 1},
+                              {"idle_stop", false},
+                              {"currency", "EUR"},
+                              {"budget_warn_percent", 50}});
     ASSERT_EQ(changed.status, 200) << changed.body;
     EXPECT_EQ(changed.json()["price_base"], 3600.0);
     EXPECT_EQ(changed.json()["idle_percent"], 1.0);
+    EXPECT_EQ(changed.json()["currency"], "EUR");
     const auto events = worker.drain(id);
     const json job = worker.job(id);
     EXPECT_EQ(job["state"], "stopped") << job.dump();
     EXPECT_NE(job["reason"].get<std::string>().find("budget of 2"), std::string::npos) << job["reason"];
     EXPECT_EQ(of_type(events, "telemetry").back()["data"]["rate_per_hour"], 3600.0);
+    // The warning came at the share of the budget the policy names now, once, before the stop.
+    std::vector<json> budget_warnings;
+    for (const json& warning : of_type(events, "warning"))
+        if (warning["data"]["alert"] == "budget_80" || warning["data"]["alert"] == "budget_100")
+            budget_warnings.push_back(warning);
+    ASSERT_EQ(budget_warnings.size(), 2u);
+    EXPECT_EQ(budget_warnings[0]["data"]["message"], "50% of the budget spent") << budget_warnings[0].dump();
+    EXPECT_GE(budget_warnings[0]["data"]["spend"].get<double>(), 1.0);
+    EXPECT_EQ(budget_warnings[1]["data"]["alert"], "budget_100");
+    EXPECT_NE(job["reason"].get<std::string>().find("EUR"), std::string::npos) << job["reason"];
+    EXPECT_EQ(http.get("/v1/resources").json()["prices"]["currency"], "EUR");
     // Charged from the change on, not for the time it ran free: 1 a second for less than all of its run time.
     EXPECT_LT(job["spend"].get<double>(), job["run_seconds"].get<double>()) << job.dump();
     EXPECT_EQ(http.get("/v1/resources").json()["prices"]["base_per_hour"], 3600.0);
