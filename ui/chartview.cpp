@@ -183,14 +183,25 @@ void ChartView::setSummaries(QXYSeries* series, QVector<PointSummary> summaries)
 
 void ChartView::mouseMoveEvent(QMouseEvent* event) {
     QChartView::mouseMoveEvent(event);
-    const QString text = crosshairText(event->position());
+    showCrosshair(event->position(), event->globalPosition().toPoint() + QPoint(14, 14));
+}
+
+void ChartView::updateCrosshair() {
+    // Shown means the mouse is over the plot: leaving the view hides it.
+    if (crosshair_ && crosshair_->isVisible())
+        showCrosshair(mouse_, mapToGlobal(mouse_.toPoint()) + QPoint(14, 14));
+}
+
+void ChartView::showCrosshair(const QPointF& at, const QPoint& tooltip_at) {
+    mouse_ = at;
+    const QString text = crosshairText(at);
     if (text.isEmpty()) {
         if (crosshair_)
             crosshair_->hide();
         QToolTip::hideText();
         return;
     }
-    const QPointF mouse = mapToScene(event->position().toPoint());
+    const QPointF mouse = mapToScene(at.toPoint());
     const QRectF area = chart()->mapRectToScene(chart()->plotArea());
     if (!crosshair_) {
         crosshair_ = new QGraphicsLineItem;
@@ -203,7 +214,7 @@ void ChartView::mouseMoveEvent(QMouseEvent* event) {
     crosshair_->setPen(pen);
     crosshair_->setLine(mouse.x(), area.top(), mouse.x(), area.bottom());
     crosshair_->show();
-    QToolTip::showText(event->globalPosition().toPoint() + QPoint(14, 14), text, this);
+    QToolTip::showText(tooltip_at, text, this);
 }
 
 bool ChartView::viewportEvent(QEvent* event) {

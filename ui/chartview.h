@@ -90,6 +90,9 @@ public:
     // What each of `series`' points stands for, one per point in the points' order; given again whenever the points
     // are replaced (summaries whose count does not match the points are not used).
     void setSummaries(QXYSeries* series, QVector<PointSummary> summaries);
+    // The tooltip of a crosshair showing, said again for what is drawn now: a live chart's points and axes move
+    // under a mouse that rests (the owner calls it after each refresh).
+    void updateCrosshair();
     // Connects the legend's markers not connected yet (series come and go); done on every press, before the legend
     // sees it.
     void followLegend();
@@ -108,6 +111,8 @@ protected:
 
 private:
     class QGraphicsLineItem* crosshair_ = nullptr;
+    QPointF mouse_; // where the crosshair is, in the view's coordinates
+    void showCrosshair(const QPointF& at, const QPoint& tooltip_at);
     QHash<const QXYSeries*, QVector<PointSummary>> summaries_;
     void toggle(QLegendMarker* marker); // hides or shows its series, the label struck out meanwhile
 };

@@ -708,6 +708,9 @@ void JobDetailView::refresh() {
         fit(system_axes[1], system_log ? kCpuLogFloor : 0, cpu_high * 1.05);
         fit(system_axes[2], system_log ? kSpendLogFloor : 0, spend_high * 1.1);
     }
+    // A crosshair the mouse rests on says what is under it now.
+    loss_view->updateCrosshair();
+    system_view->updateCrosshair();
 
     // Histograms: read again only when the run, the name or the count changed (an import that is following grows it).
     const QStringList histogram_names = reader_.histogramNames(job_);

@@ -3,6 +3,7 @@
 #include "runfield.h"
 
 #include <QLocale>
+#include <QKeyEvent>
 #include <QMouseEvent>
 #include <QPaintEngine>
 #include <QPainter>
@@ -219,7 +220,10 @@ ParallelCoordinates::ParallelCoordinates(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);
     setAccessibleName(tr("Parallel coordinates"));
     setAccessibleDescription(tr("One line per run across the chosen keys and the summary; drag on an axis to brush "
-                                "(the runs table then shows only the brushed runs)"));
+                                "(the runs table then shows only the brushed runs). Keys: Left and Right choose an "
+                                "axis, Up and Down set or move its brush, Shift+Up and Shift+Down widen it, Delete "
+                                "clears it, Escape clears every brush, Space says what is brushed"));
+    setFocusPolicy(Qt::StrongFocus);
     setAttribute(Qt::WA_OpaquePaintEvent);
     setBackgroundRole(QPalette::Base);
     setAutoFillBackground(false);
@@ -973,6 +977,8 @@ void ParallelCoordinates::paintEvent(QPaintEvent*) {
         painter.drawImage(QPointF(0, 0), cache_);
     }
     paintHover(painter, layout);
+    if (!elsewhere)
+        paintFocus(painter, layout);
     paint_ms_ = timer.nsecsElapsed() / 1e6;
 }
 
@@ -1041,6 +1047,101 @@ void ParallelCoordinates::leaveEvent(QEvent* event) {
         update();
     }
     QWidget::leaveEvent(event);
+}
+
+void ParallelCoordinates::focusInEvent(QFocusEvent* event) {
+    if (focus_axis_ < 0 && axisCount() > 0)
+        focus_axis_ = 0;
+    update();
+    QWidget::focusInEvent(event);
+}
+
+void ParallelCoordinates::focusOutEvent(QFocusEvent* event) {
+    update();
+    QWidget::focusOutEvent(event);
+}
+
+void ParallelCoordinates::paintFocus(QPainter& painter, const Layout& layout) const {
+    if (!hasFocus() || focus_axis_ < 0 || focus_axis_ >= axisCount())
+        return;
+    const double x = layout.x[static_cast<size_t>(focus_axis_)];
+    QPen pen(palette().color(QPalette::Highlight), 1.5, Qt::DashLine);
+    painter.save();
+    painter.setPen(pen);
+    painter.setBrush(Qt::NoBrush);
+    painter.drawRect(QRectF(x - 14, layout.plot.top() - 6, 28, layout.missing_y - layout.plot.top() + 14));
+    painter.restore();
+}
+
+QString ParallelCoordinates::positionText(const Axis& axis, double position) const {
+    if (axis.categorical) {
+        const qsizetype count = std::max<qsizetype>(1, axis.categories.size());
+        const auto index = std::clamp<qsizetype>(static_cast<qsizetype>(std::floor(position * count)), 0, count - 1);
+        return axis.categories.value(index);
+    }
+    const double v = axis.low + std::clamp(position, 0.0, 1.0) * (axis.high - axis.low);
+    return formatNumber(axis.log ? std::pow(10.0, v) : v);
+}
+
+QString ParallelCoordinates::focusedAxisText() const {
+    if (focus_axis_ < 0 || focus_axis_ >= axisCount())
+        return tr("No axis");
+    const Axis& axis = axes_[static_cast<size_t>(focus_axis_)];
+    const Brush& brush = brushes_[static_cast<size_t>(focus_axis_)];
+    const QString kept = tr("%1 of %2 runs shown").arg(selectedRuns().size()).arg(runs_.size());
+    if (!brush.active)
+        return tr("%1: not brushed; %2").arg(axis.title, kept);
+    return tr("%1: brushed from %2 to %3%4; %5")
+        .arg(axis.title, positionText(axis, brush.low), positionText(axis, brush.high),
+             brush.low <= kMissing ? tr(" and the missing") : QString(), kept);
+}
+
+void ParallelCoordinates::keyPressEvent(QKeyEvent* event) {
+    const int key = event->key();
+    if (axisCount() == 0)
+        return QWidget::keyPressEvent(event);
+    focus_axis_ = std::clamp(focus_axis_, 0, axisCount() - 1);
+    Brush& brush = brushes_[static_cast<size_t>(focus_axis_)];
+    const bool widen = event->modifiers() & Qt::ShiftModifier;
+    constexpr double step = 0.1;
+    if (key == Qt::Key_Left || key == Qt::Key_Right) {
+        focus_axis_ = std::clamp(focus_axis_ + (key == Qt::Key_Left ? -1 : 1), 0, axisCount() - 1);
+        update();
+    } else if (key == Qt::Key_Up || key == Qt::Key_Down) {
+        const double direction = key == Qt::Key_Up ? 1 : -1;
+        if (!brush.active) {
+            // A new brush: the top or the bottom fifth.
+            brush.active = true;
+            brush.low = direction > 0 ? 0.8 : 0.0;
+            brush.high = direction > 0 ? 1.0 : 0.2;
+        } else if (widen) {
+            (direction > 0 ? brush.high : brush.low) += direction * step;
+            brush.high = std::min(brush.high, 1.0);
+            brush.low = std::max(brush.low, brush.low <= kMissing ? kMissing : 0.0);
+        } else {
+            // Moved, kept inside the axis.
+            const double width = brush.high - std::max(brush.low, 0.0);
+            const double low = std::clamp(std::max(brush.low, 0.0) + direction * step, 0.0, 1.0 - width);
+            brush.low = low;
+            brush.high = low + width;
+        }
+        invalidate();
+        emit brushChanged();
+    } else if (key == Qt::Key_Delete || key == Qt::Key_Backspace) {
+        clearBrush(focus_axis_);
+    } else if (key == Qt::Key_Escape && hasBrush()) {
+        clearBrushes();
+    } else if (key == Qt::Key_Space) {
+        const QString text = focusedAxisText();
+        const Layout layout = layoutFor(size());
+        QToolTip::showText(mapToGlobal(QPoint(static_cast<int>(layout.x[static_cast<size_t>(focus_axis_)]),
+                                              static_cast<int>(layout.plot.center().y()))),
+                           text, this);
+        setAccessibleDescription(text);
+    } else {
+        return QWidget::keyPressEvent(event);
+    }
+    event->accept();
 }
 
 void ParallelCoordinates::showHoverTip(QPoint global) {

@@ -5,7 +5,9 @@
 // linear one would crowd most runs into its bottom tenth (learning rates searched log-uniformly), with ticks at the
 // values themselves when there are few (seeds, widths); text-valued keys are categories in natural order ("b2"
 // before "b10"); a run that lacks a key meets that axis in a "missing" slot under it. Dragging along an axis
-// brushes a range; runs outside any brush turn grey.
+// brushes a range; runs outside any brush turn grey. From the keyboard (Tab to it): Left and Right choose an axis
+// (framed), Up and Down set or move its brush a tenth at a time, Shift+Up and Shift+Down widen it, Delete clears it,
+// Escape clears every brush, Space says the axis, its brush and how many runs it keeps.
 //
 // Painted with QPainter, not Qt Charts: 10,000 runs must repaint in under 30 ms. The lines are drawn once into a
 // cached image (again only when the runs, the axes, the brushes or the size change) by plain loops over its pixels,
@@ -60,6 +62,9 @@ public:
     AxisGeometry axisGeometry(int axis) const;
     // A category axis's values in the order drawn (empty for a number axis).
     QStringList categories(int axis) const;
+    // The axis the keyboard works on (-1: none yet), and what Space says about it.
+    int focusedAxis() const { return focus_axis_; }
+    QString focusedAxisText() const;
 
     // How long the last paint took (with the cache rebuilt or not), for the benchmark.
     double paintMilliseconds() const { return paint_ms_; }
@@ -87,6 +92,9 @@ protected:
     void mouseMoveEvent(QMouseEvent* event) override;
     void mouseReleaseEvent(QMouseEvent* event) override;
     void leaveEvent(QEvent* event) override;
+    void keyPressEvent(QKeyEvent* event) override;
+    void focusInEvent(QFocusEvent* event) override;
+    void focusOutEvent(QFocusEvent* event) override;
     void changeEvent(QEvent* event) override;
 
 private:
@@ -134,6 +142,9 @@ private:
     void paintLegend(QPainter& painter, const Layout& layout) const;
     void paintHover(QPainter& painter, const Layout& layout) const;
     void showHoverTip(QPoint global);
+    void paintFocus(QPainter& painter, const Layout& layout) const; // the keyboard's axis, framed
+    QString positionText(const Axis& axis, double position) const;  // the value at a position of the axis
+
     double valueToPosition(const Axis& axis, double value) const;
     QString tickText(const Axis& axis, double value) const;
 
@@ -148,6 +159,7 @@ private:
     QImage cache_;
     bool cache_valid_ = false;
     int hover_ = -1;
+    int focus_axis_ = -1;
     int drag_axis_ = -1;
     double drag_start_ = 0;
     QPointF press_point_;

@@ -229,9 +229,11 @@ SettingsDialog::SettingsDialog(const ConsoleSettings& current, const QStringList
     auto* budget_label = new QLabel(tr("&Warn when a job spent:"));
     budget_label->setBuddy(budget_warn_);
     form->addRow(budget_label, budget_row);
-    auto* local_note = new QLabel(tr("For jobs on the local worker: its spend and its idle alerts. Given to it at once "
-                                     "(running jobs are charged the new price from now on). Remote workers and "
-                                     "providers have their own."));
+    auto* local_note =
+        new QLabel(tr("For jobs on the local worker: their spend, idle alerts and budget warnings. Given "
+                      "to it at once (running jobs are charged the new price from now on). Remote "
+                      "workers and providers have their own. The currency is also how the console "
+                      "writes every amount."));
     local_note->setWordWrap(true);
     form->addRow(QString(), local_note);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);

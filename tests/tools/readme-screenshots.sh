@@ -7,8 +7,8 @@
 #   bash tests/tools/readme-screenshots.sh [BUILD_DIR]      (default: build)
 #
 # Writes resources/screenshots/job-live.png (light, running), crosshair.png (light, running, the mouse over the loss
-# curve), main-window.png (light, finished) and main-window-dark.png (dark, running). Needs xvfb-run, xdotool and
-# ImageMagick's import and convert.
+# curve), settings.png (the dialog, light), main-window.png (light, finished) and main-window-dark.png (dark,
+# running). Needs xvfb-run, xdotool and ImageMagick's import and convert.
 set -euo pipefail
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$source_dir/build}" && pwd)
@@ -33,7 +33,14 @@ xdotool mousemove 1000 330
 sleep 1.5
 import -window root "$work/$1-crosshair.png"
 xdotool mousemove 1399 899
-sleep 23.5
+# Settings (Ctrl+,): the dialog's own window.
+xdotool mousemove 300 400 click 1 key ctrl+comma
+sleep 1.5
+settings=\$(xdotool search --name '^Settings\$' | head -n 1)
+[ -n "\$settings" ] && import -window "\$settings" "$work/$1-settings.png"
+xdotool key Escape
+xdotool mousemove 1399 899
+sleep 21
 import -window root "$work/$1-done.png"
 kill \$app
 wait \$app || true
@@ -51,5 +58,6 @@ crop() { convert "$work/$1" -crop 1400x864+0+0 +repage "$shots/$2"; }
 crop light-live.png job-live.png
 crop light-done.png main-window.png
 crop light-crosshair.png crosshair.png
+cp "$work/light-settings.png" "$shots/settings.png"
 crop dark-live.png main-window-dark.png
-echo "readme-screenshots: wrote job-live.png, crosshair.png, main-window.png and main-window-dark.png in $shots: look at them"
+echo "readme-screenshots: wrote job-live.png, crosshair.png, settings.png, main-window.png and main-window-dark.png in $shots: look at them"

@@ -9,6 +9,8 @@
 #include <QKeyEvent>
 #include <QLegendMarker>
 #include <QLineSeries>
+#include <QMouseEvent>
+#include <QToolTip>
 #include <QValueAxis>
 
 #include <gtest/gtest.h>
@@ -86,6 +88,21 @@ TEST(ChartView, APointThatSummarisesABucketSaysItsSpreadAndSteps) {
     text = curves.view->crosshairText(curves.at(10, 0.5));
     EXPECT_TRUE(text.contains("train loss: 0.5")) << text.toStdString();
     EXPECT_FALSE(text.contains("points")) << text.toStdString();
+}
+
+TEST(ChartView, ARestingCrosshairSaysWhatALiveChartDrawsUnderItNow) {
+    TwoCurves curves;
+    const QPoint at = curves.at(10, 0.5);
+    QMouseEvent move(QEvent::MouseMove, QPointF(at), curves.view->mapToGlobal(QPointF(at)), Qt::NoButton, Qt::NoButton,
+                     Qt::NoModifier);
+    QCoreApplication::sendEvent(curves.view->viewport(), &move);
+    EXPECT_TRUE(QToolTip::text().startsWith("step 10\n")) << QToolTip::text().toStdString();
+    // The run goes on: twice the steps, the axis with them; the mouse has not moved.
+    curves.loss->replace(QList<QPointF>{{0, 1}, {10, 0.5}, {20, 0.25}, {30, 0.2}, {40, 0.125}});
+    qobject_cast<QValueAxis*>(curves.chart->axes(Qt::Horizontal).first())->setRange(0, 40);
+    curves.view->updateCrosshair();
+    EXPECT_TRUE(QToolTip::text().startsWith("step 20\n")) << QToolTip::text().toStdString();
+    EXPECT_TRUE(QToolTip::text().contains("train loss: 0.25")) << QToolTip::text().toStdString();
 }
 
 TEST(ChartView, ALegendEntryHidesItsCurveAndShowsItAgainStruckOutMeanwhile) {

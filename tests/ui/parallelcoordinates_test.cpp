@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QKeyEvent>
 #include <QMouseEvent>
 #include <QToolTip>
 
@@ -152,6 +153,48 @@ TEST_F(Parallel, MouseDragBrushesAndClickClears) {
     mouse(QEvent::MouseMove, {between, lr.bottom}, Qt::LeftButton);
     mouse(QEvent::MouseButtonRelease, {between, lr.bottom}, Qt::NoButton);
     EXPECT_FALSE(view_.hasBrush());
+}
+
+TEST_F(Parallel, TheKeyboardChoosesAnAxisAndBrushesIt) {
+    EXPECT_EQ(view_.focusPolicy(), Qt::StrongFocus); // reached with Tab
+    const auto press = [&](int key, Qt::KeyboardModifiers modifiers = Qt::NoModifier) {
+        QKeyEvent event(QEvent::KeyPress, key, modifiers);
+        QApplication::sendEvent(&view_, &event);
+        return event.isAccepted();
+    };
+    press(Qt::Key_Right);
+    EXPECT_EQ(view_.focusedAxis(), 1);
+    for (int i = 0; i < 6; ++i)
+        press(Qt::Key_Right);
+    EXPECT_EQ(view_.focusedAxis(), 4) << "stops at the last axis, the metric";
+    // Up: the top fifth of the accuracy axis (0.42 … 0.91): from 0.812 up.
+    const int signals_before = brush_signals_;
+    press(Qt::Key_Up);
+    EXPECT_EQ(view_.selectedRuns(), (Ids{2, 3, 4}));
+    EXPECT_GT(brush_signals_, signals_before);
+    // Down moves it a tenth: 0.763 … 0.861.
+    press(Qt::Key_Down);
+    EXPECT_EQ(view_.selectedRuns(), (Ids{4, 6}));
+    // Shift+Up widens its top a tenth: 0.763 … 0.91.
+    press(Qt::Key_Up, Qt::ShiftModifier);
+    EXPECT_EQ(view_.selectedRuns(), (Ids{2, 3, 4, 6}));
+    press(Qt::Key_Space);
+    const QString said = view_.focusedAxisText();
+    EXPECT_TRUE(said.contains("brushed from 0.763 to 0.91")) << said.toStdString();
+    EXPECT_TRUE(said.contains("4 of 6 runs shown")) << said.toStdString();
+    EXPECT_EQ(view_.accessibleDescription(), said);
+    // A second brush on lr (the first axis), then Escape clears both; Delete clears the focused one only.
+    press(Qt::Key_Home); // not a key of its own: passed on, nothing changes
+    for (int i = 0; i < 4; ++i)
+        press(Qt::Key_Left);
+    EXPECT_EQ(view_.focusedAxis(), 0);
+    press(Qt::Key_Down); // the lowest fifth of 1e-4 … 1e-1 (log): 1e-4 … 4e-4
+    EXPECT_EQ(view_.selectedRuns(), Ids{});
+    press(Qt::Key_Delete);
+    EXPECT_EQ(view_.selectedRuns(), (Ids{2, 3, 4, 6}));
+    EXPECT_TRUE(press(Qt::Key_Escape));
+    EXPECT_FALSE(view_.hasBrush());
+    EXPECT_FALSE(press(Qt::Key_Escape)) << "nothing to clear: the dialog or window may take it";
 }
 
 TEST_F(Parallel, HoverNamesTheRunAndItsValues) {
