@@ -526,7 +526,7 @@ QVariant JobTableModel::data(const QModelIndex& index, int role) const {
                            ? QStringLiteral("…") // being read
                            : QStringLiteral("–");
             if (reach_[extra])
-                return money(value.number, 4);
+                return money(value.number, 4, backend_currency(QString::fromStdString(r.backend)));
             return value.is_number() && extra_[index.column() - ColumnCount].contains('.') &&
                            r.config.find(extra_fields_[index.column() - ColumnCount]) == r.config.end()
                        ? QString::number(value.number, 'g', 5) // a summary: 5 significant digits
@@ -563,7 +563,8 @@ QVariant JobTableModel::data(const QModelIndex& index, int role) const {
                                           : QStringLiteral("%1 %").arg(100 * r.accuracy, 0, 'f', 2);
         case Elapsed: return duration_text(elapsed);
         case Spend:
-            return money(r.spend, 4);
+            // In what its backend charges in.
+            return money(r.spend, 4, backend_currency(QString::fromStdString(r.backend)));
         case Eta:
             if (ended || r.progress <= 0.001 || r.progress >= 1)
                 return QStringLiteral("–");
@@ -689,9 +690,9 @@ QVariant JobTableModel::headerData(int section, Qt::Orientation orientation, int
         return {};
     const int extra = section - ColumnCount;
     if (const std::optional<SpendToReach>& reach = reach_[static_cast<size_t>(extra)]; reach && role == Qt::DisplayRole)
-        return tr("%1 to %2 %3 %4")
-            .arg(currency_symbol(display_currency()).trimmed(), QString::fromStdString(reach->series),
-                 reach->above ? QStringLiteral("≥") : QStringLiteral("≤"))
+        // Each cell in its run's backend's currency: the header names none.
+        return tr("Spend to %1 %2 %3")
+            .arg(QString::fromStdString(reach->series), reach->above ? QStringLiteral("≥") : QStringLiteral("≤"))
             .arg(reach->threshold);
     return extra_[extra];
 }
@@ -827,8 +828,15 @@ double CatalogReader::jobBudget(qint64 job) {
     }, 0.0);
 }
 
-double CatalogReader::spendSince(const QDateTime& since) {
-    return guarded([&] { return spend_since(catalog_, since.toMSecsSinceEpoch()); }, 0.0);
+QHash<QString, double> CatalogReader::spendSince(const QDateTime& since) {
+    return guarded(
+        [&] {
+            QHash<QString, double> spent;
+            for (const auto& [backend, amount] : spend_since(catalog_, since.toMSecsSinceEpoch()))
+                spent.insert(QString::fromStdString(backend), amount);
+            return spent;
+        },
+        QHash<QString, double>());
 }
 
 double CatalogReader::samplesPerStep(qint64 job) {

@@ -207,7 +207,8 @@ public:
     // Every point of a series, for export (no cap).
     QVector<QPointF> points(qint64 job, const QString& series);
     double jobBudget(qint64 job);      // 0 when the job has no cap
-    double spendSince(const QDateTime& since); // every run's spend from then on (xaxis.h's spend_since)
+    // Every run's spend from then on, per backend (xaxis.h's spend_since).
+    QHash<QString, double> spendSince(const QDateTime& since);
     double samplesPerStep(qint64 job); // from its config (xaxis.h's samples_per_step); 0 when it names no batch size
     QString error() const { return error_; } // why a query failed since clearError(); "" when none did
     const std::string& path() const { return catalog_.path(); }

@@ -1,5 +1,6 @@
 #include "money.h"
 
+#include <QHash>
 #include <QReadWriteLock>
 
 #include <algorithm>
@@ -12,6 +13,10 @@ QReadWriteLock lock;
 QString& current() {
     static QString code = QStringLiteral("USD");
     return code;
+}
+QHash<QString, QString>& backends() {
+    static QHash<QString, QString> codes;
+    return codes;
 }
 
 } // namespace
@@ -28,6 +33,19 @@ void set_display_currency(const QString& code) {
 QString display_currency() {
     const QReadLocker locked(&lock);
     return current();
+}
+
+void set_backend_currency(const QString& backend, const QString& code) {
+    const QWriteLocker locked(&lock);
+    if (is_currency_code(code))
+        backends().insert(backend, code);
+    else
+        backends().remove(backend);
+}
+
+QString backend_currency(const QString& backend) {
+    const QReadLocker locked(&lock);
+    return backends().value(backend, current());
 }
 
 QString currency_symbol(const QString& code) {

@@ -81,22 +81,22 @@ double samples_per_step(const std::map<std::string, ConfigValue>& config) {
     return batch->second.number * (accumulates ? accumulate->second.number : 1.0);
 }
 
-double spend_since(Catalog& catalog, int64_t since_ms) {
+std::map<std::string, double> spend_since(Catalog& catalog, int64_t since_ms) {
     Database& db = catalog.db();
-    std::vector<int64_t> series;
+    std::vector<std::pair<int64_t, std::string>> series; // (series, its job's backend)
     {
         Statement select = db.prepare(
-            "SELECT s.id FROM series s WHERE s.name='telemetry/spend' AND EXISTS(SELECT 1 FROM metric_chunks c WHERE "
-            "c.series=s.id AND c.last_step>=?)");
+            "SELECT s.id, j.backend FROM series s JOIN jobs j ON j.id=s.job WHERE s.name='telemetry/spend' AND "
+            "EXISTS(SELECT 1 FROM metric_chunks c WHERE c.series=s.id AND c.last_step>=?)");
         select.bind(1, since_ms);
         while (select.step())
-            series.push_back(select.integer(0));
+            series.emplace_back(select.integer(0), select.text(1));
     }
     Statement last = db.prepare("SELECT last FROM metric_chunks WHERE series=? ORDER BY chunk DESC LIMIT 1");
     Statement before =
         db.prepare("SELECT first_step FROM metric_chunks WHERE series=? AND first_step<=? ORDER BY chunk DESC LIMIT 1");
-    double total = 0;
-    for (const int64_t id : series) {
+    std::map<std::string, double> total;
+    for (const auto& [id, backend] : series) {
         last.reset();
         last.bind(1, id);
         if (!last.step())
@@ -109,7 +109,7 @@ double spend_since(Catalog& catalog, int64_t since_ms) {
             if (!earlier.empty())
                 spent -= earlier.back().value;
         }
-        total += std::max(0.0, spent);
+        total[backend] += std::max(0.0, spent);
     }
     return total;
 }

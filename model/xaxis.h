@@ -40,8 +40,9 @@ double spend_to_reach(Catalog& catalog, int64_t job, const std::string& series, 
 
 // What all runs spent from `since_ms` (Unix milliseconds) on, by their spend telemetry (cumulative, a sample every few
 // seconds): each run's last sample less its last sample at or before since_ms (all of it when it began after). A run
-// whose worker reports no spend counts nothing. Reads the runs with a sample since then, two chunks each at most.
-double spend_since(Catalog& catalog, int64_t since_ms);
+// whose worker reports no spend counts nothing. Summed per backend (each charges in its own currency). Reads the runs
+// with a sample since then, two chunks each at most.
+std::map<std::string, double> spend_since(Catalog& catalog, int64_t since_ms);
 
 // How to show an integer x of the axis: the divisor back to its unit and the unit's name.
 double x_axis_scale(XAxis axis);      // 1, 1, 1000, 1000, 1e6

@@ -98,7 +98,7 @@ void fit(QAbstractAxis* axis, double low, double high) {
     // Round ticks labelled for their unit (axisticks.h); a log axis keeps its own.
     const QVariant unit = axis->property("unit");
     if (unit.isValid())
-        fit_axis(axis, low, high, static_cast<AxisUnit>(unit.toInt()));
+        fit_axis(axis, low, high, static_cast<AxisUnit>(unit.toInt()), axis->property("money_symbol").toString());
     else
         axis->setRange(low, high);
 }
@@ -278,8 +278,7 @@ void JobDetailView::setChartDefaults(int smoothing, bool log_scale) {
 }
 
 void JobDetailView::currencyChanged() {
-    spend_->setName(tr("spend (%1)").arg(currency_symbol(display_currency()).trimmed()));
-    rebuildAxes();
+    spend_currency_.clear(); // the next refresh names it again and rebuilds the money axes
     refresh();
 }
 
@@ -341,9 +340,11 @@ void JobDetailView::rebuildAxes() {
     };
     QAbstractAxis* cpu_axis =
         system_log ? log_axis(tr("CPU / GPU %"), QStringLiteral("%g")) : unit_axis(tr("CPU / GPU %"), AxisUnit::number);
+    const QString symbol = currency_symbol(spend_currency_.isEmpty() ? display_currency() : spend_currency_);
     QAbstractAxis* spend_axis =
-        system_log ? log_axis(tr("spend"), currency_symbol(display_currency()) + QStringLiteral("%.3g"))
-                   : unit_axis(tr("spend"), AxisUnit::money);
+        system_log ? log_axis(tr("spend"), symbol + QStringLiteral("%.3g")) : unit_axis(tr("spend"), AxisUnit::money);
+    spend_axis->setProperty("money_symbol", symbol);
+    step->setProperty("money_symbol", symbol);
     spend_axis->setGridLineVisible(false);
     system_chart_->addAxis(time, Qt::AlignBottom);
     system_chart_->addAxis(cpu_axis, Qt::AlignLeft);
@@ -489,6 +490,12 @@ void JobDetailView::refresh() {
     if (job_ == 0)
         return;
     reader_.clearError();
+    // Money in what the job's backend charges in: a change (another job, another currency) names it anew.
+    if (const QString currency = backend_currency(reader_.jobBackend(job_)); currency != spend_currency_) {
+        spend_currency_ = currency;
+        spend_->setName(tr("spend (%1)").arg(currency_symbol(currency).trimmed()));
+        rebuildAxes();
+    }
     // About two buckets per pixel column of the plot area.
     const int buckets = std::max(200, 2 * static_cast<int>(loss_chart_->plotArea().width()));
     // The main curve: "loss" as the built-in trainer and the helper write it; a run from another tool (imported)
@@ -556,19 +563,21 @@ void JobDetailView::refresh() {
         return out;
     };
     // What each drawn point stands for (the crosshair's min, max, last and x range): its bucket's first step on the x
-    // axis beside its last. None where the axis left points out (a step with no record time): they would not align.
+    // axis beside its last (already there). None where the axis left a bucket's last step out (no record time for
+    // it): the points would not align. A first step the axis cannot place (before the run's first record time, which
+    // is the first bucket's last step of "_time") takes the bucket's last x.
     auto summaries_of = [&](const Sources& sources, const CatalogReader::Curve& curve) {
-        QVector<QPointF> firsts;
-        for (const qint64 step : curve.first_step)
-            firsts.push_back(QPointF(static_cast<double>(step), 0));
-        firsts = on_axis(sources, firsts);
         QVector<PointSummary> out;
-        if (firsts.size() != curve.first_step.size() || curve.last.size() != firsts.size() ||
-            curve.min.size() != firsts.size() || curve.max.size() != firsts.size())
+        const qsizetype count = curve.first_step.size();
+        if (curve.last.size() != count || curve.min.size() != count || curve.max.size() != count)
             return out;
-        for (qsizetype i = 0; i < firsts.size(); ++i)
-            out.push_back({firsts[i].x(), curve.last[i].x(), curve.count.value(i), curve.min[i].y(), curve.max[i].y(),
-                           curve.last[i].y()});
+        out.reserve(count);
+        for (qsizetype i = 0; i < count; ++i) {
+            const QVector<QPointF> first =
+                on_axis(sources, QVector<QPointF>{QPointF(static_cast<double>(curve.first_step[i]), 0)});
+            out.push_back({first.isEmpty() ? curve.last[i].x() : first.front().x(), curve.last[i].x(),
+                           curve.count.value(i), curve.min[i].y(), curve.max[i].y(), curve.last[i].y()});
+        }
         return out;
     };
     const Sources own = x_axis != XAxis::step ? sources_of(job_) : Sources{};

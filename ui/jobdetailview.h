@@ -101,6 +101,7 @@ private:
     QMap<QString, QLineSeries*> gpu_series_; // catalog series name -> curve
     QCheckBox* log_axis_;
     QCheckBox* system_log_;       // the CPU, GPU and spend chart's own log scale
+    QString spend_currency_;      // what the shown job's backend charges in (model/money.h); "" = not known yet
     QComboBox* x_axis_ = nullptr; // step, samples, wall time, time since start, spend (xaxis.h)
     QSlider* smoothing_;
     QToolButton* export_button_;

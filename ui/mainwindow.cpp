@@ -508,14 +508,20 @@ void MainWindow::connectSync(JobSync& sync) {
     });
     connect(this, &QObject::destroyed, [&writer] { writer.on_error({}); });
     connect(&sync, &JobSync::alertRaised, this, [this](qint64 job, const QString& kind, const QString& message) {
-        addAlert(tr("job %1 — %2: %3").arg(job).arg(kind, message));
+        // The kind in words ("budget_80" is the budget warning at whatever share the policy names).
+        const QString what = kind == "budget_80"    ? tr("budget warning")
+                             : kind == "budget_100" ? tr("budget reached")
+                             : kind == "nan_loss"   ? tr("NaN loss")
+                                                    : QString(kind).replace(QLatin1Char('_'), QLatin1Char(' '));
+        addAlert(tr("job %1 — %2: %3").arg(job).arg(what, message));
         if (!settings_.notify)
             return;
         // A desktop notification where the tray takes them; elsewhere the window asks for attention (the task bar
         // entry flashes) and the row in Alerts says what happened.
         if (tray_ && QSystemTrayIcon::supportsMessages())
-            tray_->showMessage(tr("TrainDeck: %1").arg(kind), message,
-                               kind == "failed" || kind == "nan_loss" ? QSystemTrayIcon::Critical : QSystemTrayIcon::Warning);
+            tray_->showMessage(tr("TrainDeck: %1").arg(what), message,
+                               kind == "failed" || kind == "nan_loss" ? QSystemTrayIcon::Critical
+                                                                      : QSystemTrayIcon::Warning);
         else
             QApplication::alert(this);
     });
@@ -707,6 +713,7 @@ void MainWindow::cloneSelected() {
 }
 
 void MainWindow::updateResources() {
+    updateTray(); // today's spend, also when nothing changed since midnight
     // Each backend's /v1/resources, fetched off the GUI thread, lands in the backends model.
     struct Fetched {
         bool held = false; // false: let go of (the console is closing)
@@ -729,6 +736,13 @@ void MainWindow::updateResources() {
             [this, name = e.name](const Fetched& fetched) {
                 if (!fetched.held)
                     return;
+                // Its runs' spend is written in what it charges in.
+                const QString before = backend_currency(name);
+                set_backend_currency(name, fetched.resources.value("prices").toObject().value("currency").toString());
+                if (backend_currency(name) != before) {
+                    table_->viewport()->update();
+                    detail_->currencyChanged();
+                }
                 backends_model_->update(name, fetched.address, fetched.resources, fetched.error);
                 instances_view_->update(name, fetched.resources);
             });
@@ -1338,18 +1352,34 @@ void MainWindow::updateTray() {
     today_reading_ = true;
     // Spent today, by the spend telemetry: a run started yesterday counts what it spent since midnight, not its
     // whole bill.
+    struct Today {
+        QHash<QString, double> spent; // per backend
+        QString error;
+    };
     run_in_background(
         this,
         [path = QString::fromStdString(reader_.path())] {
             CatalogReader reader(path);
-            return reader.spendSince(QDateTime(QDate::currentDate(), QTime(0, 0)));
+            Today today{reader.spendSince(QDateTime(QDate::currentDate(), QTime(0, 0))), {}};
+            today.error = reader.error();
+            return today;
         },
-        [this](double spent) {
+        [this](const Today& today) {
             today_reading_ = false;
             int running = 0;
             for (const RunRecord& run : jobs_->allRuns())
                 running += run.state == "running";
-            const QString amount = money(spent, 2);
+            // Each backend's spend in its own currency, summed per currency ("€1.20 + $0.35"); never converted.
+            QMap<QString, double> by_currency;
+            for (auto it = today.spent.cbegin(); it != today.spent.cend(); ++it)
+                by_currency[backend_currency(it.key())] += it.value();
+            QStringList amounts;
+            // Cents, or four decimals under one unit (a local run's few seconds cost fractions of a cent).
+            for (auto it = by_currency.cbegin(); it != by_currency.cend(); ++it)
+                amounts << money(it.value(), it.value() < 1 ? 4 : 2, it.key());
+            const QString amount = !today.error.isEmpty() ? tr("(spend unreadable: %1)").arg(today.error)
+                                   : amounts.isEmpty()    ? money(0, 2)
+                                                          : amounts.join(QStringLiteral(" + "));
             today_->setText(tr("%n running · %1 today", nullptr, running).arg(amount));
             if (tray_)
                 tray_->setToolTip(tr("TrainDeck — %n job(s) running, %1 spent today", nullptr, running).arg(amount));

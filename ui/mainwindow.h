@@ -239,7 +239,7 @@ private:
     DatasetsView* datasets_;
     JobMigrator* migrator_;
     QSystemTrayIcon* tray_ = nullptr;
-    QLabel* today_ = nullptr; // "2 running · $1.23 today"
+    QLabel* today_ = nullptr; // "2 running · €1.23 today"
     bool today_reading_ = false, today_again_ = false;
     ConsoleSettings settings_;
     bool settings_applied_ = false;

@@ -3,6 +3,7 @@
 #include "runfield.h"
 
 #include <QLocale>
+#include <QAccessible>
 #include <QKeyEvent>
 #include <QMouseEvent>
 #include <QPaintEngine>
@@ -219,10 +220,7 @@ void raster_wide(const Canvas& canvas, QPointF from, QPointF to, double width, b
 ParallelCoordinates::ParallelCoordinates(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);
     setAccessibleName(tr("Parallel coordinates"));
-    setAccessibleDescription(tr("One line per run across the chosen keys and the summary; drag on an axis to brush "
-                                "(the runs table then shows only the brushed runs). Keys: Left and Right choose an "
-                                "axis, Up and Down set or move its brush, Shift+Up and Shift+Down widen it, Delete "
-                                "clears it, Escape clears every brush, Space says what is brushed"));
+    setAccessibleDescription(help());
     setFocusPolicy(Qt::StrongFocus);
     setAttribute(Qt::WA_OpaquePaintEvent);
     setBackgroundRole(QPalette::Base);
@@ -1083,6 +1081,20 @@ QString ParallelCoordinates::positionText(const Axis& axis, double position) con
     return formatNumber(axis.log ? std::pow(10.0, v) : v);
 }
 
+QString ParallelCoordinates::help() {
+    return tr("One line per run across the chosen keys and the summary; drag on an axis to brush (the runs table then "
+              "shows only the brushed runs). Keys: Left and Right choose an axis, Up and Down set or move its brush, "
+              "Shift+Up and Shift+Down widen it (below the bottom: the runs missing the key too), Ctrl+Up and "
+              "Ctrl+Down narrow it, Delete clears it, Escape clears every brush, Space says what is brushed");
+}
+
+void ParallelCoordinates::say(const QString& text) {
+    // Said after the help, which stays: a screen reader reads the description again when it changes.
+    setAccessibleDescription(help() + QLatin1Char('\n') + text);
+    QAccessibleEvent event(this, QAccessible::DescriptionChanged);
+    QAccessible::updateAccessibility(&event);
+}
+
 QString ParallelCoordinates::focusedAxisText() const {
     if (focus_axis_ < 0 || focus_axis_ >= axisCount())
         return tr("No axis");
@@ -1102,22 +1114,36 @@ void ParallelCoordinates::keyPressEvent(QKeyEvent* event) {
         return QWidget::keyPressEvent(event);
     focus_axis_ = std::clamp(focus_axis_, 0, axisCount() - 1);
     Brush& brush = brushes_[static_cast<size_t>(focus_axis_)];
-    const bool widen = event->modifiers() & Qt::ShiftModifier;
-    constexpr double step = 0.1;
+    const Axis& axis = axes_[static_cast<size_t>(focus_axis_)];
+    const bool widen = event->modifiers() & Qt::ShiftModifier, narrow = event->modifiers() & Qt::ControlModifier;
+    // A tenth of a number axis; one category of a category axis (each has a slot of 1/count).
+    const double step =
+        axis.categorical ? 1.0 / static_cast<double>(std::max<qsizetype>(1, axis.categories.size())) : 0.1;
     if (key == Qt::Key_Left || key == Qt::Key_Right) {
         focus_axis_ = std::clamp(focus_axis_ + (key == Qt::Key_Left ? -1 : 1), 0, axisCount() - 1);
         update();
+        say(focusedAxisText());
     } else if (key == Qt::Key_Up || key == Qt::Key_Down) {
         const double direction = key == Qt::Key_Up ? 1 : -1;
         if (!brush.active) {
-            // A new brush: the top or the bottom fifth.
+            // A new brush: the top or the bottom category, or fifth of a number axis.
+            const double size = axis.categorical ? step : 0.2;
             brush.active = true;
-            brush.low = direction > 0 ? 0.8 : 0.0;
-            brush.high = direction > 0 ? 1.0 : 0.2;
+            brush.low = direction > 0 ? 1.0 - size : 0.0;
+            brush.high = direction > 0 ? 1.0 : size;
         } else if (widen) {
-            (direction > 0 ? brush.high : brush.low) += direction * step;
-            brush.high = std::min(brush.high, 1.0);
-            brush.low = std::max(brush.low, brush.low <= kMissing ? kMissing : 0.0);
+            if (direction > 0)
+                brush.high = std::min(brush.high + step, 1.0);
+            else if (brush.low > 1e-9)
+                brush.low = std::max(brush.low - step, 0.0);
+            else if (axis.any_missing)
+                brush.low = kMissing; // past the bottom: the runs without the key too
+        } else if (narrow) {
+            // Never narrower than one step: the top comes down, or the bottom goes up (leaving the missing slot).
+            if (direction < 0)
+                brush.high = std::max(brush.high - step, std::max(brush.low, 0.0) + step);
+            else
+                brush.low = brush.low <= kMissing ? 0.0 : std::min(brush.low + step, brush.high - step);
         } else {
             // Moved, kept inside the axis.
             const double width = brush.high - std::max(brush.low, 0.0);
@@ -1137,7 +1163,7 @@ void ParallelCoordinates::keyPressEvent(QKeyEvent* event) {
         QToolTip::showText(mapToGlobal(QPoint(static_cast<int>(layout.x[static_cast<size_t>(focus_axis_)]),
                                               static_cast<int>(layout.plot.center().y()))),
                            text, this);
-        setAccessibleDescription(text);
+        say(text);
     } else {
         return QWidget::keyPressEvent(event);
     }

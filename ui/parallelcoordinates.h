@@ -143,6 +143,8 @@ private:
     void paintHover(QPainter& painter, const Layout& layout) const;
     void showHoverTip(QPoint global);
     void paintFocus(QPainter& painter, const Layout& layout) const; // the keyboard's axis, framed
+    static QString help();                                          // the accessible description: how to use it
+    void say(const QString& text);                                  // to a screen reader, after the help
     QString positionText(const Axis& axis, double position) const;  // the value at a position of the axis
 
     double valueToPosition(const Axis& axis, double value) const;

@@ -178,11 +178,12 @@ SettingsDialog::SettingsDialog(const ConsoleSettings& current, const QStringList
     currency_->setEditable(true);
     currency_->addItems({"USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "CNY", "INR", "SEK", "NOK", "DKK", "PLN"});
     currency_->setValidator(
-        new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[A-Z]{0,3}")), currency_));
+        new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[A-Za-z]{0,3}")), currency_));
     currency_->setCurrentText(current.currency);
     currency_->setAccessibleName(tr("Currency"));
     currency_->setToolTip(tr("An ISO 4217 code; amounts are written with its symbol where it has a common one"));
-    connect(currency_, &QComboBox::currentTextChanged, this, [this](const QString& code) {
+    connect(currency_, &QComboBox::currentTextChanged, this, [this](const QString& typed) {
+        const QString code = typed.toUpper();
         if (!is_currency_code(code))
             return;
         for (QDoubleSpinBox* box : {price_base_, price_gpu_, price_cpu_})
@@ -259,7 +260,8 @@ ConsoleSettings SettingsDialog::settings() const {
     chosen.idle_minutes = idle_minutes_->value();
     chosen.idle_stop = idle_stop_->isChecked();
     chosen.budget_warn_percent = budget_warn_->value();
-    chosen.currency = is_currency_code(currency_->currentText()) ? currency_->currentText() : initial_.currency;
+    const QString code = currency_->currentText().toUpper();
+    chosen.currency = is_currency_code(code) ? code : initial_.currency;
     // The currency alone is the console's way of writing money: it does not make the local worker's prices ours.
     QJsonObject was = initial_.policy(), now = chosen.policy();
     was.remove("currency");

@@ -518,7 +518,7 @@ Supervisor::Result Supervisor::cancel(int64_t id) {
 }
 
 nlohmann::json Supervisor::policy() const {
-    // What PUT takes, as it takes it: an answer sent back changes nothing (the currency is in /v1/resources).
+    // What PUT takes, as it takes it: an answer sent back changes nothing.
     return {{"price_base", config_.price_base},     {"price_gpu", config_.price_gpu},
             {"price_cpu", config_.price_cpu},       {"currency", config_.currency},
             {"idle_percent", config_.idle_percent}, {"idle_seconds", config_.idle_seconds},

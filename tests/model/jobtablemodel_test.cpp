@@ -268,7 +268,7 @@ TEST(JobTableModel, SpendToReachIsWhatARunHadSpentWhenItsMetricFirstGotThere) {
         return QStringLiteral("no such run");
     };
     EXPECT_EQ(model.headerData(JobTableModel::ColumnCount, Qt::Horizontal, Qt::DisplayRole).toString(),
-              "$ to val/accuracy ≥ 0.9");
+              "Spend to val/accuracy ≥ 0.9");
     EXPECT_EQ(model.headerData(JobTableModel::ColumnCount, Qt::Horizontal, Qt::ToolTipRole).toString(),
               "spend to reach val/accuracy >= 0.9");
     EXPECT_EQ(cell("fast", 0), "$0.0300");
@@ -323,8 +323,8 @@ TEST(CatalogReader, SpendSinceMidnightCountsEachRunsSpendFromThen) {
     {
         Catalog catalog;
         ASSERT_EQ(catalog.open(temp.path()), "");
-        auto run = [&](const char* name, double from, double to, double rate) {
-            const int64_t job = catalog.add_job(name, "local", name, nlohmann::json::object());
+        auto run = [&](const char* name, const char* backend, double from, double to, double rate) {
+            const int64_t job = catalog.add_job(name, backend, name, nlohmann::json::object());
             std::vector<nlohmann::json> events;
             int64_t seq = 0;
             // A sample every 10 s; more than one chunk's worth for the long run.
@@ -333,15 +333,23 @@ TEST(CatalogReader, SpendSinceMidnightCountsEachRunsSpendFromThen) {
                     {{"seq", ++seq}, {"time", t}, {"type", "telemetry"}, {"data", {{"spend", (t - from) * rate}}}});
             catalog.ingest(job, events);
         };
-        run("overnight", midnight - 20'000, midnight + 3'000, 0.001); // 3.00 since midnight (its sample at it)
-        run("today", midnight + 100, midnight + 1'100, 0.002);        // 2.00
-        run("yesterday", midnight - 9'000, midnight - 1'000, 0.5);    // none today
+        run("overnight", "local", midnight - 20'000, midnight + 3'000, 0.001); // 3.00 since midnight (its sample at it)
+        run("today", "gpu-box", midnight + 100, midnight + 1'100, 0.002);      // 2.00, on a worker of its own
+        run("yesterday", "local", midnight - 9'000, midnight - 1'000, 0.5);    // none today
     }
     CatalogReader reader(QString::fromStdString(temp.path()));
-    EXPECT_NEAR(reader.spendSince(QDateTime::fromSecsSinceEpoch(static_cast<qint64>(midnight))), 5.0, 1e-9);
-    EXPECT_NEAR(reader.spendSince(QDateTime::fromSecsSinceEpoch(static_cast<qint64>(midnight + 2'000))), 1.0 + 0.0,
-                1e-9);
-    EXPECT_EQ(reader.spendSince(QDateTime::fromSecsSinceEpoch(static_cast<qint64>(midnight + 10'000))), 0.0);
+    // Per backend: each charges in its own currency, never added together.
+    const QHash<QString, double> today =
+        reader.spendSince(QDateTime::fromSecsSinceEpoch(static_cast<qint64>(midnight)));
+    ASSERT_EQ(today.size(), 2);
+    EXPECT_NEAR(today.value("local"), 3.0, 1e-9);
+    EXPECT_NEAR(today.value("gpu-box"), 2.0, 1e-9);
+    const QHash<QString, double> later =
+        reader.spendSince(QDateTime::fromSecsSinceEpoch(static_cast<qint64>(midnight + 2'000)));
+    ASSERT_EQ(later.size(), 1) << "the run that ended before then counts nothing";
+    EXPECT_NEAR(later.value("local"), 1.0, 1e-9);
+    EXPECT_TRUE(reader.spendSince(QDateTime::fromSecsSinceEpoch(static_cast<qint64>(midnight + 10'000))).isEmpty());
+    EXPECT_EQ(reader.error(), "");
 }
 
 TEST(Money, WrittenWithTheConsolesCurrency) {
@@ -354,6 +362,16 @@ TEST(Money, WrittenWithTheConsolesCurrency) {
     set_display_currency("eur"); // not a code: the default
     EXPECT_EQ(display_currency(), "USD");
     EXPECT_EQ(money(1.2, 2), "$1.20");
+    // A backend that said what it charges in is written in that, whatever the console's currency.
+    set_backend_currency("gpu-box", "GBP");
+    EXPECT_EQ(backend_currency("gpu-box"), "GBP");
+    EXPECT_EQ(backend_currency("local"), "USD");
+    set_display_currency("JPY");
+    EXPECT_EQ(money(2, 2, backend_currency("gpu-box")), "£2.00");
+    EXPECT_EQ(backend_currency("local"), "JPY");
+    set_backend_currency("gpu-box", ""); // it says none now: the console's again
+    EXPECT_EQ(backend_currency("gpu-box"), "JPY");
+    set_display_currency("USD");
     EXPECT_FALSE(is_currency_code("US"));
     EXPECT_TRUE(is_currency_code("JPY"));
 }

@@ -76,6 +76,7 @@
 #include <QProcess>
 #include <QJsonArray>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -2536,6 +2537,11 @@ void ConsoleTest::everyMenuActionDoesSomethingOrSaysWhyNot() {
     for (const QString name : {"A", "B", "C"})
         ids[name] =
             window.jobs().data(window.jobs().index(row_of(window, name), 0), JobTableModel::JobIdRole).toLongLong();
+    // Priced at 1.25 an hour since Settings above, the local runs have spent something today, and the status bar says
+    // it in what the local worker charges in (USD again).
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        QRegularExpression("^[0-9]+ running · \\$0\\.[0-9]*[1-9][0-9]* today$").match(today->text()).hasMatch(),
+        qPrintable(today->text()), 30000);
     const auto run_of = [&](const QString& name) -> const RunRecord* {
         const int row = row_of(window, name);
         return row < 0 ? nullptr : window.jobs().runAt(row);

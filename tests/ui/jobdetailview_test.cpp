@@ -4,6 +4,7 @@
 #include "catalog.h"
 #include "chartview.h"
 #include "jobdetailview.h"
+#include "xaxis.h"
 #include "requireall.h"
 #include "unittest.h"
 
@@ -14,6 +15,7 @@
 #include <QFile>
 #include <QImage>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QKeyEvent>
 #include <QLineSeries>
 #include <QLogValueAxis>
@@ -292,6 +294,25 @@ TEST_F(JobDetailExport, TheCrosshairSaysWhatEachBucketHolds) {
     EXPECT_NEAR(number(2), loss_at(last), 1e-5);
     EXPECT_NEAR(number(3), loss_at(first), 1e-5);
     EXPECT_GT(number(3), number(2));
+
+    // On the time since the start the same bucket says its span of time (its first step placed by the record times).
+    QComboBox* x_axis = nullptr;
+    for (QComboBox* box : view.findChildren<QComboBox*>())
+        if (box->findData(static_cast<int>(XAxis::relative_time)) >= 0)
+            x_axis = box;
+    ASSERT_TRUE(x_axis);
+    x_axis->setCurrentIndex(x_axis->findData(static_cast<int>(XAxis::relative_time)));
+    test::settle();
+    ASSERT_GT(loss->count(), 100);
+    const QString timed = loss_view->crosshairText(
+        loss_view->mapFromScene(chart->mapToScene(chart->mapToPosition(loss->at(loss->count() / 2), loss))));
+    EXPECT_TRUE(QRegularExpression("train loss: [0-9.]+  \\(last [0-9.]+, min [0-9.]+, max [0-9.]+ of [0-9]+ points, "
+                                   "seconds since start [^–]+–[^)]+\\)")
+                    .match(timed)
+                    .hasMatch())
+        << timed.toStdString();
+    x_axis->setCurrentIndex(x_axis->findData(static_cast<int>(XAxis::step)));
+    test::settle();
 
     // The telemetry: 30 samples a second apart; a point standing for several says their seconds since the start.
     QChart* system = system_view->chart();

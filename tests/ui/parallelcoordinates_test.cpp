@@ -182,7 +182,8 @@ TEST_F(Parallel, TheKeyboardChoosesAnAxisAndBrushesIt) {
     const QString said = view_.focusedAxisText();
     EXPECT_TRUE(said.contains("brushed from 0.763 to 0.91")) << said.toStdString();
     EXPECT_TRUE(said.contains("4 of 6 runs shown")) << said.toStdString();
-    EXPECT_EQ(view_.accessibleDescription(), said);
+    EXPECT_TRUE(view_.accessibleDescription().endsWith("\n" + said)) << "said after the keys' help, which stays";
+    EXPECT_TRUE(view_.accessibleDescription().startsWith("One line per run"));
     // A second brush on lr (the first axis), then Escape clears both; Delete clears the focused one only.
     press(Qt::Key_Home); // not a key of its own: passed on, nothing changes
     for (int i = 0; i < 4; ++i)
@@ -195,6 +196,30 @@ TEST_F(Parallel, TheKeyboardChoosesAnAxisAndBrushesIt) {
     EXPECT_TRUE(press(Qt::Key_Escape));
     EXPECT_FALSE(view_.hasBrush());
     EXPECT_FALSE(press(Qt::Key_Escape)) << "nothing to clear: the dialog or window may take it";
+
+    // A category axis goes a category at a time (optimizer: adam, rmsprop, sgd).
+    press(Qt::Key_Right);
+    ASSERT_EQ(view_.focusedAxis(), 1);
+    EXPECT_TRUE(view_.accessibleDescription().endsWith("optimizer: not brushed; 6 of 6 runs shown"))
+        << view_.accessibleDescription().toStdString();
+    press(Qt::Key_Up);
+    EXPECT_EQ(view_.selectedRuns(), (Ids{1, 5, 6})); // sgd
+    press(Qt::Key_Down);
+    EXPECT_EQ(view_.selectedRuns(), Ids{4}); // rmsprop
+    press(Qt::Key_Down, Qt::ShiftModifier);
+    EXPECT_EQ(view_.selectedRuns(), (Ids{2, 3, 4})); // and adam
+    press(Qt::Key_Up, Qt::ControlModifier);
+    EXPECT_EQ(view_.selectedRuns(), Ids{4}); // narrowed from below
+    press(Qt::Key_Down, Qt::ControlModifier);
+    EXPECT_EQ(view_.selectedRuns(), Ids{4}) << "never narrower than one category";
+    press(Qt::Key_Escape);
+    // Past an axis's bottom, Shift+Down takes in the runs missing the key (layers: runs 3 and 5 lack it).
+    press(Qt::Key_Right);
+    press(Qt::Key_Down); // the lowest fifth of 2 … 8 layers
+    EXPECT_EQ(view_.selectedRuns(), Ids{1});
+    press(Qt::Key_Down, Qt::ShiftModifier);
+    EXPECT_EQ(view_.selectedRuns(), (Ids{1, 3, 5}));
+    EXPECT_TRUE(view_.focusedAxisText().contains("and the missing")) << view_.focusedAxisText().toStdString();
 }
 
 TEST_F(Parallel, HoverNamesTheRunAndItsValues) {
