@@ -91,7 +91,7 @@ void ChartView::keyPressEvent(QKeyEvent* event) {
             return;
         }
         toggle(markers[index]);
-    } else if (key == Qt::Key_Space) {
+    } else if (key == Qt::Key_Space && crosshair_enabled_) {
         // The crosshair's values at the plot's centre, where the mouse cannot go.
         const QPoint centre = mapFromScene(chart()->mapToScene(plot.center()));
         const QString text = crosshairText(centre);
@@ -183,7 +183,8 @@ void ChartView::setSummaries(QXYSeries* series, QVector<PointSummary> summaries)
 
 void ChartView::mouseMoveEvent(QMouseEvent* event) {
     QChartView::mouseMoveEvent(event);
-    showCrosshair(event->position(), event->globalPosition().toPoint() + QPoint(14, 14));
+    if (crosshair_enabled_)
+        showCrosshair(event->position(), event->globalPosition().toPoint() + QPoint(14, 14));
 }
 
 void ChartView::updateCrosshair() {
@@ -219,7 +220,7 @@ void ChartView::showCrosshair(const QPointF& at, const QPoint& tooltip_at) {
 
 bool ChartView::viewportEvent(QEvent* event) {
     // A resting mouse asks the scene for a tooltip, which would hide the crosshair's values just as they are read.
-    if (event->type() == QEvent::ToolTip)
+    if (event->type() == QEvent::ToolTip && crosshair_enabled_)
         return true;
     return QChartView::viewportEvent(event);
 }

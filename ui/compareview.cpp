@@ -1,6 +1,7 @@
 #include "compareview.h"
 
 #include "chartexport.h"
+#include "chartview.h"
 #include "diffhighlighter.h"
 #include "groupstats.h"
 #include "parallelcoordinates.h"
@@ -192,11 +193,12 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
         combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     }
     scatter_chart_ = new QChart;
+    // The console's chart view (drag to zoom, double-click back, keys, the palette's theme), without the crosshair:
+    // a hovered point says its run.
+    scatter_view_ = make_chart_view(scatter_chart_);
+    static_cast<ChartView*>(scatter_view_)->setCrosshairEnabled(false);
     scatter_chart_->legend()->hide();
     scatter_chart_->setMargins(QMargins(6, 6, 6, 6));
-    scatter_chart_->setBackgroundRoundness(0);
-    scatter_view_ = new QChartView(scatter_chart_);
-    scatter_view_->setRenderHint(QPainter::Antialiasing);
     auto* scatter_controls = new QHBoxLayout;
     scatter_controls->addWidget(new QLabel(tr("X")));
     scatter_controls->addWidget(scatter_x_);
@@ -709,7 +711,6 @@ void CompareView::rebuildScatterNow() {
         title.setBold(true);
         title.setPointSizeF(font().pointSizeF());
         axis->setTitleFont(title);
-        axis->setGridLineColor(QColor(225, 225, 225));
     }
     scatter_chart_->addAxis(x_axis, Qt::AlignBottom);
     scatter_chart_->addAxis(y_axis, Qt::AlignLeft);

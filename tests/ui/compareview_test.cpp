@@ -2,6 +2,7 @@
 // put the best run of each row in bold by the metric's goal, the parallel view starts on the differing keys (at
 // most 8) and its brushes come out as brushChanged(ids, active), the scatter has a point per run, and 15 runs fit
 // 1200 × 800 without horizontal scrolling. Writes its screenshots to the build's screenshots folder.
+#include "chartview.h"
 #include "compareview.h"
 #include "chartexport.h"
 #include "parallelcoordinates.h"
@@ -185,6 +186,12 @@ TEST(CompareView, ScatterHasAPointPerRun) {
     for (QAbstractSeries* series : view.scatterChart()->series())
         points += static_cast<QScatterSeries*>(series)->count();
     EXPECT_EQ(points, 15);
+    // The console's chart view: drag to zoom, double-click back, the keys, the palette's theme; no crosshair (a
+    // hovered point says its run).
+    auto* chart_view = qobject_cast<ChartView*>(view.scatterChart()->scene()->views().value(0));
+    ASSERT_TRUE(chart_view);
+    EXPECT_EQ(chart_view->rubberBand(), QChartView::RectangleRubberBand);
+    EXPECT_EQ(chart_view->focusPolicy(), Qt::StrongFocus);
     // A text key: categories.
     view.setScatterFields("model", "last.loss");
     points = 0;
