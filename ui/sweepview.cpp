@@ -15,6 +15,7 @@
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
+#include <QCheckBox>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
@@ -27,6 +28,7 @@
 #include <QJsonDocument>
 #include <QLabel>
 #include <QLineSeries>
+#include <QLogValueAxis>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScatterSeries>
@@ -180,6 +182,9 @@ SweepView::SweepView(const QString& catalog_path, JobController& controller, QWi
     best_axis_->addItem(tr("over time"));
     best_axis_->addItem(tr("over spend"));
     connect(best_axis_, &QComboBox::currentIndexChanged, this, &SweepView::drawBest);
+    best_log_ = new QCheckBox(tr("Log scale"));
+    best_log_->setToolTip(tr("A log y-axis (for a metric that is positive: a loss)"));
+    connect(best_log_, &QCheckBox::toggled, this, &SweepView::drawBest);
     parallel_ = new ParallelCoordinates;
     parallel_->setMinimumHeight(220);
 
@@ -196,6 +201,7 @@ SweepView::SweepView(const QString& catalog_path, JobController& controller, QWi
     chart_row->addStretch(1);
     chart_row->addWidget(new QLabel(tr("x-axis")));
     chart_row->addWidget(best_axis_);
+    chart_row->addWidget(best_log_);
     chart_layout->addLayout(chart_row);
     chart_layout->addWidget(best_view_, 1);
     auto* right = new QSplitter(Qt::Vertical);
@@ -592,15 +598,41 @@ void SweepView::drawBest() {
     }
     reports_->replace(reports);
     best_line_->replace(best);
-    auto* x_axis = qobject_cast<QValueAxis*>(best_chart_->axes(Qt::Horizontal).value(0));
-    auto* y_axis = qobject_cast<QValueAxis*>(best_chart_->axes(Qt::Vertical).value(0));
-    if (x_axis && y_axis) {
+    // The y-axis a log one while asked for and every value is positive (else linear, the box greyed out).
+    const bool can_log = !best_points_.empty() && low_y > 0;
+    best_log_->setEnabled(can_log);
+    const bool log = can_log && best_log_->isChecked();
+    QAbstractAxis* y_now = best_chart_->axes(Qt::Vertical).value(0);
+    if (y_now && (qobject_cast<QLogValueAxis*>(y_now) != nullptr) != log) {
+        best_chart_->removeAxis(y_now);
+        delete y_now;
+        QAbstractAxis* axis = nullptr;
+        if (log) {
+            auto* log_axis = new QLogValueAxis;
+            log_axis->setBase(10);
+            log_axis->setLabelFormat(QStringLiteral("%.3g"));
+            log_axis->setMinorTickCount(-1);
+            axis = log_axis;
+        } else {
+            axis = new QValueAxis;
+        }
+        best_chart_->addAxis(axis, Qt::AlignLeft);
+        reports_->attachAxis(axis);
+        best_line_->attachAxis(axis);
+    }
+    if (auto* log_axis = qobject_cast<QLogValueAxis*>(best_chart_->axes(Qt::Vertical).value(0))) {
+        log_axis->setTitleText(best_metric_);
+        log_axis->setRange(low_y / 1.2, high_y * 1.2);
+    }
+    if (auto* x_axis = qobject_cast<QValueAxis*>(best_chart_->axes(Qt::Horizontal).value(0))) {
         x_axis->setTitleText(spend ? tr("the sweep's spend (%1)").arg(currency_symbol(display_currency()).trimmed())
                              : unit > 1 ? tr("minutes since the sweep started")
                                         : tr("seconds since the sweep started"));
-        y_axis->setTitleText(best_metric_);
         x_axis->setLabelFormat(spend ? QStringLiteral("%.4f") : QStringLiteral("%g"));
         fit(x_axis, std::min(low_x, 0.0), high_x);
+    }
+    if (auto* y_axis = qobject_cast<QValueAxis*>(best_chart_->axes(Qt::Vertical).value(0))) {
+        y_axis->setTitleText(best_metric_);
         const double margin = (high_y - low_y) * 0.05;
         fit(y_axis, low_y - margin, high_y + margin);
     }

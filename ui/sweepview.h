@@ -19,6 +19,7 @@
 
 class QChart;
 class QChartView;
+class QCheckBox;
 class QComboBox;
 class QGridLayout;
 class QGroupBox;
@@ -120,6 +121,7 @@ private:
     QList<QPair<QLabel*, QProgressBar*>> rung_rows_;
     QLabel* rungs_none_;
     QComboBox* best_axis_;
+    QCheckBox* best_log_; // the best-so-far chart's own log scale (a loss falling over decades)
     QChart* best_chart_;
     QChartView* best_view_;
     QLineSeries* best_line_;

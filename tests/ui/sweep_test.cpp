@@ -26,6 +26,9 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLineSeries>
+#include <QValueAxis>
+#include <QLogValueAxis>
+#include <QCheckBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QTabWidget>
@@ -260,6 +263,20 @@ void SweepTest::sweepFromDialogToPromotedRun() {
     view.setBestAxis(SweepView::BestAxis::spend);
     QVERIFY(best_line->count() >= 5);
     view.setBestAxis(SweepView::BestAxis::time);
+    // Its own log scale (the accuracies are positive), and back; the points stay what they were.
+    QCheckBox* best_log = nullptr;
+    for (QCheckBox* box : view.findChildren<QCheckBox*>())
+        if (box->text() == "Log scale")
+            best_log = box;
+    QVERIFY(best_log && best_log->isEnabled());
+    best_log->setChecked(true);
+    auto* log_axis = qobject_cast<QLogValueAxis*>(view.bestChart()->axes(Qt::Vertical).value(0));
+    QVERIFY(log_axis);
+    QVERIFY(log_axis->min() > 0 && log_axis->min() <= best && log_axis->max() >= best);
+    QCOMPARE(best_line->attachedAxes().contains(log_axis), true);
+    QCOMPARE(best_line->at(best_line->count() - 1).y(), best);
+    best_log->setChecked(false);
+    QVERIFY(qobject_cast<QValueAxis*>(view.bestChart()->axes(Qt::Vertical).value(0)));
 
     window.tabs().setCurrentWidget(&view);
     window.resize(1500, 900);
