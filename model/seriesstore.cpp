@@ -120,12 +120,50 @@ void SeriesStore::append(int64_t series, std::span<const MetricPoint> points) {
         store(series, chunk);
 }
 
+namespace {
+
+// The chunks that may hold steps of [from_step, to_step], as [first, end) of their numbers: found by a binary search
+// over the chunks' numbers (point reads of the primary key), since chunks follow each other in step order. Reading
+// every chunk of the series to test the range cost 3 ms on a 10 M-point series, whatever the zoom.
+std::pair<int64_t, int64_t> chunks_between(Database& db, int64_t series, int64_t from_step, int64_t to_step) {
+    // Two statements: SQLite reads MIN or MAX alone from the primary key's ends, but both in one scan every row.
+    Statement lowest_chunk = db.prepare("SELECT MIN(chunk) FROM metric_chunks WHERE series=?");
+    Statement highest_chunk = db.prepare("SELECT MAX(chunk) FROM metric_chunks WHERE series=?");
+    lowest_chunk.bind(1, series);
+    highest_chunk.bind(1, series);
+    if (!lowest_chunk.step() || lowest_chunk.is_null(0) || !highest_chunk.step())
+        return {0, 0};
+    const int64_t lowest = lowest_chunk.integer(0), highest = highest_chunk.integer(0);
+    Statement at = db.prepare(
+        "SELECT chunk, first_step, last_step FROM metric_chunks WHERE series=? AND chunk>=? ORDER BY chunk LIMIT 1");
+    // The first chunk at or after number n for which `past` holds (every later one holds it too); highest + 1 if none.
+    const auto first_where = [&](const auto& past) {
+        int64_t low = lowest, high = highest + 1;
+        while (low < high) {
+            const int64_t middle = low + (high - low) / 2;
+            at.reset();
+            at.bind(1, series).bind(2, middle);
+            if (!at.step() || past(at.integer(1), at.integer(2)))
+                high = middle;
+            else
+                low = at.integer(0) + 1;
+        }
+        return low;
+    };
+    const int64_t first = first_where([&](int64_t, int64_t last) { return last >= from_step; });
+    const int64_t end = first_where([&](int64_t first_step, int64_t) { return first_step > to_step; });
+    return {first, std::max(first, end)};
+}
+
+} // namespace
+
 std::vector<MetricPoint> SeriesStore::points(Database& db, int64_t series, int64_t from_step, int64_t to_step) {
     std::vector<MetricPoint> out;
+    const auto [first_chunk, end_chunk] = chunks_between(db, series, from_step, to_step);
     Statement select = db.prepare(
         "SELECT d.data FROM metric_chunks c JOIN metric_chunk_data d ON d.series=c.series AND d.chunk=c.chunk "
-        "WHERE c.series=? AND c.last_step>=? AND c.first_step<=? ORDER BY c.chunk");
-    select.bind(1, series).bind(2, from_step).bind(3, to_step);
+        "WHERE c.series=? AND c.chunk>=? AND c.chunk<? AND c.last_step>=? AND c.first_step<=? ORDER BY c.chunk");
+    select.bind(1, series).bind(2, first_chunk).bind(3, end_chunk).bind(4, from_step).bind(5, to_step);
     while (select.step())
         for (const MetricPoint& p : decode(select.text_view(0)))
             if (p.step >= from_step && p.step <= to_step)
@@ -134,11 +172,15 @@ std::vector<MetricPoint> SeriesStore::points(Database& db, int64_t series, int64
 }
 
 std::optional<std::pair<int64_t, int64_t>> SeriesStore::extent(Database& db, int64_t series) {
-    Statement select = db.prepare("SELECT MIN(first_step), MAX(last_step), COUNT(*) FROM metric_chunks WHERE series=?");
-    select.bind(1, series);
-    if (!select.step() || select.integer(2) == 0)
+    // The first chunk's first step and the last one's last (chunks follow each other in step order): two reads at the
+    // primary key's ends, not a scan of the series.
+    Statement first = db.prepare("SELECT first_step FROM metric_chunks WHERE series=? ORDER BY chunk LIMIT 1");
+    Statement last = db.prepare("SELECT last_step FROM metric_chunks WHERE series=? ORDER BY chunk DESC LIMIT 1");
+    first.bind(1, series);
+    last.bind(1, series);
+    if (!first.step() || !last.step())
         return std::nullopt;
-    return std::pair(select.integer(0), select.integer(1));
+    return std::pair(first.integer(0), last.integer(0));
 }
 
 std::vector<Bucket> SeriesStore::query(Database& db, int64_t series, int64_t from_step, int64_t to_step, int buckets) {
@@ -152,9 +194,11 @@ std::vector<Bucket> SeriesStore::query(Database& db, int64_t series, int64_t fro
     std::vector<Summary> chunks;
     int64_t total = 0;
     {
+        const auto [first_chunk, end_chunk] = chunks_between(db, series, from_step, to_step);
         Statement select = db.prepare("SELECT chunk, first_step, last_step, count, min, max, last FROM metric_chunks "
-                                      "WHERE series=? AND last_step>=? AND first_step<=? ORDER BY chunk");
-        select.bind(1, series).bind(2, from_step).bind(3, to_step);
+                                      "WHERE series=? AND chunk>=? AND chunk<? AND last_step>=? AND first_step<=? "
+                                      "ORDER BY chunk");
+        select.bind(1, series).bind(2, first_chunk).bind(3, end_chunk).bind(4, from_step).bind(5, to_step);
         while (select.step()) {
             chunks.push_back({select.integer(0), select.integer(1), select.integer(2), select.integer(3), select.real(4),
                               select.real(5), select.real(6)});
@@ -183,34 +227,67 @@ std::vector<Bucket> SeriesStore::query(Database& db, int64_t series, int64_t fro
         return collect();
     }
     Statement blob = db.prepare("SELECT data FROM metric_chunk_data WHERE series=? AND chunk=?");
-    // Wide buckets (several chunks each): a chunk goes whole into the bucket its first step falls in, so no chunk
-    // is decoded but the two clipped at the range's ends. Narrow buckets: chunks are decoded and split exactly.
-    const double average_span = static_cast<double>(chunks.back().last - chunks.front().first + 1) / chunks.size();
-    const bool whole_chunks = width >= 4.0 * average_span;
-    for (const Summary& c : chunks) {
-        const bool inside = c.first >= from_step && c.last <= to_step;
-        if (inside && (whole_chunks || bucket_of(c.first) == bucket_of(c.last))) {
-            // The whole chunk falls in one bucket: its summary is exact.
-            Bucket& b = grid[bucket_of(c.first)];
-            if (b.count == 0) {
-                b.first_step = c.first;
-                b.min = c.min;
-                b.max = c.max;
-            }
-            b.min = std::min(b.min, c.min);
-            b.max = std::max(b.max, c.max);
-            b.last_step = c.last;
-            b.last = c.last_value;
-            b.count += c.count;
-            continue;
+    // A whole chunk into a bucket: its summary is exact.
+    const auto add_chunk = [](Bucket& b, const Summary& c) {
+        if (b.count == 0) {
+            b.first_step = c.first;
+            b.min = c.min;
+            b.max = c.max;
         }
+        b.min = std::min(b.min, c.min);
+        b.max = std::max(b.max, c.max);
+        b.last_step = c.last;
+        b.last = c.last_value;
+        b.count += c.count;
+    };
+    // A chunk the range cuts: its points inside the range, decoded.
+    const auto add_points = [&](const Summary& c, const auto& add) {
         blob.reset();
         blob.bind(1, series).bind(2, c.chunk);
         if (!blob.step())
-            continue;
+            return;
         for (const MetricPoint& p : decode(blob.text_view(0)))
             if (p.step >= from_step && p.step <= to_step)
-                merge(grid[bucket_of(p.step)], p);
+                add(p);
+    };
+    const double average_span = static_cast<double>(chunks.back().last - chunks.front().first + 1) / chunks.size();
+    const bool whole_chunks = width >= 4.0 * average_span;
+    if (!whole_chunks && 4.0 * width >= average_span) {
+        // Buckets about as wide as a chunk (from a quarter of one to four: a zoom into a long run). Splitting chunks
+        // at fixed edges would decode nearly every one (27 ms for a tenth of 10 M points); instead the buckets are
+        // whole chunks, as many together as keep them within `buckets`, each exact from the chunks' summaries, and
+        // only the two chunks the range cuts are decoded (a bucket each). The edges fall between chunks, not at
+        // fixed steps: each bucket still says exactly which steps it holds and how many points.
+        std::vector<const Summary*> whole;
+        Bucket before, after;
+        for (const Summary& c : chunks) {
+            if (c.first >= from_step && c.last <= to_step)
+                whole.push_back(&c);
+            else
+                add_points(c, [&](const MetricPoint& p) { merge(c.first < from_step ? before : after, p); });
+        }
+        const size_t room = std::max<size_t>(1, static_cast<size_t>(buckets) - (before.count > 0) - (after.count > 0));
+        const size_t together = (whole.size() + room - 1) / room;
+        if (before.count > 0)
+            out.push_back(before);
+        for (size_t i = 0; i < whole.size(); i += together) {
+            Bucket b;
+            for (size_t j = i; j < std::min(whole.size(), i + together); ++j)
+                add_chunk(b, *whole[j]);
+            out.push_back(b);
+        }
+        if (after.count > 0)
+            out.push_back(after);
+        return out;
+    }
+    // Wide buckets (several chunks each): a chunk goes whole into the bucket its first step falls in, so no chunk
+    // is decoded but the two clipped at the range's ends. Narrow buckets: chunks are decoded and split exactly.
+    for (const Summary& c : chunks) {
+        const bool inside = c.first >= from_step && c.last <= to_step;
+        if (inside && (whole_chunks || bucket_of(c.first) == bucket_of(c.last)))
+            add_chunk(grid[bucket_of(c.first)], c);
+        else
+            add_points(c, [&](const MetricPoint& p) { merge(grid[bucket_of(p.step)], p); });
     }
     return collect();
 }

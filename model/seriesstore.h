@@ -36,8 +36,11 @@ public:
     // steps after its checkpoint), never duplicated. Call inside the caller's transaction.
     void append(int64_t series, std::span<const MetricPoint> points);
 
-    // Up to `buckets` buckets covering [from_step, to_step]; when the range holds no more than 2 points per bucket
-    // the points themselves come back (one bucket each). Reads only what was committed.
+    // Up to `buckets` buckets covering [from_step, to_step], in step order, each exact (its steps, count, min, max and
+    // last); when the range holds no more than 2 points per bucket the points themselves come back (one bucket each).
+    // The buckets split the range at equal steps, except where a bucket would be about as wide as a stored chunk
+    // (a quarter of one to four): then they are whole chunks (fewer buckets when the chunks are wider), so that a zoom
+    // decodes only the two chunks it cuts. Reads only what was committed.
     static std::vector<Bucket> query(Database& db, int64_t series, int64_t from_step, int64_t to_step, int buckets);
     static std::vector<MetricPoint> points(Database& db, int64_t series, int64_t from_step, int64_t to_step);
     // The first and last step the series holds; nullopt when it holds none. A whole-run view asks query() for this

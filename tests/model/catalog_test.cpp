@@ -247,11 +247,26 @@ TEST(Catalog, WideBucketsAreWholeChunksAndExactForTheStepsTheyReport) {
         store.append(series, all);
     }
     catalog.db().exec("COMMIT");
-    // The first range reaches past the data (steps end at 300,000): only its first 3/4 has buckets.
-    for (const auto& [from, to, least] : {std::tuple{0L, 400'000L, 70u}, std::tuple{777L, 250'001L, 90u}}) {
-        const auto got = SeriesStore::query(catalog.db(), series, from, to, 100); // ~3000 steps a bucket
-        ASSERT_LE(got.size(), 100u);
-        ASSERT_GE(got.size(), least);
+    // The first range reaches past the data (steps end at 300,000): only its first 3/4 has buckets (~3000 steps a
+    // bucket, six chunks). Then zooms whose buckets are about a chunk wide (512 steps): a bucket a chunk (1,000 to
+    // 151,000 in 300), fewer buckets than asked where chunks are wider (5,000 to 45,000 in 300: a chunk is about
+    // four buckets), four chunks a bucket (10,000 to 250,000 in 150); their inner buckets start at chunk edges.
+    struct Zoom {
+        long from, to;
+        int buckets;
+        unsigned least;
+        bool chunk_edges;
+    };
+    for (const Zoom& zoom :
+         {Zoom{0, 400'000, 100, 70, false}, Zoom{777, 250'001, 100, 90, false}, Zoom{1'000, 151'000, 300, 250, true},
+          Zoom{5'000, 45'000, 300, 70, true}, Zoom{10'000, 250'000, 150, 100, true}}) {
+        const long from = zoom.from, to = zoom.to;
+        const auto got = SeriesStore::query(catalog.db(), series, from, to, zoom.buckets);
+        ASSERT_LE(got.size(), static_cast<size_t>(zoom.buckets));
+        ASSERT_GE(got.size(), zoom.least) << from << "-" << to;
+        if (zoom.chunk_edges)
+            for (size_t i = 1; i + 1 < got.size(); ++i)
+                ASSERT_EQ((got[i].first_step - 1) % SeriesStore::kChunkPoints, 0) << "bucket " << i << " of " << from;
         int64_t counted = 0, previous_last = from - 1;
         for (const Bucket& b : got) {
             EXPECT_GT(b.first_step, previous_last) << "buckets overlap or are out of order";
