@@ -19,9 +19,39 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <ctime>
 #include <memory>
 
 using namespace traindeck;
+
+namespace {
+
+// --report-first-paint: at the window's first paint, prints the system's monotonic clock (which the program that
+// started this one reads too: tests/bench/console_startup subtracts its own reading from before the exec) and quits.
+class FirstPaintReporter : public QObject {
+public:
+    explicit FirstPaintReporter(QWidget* window) : QObject(window) { window->installEventFilter(this); }
+    bool eventFilter(QObject* watched, QEvent* event) override {
+        if (event->type() == QEvent::Paint && !reported_) {
+            reported_ = true;
+            // After this paint has been done and shown: the next turn of the event loop.
+            QTimer::singleShot(0, this, [] {
+                timespec now{};
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                std::printf("first-paint-monotonic-ns %lld\n",
+                            static_cast<long long>(now.tv_sec) * 1'000'000'000LL + now.tv_nsec);
+                std::fflush(stdout);
+                QApplication::quit();
+            });
+        }
+        return QObject::eventFilter(watched, event);
+    }
+
+private:
+    bool reported_ = false;
+};
+
+} // namespace
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
@@ -42,12 +72,15 @@ int main(int argc, char** argv) {
     QCommandLineOption no_demo_option("no-demo", "Do not submit the demo job on a first start.");
     QCommandLineOption screenshot_option("screenshot", "Save a screenshot of the window to FILE and quit.", "file");
     QCommandLineOption after_option("after", "Seconds to wait before --screenshot (default 20).", "seconds", "20");
+    QCommandLineOption first_paint_option(
+        "report-first-paint",
+        "Print the monotonic clock's nanoseconds at the window's first paint and quit (tests/bench/console_startup).");
     QCommandLineOption theme_option("theme", "Appearance for this run: system, light or dark (default: Settings').",
                                     "theme");
     QCommandLineOption slurm_option("slurm", "Also connect a Slurm cluster, configured by $SLURM_CONF, $TRAINDECK_SLURM_REST and "
                                              "$TRAINDECK_SLURM_TOKEN_FILE, $TRAINDECK_SLURM_USER (installer/slurm-single-node.sh writes them to DIR/env).");
-    parser.addOptions(
-        {catalog_option, worker_option, no_demo_option, screenshot_option, after_option, slurm_option, theme_option});
+    parser.addOptions({catalog_option, worker_option, no_demo_option, screenshot_option, after_option, slurm_option,
+                       theme_option, first_paint_option});
     parser.process(app);
     // Settings' data folder (read at start: the catalog and the local worker's state live there) and appearance.
     const ConsoleSettings settings_from_disk = ConsoleSettings::load(QSettings());
@@ -121,6 +154,8 @@ int main(int argc, char** argv) {
             window.addAlert("Slurm backend not connected: " + slurm_error);
         }
     }
+    if (parser.isSet(first_paint_option))
+        new FirstPaintReporter(&window);
     window.show();
     if (!parser.isSet(no_demo_option) && window.jobs().totalJobs() == 0) {
         window.submitDemo("mlp");
