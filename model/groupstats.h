@@ -31,10 +31,11 @@ struct GroupCurve {
 };
 
 // Buckets split the integer steps of [from_step, to_step] into `buckets` ranges of equal length (within one step),
-// the same edges as SeriesStore::query: step s falls in bucket floor((s - from_step) * buckets / (to_step -
-// from_step + 1)). Points outside the range are ignored; each run's points may come in any order (in step order,
-// as SeriesStore::points returns them, is the fast path), and a step a run repeats counts each time (a resumed run
-// read from the catalog has its repeated steps already replaced). Empty when buckets <= 0 or to_step < from_step.
+// the edges SeriesStore::query uses too (but where its buckets are whole stored chunks): step s falls in bucket
+// floor((s - from_step) * buckets / (to_step - from_step + 1)). Points outside the range are ignored; each run's points
+// may come in any order (in step order, as SeriesStore::points returns them, is the fast path), and a step a run
+// repeats counts each time (a resumed run read from the catalog has its repeated steps already replaced). Empty when
+// buckets <= 0 or to_step < from_step.
 GroupCurve group_curve(std::span<const std::span<const MetricPoint>> runs, int64_t from_step, int64_t to_step,
                        int buckets, Band band);
 

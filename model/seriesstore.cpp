@@ -252,7 +252,8 @@ std::vector<Bucket> SeriesStore::query(Database& db, int64_t series, int64_t fro
     };
     const double average_span = static_cast<double>(chunks.back().last - chunks.front().first + 1) / chunks.size();
     const bool whole_chunks = width >= 4.0 * average_span;
-    if (!whole_chunks && 4.0 * width >= average_span) {
+    // (Three buckets at least: the two cut chunks have one each, and the whole ones need room between them.)
+    if (!whole_chunks && 4.0 * width >= average_span && buckets >= 3) {
         // Buckets about as wide as a chunk (from a quarter of one to four: a zoom into a long run). Splitting chunks
         // at fixed edges would decode nearly every one (27 ms for a tenth of 10 M points); instead the buckets are
         // whole chunks, as many together as keep them within `buckets`, each exact from the chunks' summaries, and

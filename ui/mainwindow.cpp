@@ -740,8 +740,11 @@ void MainWindow::updateResources() {
                 if (!fetched.held)
                     return;
                 // Its runs' spend is written in what it charges in.
+                // Not while it cannot be reached: its runs stay in the currency it said last.
                 const QString before = backend_currency(name);
-                set_backend_currency(name, fetched.resources.value("prices").toObject().value("currency").toString());
+                if (fetched.error.isEmpty())
+                    set_backend_currency(name,
+                                         fetched.resources.value("prices").toObject().value("currency").toString());
                 if (backend_currency(name) != before) {
                     table_->viewport()->update();
                     detail_->currencyChanged();
