@@ -79,17 +79,27 @@ void SeriesStore::store(int64_t series, const Chunk& chunk) {
     upsert_data.step();
 }
 
-void SeriesStore::replace_in_sealed(int64_t series, const MetricPoint& point) {
+bool SeriesStore::replace_in_sealed(int64_t series, const MetricPoint& point, int64_t open_index) {
     Statement select = db_.prepare(
         "SELECT c.chunk, d.data FROM metric_chunks c JOIN metric_chunk_data d ON d.series=c.series AND d.chunk=c.chunk "
         "WHERE c.series=? AND c.first_step<=? ORDER BY c.chunk DESC LIMIT 1");
     select.bind(1, series).bind(2, point.step);
-    if (!select.step())
-        return;
+    if (!select.step()) {
+        // Older than every stored step (a run that logged step 100 before step 50): the first chunk takes it. It was
+        // once dropped here, without a word.
+        select = db_.prepare("SELECT c.chunk, d.data FROM metric_chunks c JOIN metric_chunk_data d ON "
+                             "d.series=c.series AND d.chunk=c.chunk WHERE c.series=? ORDER BY c.chunk LIMIT 1");
+        select.bind(1, series);
+        if (!select.step())
+            return false;
+    }
+    if (select.integer(0) == open_index)
+        return false;
     Chunk chunk{select.integer(0), decode(select.text_view(1))};
     put(chunk.points, point);
     select = Statement();
     store(series, chunk);
+    return true;
 }
 
 void SeriesStore::append(int64_t series, std::span<const MetricPoint> points) {
@@ -104,11 +114,15 @@ void SeriesStore::append(int64_t series, std::span<const MetricPoint> points) {
                 if (dirty)
                     store(series, chunk);
                 dirty = false;
-                replace_in_sealed(series, p);
+                if (!replace_in_sealed(series, p, chunk.index)) {
+                    put(chunk.points, p);
+                    dirty = true;
+                }
             }
             continue;
         }
-        if (static_cast<int>(chunk.points.size()) == kChunkPoints) {
+        // At or past its size (points a resumed run filled in between its steps can take it past): sealed.
+        if (static_cast<int>(chunk.points.size()) >= kChunkPoints) {
             store(series, chunk);
             chunk.points.clear();
             ++chunk.index;

@@ -54,7 +54,10 @@ private:
     };
     Chunk& open_chunk(int64_t series);
     void store(int64_t series, const Chunk& chunk);
-    void replace_in_sealed(int64_t series, const MetricPoint& point);
+    // Puts a point older than the open chunk's first into the sealed chunk it belongs to (the last one starting at
+    // or before it; the first chunk for a step older than every stored one). False when that chunk is the open one
+    // (there is no other): the caller puts it there.
+    bool replace_in_sealed(int64_t series, const MetricPoint& point, int64_t open_index);
 
     Database& db_;
     std::map<int64_t, Chunk> open_; // the last chunk of each series, as stored

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -136,6 +137,72 @@ TEST(Catalog, RepeatedStepsAfterAResumeReplaceTheirValues) {
     EXPECT_EQ(points[100].value, 2.0);
     EXPECT_EQ(points[149].value, 2.0);
     EXPECT_EQ(points[150].value, 1.0);
+}
+
+// Points that come out of step order keep every one: a step older than every stored one goes into the first chunk
+// (it was dropped), whether that chunk is sealed or still the open one; and steps filled in between the open chunk's
+// own take it past its size, after which it is sealed at the next new step (it grew for ever).
+TEST(Catalog, OutOfOrderStepsAreKeptAndChunksStaySmall) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("j", "local", "1", json::object());
+    const auto append = [&](int64_t series, std::vector<MetricPoint> points) {
+        catalog.db().exec("BEGIN");
+        {
+            SeriesStore store(catalog.db());
+            store.append(series, points);
+        }
+        catalog.db().exec("COMMIT");
+    };
+    const auto steps_of = [&](int64_t series) {
+        std::vector<int64_t> steps;
+        for (const MetricPoint& p : SeriesStore::points(catalog.db(), series, -1'000'000, 1'000'000))
+            steps.push_back(p.step);
+        return steps;
+    };
+    // One chunk, still open: step 50 after 100..200.
+    const int64_t open = catalog.series(job, "open", true);
+    std::vector<MetricPoint> points;
+    for (int64_t step = 100; step <= 200; ++step)
+        points.push_back({step, 1.0});
+    append(open, points);
+    append(open, {{50, 5.0}});
+    std::vector<int64_t> steps = steps_of(open);
+    ASSERT_EQ(steps.size(), 102u);
+    EXPECT_EQ(steps.front(), 50);
+    // Two chunks, the first sealed: step 7 after 100..700, in another store (the open chunk read back).
+    const int64_t sealed = catalog.series(job, "sealed", true);
+    points.clear();
+    for (int64_t step = 100; step <= 700; ++step)
+        points.push_back({step, 1.0});
+    append(sealed, points);
+    append(sealed, {{7, 7.0}, {701, 1.0}});
+    steps = steps_of(sealed);
+    ASSERT_EQ(steps.size(), 603u);
+    EXPECT_EQ(steps.front(), 7);
+    EXPECT_TRUE(std::is_sorted(steps.begin(), steps.end()));
+    // Even steps 2..1000 (one open chunk of 500), then the odd ones between them (1,000 points in it), then 600 new
+    // steps: sealed at the first of them, so three chunks, not one of 1,600.
+    const int64_t filled = catalog.series(job, "filled", true);
+    points.clear();
+    for (int64_t step = 2; step <= 1000; step += 2)
+        points.push_back({step, 1.0});
+    append(filled, points);
+    points.clear();
+    for (int64_t step = 3; step <= 999; step += 2)
+        points.push_back({step, 2.0});
+    append(filled, points);
+    points.clear();
+    for (int64_t step = 1001; step <= 1600; ++step)
+        points.push_back({step, 3.0});
+    append(filled, points);
+    EXPECT_EQ(steps_of(filled).size(), 500u + 499u + 600u);
+    Statement chunks = catalog.db().prepare("SELECT COUNT(*), MAX(count) FROM metric_chunks WHERE series=?");
+    chunks.bind(1, filled);
+    ASSERT_TRUE(chunks.step());
+    EXPECT_EQ(chunks.integer(0), 3);
+    EXPECT_EQ(chunks.integer(1), 999) << "the filled chunk, sealed at its size, takes no new step";
 }
 
 TEST(Catalog, BucketsAreExactMinMaxLastAtAnyZoom) {
