@@ -58,8 +58,8 @@ QString currency_symbol(const QString& code) {
     for (const auto& [known, symbol] : symbols)
         if (code == QLatin1String(known))
             return QString::fromUtf8(symbol);
-    return (is_currency_code(code) ? code : QStringLiteral("USD")) == QLatin1String("USD") ? QStringLiteral("$")
-                                                                                           : code + QLatin1Char(' ');
+    // Another code as itself; what is no code is taken for USD, as set_display_currency does.
+    return is_currency_code(code) ? code + QLatin1Char(' ') : QStringLiteral("$");
 }
 
 QString money(double amount, int decimals, const QString& code) {

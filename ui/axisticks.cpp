@@ -3,6 +3,7 @@
 #include "money.h"
 
 #include <QCategoryAxis>
+#include <QLogValueAxis>
 
 #include <cmath>
 
@@ -184,6 +185,14 @@ QString value_label(const QAbstractAxis* axis, double value) {
         break;
     }
     return QString::number(value, 'g', 6);
+}
+
+QLogValueAxis* make_log_axis(const QString& title, const QString& format) {
+    auto* axis = new QLogValueAxis;
+    axis->setBase(10);
+    axis->setLabelFormat(format);
+    axis->setTitleText(title);
+    return axis;
 }
 
 QAbstractAxis* make_value_axis(const QString& title) {

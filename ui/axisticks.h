@@ -9,6 +9,7 @@
 #include <vector>
 
 class QAbstractAxis;
+class QLogValueAxis;
 
 namespace traindeck {
 
@@ -36,5 +37,8 @@ void fit_axis(QAbstractAxis* axis, double low, double high, AxisUnit unit, const
 QString value_label(const QAbstractAxis* axis, double value);
 // A new axis ready for fit_axis.
 QAbstractAxis* make_value_axis(const QString& title);
+// A new base-10 log axis whose labels are printf's `format` ("%.3g", "$%.3g"); minor ticks as Qt's default (none)
+// unless the caller asks (setMinorTickCount(-1): the 2…9 of each decade).
+QLogValueAxis* make_log_axis(const QString& title, const QString& format = QStringLiteral("%.3g"));
 
 } // namespace traindeck

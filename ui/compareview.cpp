@@ -1,5 +1,6 @@
 #include "compareview.h"
 
+#include "axisticks.h"
 #include "chartexport.h"
 #include "chartview.h"
 #include "diffhighlighter.h"
@@ -681,9 +682,7 @@ void CompareView::rebuildScatterNow() {
         axis->setRange(-0.5, std::max<double>(0.5, categories.size() - 0.5));
         x_axis = axis;
     } else if (can_log && scatter_log_x_->isChecked()) {
-        auto* axis = new QLogValueAxis;
-        axis->setBase(10);
-        axis->setLabelFormat("%g");
+        QLogValueAxis* axis = make_log_axis(QString(), QStringLiteral("%g"));
         axis->setRange(x_low / 1.5, x_high * 1.5);
         axis->setMinorTickCount(-1);
         x_axis = axis;

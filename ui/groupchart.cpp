@@ -1,6 +1,7 @@
 // GroupChart (groupchart.h): the controls, the background read, the drawing, the group table and export.
 #include "groupchart.h"
 
+#include "axisticks.h"
 #include "background.h"
 #include "catalog.h"
 #include "chartexport.h"
@@ -430,9 +431,7 @@ void GroupChart::drawCurves() {
     const bool log_scale = logScale();
     QAbstractAxis* y_axis = nullptr;
     if (log_scale) {
-        auto* logarithmic = new QLogValueAxis;
-        logarithmic->setBase(10);
-        logarithmic->setLabelFormat(QStringLiteral("%.3g"));
+        QLogValueAxis* logarithmic = make_log_axis(QString());
         logarithmic->setMinorTickCount(-1); // the 2…9 ticks of each decade
         y_axis = logarithmic;
     } else {

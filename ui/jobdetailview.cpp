@@ -300,16 +300,8 @@ void JobDetailView::rebuildAxes() {
                                                    : x_axis == XAxis::relative_time ? AxisUnit::seconds
                                                                                     : AxisUnit::count);
     }
-    QAbstractAxis* loss_axis;
-    if (log_axis_ && log_axis_->isChecked()) {
-        auto* axis = new QLogValueAxis;
-        axis->setBase(10);
-        axis->setLabelFormat("%.3g");
-        loss_axis = axis;
-    } else {
-        loss_axis = unit_axis(tr("loss"), AxisUnit::number);
-    }
-    loss_axis->setTitleText(tr("loss"));
+    QAbstractAxis* loss_axis =
+        log_axis_ && log_axis_->isChecked() ? make_log_axis(tr("loss")) : unit_axis(tr("loss"), AxisUnit::number);
     auto* accuracy_axis = new QValueAxis;
     accuracy_axis->setRange(0, 1);
     accuracy_axis->setTitleText(tr("accuracy"));
@@ -331,18 +323,11 @@ void JobDetailView::rebuildAxes() {
 
     QAbstractAxis* time = unit_axis(tr("time since start"), AxisUnit::seconds);
     const bool system_log = system_log_ && system_log_->isChecked();
-    const auto log_axis = [](const QString& title, const QString& format) {
-        auto* axis = new QLogValueAxis;
-        axis->setBase(10);
-        axis->setLabelFormat(format);
-        axis->setTitleText(title);
-        return axis;
-    };
-    QAbstractAxis* cpu_axis =
-        system_log ? log_axis(tr("CPU / GPU %"), QStringLiteral("%g")) : unit_axis(tr("CPU / GPU %"), AxisUnit::number);
+    QAbstractAxis* cpu_axis = system_log ? make_log_axis(tr("CPU / GPU %"), QStringLiteral("%g"))
+                                         : unit_axis(tr("CPU / GPU %"), AxisUnit::number);
     const QString symbol = currency_symbol(spend_currency_.isEmpty() ? display_currency() : spend_currency_);
-    QAbstractAxis* spend_axis =
-        system_log ? log_axis(tr("spend"), symbol + QStringLiteral("%.3g")) : unit_axis(tr("spend"), AxisUnit::money);
+    QAbstractAxis* spend_axis = system_log ? make_log_axis(tr("spend"), symbol + QStringLiteral("%.3g"))
+                                           : unit_axis(tr("spend"), AxisUnit::money);
     spend_axis->setProperty("money_symbol", symbol);
     step->setProperty("money_symbol", symbol);
     spend_axis->setGridLineVisible(false);

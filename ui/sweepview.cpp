@@ -2,6 +2,7 @@
 // on a pool thread (read_trial_series, best_so_far), a newer request replacing an older one.
 #include "sweepview.h"
 
+#include "axisticks.h"
 #include "background.h"
 #include "chartview.h"
 #include "jobcontroller.h"
@@ -608,9 +609,7 @@ void SweepView::drawBest() {
         delete y_now;
         QAbstractAxis* axis = nullptr;
         if (log) {
-            auto* log_axis = new QLogValueAxis;
-            log_axis->setBase(10);
-            log_axis->setLabelFormat(QStringLiteral("%.3g"));
+            QLogValueAxis* log_axis = make_log_axis(best_metric_);
             log_axis->setMinorTickCount(-1);
             axis = log_axis;
         } else {

@@ -49,6 +49,14 @@ std::map<QString, int> rows_per_series(const QString& path) {
     return rows;
 }
 
+// The line series of `chart` named `name`; nullptr when there is none.
+QLineSeries* line_named(QChart* chart, const QString& name) {
+    for (QAbstractSeries* series : chart->series())
+        if (series->name() == name)
+            return qobject_cast<QLineSeries*>(series);
+    return nullptr;
+}
+
 class JobDetailExport : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -266,10 +274,7 @@ TEST_F(JobDetailExport, TheCrosshairSaysWhatEachBucketHolds) {
     }
     ASSERT_TRUE(loss_view && system_view);
     QChart* chart = loss_view->chart();
-    QLineSeries* loss = nullptr;
-    for (QAbstractSeries* series : chart->series())
-        if (series->name() == "train loss")
-            loss = qobject_cast<QLineSeries*>(series);
+    QLineSeries* loss = line_named(chart, "train loss");
     ASSERT_TRUE(loss);
     ASSERT_GT(loss->count(), 100);
     ASSERT_LT(loss->count(), kSteps) << "drawn in buckets";
@@ -316,10 +321,7 @@ TEST_F(JobDetailExport, TheCrosshairSaysWhatEachBucketHolds) {
 
     // The telemetry: 30 samples a second apart; a point standing for several says their seconds since the start.
     QChart* system = system_view->chart();
-    QLineSeries* cpu = nullptr;
-    for (QAbstractSeries* series : system->series())
-        if (series->name() == "CPU %")
-            cpu = qobject_cast<QLineSeries*>(series);
+    QLineSeries* cpu = line_named(system, "CPU %");
     ASSERT_TRUE(cpu);
     ASSERT_EQ(cpu->count(), 30) << "fewer samples than buckets: each drawn as it is";
     const QString cpu_text = system_view->crosshairText(
