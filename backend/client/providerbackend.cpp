@@ -563,11 +563,20 @@ bool ProviderBackend::remove(const InstancePtr& instance, const QString& why_del
         instance->record.reason = reason + tr(" (delete failed: %1; tried again)").arg(qs(why));
         return false;
     }
+    // The ledger says "deleted" before the instance leaves the list: whoever sees the list without it finds the
+    // ledger done. Meanwhile it stays "deleting" here, which nothing claims.
+    {
+        std::lock_guard lock(mutex_);
+        record = instance->record;
+    }
+    record.state = "deleted";
+    record.ended = now();
+    note(record, nullptr);
     QStringList lost;
     {
         std::lock_guard lock(mutex_);
         instance->record.state = "deleted";
-        instance->record.ended = now();
+        instance->record.ended = record.ended;
         record = instance->record;
         instances_.erase(record.name);
         gone_[record.name] = tr("instance %1 was deleted: %2").arg(record.name, reason);
@@ -579,7 +588,7 @@ bool ProviderBackend::remove(const InstancePtr& instance, const QString& why_del
     }
     if (own_name(record.name))
         QFile::remove(state_dir_ + "/known_hosts/" + record.name);
-    note(record, nullptr);
+    emit instancesChanged();
     emit notice(tr("%1 deleted (%2): up %3 min, $%4")
                     .arg(record.name, reason)
                     .arg(record.seconds() / 60, 0, 'f', 1)
