@@ -432,9 +432,34 @@ bool is(const std::string* text, std::string_view expected) { return text && *te
 
 // What the catalog keeps of an eval record for the Results view: its confusion matrix (square, counts that are
 // whole and not negative, at most kMaxClasses classes), its class names when there is one per class, its loss and
-// accuracy. null, with why, when the matrix is not one.
+// accuracy; or a regression's (true, predicted) pairs with its error figures. null, with why, when the matrix (or
+// the list of pairs) is not one.
 json evaluation_to_keep(const json& record, std::string& why) {
     constexpr size_t kMaxClasses = 256;
+    if (!record.contains("confusion") && record.contains("pairs")) {
+        // A regression's (true, predicted) pairs for the Results view's scatter: at most kMaxPairs, each two finite
+        // numbers (JSON has no others), with the record's error figures.
+        constexpr size_t kMaxPairs = 10000;
+        const json& pairs = record["pairs"];
+        if (!pairs.is_array() || pairs.empty()) {
+            why = "\"pairs\" is not a list of [true, predicted] values";
+            return nullptr;
+        }
+        if (pairs.size() > kMaxPairs) {
+            why = std::to_string(pairs.size()) + " pairs (at most " + std::to_string(kMaxPairs) + " are kept)";
+            return nullptr;
+        }
+        for (const json& pair : pairs)
+            if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_number()) {
+                why = "a pair that is not [true, predicted] (" + pair.dump() + ")";
+                return nullptr;
+            }
+        json kept = {{"pairs", pairs}};
+        for (const char* key : {"loss", "rmse", "mae", "r2", "samples"})
+            if (const auto value = record.find(key); value != record.end() && value->is_number())
+                kept[key] = *value;
+        return kept;
+    }
     const json& matrix = record["confusion"];
     if (!matrix.is_array() || matrix.empty()) {
         why = "\"confusion\" is not a list of rows";
@@ -564,12 +589,13 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
                 const std::string* split_name = string_at(data, "split");
                 const std::string split = split_name ? *split_name : "val";
                 double value = 0;
-                for (const char* key : {"loss", "accuracy"})
+                // A regression reports its error as rmse and mae and its fit as r2, beside loss (its MSE).
+                for (const char* key : {"loss", "accuracy", "rmse", "mae", "r2"})
                     if (number_at(data, key, value))
                         add_point(split + "/" + key, step, value);
                 if (split == "val")
                     number_at(data, "accuracy", accuracy);
-                if (data.contains("confusion")) {
+                if (data.contains("confusion") || data.contains("pairs")) {
                     std::string why;
                     if (const json kept = evaluation_to_keep(data, why); !kept.is_null()) {
                         int64_t epoch = 0;
@@ -580,7 +606,9 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
                         evaluation.step();
                     } else {
                         // Once per job and reason: a script sending 300 classes each epoch gets one alert, not 300.
-                        const std::string message = "an eval record's confusion matrix was not kept: " + why;
+                        const std::string message = std::string("an eval record's ") +
+                                                    (data.contains("confusion") ? "confusion matrix" : "pairs") +
+                                                    " was not kept: " + why;
                         same_alert.reset();
                         same_alert.bind(1, job).bind(2, message);
                         if (!same_alert.step())

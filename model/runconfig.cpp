@@ -96,6 +96,15 @@ MetricGoal default_goal(std::string_view metric) {
     for (std::string_view word : maximised)
         if (contains_word(lower, word))
             return MetricGoal::maximize;
+    // R² ("r2", "val/r2", "test_r2"), a score whose digit the word split above takes apart: a part of its own.
+    for (size_t from = 0; from < lower.size();) {
+        size_t to = from;
+        while (to < lower.size() && std::isalnum(static_cast<unsigned char>(lower[to])))
+            ++to;
+        if (std::string_view(lower).substr(from, to - from) == "r2")
+            return MetricGoal::maximize;
+        from = to + 1;
+    }
     return MetricGoal::none;
 }
 

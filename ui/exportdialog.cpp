@@ -210,6 +210,28 @@ void ExportDialog::showReport(const QJsonObject& report) {
     }
     files_->resizeColumnsToContents();
     const double val32 = report.value("val_accuracy_fp32").toDouble(), val8 = report.value("val_accuracy_int8").toDouble();
+    const double test32 = report.value("test_accuracy_fp32").toDouble();
+    const double test8 = report.value("test_accuracy_int8").toDouble();
+    if (report.value("metric").toString() == "r2") {
+        // A regression: R² of the predictions (1 is exact; 0 is no better than the mean), not an accuracy.
+        auto r2 = [](double value) { return QString::number(value, 'f', 4); };
+        QString text = tr("<table cellspacing=6><tr><th>R²</th><th>fp32</th><th>int8</th><th>change</th></tr>"
+                          "<tr><td>validation (%1 samples)</td><td>%2</td><td>%3</td><td>%4</td></tr>"
+                          "<tr><td>test (%5 samples)</td><td>%6</td><td>%7</td><td>%8</td></tr></table>")
+                           .arg(report.value("val_samples").toInteger())
+                           .arg(r2(val32), r2(val8), r2(val8 - val32))
+                           .arg(report.value("test_samples").toInteger())
+                           .arg(r2(test32), r2(test8), r2(test8 - test32));
+        text += tr("int8 predictions differ from fp32 by %1 on average over the test set; checkpoint of step %2.")
+                    .arg(report.value("int8_mean_difference").toDouble(), 0, 'g', 4)
+                    .arg(report.value("step").toInteger());
+        accuracy_->setText(text);
+        warning_->setText(report.value("accuracy_warning").toBool()
+                              ? tr("Warning: %1").arg(report.value("warning").toString())
+                              : QString());
+        setStatus(tr("Exported into %1").arg(out_dir_->text()));
+        return;
+    }
     QString text = tr("<table cellspacing=6><tr><th></th><th>fp32</th><th>int8</th><th>change</th></tr>"
                       "<tr><td>validation (%1 samples)</td><td>%2</td><td>%3</td><td>%4 points</td></tr>"
                       "<tr><td>test (%5 samples)</td><td>%6</td><td>%7</td><td>%8 points</td></tr></table>")
@@ -217,8 +239,8 @@ void ExportDialog::showReport(const QJsonObject& report) {
                        .arg(percent(val32), percent(val8))
                        .arg(100 * (val8 - val32), 0, 'f', 2)
                        .arg(report.value("test_samples").toInteger())
-                       .arg(percent(report.value("test_accuracy_fp32").toDouble()), percent(report.value("test_accuracy_int8").toDouble()))
-                       .arg(100 * (report.value("test_accuracy_int8").toDouble() - report.value("test_accuracy_fp32").toDouble()), 0, 'f', 2);
+                       .arg(percent(test32), percent(test8))
+                       .arg(100 * (test8 - test32), 0, 'f', 2);
     text += tr("int8 and fp32 agree on %1 of test samples; checkpoint of step %2.")
                 .arg(percent(report.value("int8_agreement").toDouble()))
                 .arg(report.value("step").toInteger());

@@ -120,6 +120,7 @@ JobForm job_form_from_request(const QJsonObject& request, JobForm form) {
         form.train_csv = data.value("train_csv").toString();
         form.test_csv = data.value("test_csv").toString();
         form.missing = data.value("missing").toString("error");
+        form.regression = spec.value("task").toString() == "regression";
     } else if (data.value("format").toString() == "image_folder") {
         form.data = "images";
         form.train_folder = data.value("train_dir").toString();
@@ -362,6 +363,10 @@ QJsonObject job_form_request(const JobForm& form) {
     spec["optimizer"] = optimizer;
     spec["schedule"] = schedule;
     set_or_default(spec, "label_smoothing", form.label_smoothing, 0.0);
+    if (form.data == "csv" && form.regression)
+        spec["task"] = "regression";
+    else
+        spec.remove("task"); // classification, the trainer's default
     set_or_default(spec, "device", form.device, QStringLiteral("auto"));
     set_or_default(spec, "precision", form.precision, QStringLiteral("fp32"));
     set_or_default(spec, "checkpoint_every", form.checkpoint_every, 0);

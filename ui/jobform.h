@@ -23,6 +23,7 @@ struct JobForm {
     QString train_csv, test_csv;    // for "csv"; test_csv may be empty
     QString missing = "error";      // for "csv": a missing cell is an "error", or its row is dropped ("drop"), or
                                     // it is filled ("fill": the column's mean or most frequent value)
+    bool regression = false;        // for "csv": the label column is a number to predict ("task": "regression")
     // For "images": the folders (relative to the dataset version's folder when one is chosen; empty train: the
     // version's folder itself), the size (0: the first image's), channels (0: from the images, 1 gray, 3 RGB) and how
     // an image of another shape is fitted ("pad" or "crop").

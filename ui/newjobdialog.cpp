@@ -94,6 +94,10 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     missing_->setToolTip(tr("Empty, NA, N/A, NaN, null or ? cells. Text columns are categories, one-hot over the "
                             "training file's values."));
 
+    regression_ = new QCheckBox(tr("predict a number (regression)"));
+    regression_->setToolTip(tr("The label column (the last) is a value to predict, not a class: one output, trained "
+                               "on mean squared error; the results show R², RMSE, MAE and predicted against true."));
+
     augment_ = new QGroupBox(tr("Augmentation (images; training samples only, reproducible from the seed)"));
     auto* augment_form = new QFormLayout(augment_);
     crop_padding_ = new QSpinBox;
@@ -123,6 +127,7 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     builtin_form->addRow(tr("Channels"), channels_);
     builtin_form->addRow(tr("Other shapes"), resize_);
     builtin_form->addRow(tr("Missing values"), missing_);
+    builtin_form->addRow(tr("Label"), regression_);
     builtin_form->addRow(augment_);
 
     // The model: a preset, or the builder's list, with shapes and parameters as you type.
@@ -385,6 +390,11 @@ NewJobDialog::NewJobDialog(QWidget* parent) : QDialog(parent) {
     connect(dataset_version_, &QComboBox::currentIndexChanged, this, &NewJobDialog::updateModelInput);
     connect(train_file_, &QLineEdit::textChanged, this, &NewJobDialog::updateModelInput);
     connect(dataset_, &QComboBox::currentIndexChanged, this, &NewJobDialog::updateDataFields);
+    connect(regression_, &QCheckBox::toggled, this, [this] {
+        updateTask();
+        updateModelInput();
+        validate();
+    });
     connect(image_size_, &QSpinBox::valueChanged, this, &NewJobDialog::updateModelInput);
     connect(channels_, &QComboBox::currentIndexChanged, this, &NewJobDialog::updateModelInput);
     connect(optimizer_, &QComboBox::currentTextChanged, this, [this](const QString& type) {
@@ -486,11 +496,27 @@ void NewJobDialog::updateModelInput() {
     } else if (data == "csv") {
         input = {1, 1, 16};
         note = tr("Shapes for 16 feature columns; the table's own count is read when the job starts.");
+        if (regression_->isChecked()) {
+            classes = 1;
+            note += tr(" A regression's head has one output.");
+        }
     }
     layers_->setInput(input, classes);
     layers_view_->setToolTip(note);
     if (!note.isEmpty())
         model_summary_->setText(layers_->summary() + "\n" + note);
+}
+
+void NewJobDialog::updateTask() {
+    // A regression has no classes: no label smoothing, and early stopping watches its loss (the squared error).
+    const bool regression = regression_->isEnabled() && regression_->isChecked();
+    if (regression) {
+        label_smoothing_->setValue(0);
+        if (early_metric_->currentData().toString() == "val_accuracy")
+            early_metric_->setCurrentIndex(early_metric_->findData("val_loss"));
+    }
+    label_smoothing_->setEnabled(!regression);
+    early_metric_->setEnabled(!regression);
 }
 
 void NewJobDialog::showSpecJson() {
@@ -529,6 +555,8 @@ void NewJobDialog::updateDataFields() {
         field->setEnabled(images);
     augment_->setEnabled(data != "csv");
     missing_->setEnabled(data == "csv");
+    regression_->setEnabled(data == "csv");
+    updateTask();
     updateModelInput();
     validate();
 }
@@ -586,6 +614,7 @@ JobForm NewJobDialog::form() const {
     form.channels = channels_->currentData().toInt();
     form.resize = resize_->currentData().toString();
     form.missing = missing_->currentData().toString();
+    form.regression = regression_->isChecked();
     form.crop_padding = crop_padding_->value();
     form.hflip = hflip_->isChecked();
     form.rotate = rotate_->value();
@@ -657,6 +686,7 @@ void NewJobDialog::setForm(const JobForm& form) {
     channels_->setCurrentIndex(std::max(0, channels_->findData(form.channels)));
     resize_->setCurrentIndex(std::max(0, resize_->findData(form.resize)));
     missing_->setCurrentIndex(std::max(0, missing_->findData(form.missing)));
+    regression_->setChecked(form.regression);
     crop_padding_->setValue(form.crop_padding);
     hflip_->setChecked(form.hflip);
     rotate_->setValue(form.rotate);

@@ -55,6 +55,7 @@ private:
     void validate();
     void updateDataFields(); // which data fields apply to the data chosen
     void updateModelInput(); // the builder's shapes for the data chosen
+    void updateTask();       // a regression: no label smoothing, early stopping on the loss
     void presetChosen();
     void builderEdited();
     void showSpecJson();
@@ -85,6 +86,7 @@ private:
     QComboBox* channels_;
     QComboBox* resize_;
     QComboBox* missing_;
+    QCheckBox* regression_; // a CSV's label column is a number to predict
     QGroupBox* augment_;
     QSpinBox* crop_padding_;
     QCheckBox* hflip_;

@@ -3,8 +3,10 @@
 #include "resultsview.h"
 
 #include "background.h"
+#include "chartview.h"
 #include "jobtablemodel.h"
 
+#include <QChart>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -12,8 +14,13 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QLineSeries>
+#include <QPen>
+#include <QScatterSeries>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTableWidget>
+#include <QValueAxis>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -71,12 +78,45 @@ ResultsView::ResultsView(const QString& catalog_path, QWidget* parent) : QWidget
     split->addWidget(scores_);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
+    scatter_chart_ = new QChart;
+    scatter_chart_->legend()->setAlignment(Qt::AlignBottom);
+    scatter_chart_->setMargins(QMargins(6, 6, 6, 6));
+    // The line of exact predictions first, so that the samples are drawn over it; both axes span the same range.
+    exact_ = new QLineSeries;
+    exact_->setName(tr("exact prediction"));
+    QPen dashed(palette().color(QPalette::Mid));
+    dashed.setStyle(Qt::DashLine);
+    exact_->setPen(dashed);
+    scatter_ = new QScatterSeries;
+    scatter_->setName(tr("samples (true, predicted)"));
+    scatter_->setMarkerSize(5);
+    scatter_->setPen(Qt::NoPen);
+    scatter_chart_->addSeries(exact_);
+    scatter_chart_->addSeries(scatter_);
+    auto* true_axis = new QValueAxis;
+    true_axis->setTitleText(tr("true value"));
+    auto* predicted_axis = new QValueAxis;
+    predicted_axis->setTitleText(tr("predicted"));
+    scatter_chart_->addAxis(true_axis, Qt::AlignBottom);
+    scatter_chart_->addAxis(predicted_axis, Qt::AlignLeft);
+    for (QValueAxis* axis : {true_axis, predicted_axis}) {
+        axis->setLabelFormat("%.4g");
+        exact_->attachAxis(axis);
+        scatter_->attachAxis(axis);
+    }
+    auto* scatter_view = make_chart_view(scatter_chart_);
+    static_cast<ChartView*>(scatter_view)->setCrosshairEnabled(false);
+    scatter_view->setToolTip(tr("Each dot is a sample: across its true value, up its prediction. On the line the "
+                                "prediction is exact; above it, too high."));
+    pages_ = new QStackedWidget;
+    pages_->addWidget(split);
+    pages_->addWidget(scatter_view);
     auto* top = new QHBoxLayout;
     top->addWidget(summary_, 1);
     top->addWidget(choice_, 0, Qt::AlignTop);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(top);
-    layout->addWidget(split, 1);
+    layout->addWidget(pages_, 1);
     layout->addWidget(confused_);
 }
 
@@ -124,6 +164,12 @@ void ResultsView::refresh() {
                 }
                 for (const auto& name : data.value("class_names").toArray())
                     shown.names << name.toString();
+                for (const auto& pair : data.value("pairs").toArray())
+                    shown.pairs << QPointF(pair.toArray().at(0).toDouble(), pair.toArray().at(1).toDouble());
+                shown.rmse = data.value("rmse").toDouble(std::nan(""));
+                shown.mae = data.value("mae").toDouble(std::nan(""));
+                shown.r2 = data.value("r2").toDouble(std::nan(""));
+                shown.samples = data.value("samples").toInteger(shown.pairs.size());
                 while (shown.names.size() < static_cast<qsizetype>(shown.matrix.size()))
                     shown.names << tr("class %1").arg(shown.names.size());
                 read.evaluations.push_back(std::move(shown));
@@ -151,6 +197,7 @@ void ResultsView::refresh() {
 }
 
 void ResultsView::showEvaluation(int index) {
+    pages_->setCurrentIndex(0);
     matrix_->clear();
     scores_->setRowCount(0);
     confused_->clear();
@@ -162,10 +209,16 @@ void ResultsView::showEvaluation(int index) {
         else if (evaluations_.empty())
             summary_->setText(tr("<b>No confusion matrix for this run.</b> The built-in trainer reports one after "
                                  "every epoch (validation) and at the end (test); a script can send \"eval\" records "
-                                 "with a \"confusion\" matrix (backend/api/METRICS.md)."));
+                                 "with a \"confusion\" matrix, or a regression's \"pairs\" of true and predicted "
+                                 "values (backend/api/METRICS.md)."));
         return;
     }
     const Shown& shown = evaluations_[index];
+    if (!shown.pairs.isEmpty()) {
+        showScatter(shown);
+        return;
+    }
+    pages_->setCurrentIndex(0);
     const ConfusionSummary s = summarize_confusion(shown.matrix);
     const int n = static_cast<int>(shown.matrix.size());
     matrix_->setRowCount(n);
@@ -212,6 +265,40 @@ void ResultsView::showEvaluation(int index) {
     confused_->setText(pairs.isEmpty() ? tr("No mistakes.")
                                        : tr("Most often confused (true → predicted): %1").arg(pairs.join(", ")));
 }
+
+void ResultsView::showScatter(const Shown& shown) {
+    pages_->setCurrentIndex(1);
+    matrix_->setRowCount(0);
+    matrix_->setColumnCount(0);
+    scatter_->replace(shown.pairs);
+    double low = shown.pairs.front().x(), high = low;
+    for (const QPointF& p : shown.pairs) {
+        low = std::min({low, p.x(), p.y()});
+        high = std::max({high, p.x(), p.y()});
+    }
+    if (high <= low)
+        high = low + 1;
+    const double pad = (high - low) * 0.03;
+    // The same range on both axes, so that the line of exact predictions is the diagonal.
+    exact_->replace(QList<QPointF>{{low - pad, low - pad}, {high + pad, high + pad}});
+    for (QAbstractAxis* axis : scatter_chart_->axes())
+        axis->setRange(low - pad, high + pad);
+    auto figure = [](double value, int digits) {
+        return std::isnan(value) ? QStringLiteral("–") : QString::number(value, 'g', digits);
+    };
+    summary_->setText(tr("<b>%1</b>: R² %2, RMSE %3, MAE %4 over %5 samples")
+                          .arg(shown.label, figure(shown.r2, 4), figure(shown.rmse, 5), figure(shown.mae, 5))
+                          .arg(shown.samples));
+    confused_->setText(shown.samples > shown.pairs.size()
+                           ? tr("The scatter shows the first %1 of the %2 samples (as many as the trainer sends).")
+                                 .arg(shown.pairs.size())
+                                 .arg(shown.samples)
+                           : tr("The scatter shows every sample."));
+}
+
+QList<QPointF> ResultsView::scatterPoints() const { return scatter_->points(); }
+
+bool ResultsView::showsScatter() const { return pages_->currentIndex() == 1; }
 
 int ResultsView::evaluationCount() const { return static_cast<int>(evaluations_.size()); }
 

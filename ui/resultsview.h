@@ -3,15 +3,21 @@
 // built-in trainer's val after every epoch and test at the end; any script's "eval" records). A heat map of the
 // chosen evaluation, true classes down and predicted across, each row shaded by its share (the diagonal green, the
 // mistakes red on a square-root scale), with class names; per class precision, recall, F1 and support; accuracy, macro
-// F1 and the pairs most often confused. Read on a pool thread; the GUI thread never waits on the catalog.
+// F1 and the pairs most often confused. A regression's evaluation shows instead as a scatter of predicted against
+// true values (up to the first 2,000 samples the trainer sent) over the line of perfect predictions, with its R²,
+// RMSE and MAE. Read on a pool thread; the GUI thread never waits on the catalog.
 #include "confusion.h"
 
 #include <QWidget>
 
 #include <vector>
 
+class QChart;
 class QComboBox;
 class QLabel;
+class QLineSeries;
+class QScatterSeries;
+class QStackedWidget;
 class QTableWidget;
 
 namespace traindeck {
@@ -33,6 +39,9 @@ public:
     QString score(int klass, int column) const;       // column: 0 precision, 1 recall, 2 F1, 3 support
     QString summary() const;
     QTableWidget* matrix() const { return matrix_; }
+    // A regression's scatter as shown: its (true, predicted) points, and whether it is the page in view.
+    QList<QPointF> scatterPoints() const;
+    bool showsScatter() const;
 
 signals:
     void loaded(); // a read was shown
@@ -42,7 +51,12 @@ private:
         QString label;
         std::vector<std::vector<int64_t>> matrix;
         QStringList names;
+        // A regression's: (true, predicted) pairs and its figures (rmse, mae, r2 absent: NaN).
+        QList<QPointF> pairs;
+        double rmse = 0, mae = 0, r2 = 0;
+        qint64 samples = 0;
     };
+    void showScatter(const Shown& shown);
     void showEvaluation(int index);
 
     QString catalog_path_;
@@ -57,6 +71,10 @@ private:
     QTableWidget* matrix_;
     QTableWidget* scores_;
     QLabel* confused_;
+    QStackedWidget* pages_; // the matrix and scores, or a regression's scatter
+    QChart* scatter_chart_;
+    QLineSeries* exact_; // the diagonal: true = predicted
+    QScatterSeries* scatter_;
 };
 
 } // namespace traindeck

@@ -1,6 +1,6 @@
 // CpuModel (cpumodel.h): the CPU engine's step, in the order the trainer always ran it, so that results and resumed
-// runs stay bit-identical: forward, softmax-cross-entropy (loss summed in double, per micro-batch), backward into the
-// accumulated gradients, then one optimiser update per step.
+// runs stay bit-identical: forward, softmax-cross-entropy or a regression's squared error (loss summed in double, per
+// micro-batch), backward into the accumulated gradients, then one optimiser update per step.
 #include "cpumodel.h"
 
 #include "layers.h"
@@ -32,9 +32,15 @@ void CpuModel::zero_grads() {
     correct_ = 0;
 }
 
-void CpuModel::forward_backward(const float* x, const int32_t* y, int batch, float scale, Rng& dropout) {
+void CpuModel::forward_backward(const float* x, const int32_t* y, const float* targets, int batch, float scale,
+                                Rng& dropout) {
     const int classes = net_.classes();
     const float* logits = net_.forward(x, batch, true, dropout);
+    if (targets) {
+        loss_sum_ += squared_error(logits, targets, batch, dlogits_.data(), scale);
+        net_.backward(x, dlogits_.data(), batch);
+        return;
+    }
     loss_sum_ += softmax_cross_entropy_forward(probs_.data(), logits, y, batch, classes, label_smoothing_);
     for (int b = 0; b < batch; ++b) {
         const float* row = probs_.data() + static_cast<size_t>(b) * classes;

@@ -22,7 +22,8 @@ public:
                           const std::vector<std::vector<float>>& optimizer_state) override;
     void read_parameters(std::vector<float>& params, std::vector<std::vector<float>>& optimizer_state) override;
     void zero_grads() override;
-    void forward_backward(const float* x, const int32_t* y, int batch, float scale, Rng& dropout) override;
+    void forward_backward(const float* x, const int32_t* y, const float* targets, int batch, float scale,
+                          Rng& dropout) override;
     void step(float lr, long step, double& loss_sum, long& correct) override;
     bool any_rank(bool flag) override { return flag; }
     const float* logits(const float* x, int batch) override;

@@ -108,8 +108,12 @@ Dataset Dataset::subset(const std::vector<size_t>& indices) const {
         out.rows.reserve(indices.size());
     else
         out.x.reserve(indices.size() * n);
+    if (!target.empty())
+        out.target.reserve(indices.size());
     for (size_t i : indices) {
         out.y.push_back(y[i]);
+        if (!target.empty())
+            out.target.push_back(target[i]);
         if (bytes)
             out.rows.push_back(rows[i]);
         else
@@ -215,7 +219,8 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
             return Error{path + ":" + std::to_string(line_number) + ": " + std::to_string(cells.size()) +
                          " cells, but the header has " + std::to_string(header.size()) + " columns"};
         if (is_missing(cells[label_index])) {
-            if (options.missing != "drop")
+            // A regression's "fill" drops the row too: a made-up target would be trained on as truth.
+            if (options.missing != "drop" && !(options.regression && options.missing == "fill"))
                 return Error{path + ":" + std::to_string(line_number) +
                              ": the label is missing (set data.missing to "
                              "\"drop\" to leave such rows out)"};
@@ -341,12 +346,24 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
             for (size_t k = 0; k < categories.size(); ++k)
                 data.x.push_back(k == hot ? 1.0f : 0.0f);
         }
+        if (options.regression) {
+            float value = 0.0f;
+            if (!parse_float(raw_labels[r], value))
+                return Error{path + ":" + std::to_string(row_lines[r]) + ": the target \"" + trim(header[label_index]) +
+                             "\" is \"" + raw_labels[r] + "\", not a finite number (a regression predicts a number)"};
+            data.target.push_back(value);
+        }
         labels.push_back(raw_labels[r]);
     }
     if (labels.empty())
         return Error{path + ": every row has a missing value, so none is left to train on"};
     if (!options.encoding && options.learned)
         *options.learned = learned;
+    if (options.regression) {
+        data.y.assign(data.target.size(), 0);
+        data.classes = 1;
+        return data;
+    }
     // Labels: all integers → used as class indices; otherwise strings → sorted distinct names.
     bool all_integers = known_classes.empty();
     for (const auto& label : labels) {
@@ -460,6 +477,22 @@ Normalization fit_normalization(const Dataset& data) {
         norm.inverse_std.push_back(variance > 1e-12 ? static_cast<float>(1.0 / std::sqrt(variance)) : 1.0f);
     }
     return norm;
+}
+
+TargetScale fit_target_scale(const Dataset& data) {
+    TargetScale result;
+    if (data.target.empty())
+        return result;
+    double sum = 0.0, sum_sq = 0.0;
+    for (float t : data.target)
+        sum += t;
+    const double mean = sum / static_cast<double>(data.target.size());
+    for (float t : data.target)
+        sum_sq += (t - mean) * (t - mean);
+    const double variance = sum_sq / static_cast<double>(data.target.size());
+    result.mean = static_cast<float>(mean);
+    result.scale = variance > 1e-12 ? static_cast<float>(std::sqrt(variance)) : 1.0f;
+    return result;
 }
 
 void apply_normalization(Dataset& data, const Normalization& norm) {

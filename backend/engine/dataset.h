@@ -46,13 +46,15 @@ struct Dataset {
     std::shared_ptr<const ByteRows> bytes;
     std::vector<uint32_t> rows;
     Normalization byte_norm;
-    std::vector<int32_t> y;
+    std::vector<int32_t> y;    // class index per sample (a regression: all 0, one class)
+    std::vector<float> target; // a regression: the value to predict per sample (empty when classifying)
     int height = 1, width = 1, channels = 1;
     int classes = 0;
     std::vector<std::string> class_names;   // CSV string labels or image folders' class folders, in class-index order
     std::vector<std::string> feature_names; // CSV: each feature's column ("age", or "colour=red" for a one-hot one)
 
     size_t size() const { return y.size(); }
+    bool regression() const { return !target.empty(); }
     size_t features() const { return static_cast<size_t>(height) * width * channels; }
     bool is_image() const { return height > 1; }
     // Sample i's features into out (features() floats).
@@ -79,13 +81,16 @@ struct CsvReport {
 };
 struct CsvOptions {
     std::string missing = "error";         // a missing cell (empty, NA, N/A, NaN, null, ?): error | drop | fill
+    bool regression = false;               // the label column is a number to predict (target), not a class
     const CsvEncoding* encoding = nullptr; // a test file: the training file's encoding; null: learn it here
     CsvEncoding* learned = nullptr;        // where the learned encoding goes (when learning)
     CsvReport* report = nullptr;
 };
 
 // First row is the header. Labels may be integers or strings (strings map to sorted class indices;
-// pass known class names to keep a test file's indices equal to its training file's).
+// pass known class names to keep a test file's indices equal to its training file's). A regression's label column
+// holds finite numbers (any other cell is an error naming its line); a missing one drops its row under "drop" and
+// "fill" (a target is never made up), and is an error otherwise.
 Expected<Dataset> load_csv(const std::string& path, const std::string& label_column,
                            const std::vector<std::string>& known_classes = {}, const CsvOptions& options = {});
 
@@ -94,6 +99,12 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
 Dataset split_validation(Dataset& data, double fraction, uint64_t seed, bool stratified = false);
 
 Normalization fit_normalization(const Dataset& data);
+// A regression trains on standardised targets, (target - mean) / scale, with the training split's mean and
+// deviation, and turns its outputs back (output * scale + mean) for every number it reports and in the export.
+struct TargetScale {
+    float mean = 0.0f, scale = 1.0f;
+};
+TargetScale fit_target_scale(const Dataset& data);
 // Floats are normalised in place; bytes keep their bytes and are normalised as they are read.
 void apply_normalization(Dataset& data, const Normalization& norm);
 

@@ -28,21 +28,31 @@ using nlohmann::json;
 namespace {
 
 struct Scored {
-    double accuracy = 0;
+    double accuracy = 0; // a regression: R² (1 − SSE / the split's total sum of squares)
     std::vector<int32_t> predictions;
+    std::vector<float> values; // a regression's predictions, in the target's units
 };
 
 // The network's predictions over data in batches of net.max_batch(), with hook (if any) shown every weighted
-// layer's input.
-Scored score(Network& net, const Dataset& data, const WeightedInputHook& hook) {
+// layer's input. A regression (target set) is scored by R², its outputs turned back into the target's units.
+Scored score(Network& net, const Dataset& data, const WeightedInputHook& hook,
+             const std::optional<TargetScale>& target = std::nullopt) {
     Scored result;
     const int classes = net.classes();
     std::vector<float> buffer;
     long correct = 0;
+    double squared = 0.0, sum = 0.0;
     for (size_t start = 0; start < data.size(); start += net.max_batch()) {
         const int batch = static_cast<int>(std::min<size_t>(net.max_batch(), data.size() - start));
         const float* logits = net.forward(data.batch(start, batch, buffer), batch, hook);
-        for (int b = 0; b < batch; ++b) {
+        for (int b = 0; target && b < batch; ++b) {
+            const float value = logits[b] * target->scale + target->mean;
+            const double error = static_cast<double>(value) - data.target[start + b];
+            result.values.push_back(value);
+            squared += error * error;
+            sum += data.target[start + b];
+        }
+        for (int b = 0; !target && b < batch; ++b) {
             const float* row = logits + static_cast<size_t>(b) * classes;
             const int predicted = static_cast<int>(std::max_element(row, row + classes) - row);
             result.predictions.push_back(predicted);
@@ -50,6 +60,13 @@ Scored score(Network& net, const Dataset& data, const WeightedInputHook& hook) {
         }
     }
     result.accuracy = data.size() ? static_cast<double>(correct) / data.size() : 0.0;
+    if (target && data.size() > 0) {
+        const double mean = sum / static_cast<double>(data.size());
+        double total = 0.0;
+        for (float t : data.target)
+            total += (t - mean) * (t - mean);
+        result.accuracy = total > 0.0 ? 1.0 - squared / total : (squared == 0.0 ? 1.0 : 0.0);
+    }
     return result;
 }
 
@@ -84,7 +101,9 @@ json ExportReport::to_json() const {
             {"val_samples", val_samples},
             {"test_samples", test_samples},
             {"calibration_samples", calibration_samples},
+            {"metric", metric},
             {"int8_agreement", int8_agreement},
+            {"int8_mean_difference", int8_mean_difference},
             {"accuracy_warning", accuracy_warning},
             {"warning", warning}};
 }
@@ -124,7 +143,8 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
     // Raw data (the ONNX model's input) and the normalised copies our inference and the trainer see.
     DataSpec raw_spec = spec->data;
     raw_spec.normalize = false;
-    auto loaded = load_training_data(raw_spec, spec->seed);
+    const bool regression = spec->task == "regression";
+    auto loaded = load_training_data(raw_spec, spec->seed, regression);
     if (!loaded)
         return Error{loaded.error()};
     TrainingData& raw = *loaded;
@@ -132,6 +152,10 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
     input.shape = {raw.train.height, raw.train.width, raw.train.channels};
     input.image = raw.train.height > 1;
     TrainingData normalized = raw;
+    std::optional<TargetScale> target; // a regression's standardisation (the trainer's: identity without normalize)
+    if (regression)
+        target = spec->data.normalize ? fit_target_scale(raw.train) : TargetScale{};
+    input.regression = target;
     if (spec->data.normalize) {
         input.normalization = fit_normalization(raw.train);
         apply_normalization(normalized.train, input.normalization);
@@ -154,8 +178,8 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
     report.val_samples = static_cast<long>(normalized.val.size());
     report.test_samples = static_cast<long>(normalized.test.size());
     net.params() = params;
-    const Scored val_fp32 = score(net, normalized.val, {});
-    const Scored test_fp32 = score(net, normalized.test, {});
+    const Scored val_fp32 = score(net, normalized.val, {}, target);
+    const Scored test_fp32 = score(net, normalized.test, {}, target);
     report.val_accuracy_fp32 = val_fp32.accuracy;
     report.test_accuracy_fp32 = test_fp32.accuracy;
 
@@ -185,20 +209,36 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
         return static_cast<const float*>(quantized_input.data());
     };
     net.params() = int8.params;
-    const Scored val_int8 = score(net, normalized.val, quantize);
-    const Scored test_int8 = score(net, normalized.test, quantize);
+    const Scored val_int8 = score(net, normalized.val, quantize, target);
+    const Scored test_int8 = score(net, normalized.test, quantize, target);
     report.val_accuracy_int8 = val_int8.accuracy;
     report.test_accuracy_int8 = test_int8.accuracy;
     long agree = 0;
     for (size_t i = 0; i < test_int8.predictions.size(); ++i)
         agree += test_int8.predictions[i] == test_fp32.predictions[i];
     report.int8_agreement = test_int8.predictions.empty() ? 1.0 : static_cast<double>(agree) / test_int8.predictions.size();
+    if (regression) {
+        report.metric = "r2";
+        double difference = 0.0;
+        for (size_t i = 0; i < test_int8.values.size(); ++i)
+            difference += std::abs(static_cast<double>(test_int8.values[i]) - test_fp32.values[i]);
+        report.int8_agreement = 0.0;
+        report.int8_mean_difference = test_int8.values.empty() ? 0.0 : difference / test_int8.values.size();
+    }
     const double drop = report.val_accuracy_fp32 - report.val_accuracy_int8;
     if (options.int8 && drop > options.max_accuracy_drop) {
         report.accuracy_warning = true;
         char text[200];
-        std::snprintf(text, sizeof(text), "int8 loses %.2f points of validation accuracy (%.2f %% → %.2f %%), more than the %.2f allowed",
-                      100 * drop, 100 * report.val_accuracy_fp32, 100 * report.val_accuracy_int8, 100 * options.max_accuracy_drop);
+        if (regression)
+            std::snprintf(text, sizeof(text),
+                          "int8 loses %.4f of validation R² (%.4f → %.4f), more than the %.4f allowed", drop,
+                          report.val_accuracy_fp32, report.val_accuracy_int8, options.max_accuracy_drop);
+        else
+            std::snprintf(
+                text, sizeof(text),
+                "int8 loses %.2f points of validation accuracy (%.2f %% → %.2f %%), more than the %.2f allowed",
+                100 * drop, 100 * report.val_accuracy_fp32, 100 * report.val_accuracy_int8,
+                100 * options.max_accuracy_drop);
         report.warning = text;
     }
 
@@ -209,6 +249,7 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
     json metadata = {{"traindeck_spec", spec_json.dump()},
                      {"traindeck_step", std::to_string(report.step)},
                      {"input_layout", input.image ? "NCHW, pixels 0-255" : "N x features"},
+                     {"task", spec->task},
                      {"classes", std::to_string(classes)}};
     const std::vector<std::string> class_names = known_class_names(spec->data, raw.train);
     if (!class_names.empty())
@@ -262,11 +303,12 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
                    {"values", input.image ? "pixel values 0-255 as floats (the graph divides by 255)"
                                           : "the table's feature columns"},
                    {"normalization", spec->data.normalize ? "inside the graph" : "none"}}},
+                 {"task", spec->task},
                  {"output", {{"name", "logits"}, {"shape", json::array({1, classes})}}},
                  {"files", files},
                  {"metrics",
-                  {{"val_accuracy_fp32", report.val_accuracy_fp32},
-                   {"test_accuracy_fp32", report.test_accuracy_fp32},
+                  {{"val_" + report.metric + "_fp32", report.val_accuracy_fp32},
+                   {"test_" + report.metric + "_fp32", report.test_accuracy_fp32},
                    {"val_samples", report.val_samples},
                    {"test_samples", report.test_samples}}},
                  {"checkpoint", {{"file", fs::path(checkpoint_path).filename().string()}, {"step", report.step}}}};
@@ -275,6 +317,15 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
         card["input"]["values"] = "the table's feature columns in this order; a categorical column one-hot (1 for "
                                   "its value, 0 for the others; all 0 for a value training never saw)";
     }
+    if (regression) {
+        card.erase("classes");
+        card["output"] = {
+            {"name", "prediction"},
+            {"shape", json::array({1, 1})},
+            {"values", "the predicted \"" +
+                           (spec->data.label_column.empty() ? std::string("last column") : spec->data.label_column) +
+                           "\" in its own units (the graph undoes the training's standardisation)"}};
+    }
     if (input.image) {
         card["input"]["channels"] = input.shape.channels == 3 ? "RGB" : "grayscale";
         if (spec->data.format == "image_folder")
@@ -282,10 +333,14 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
                                           ? "centre crop to the size, aspect kept"
                                           : "fit inside the size, aspect kept, padded with black";
     }
-    if (options.int8)
-        card["metrics"].update({{"val_accuracy_int8", report.val_accuracy_int8},
-                                {"test_accuracy_int8", report.test_accuracy_int8},
-                                {"int8_agreement", report.int8_agreement}});
+    if (options.int8) {
+        card["metrics"].update({{"val_" + report.metric + "_int8", report.val_accuracy_int8},
+                                {"test_" + report.metric + "_int8", report.test_accuracy_int8}});
+        if (regression)
+            card["metrics"]["int8_mean_difference"] = report.int8_mean_difference;
+        else
+            card["metrics"]["int8_agreement"] = report.int8_agreement;
+    }
     if (options.provenance.is_object() && !options.provenance.empty())
         card["provenance"] = options.provenance;
     if (!write("model-card", options.name + ".json", card.dump(2, ' ', false, json::error_handler_t::replace) + "\n"))
@@ -297,6 +352,11 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
         dump(options.dump_dir + "/test_labels.i32", raw.test.y);
         dump(options.dump_dir + "/test_pred_fp32.i32", test_fp32.predictions);
         dump(options.dump_dir + "/test_pred_int8.i32", test_int8.predictions);
+        if (regression) {
+            dump(options.dump_dir + "/test_targets.f32", raw.test.target);
+            dump(options.dump_dir + "/test_pred_fp32.f32", test_fp32.values);
+            dump(options.dump_dir + "/test_pred_int8.f32", test_int8.values);
+        }
         dump(options.dump_dir + "/val_inputs.f32", to_nchw(raw.val));
         dump(options.dump_dir + "/val_labels.i32", raw.val.y);
     }

@@ -33,7 +33,8 @@ struct ExportOptions {
     // exports that checkpoint rather than the newest (false: always the newest).
     bool prefer_best = true;
     // Tests: also write <dump_dir>/{test_inputs.f32, test_labels.i32, test_pred_fp32.i32, test_pred_int8.i32,
-    // val_inputs.f32, val_labels.i32} (raw NCHW inputs, as the ONNX model takes them).
+    // val_inputs.f32, val_labels.i32} (raw NCHW inputs, as the ONNX model takes them); a regression also
+    // test_targets.f32, test_pred_fp32.f32 and test_pred_int8.f32 (predictions in the target's units).
     std::string dump_dir;
     // Who made the model (the console's run id and name, its backend, dataset version, code snapshot, commit): written
     // into every file's metadata as traindeck_provenance, beside traindeck_checkpoint (the checkpoint's file and
@@ -51,7 +52,11 @@ struct ExportReport {
     double val_accuracy_fp32 = 0, val_accuracy_int8 = 0;
     double test_accuracy_fp32 = 0, test_accuracy_int8 = 0;
     long val_samples = 0, test_samples = 0, calibration_samples = 0;
-    double int8_agreement = 0; // share of test samples where int8 and fp32 predict the same class
+    // What the *_accuracy_* fields hold: "accuracy", or a regression's "r2" (R² of the predictions in the target's
+    // units); the model card names its metrics after it (val_r2_fp32, …).
+    std::string metric = "accuracy";
+    double int8_agreement = 0;       // share of test samples where int8 and fp32 predict the same class
+    double int8_mean_difference = 0; // a regression: mean |int8 − fp32| prediction over the test set
     bool accuracy_warning = false;
     std::string warning;
     nlohmann::json to_json() const;

@@ -418,6 +418,7 @@ Expected<JobSpec> parse_job_spec(const json& root) {
     r.read("log_every", spec.log_every);
     r.read("max_steps", spec.max_steps);
     r.read("label_smoothing", spec.label_smoothing);
+    r.read("task", spec.task);
     r.read("device", spec.device);
     r.read("precision", spec.precision);
     r.require(spec.device == "auto" || spec.device == "cpu" || spec.device == "cuda",
@@ -440,6 +441,17 @@ Expected<JobSpec> parse_job_spec(const json& root) {
         e.reject_unknown();
         if (!e.ok())
             return Error{e.error()};
+    }
+    r.require(spec.task == "classification" || spec.task == "regression",
+              "\"task\" must be \"classification\" or \"regression\"");
+    if (spec.task == "regression") {
+        r.require(spec.data.format == "csv",
+                  "\"task\": \"regression\" trains on a CSV table (data.format \"csv\"); images are classified");
+        r.require(spec.label_smoothing == 0.0f,
+                  "\"label_smoothing\" is for classification; a regression has no classes");
+        r.require(
+            !spec.early_stopping.enabled || spec.early_stopping.metric == "val_loss",
+            "a regression has no accuracy: early_stopping's \"metric\" must be \"val_loss\" (its mean squared error)");
     }
     r.require(!spec.early_stopping.enabled || spec.data.val_fraction > 0.0,
               "\"early_stopping\" watches the validation set: give data.val_fraction above 0");
@@ -566,6 +578,7 @@ json job_spec_to_json(const JobSpec& spec) {
                 {"keep_checkpoints", spec.keep_checkpoints},
                 {"log_every", spec.log_every},
                 {"max_steps", spec.max_steps},
+                {"task", spec.task},
                 {"label_smoothing", shortest(spec.label_smoothing)},
                 {"device", spec.device},
                 {"precision", spec.precision}};

@@ -71,7 +71,7 @@ struct ScheduleSpec {
 // (best.tdck beside the others) whichever epoch the run ends on; export can take it instead of the last one.
 struct EarlyStoppingSpec {
     bool enabled = false;            // "early_stopping" present in the spec
-    std::string metric = "val_loss"; // val_loss (lower is better) | val_accuracy (higher is better)
+    std::string metric = "val_loss"; // val_loss (lower is better) | val_accuracy (higher; not for a regression)
     int patience = 3;                // epochs without improvement before stopping; 0 = never stop, only keep the best
     double min_delta = 0.0;          // an improvement smaller than this does not count
     bool restore_best = true;        // test metrics and export use the best epoch's weights, not the last epoch's
@@ -85,6 +85,9 @@ struct JobSpec {
     OptimizerSpec optimizer;
     ScheduleSpec schedule;
     EarlyStoppingSpec early_stopping;
+    // classification (softmax cross-entropy over the classes) | regression (CSV only: the label column is a number;
+    // one output, mean squared error on standardised targets; evaluations report MSE, RMSE, MAE and R²)
+    std::string task = "classification";
     float label_smoothing = 0.0f; // ε of the training loss (evaluation reports the plain cross-entropy)
     // Where and how the arithmetic runs (traindeck-train's --device and --precision win over these): device auto |
     // cpu | cuda, precision fp32 | bf16 (GPU autocast). Not in the hash: a run may resume on another device.

@@ -463,6 +463,17 @@ double softmax_cross_entropy_forward(float* probs, const float* logits, const in
     return loss;
 }
 
+double squared_error(const float* outputs, const float* targets, int batch, float* doutputs, float scale) {
+    double loss = 0.0;
+    for (int b = 0; b < batch; ++b) {
+        const float error = outputs[b] - targets[b];
+        loss += static_cast<double>(error) * error;
+        if (doutputs)
+            doutputs[b] = 2.0f * error * scale;
+    }
+    return loss;
+}
+
 void softmax_cross_entropy_backward(float* dlogits, const float* probs, const int32_t* labels, int batch, int classes,
                                     float scale, float smoothing) {
     const float spread = smoothing / static_cast<float>(classes) * scale;

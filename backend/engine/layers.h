@@ -87,4 +87,9 @@ double softmax_cross_entropy_forward(float* probs, const float* logits, const in
 void softmax_cross_entropy_backward(float* dlogits, const float* probs, const int32_t* labels, int batch, int classes,
                                     float scale, float smoothing = 0.0f);
 
+// A regression's loss over outputs[B] (one value a sample): the summed squared error Σ (output − target)²; when
+// doutputs is given, it gets the gradient 2·(output − target)·scale (PyTorch's MSELoss with the mean taken by scale).
+double squared_error(const float* outputs, const float* targets, int batch, float* doutputs = nullptr,
+                     float scale = 1.0f);
+
 } // namespace traindeck::engine

@@ -30,8 +30,11 @@ public:
     virtual void zero_grads() = 0;
     // One micro-batch of `batch` samples: forward, loss, backward; gradients, loss and correct predictions
     // accumulate. scale = 1 / samples in the whole optimiser step (over every rank). Dropout masks are drawn from
-    // `dropout` (the trainer's stream, saved in every checkpoint).
-    virtual void forward_backward(const float* x, const int32_t* y, int batch, float scale, Rng& dropout) = 0;
+    // `dropout` (the trainer's stream, saved in every checkpoint). The loss: softmax cross-entropy against the class
+    // labels y; or, when targets is given (a regression: one output a sample, y unused), the squared error against
+    // them (layers.h squared_error), with no correct predictions.
+    virtual void forward_backward(const float* x, const int32_t* y, const float* targets, int batch, float scale,
+                                  Rng& dropout) = 0;
     // Ends the step: (data parallel: sums over ranks, then) updates the parameters with learning rate lr; `step`
     // counts from 1. loss_sum and correct are the step's totals, summed over its micro-batches (and ranks).
     virtual void step(float lr, long step, double& loss_sum, long& correct) = 0;

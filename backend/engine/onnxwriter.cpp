@@ -266,8 +266,14 @@ Expected<std::string> build_onnx(const Network& net, const std::vector<float>& p
             x = g.apply("Mul", {g.apply("Mul", {x, one_plus}, "xt"), g.scalar("half", 0.5f)}, "gelu");
         }
     }
-    graph->mutable_node(graph->node_size() - 1)->set_output(0, "logits");
-    set_shape(graph->add_output(), "logits", {net.classes()});
+    std::string output = "logits";
+    if (input.regression) {
+        x = g.apply("Mul", {x, g.scalar("target_scale", input.regression->scale)}, "unscaled");
+        g.apply("Add", {x, g.scalar("target_mean", input.regression->mean)}, "prediction");
+        output = "prediction";
+    }
+    graph->mutable_node(graph->node_size() - 1)->set_output(0, output);
+    set_shape(graph->add_output(), output, {net.classes()});
     try {
         onnx::checker::check_model(model);
     } catch (const std::exception& e) {

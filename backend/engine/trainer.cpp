@@ -38,7 +38,7 @@ uint64_t stream_seed(uint64_t seed, uint64_t stream) { return seed * 0x9e3779b97
 
 } // namespace
 
-Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed) {
+Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed, bool regression) {
     TrainingData data;
     if (spec.format == "idx") {
         auto train = load_idx(spec.train_images, spec.train_labels);
@@ -90,8 +90,9 @@ Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed) {
         // The training file's encoding (numeric or one-hot columns, fill values) is the test file's too.
         CsvEncoding encoding;
         CsvReport train_report, test_report;
-        auto train = load_csv(spec.train_csv, spec.label_column, {},
-                              {.missing = spec.missing, .learned = &encoding, .report = &train_report});
+        auto train = load_csv(
+            spec.train_csv, spec.label_column, {},
+            {.missing = spec.missing, .regression = regression, .learned = &encoding, .report = &train_report});
         if (!train)
             return Error{train.error()};
         data.train = std::move(*train);
@@ -104,8 +105,9 @@ Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed) {
                 {"rows_dropped", r.rows_dropped}, {"cells_filled", r.cells_filled}, {"unseen_values", r.unseen_values}};
         };
         if (!spec.test_csv.empty()) {
-            auto test = load_csv(spec.test_csv, spec.label_column, data.train.class_names,
-                                 {.missing = spec.missing, .encoding = &encoding, .report = &test_report});
+            auto test = load_csv(
+                spec.test_csv, spec.label_column, data.train.class_names,
+                {.missing = spec.missing, .regression = regression, .encoding = &encoding, .report = &test_report});
             if (!test)
                 return Error{test.error()};
             if (test->features() != data.train.features())
@@ -141,6 +143,7 @@ Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed) {
     if (data.train.size() == 0)
         return Error{"no training samples left after the validation split"};
     if (spec.normalize) {
+        data.target_scale = fit_target_scale(data.train);
         data.normalization = fit_normalization(data.train);
         apply_normalization(data.train, data.normalization);
         apply_normalization(data.val, data.normalization);
@@ -152,10 +155,53 @@ Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed) {
 namespace {
 
 struct Evaluation {
-    double loss = 0.0;
+    double loss = 0.0; // classification: mean cross-entropy; regression: mean squared error, in the target's units
     double accuracy = 0.0;
     std::vector<std::vector<long>> confusion; // [true class][predicted class]
+    // A regression's: root mean squared and mean absolute error, R² (1 − SSE / the split's own total sum of squares),
+    // and (true, predicted) for the first kMaxRegressionPairs samples, for the Results view's scatter.
+    bool regression = false;
+    double rmse = 0.0, mae = 0.0, r2 = 0.0;
+    std::vector<std::pair<float, float>> pairs;
+    size_t samples = 0;
 };
+
+constexpr size_t kMaxRegressionPairs = 2000; // a metrics line stays under about 40 KB
+
+Evaluation evaluate_regression(Model& model, int max_batch, const Dataset& data, TargetScale scale) {
+    Evaluation result;
+    result.regression = true;
+    result.samples = data.size();
+    std::vector<float> buffer;
+    double squared = 0.0, absolute = 0.0, sum = 0.0;
+    for (size_t start = 0; start < data.size(); start += max_batch) {
+        const int batch = static_cast<int>(std::min<size_t>(max_batch, data.size() - start));
+        const float* outputs = model.logits(data.batch(start, batch, buffer), batch);
+        for (int b = 0; b < batch; ++b) {
+            const float predicted = outputs[b] * scale.scale + scale.mean;
+            const float truth = data.target[start + b];
+            const double error = static_cast<double>(predicted) - truth;
+            squared += error * error;
+            absolute += std::abs(error);
+            sum += truth;
+            if (result.pairs.size() < kMaxRegressionPairs)
+                result.pairs.emplace_back(truth, predicted);
+        }
+    }
+    if (data.size() == 0)
+        return result;
+    const double n = static_cast<double>(data.size());
+    const double mean = sum / n;
+    double total = 0.0;
+    for (float t : data.target)
+        total += (t - mean) * (t - mean);
+    result.loss = squared / n;
+    result.rmse = std::sqrt(result.loss);
+    result.mae = absolute / n;
+    // A split whose targets are all equal has no variance to explain: R² is 0 unless every prediction is exact.
+    result.r2 = total > 0.0 ? 1.0 - squared / total : (squared == 0.0 ? 1.0 : 0.0);
+    return result;
+}
 
 Evaluation evaluate(Model& model, int classes, int max_batch, const Dataset& data) {
     Evaluation result;
@@ -186,6 +232,13 @@ constexpr size_t kMaxConfusionClasses = 256; // the catalog keeps no larger matr
 
 json evaluation_json(const char* split, const Evaluation& e, long step, long epoch,
                      const std::vector<std::string>& class_names) {
+    if (e.regression) {
+        json pairs = json::array();
+        for (const auto& [truth, predicted] : e.pairs)
+            pairs.push_back({truth, predicted});
+        return {{"type", "eval"}, {"split", split}, {"step", step}, {"epoch", epoch}, {"loss", e.loss},
+                {"rmse", e.rmse}, {"mae", e.mae},   {"r2", e.r2},   {"pairs", pairs}, {"samples", e.samples}};
+    }
     json record = {{"type", "eval"}, {"split", split}, {"step", step},
                    {"epoch", epoch}, {"loss", e.loss}, {"accuracy", e.accuracy}};
     // The matrix up to kMaxConfusionClasses classes (beyond, a record would outgrow a metrics line: 1,000 classes
@@ -264,7 +317,8 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         return TrainResult{code, message};
     };
 
-    auto loaded = load_training_data(spec.data, spec.seed);
+    const bool regression = spec.task == "regression";
+    auto loaded = load_training_data(spec.data, spec.seed, regression);
     if (!loaded)
         return fail(kExitBadData, loaded.error());
     TrainingData& data = *loaded;
@@ -362,10 +416,19 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         config["data"]["channels"] = data.train.channels;
     }
     metrics.write({{"type", "config"}, {"config", config}});
-    metrics.write({{"type", "status"}, {"state", "running"}, {"name", spec.name}, {"model", net.describe()},
-                   {"parameters", net.params().size()}, {"train_samples", train_count}, {"val_samples", data.val.size()},
-                   {"test_samples", data.test.size()}, {"classes", classes}, {"total_steps", total_steps},
-                   {"resumed_from_step", state.step}, {"threads", compute_threads()}});
+    metrics.write({{"type", "status"},
+                   {"state", "running"},
+                   {"name", spec.name},
+                   {"model", net.describe()},
+                   {"parameters", net.params().size()},
+                   {"train_samples", train_count},
+                   {"val_samples", data.val.size()},
+                   {"test_samples", data.test.size()},
+                   {"classes", classes},
+                   {"task", spec.task},
+                   {"total_steps", total_steps},
+                   {"resumed_from_step", state.step},
+                   {"threads", compute_threads()}});
     metrics.log("model " + net.describe());
     if (static_cast<size_t>(classes) > kMaxConfusionClasses)
         metrics.log("confusion matrices are not reported: " + std::to_string(classes) + " classes (at most " +
@@ -393,6 +456,10 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
     const bool augment = spec.data.augment.any() && data.train.is_image();
     std::vector<float> batch_x(static_cast<size_t>(spec.batch_size) * features);
     std::vector<int32_t> batch_y(spec.batch_size);
+    // A regression trains on standardised targets; its losses are reported in the target's units (× scale²).
+    std::vector<float> batch_targets(regression ? spec.batch_size : 0);
+    const TargetScale target_scale = data.target_scale;
+    const double loss_units = regression ? static_cast<double>(target_scale.scale) * target_scale.scale : 1.0;
     std::vector<size_t> order(train_count);
     Rng dropout_rng;
     dropout_rng.set_state(state.dropout_rng);
@@ -465,6 +532,8 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                             float* row = batch_x.data() + b * features;
                             data.train.copy_row(sample, row);
                             batch_y[b] = data.train.y[sample];
+                            if (regression)
+                                batch_targets[b] = (data.train.target[sample] - target_scale.mean) / target_scale.scale;
                             if (augment) {
                                 Rng rng(Rng::mix(epoch_seed ^ Rng::mix(first + b + 1)));
                                 augment_sample(row, data.train.height, data.train.width, data.train.channels,
@@ -473,7 +542,8 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                         }
                     },
                     augment ? 8 : 64);
-                model->forward_backward(batch_x.data(), batch_y.data(), batch, scale, dropout_rng);
+                model->forward_backward(batch_x.data(), batch_y.data(), regression ? batch_targets.data() : nullptr,
+                                        batch, scale, dropout_rng);
             }
             // The update comes before the loss check; a non-finite loss still keeps NaN out of every checkpoint,
             // since nothing is saved after it.
@@ -481,7 +551,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
             double window_loss = 0.0;
             long window_correct = 0;
             model->step(lr, state.step + 1, window_loss, window_correct);
-            const double loss = window_loss / static_cast<double>(window_samples);
+            const double loss = window_loss / static_cast<double>(window_samples) * loss_units;
             if (!std::isfinite(loss)) {
                 metrics.write({{"type", "event"}, {"event", "nan_loss"}, {"step", state.step + 1}, {"loss", loss}});
                 return fail(kExitNonFinite, "loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
@@ -500,11 +570,18 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
             seconds_since_log += step_seconds;
 
             if (state.step % spec.log_every == 0 || state.batch_in_epoch == batches_per_epoch) {
-                metrics.write({{"type", "metric"}, {"step", state.step}, {"epoch", state.epoch + 1},
-                               {"progress", static_cast<double>(state.step) / total_steps}, {"loss", loss},
-                               {"accuracy", static_cast<double>(window_correct) / window_samples}, {"lr", lr},
+                json record = {{"type", "metric"},
+                               {"step", state.step},
+                               {"epoch", state.epoch + 1},
+                               {"progress", static_cast<double>(state.step) / total_steps},
+                               {"loss", loss},
+                               {"accuracy", static_cast<double>(window_correct) / window_samples},
+                               {"lr", lr},
                                {"samples_per_s", seconds_since_log > 0 ? samples_since_log / seconds_since_log : 0.0},
-                               {"train_seconds", state.train_seconds}});
+                               {"train_seconds", state.train_seconds}};
+                if (regression) // no accuracy to report: the loss is the mean squared error
+                    record.erase("accuracy");
+                metrics.write(record);
                 samples_since_log = 0;
                 seconds_since_log = 0.0;
             }
@@ -522,15 +599,22 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
             }
         }
 
-        const Evaluation val = evaluate(*model, classes, spec.batch_size, data.val);
+        const Evaluation val = regression ? evaluate_regression(*model, spec.batch_size, data.val, target_scale)
+                                          : evaluate(*model, classes, spec.batch_size, data.val);
         if (data.val.size() > 0)
             metrics.write(evaluation_json("val", val, state.step, state.epoch + 1, class_names));
         const double epoch_rate = epoch_seconds > 0 ? epoch_samples / epoch_seconds : 0.0;
         metrics.write({{"type", "epoch"}, {"epoch", state.epoch + 1}, {"step", state.step}, {"samples", epoch_samples},
                        {"seconds", epoch_seconds}, {"samples_per_s", epoch_rate}});
         char line[200];
-        std::snprintf(line, sizeof(line), "epoch %ld/%d  step %ld  val loss %.4f  val accuracy %.2f%%  %.0f samples/s",
-                      state.epoch + 1, spec.epochs, state.step, val.loss, 100.0 * val.accuracy, epoch_rate);
+        if (regression)
+            std::snprintf(line, sizeof(line),
+                          "epoch %ld/%d  step %ld  val MSE %.6g  RMSE %.6g  MAE %.6g  R² %.4f  %.0f samples/s",
+                          state.epoch + 1, spec.epochs, state.step, val.loss, val.rmse, val.mae, val.r2, epoch_rate);
+        else
+            std::snprintf(line, sizeof(line),
+                          "epoch %ld/%d  step %ld  val loss %.4f  val accuracy %.2f%%  %.0f samples/s", state.epoch + 1,
+                          spec.epochs, state.step, val.loss, 100.0 * val.accuracy, epoch_rate);
         metrics.log(line);
         bool improved = false;
         if (early.enabled && data.val.size() > 0) {
@@ -611,13 +695,18 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         metrics.log("restored the best epoch (" + std::to_string(test_epoch) + ") for the test set");
     }
     if (data.test.size() > 0) {
-        const Evaluation test = evaluate(*model, classes, spec.batch_size, data.test);
+        const Evaluation test = regression ? evaluate_regression(*model, spec.batch_size, data.test, target_scale)
+                                           : evaluate(*model, classes, spec.batch_size, data.test);
         json record = evaluation_json("test", test, test_step, test_epoch, class_names);
         if (test_epoch != state.epoch)
             record["restored_best"] = true;
         metrics.write(record);
-        char line[120];
-        std::snprintf(line, sizeof(line), "test loss %.4f  test accuracy %.2f%%", test.loss, 100.0 * test.accuracy);
+        char line[160];
+        if (regression)
+            std::snprintf(line, sizeof(line), "test MSE %.6g  RMSE %.6g  MAE %.6g  R² %.4f", test.loss, test.rmse,
+                          test.mae, test.r2);
+        else
+            std::snprintf(line, sizeof(line), "test loss %.4f  test accuracy %.2f%%", test.loss, 100.0 * test.accuracy);
         metrics.log(line);
     }
     metrics.write({{"type", "status"}, {"state", "finished"}, {"step", state.step}, {"train_seconds", state.train_seconds},

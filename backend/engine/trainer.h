@@ -49,9 +49,11 @@ struct TrainResult {
 struct TrainingData {
     Dataset train, val, test;
     Normalization normalization; // empty when the spec does not normalise
+    TargetScale target_scale;    // a regression's, from the training split (identity when the spec does not normalise)
     nlohmann::json report;       // image folders: what was read, left out and cached (the trainer's "data" event)
 };
-Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed);
+// regression: the CSV's label column is the number to predict (JobSpec::task "regression").
+Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed, bool regression = false);
 
 // The class names a run knows, in index order: an image folder's folders, a CSV's string labels, Fashion-MNIST's
 // classes for its files in Debian's folder; empty when unknown (integer labels).

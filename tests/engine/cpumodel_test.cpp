@@ -96,7 +96,7 @@ TEST(CpuModel, StepsAreTheHandWrittenLoopBitForBit) {
             }
             softmax_cross_entropy_backward(dlogits.data(), probs.data(), y.data(), kBatch, kClasses, scale);
             reference.backward(x.data(), dlogits.data(), kBatch);
-            model.forward_backward(x.data(), y.data(), kBatch, scale, model_dropout);
+            model.forward_backward(x.data(), y.data(), nullptr, kBatch, scale, model_dropout);
         }
         optimizer.step(reference.params(), reference.grads(), reference.tensors(), adamw.lr, step);
         double loss = -1.0;

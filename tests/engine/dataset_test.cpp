@@ -3,8 +3,10 @@
 #include "testsupport.h"
 
 #include <gtest/gtest.h>
+
 #include <zlib.h>
 
+#include <algorithm>
 #include <fstream>
 
 using namespace traindeck::engine;
@@ -131,6 +133,54 @@ TEST(Dataset, CsvErrorsNameLineAndColumn) {
     auto no_column = load_csv(dir.file("bad.csv"), "species");
     ASSERT_FALSE(no_column);
     EXPECT_NE(no_column.error().find("no column named \"species\""), std::string::npos);
+}
+
+TEST(Dataset, ARegressionsTargetsAreNumbersAndAWordOrAMissingOneIsSaid) {
+    TempDir dir;
+    write_text(dir.file("t.csv"), "rooms,area,price\n3,70.5,250000\n4,NA,312500.5\n2,40,-1e3\n5,120,\n");
+    CsvOptions options{.missing = "fill", .regression = true};
+    CsvReport report;
+    options.report = &report;
+    auto data = load_csv(dir.file("t.csv"), "price", {}, options);
+    ASSERT_TRUE(data) << data.error();
+    // The row without a price is left out (a target is never made up), the missing area filled.
+    EXPECT_EQ(data->size(), 3u);
+    EXPECT_TRUE(data->regression());
+    EXPECT_EQ(data->target, (std::vector<float>{250000.0f, 312500.5f, -1000.0f}));
+    EXPECT_EQ(data->y, (std::vector<int32_t>{0, 0, 0}));
+    EXPECT_EQ(data->classes, 1);
+    EXPECT_TRUE(data->class_names.empty());
+    EXPECT_EQ(report.rows_dropped, 1u);
+    EXPECT_EQ(report.cells_filled, 1u);
+    // The split and a subset carry the targets with their rows.
+    Dataset copy = *data;
+    const Dataset val = split_validation(copy, 0.34, 5);
+    ASSERT_EQ(val.size(), 1u);
+    ASSERT_EQ(copy.target.size(), 2u);
+    std::vector<float> all = {val.target[0], copy.target[0], copy.target[1]};
+    std::sort(all.begin(), all.end());
+    EXPECT_EQ(all, (std::vector<float>{-1000.0f, 250000.0f, 312500.5f}));
+    for (size_t i = 0; i < copy.size(); ++i) // rooms 3 → 250000, 4 → 312500.5, 2 → -1000
+        EXPECT_EQ(copy.target[i], copy.x[i * 2] == 3 ? 250000.0f : copy.x[i * 2] == 4 ? 312500.5f : -1000.0f);
+    const TargetScale scale = fit_target_scale(*data);
+    EXPECT_NEAR(scale.mean, (250000.0 + 312500.5 - 1000.0) / 3, 0.1);
+    EXPECT_GT(scale.scale, 1e5f);
+
+    write_text(dir.file("word.csv"), "rooms,price\n3,250000\n4,expensive\n");
+    auto word = load_csv(dir.file("word.csv"), "price", {}, {.regression = true});
+    ASSERT_FALSE(word);
+    EXPECT_NE(word.error().find("word.csv:3: the target \"price\" is \"expensive\", not a finite number"),
+              std::string::npos)
+        << word.error();
+    auto missing = load_csv(dir.file("t.csv"), "price", {}, {.regression = true});
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.error().find("t.csv:5: the label is missing"), std::string::npos) << missing.error();
+    // The same column read as classes: each price a class of its own, as before.
+    write_text(dir.file("ints.csv"), "rooms,price\n3,2\n4,7\n");
+    auto classes = load_csv(dir.file("ints.csv"), "price");
+    ASSERT_TRUE(classes);
+    EXPECT_FALSE(classes->regression());
+    EXPECT_EQ(classes->classes, 8);
 }
 
 TEST(Dataset, CsvCategoricalColumnsAreOneHotFromTheTrainingFile) {

@@ -35,10 +35,12 @@ std::vector<T> read_values(const std::string& path) {
     return values;
 }
 
-// Runs the model in onnxruntime over the dumped inputs; returns its predictions.
-std::vector<int32_t> onnxruntime_predictions(const std::string& model, const std::string& inputs, const std::string& dims,
-                                             const std::string& out) {
-    const std::string command = "node '" + kTools + "/ort_eval.js' '" + model + "' '" + inputs + "' " + dims + " '" + out + "' 2>&1";
+// Runs the model in onnxruntime over the dumped inputs, writing out (ort_eval.js; mode "values": the outputs
+// themselves, else each row's argmax).
+void run_onnxruntime(const std::string& model, const std::string& inputs, const std::string& dims,
+                     const std::string& out, const std::string& mode = {}) {
+    const std::string command = "node '" + kTools + "/ort_eval.js' '" + model + "' '" + inputs + "' " + dims + " '" +
+                                out + "' " + mode + " 2>&1";
     FILE* pipe = ::popen(command.c_str(), "r");
     std::string output;
     char buffer[512];
@@ -46,6 +48,12 @@ std::vector<int32_t> onnxruntime_predictions(const std::string& model, const std
         output += buffer;
     const int status = ::pclose(pipe);
     EXPECT_EQ(status, 0) << output;
+}
+
+// Its predicted classes.
+std::vector<int32_t> onnxruntime_predictions(const std::string& model, const std::string& inputs,
+                                             const std::string& dims, const std::string& out) {
+    run_onnxruntime(model, inputs, dims, out);
     return read_values<int32_t>(out);
 }
 
@@ -266,6 +274,78 @@ TEST(Export, CsvModelNormalisesInsideTheGraph) {
     const auto ort = onnxruntime_predictions(dir.file("out/model.onnx"), dir.file("dump/test_inputs.f32"), "4", dir.file("ort.i32"));
     EXPECT_EQ(ort, ours);
     EXPECT_FALSE(fs::exists(dir.file("out/model.int8.onnx")));
+}
+
+TEST(Export, ARegressionPredictsTheTargetInItsOwnUnitsInOnnxRuntime) {
+    REQUIRE_ONNXRUNTIME();
+    TempDir dir;
+    // y = 1000 + 300·a − 40·b: the graph must undo both the inputs' and the target's standardisation.
+    std::mt19937 rng(5);
+    std::normal_distribution<float> noise(0.0f, 1.0f);
+    std::ofstream train(dir.file("train.csv")), test(dir.file("test.csv"));
+    for (std::ofstream* out : {&train, &test}) {
+        *out << "a,b,y\n";
+        for (int i = 0; i < (out == &train ? 1500 : 500); ++i) {
+            const float a = 10 * noise(rng), b = 0.01f * noise(rng);
+            *out << a << "," << b << "," << 1000 + 300 * a - 4000 * b + noise(rng) << "\n";
+        }
+    }
+    train.close();
+    test.close();
+    const json spec = {
+        {"task", "regression"},
+        {"model", "mlp"},
+        {"hidden", {16}},
+        {"batch_size", 32},
+        {"epochs", 8},
+        {"optimizer", {{"type", "adamw"}, {"lr", 0.01}}},
+        {"data", {{"format", "csv"}, {"train_csv", dir.file("train.csv")}, {"test_csv", dir.file("test.csv")}}}};
+    write_text(dir.file("spec.json"), spec.dump());
+    const ProcessResult trained = run_trainer({dir.file("spec.json"), "--checkpoint-dir", dir.file("ck")});
+    ASSERT_EQ(trained.exit_code, 0) << trained.err;
+    const json report = run_export({dir.file("spec.json"), "--checkpoint", dir.file("ck"), "--out", dir.file("out"),
+                                    "--dump-eval", dir.file("dump")});
+    ASSERT_TRUE(report.is_object());
+    EXPECT_EQ(report["metric"], "r2");
+    EXPECT_GT(report["test_accuracy_fp32"].get<double>(), 0.98) << report.dump();
+    EXPECT_GT(report["test_accuracy_int8"].get<double>(), 0.9) << report.dump();
+    EXPECT_GT(report["int8_mean_difference"].get<double>(), 0.0);
+    const auto targets = read_values<float>(dir.file("dump/test_targets.f32"));
+    const auto ours = read_values<float>(dir.file("dump/test_pred_fp32.f32"));
+    ASSERT_EQ(targets.size(), 500u);
+    ASSERT_EQ(ours.size(), 500u);
+    // Ours are in the target's units: their R² against the test file's values is the report's.
+    double squared = 0, sum = 0, total = 0;
+    for (size_t i = 0; i < targets.size(); ++i) {
+        squared += (ours[i] - targets[i]) * double(ours[i] - targets[i]);
+        sum += targets[i];
+    }
+    for (float t : targets)
+        total += (t - sum / 500) * (t - sum / 500);
+    EXPECT_NEAR(1 - squared / total, report["test_accuracy_fp32"].get<double>(), 1e-6);
+    // onnxruntime on the raw test inputs gives the same numbers: fp32 to float rounding, int8 (whose uint8
+    // activations round where the two sides' arithmetic differs by an ulp) within a hundredth of the targets' spread.
+    const double spread = std::sqrt(total / 500);
+    for (const char* model : {"out/model.onnx", "out/model.int8.onnx"}) {
+        run_onnxruntime(dir.file(model), dir.file("dump/test_inputs.f32"), "2", dir.file("ort.f32"), "values");
+        const auto ort = read_values<float>(dir.file("ort.f32"));
+        ASSERT_EQ(ort.size(), 500u) << model;
+        const auto& reference = std::string(model).find("int8") == std::string::npos
+                                    ? ours
+                                    : read_values<float>(dir.file("dump/test_pred_int8.f32"));
+        double worst = 0;
+        for (size_t i = 0; i < ort.size(); ++i)
+            worst = std::max(worst, std::abs(double(ort[i]) - reference[i]) / spread);
+        EXPECT_LT(worst, std::string(model).find("int8") == std::string::npos ? 1e-5 : 1e-2) << model;
+    }
+    std::ifstream card_file(dir.file("out/model.json"));
+    const json card = json::parse(card_file);
+    EXPECT_EQ(card["task"], "regression");
+    EXPECT_EQ(card["output"]["name"], "prediction");
+    EXPECT_FALSE(card.contains("classes"));
+    EXPECT_NEAR(card["metrics"]["test_r2_fp32"].get<double>(), report["test_accuracy_fp32"].get<double>(), 1e-12);
+    EXPECT_TRUE(card["metrics"].contains("val_r2_int8"));
+    EXPECT_FALSE(card["metrics"].contains("int8_agreement"));
 }
 
 TEST(Export, BadCheckpointsAndSpecsAreClearErrors) {

@@ -114,6 +114,32 @@ TEST(JobSpec, NewLayersAndTrainingOptionsAreChecked) {
     EXPECT_NE(unsmoothed->hash, spec->hash);
 }
 
+TEST(JobSpec, ARegressionIsACsvTaskWithoutClassesOrAccuracy) {
+    const json csv = {{"format", "csv"}, {"train_csv", "/t.csv"}, {"label_column", "price"}};
+    const auto spec = parse_job_spec(json{{"task", "regression"}, {"data", csv}});
+    ASSERT_TRUE(spec) << spec.error();
+    EXPECT_EQ(spec->task, "regression");
+    json out = job_spec_to_json(*spec);
+    EXPECT_EQ(out["task"], "regression");
+    out.erase("model"); // its "layers" say it
+    const auto reparsed = parse_job_spec(out);
+    ASSERT_TRUE(reparsed) << reparsed.error();
+    EXPECT_EQ(reparsed->task, "regression");
+    const auto classifier = parse_job_spec(json{{"data", csv}});
+    ASSERT_TRUE(classifier) << classifier.error();
+    EXPECT_EQ(classifier->task, "classification");
+    EXPECT_NE(classifier->hash, spec->hash); // another task is another run: no resuming one from the other
+    EXPECT_NE(error_of({{"task", "ranking"}}).find("\"task\" must be \"classification\" or \"regression\""),
+              std::string::npos);
+    EXPECT_NE(error_of({{"task", "regression"}}).find("trains on a CSV table"), std::string::npos); // IDX images
+    EXPECT_NE(error_of({{"task", "regression"}, {"data", csv}, {"label_smoothing", 0.1}}).find("has no classes"),
+              std::string::npos);
+    EXPECT_NE(error_of({{"task", "regression"}, {"data", csv}, {"early_stopping", {{"metric", "val_accuracy"}}}})
+                  .find("a regression has no accuracy"),
+              std::string::npos);
+    EXPECT_TRUE(parse_job_spec(json{{"task", "regression"}, {"data", csv}, {"early_stopping", {{"patience", 2}}}}));
+}
+
 TEST(JobSpec, HashIgnoresObservationFieldsOnly) {
     const json base = {{"model", "mlp"}, {"epochs", 2}, {"seed", 3}};
     json observed = base;

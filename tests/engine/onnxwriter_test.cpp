@@ -63,7 +63,8 @@ std::map<std::string, const onnx::TensorProto*> initializers(const onnx::GraphPr
 
 TEST(OnnxWriter, Fp32GraphFollowsTheNetworkWithItsWeightsAndNormalisation) {
     Network net = make_network();
-    const ModelInput input{.shape = {6, 6, 2}, .image = true, .normalization = {{0.5f, 0.25f}, {2.0f, 4.0f}}};
+    const ModelInput input{
+        .shape = {6, 6, 2}, .image = true, .normalization = {{0.5f, 0.25f}, {2.0f, 4.0f}}, .regression = {}};
     const onnx::ModelProto model = parse(build_onnx(net, net.params(), input, nullptr, {{"classes", "3"}}));
     const onnx::GraphProto& graph = model.graph();
     // Pixels 0–255 scaled to [0, 1] and normalised, then conv → max-pool → ReLU (the network's swap), flatten before
@@ -99,7 +100,7 @@ TEST(OnnxWriter, Fp32GraphFollowsTheNetworkWithItsWeightsAndNormalisation) {
 
 TEST(OnnxWriter, Int8GraphQuantisesEveryWeightedLayersInputAndWeights) {
     Network net = make_network();
-    const ModelInput input{.shape = {6, 6, 2}, .image = true, .normalization = {}};
+    const ModelInput input{.shape = {6, 6, 2}, .image = true, .normalization = {}, .regression = {}};
     std::vector<ActivationRange> ranges(net.layers().size(), ActivationRange{.low = -1.0f, .high = 2.0f});
     const Int8Simulation int8 = simulate_int8(net, net.params(), ranges);
     const onnx::ModelProto model = parse(build_onnx(net, net.params(), input, &int8.inputs, {}));
@@ -154,7 +155,7 @@ TEST(OnnxWriter, ResidualBatchNormGraphAndAFlattenItCannotFollow) {
     ASSERT_TRUE(built) << built.error();
     Rng init(5);
     built->initialize(init);
-    const ModelInput input{.shape = {6, 6, 2}, .image = true, .normalization = {}};
+    const ModelInput input{.shape = {6, 6, 2}, .image = true, .normalization = {}, .regression = {}};
     const onnx::ModelProto model = parse(build_onnx(*built, built->params(), input, nullptr, {}));
     const onnx::GraphProto& graph = model.graph();
     const std::vector<std::string> expected = {

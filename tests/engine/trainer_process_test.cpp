@@ -408,6 +408,74 @@ TEST_F(Trainer, LearnsACsvWithCategoriesAndMissingCellsAndExportsTheEncoding) {
               json::array({"weight", "colour=blue", "colour=green", "colour=red"}));
 }
 
+TEST_F(Trainer, LearnsARegressionAndReportsItsErrorsInTheTargetsUnits) {
+    // A price from two numbers and a colour, in the hundreds of thousands: the trainer standardises the target and
+    // reports every error in its own units.
+    std::string train = "a,b,colour,price\n", test = train;
+    Rng rng(8);
+    const char* colours[] = {"blue", "green", "red"};
+    const double colour_effect[] = {0.0, 10000.0, -5000.0};
+    for (int i = 0; i < 1600; ++i) {
+        const int k = static_cast<int>(rng.below(3));
+        const double a = rng.uniform(0, 5), b = rng.uniform(0, 5);
+        const double price = 250000 + 20000 * a - 15000 * b + colour_effect[k] + 500 * rng.uniform(-1, 1);
+        (i < 1200 ? train : test) +=
+            std::to_string(a) + "," + std::to_string(b) + "," + colours[k] + "," + std::to_string(price) + "\n";
+    }
+    write_text(dir.file("train.csv"), train);
+    write_text(dir.file("test.csv"), test);
+    json spec = {
+        {"task", "regression"},
+        {"model", "mlp"},
+        {"hidden", {32}},
+        {"data", {{"format", "csv"}, {"train_csv", "train.csv"}, {"test_csv", "test.csv"}, {"label_column", "price"}}},
+        {"optimizer", {{"type", "adamw"}, {"lr", 0.01}}},
+        {"batch_size", 32},
+        {"epochs", 12}};
+    const ProcessResult run = run_trainer({write_spec(dir, "reg.json", spec), "--checkpoint-dir", dir.file("ck")},
+                                          {"TRAINDECK_DATASET_DIR=" + dir.path().string()});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const json status = run.records("status").front();
+    EXPECT_EQ(status["task"], "regression");
+    EXPECT_EQ(status["classes"], 1);
+    const auto metrics = run.records("metric");
+    ASSERT_FALSE(metrics.empty());
+    for (const json& metric : metrics)
+        ASSERT_FALSE(metric.contains("accuracy")) << metric.dump();
+    // The first steps' squared error is of the price's own size (its variance is about 2e9), not a standardised 1.
+    EXPECT_GT(metrics.front()["loss"].get<double>(), 1e8);
+    const auto evals = run.records("eval");
+    ASSERT_EQ(evals.size(), 13u); // val after each epoch, then test
+    const json& last = evals.back();
+    ASSERT_EQ(last["split"], "test");
+    for (const json& eval : evals) {
+        EXPECT_FALSE(eval.contains("accuracy") || eval.contains("confusion")) << eval.dump().substr(0, 200);
+        EXPECT_NEAR(eval["rmse"].get<double>(), std::sqrt(eval["loss"].get<double>()),
+                    1e-6 * eval["rmse"].get<double>());
+    }
+    EXPECT_GT(last["r2"].get<double>(), 0.97) << last["r2"];
+    EXPECT_LT(evals.front()["r2"].get<double>(), last["r2"].get<double>());
+    // Every test sample came back as (true, predicted): its MSE, MAE and R² counted here are the record's.
+    ASSERT_EQ(last["samples"], 400);
+    ASSERT_EQ(last["pairs"].size(), 400u);
+    double squared = 0, absolute = 0, sum = 0;
+    for (const json& pair : last["pairs"]) {
+        const double error = pair[1].get<double>() - pair[0].get<double>();
+        squared += error * error;
+        absolute += std::abs(error);
+        sum += pair[0].get<double>();
+    }
+    double total = 0;
+    for (const json& pair : last["pairs"])
+        total += (pair[0].get<double>() - sum / 400) * (pair[0].get<double>() - sum / 400);
+    EXPECT_NEAR(squared / 400, last["loss"].get<double>(), 1e-3 * last["loss"].get<double>());
+    EXPECT_NEAR(absolute / 400, last["mae"].get<double>(), 1e-3 * last["mae"].get<double>());
+    EXPECT_NEAR(1 - squared / total, last["r2"].get<double>(), 1e-5);
+    // The test file's prices, in its order, are the pairs' truths (not standardised values).
+    EXPECT_NEAR(last["pairs"][0][0].get<double>(), std::stod(test.substr(test.rfind(',', test.find('\n', 20)) + 1)),
+                0.1);
+}
+
 TEST(TrainerConfig, TheConfigRecordIsTheFullSpecButNotTheRunsName) {
     TempDir dir;
     std::string table = "x,y,kind\n";

@@ -331,9 +331,10 @@ TEST(Catalog, WideBucketsAreWholeChunksAndExactForTheStepsTheyReport) {
         const auto got = SeriesStore::query(catalog.db(), series, from, to, zoom.buckets);
         ASSERT_LE(got.size(), static_cast<size_t>(zoom.buckets));
         ASSERT_GE(got.size(), zoom.least) << from << "-" << to;
-        if (zoom.chunk_edges)
+        if (zoom.chunk_edges) {
             for (size_t i = 1; i + 1 < got.size(); ++i)
                 ASSERT_EQ((got[i].first_step - 1) % SeriesStore::kChunkPoints, 0) << "bucket " << i << " of " << from;
+        }
         int64_t counted = 0, previous_last = from - 1;
         for (const Bucket& b : got) {
             EXPECT_GT(b.first_step, previous_last) << "buckets overlap or are out of order";
@@ -823,6 +824,50 @@ TEST(Catalog, StateEventsSetWhenARunStartedAndFinished) {
     ASSERT_TRUE(b);
     EXPECT_EQ(b->started, 2000.0);
     EXPECT_EQ(b->finished, 2050.0);
+}
+
+TEST(Catalog, ARegressionsEvaluationsKeepTheirPairsAndChartTheirErrors) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("j", "local", "1", json::object());
+    const json pairs = {{250000.0, 248100.5}, {-3.5, 2.25}, {1e6, 1.02e6}};
+    catalog.db().exec("BEGIN");
+    catalog.ingest(job, {record(1, {{"type", "eval"},
+                                    {"split", "test"},
+                                    {"step", 40},
+                                    {"epoch", 4},
+                                    {"loss", 1.4e8},
+                                    {"rmse", 11832.2},
+                                    {"mae", 7299.25},
+                                    {"r2", 0.9987},
+                                    {"samples", 3},
+                                    {"pairs", pairs}}),
+                         record(2, {{"type", "eval"}, {"split", "val"}, {"step", 50}, {"pairs", {{1, "two"}}}}),
+                         record(3, {{"type", "eval"}, {"split", "val"}, {"step", 60}, {"pairs", json::array()}})});
+    catalog.db().exec("COMMIT");
+    Statement select = catalog.db().prepare("SELECT split, step, data FROM evaluations WHERE job=? ORDER BY seq");
+    select.bind(1, job);
+    ASSERT_TRUE(select.step());
+    EXPECT_EQ(select.text(0), "test");
+    const json kept = json::parse(select.text(2));
+    EXPECT_EQ(kept["pairs"], pairs);
+    EXPECT_EQ(kept["r2"], 0.9987);
+    EXPECT_EQ(kept["mae"], 7299.25);
+    EXPECT_EQ(kept["samples"], 3);
+    EXPECT_FALSE(select.step()) << "a pair with a word, and no pairs at all, are not kept";
+    const auto alerts = catalog.take_alerts();
+    ASSERT_EQ(alerts.size(), 2u);
+    EXPECT_NE(alerts[0].message.find("eval record's pairs was not kept: a pair that is not [true, predicted]"),
+              std::string::npos)
+        << alerts[0].message;
+    EXPECT_NE(alerts[1].message.find("not a list"), std::string::npos) << alerts[1].message;
+    const std::vector<std::string> names = catalog.series_names(job);
+    for (const char* name : {"test/loss", "test/rmse", "test/mae", "test/r2"})
+        EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+    // R² is a score: higher is better, as the runs table and sweeps rank it.
+    EXPECT_EQ(default_goal("test/r2"), MetricGoal::maximize);
+    EXPECT_EQ(default_goal("val/rmse"), MetricGoal::minimize);
 }
 
 TEST(Catalog, EvaluationsKeepTheirConfusionMatricesAndABadOneIsAnAlert) {

@@ -1,11 +1,12 @@
-// Runs an ONNX model in onnxruntime (CPU) over raw float32 samples and writes the argmax of each output row.
-//   node ort_eval.js MODEL.onnx INPUTS.f32 DIMS(comma-separated, per sample) PREDICTIONS.i32
+// Runs an ONNX model in onnxruntime (CPU) over raw float32 samples and writes the argmax of each output row, or
+// with "values" last the output itself as float32 (a regression's predictions).
+//   node ort_eval.js MODEL.onnx INPUTS.f32 DIMS(comma-separated, per sample) PREDICTIONS.i32 [values]
 // Prints one JSON line: {"samples", "classes", "input", "output"}.
 const fs = require('fs');
 const ort = require('onnxruntime-node');
 
 async function main() {
-  const [model, inputsPath, dimsText, outPath] = process.argv.slice(2);
+  const [model, inputsPath, dimsText, outPath, mode] = process.argv.slice(2);
   const dims = dimsText.split(',').map(Number);
   const perSample = dims.reduce((a, b) => a * b, 1);
   const bytes = fs.readFileSync(inputsPath);
@@ -14,6 +15,7 @@ async function main() {
   const session = await ort.InferenceSession.create(model, { executionProviders: ['cpu'] });
   const inputName = session.inputNames[0], outputName = session.outputNames[0];
   const predictions = new Int32Array(samples);
+  const values = [];
   let classes = 0;
   const batch = 500;
   for (let start = 0; start < samples; start += batch) {
@@ -22,6 +24,7 @@ async function main() {
     const result = await session.run({ [inputName]: new ort.Tensor('float32', data, [n, ...dims]) });
     const logits = result[outputName];
     classes = logits.dims[1];
+    for (let i = 0; i < n * classes; ++i) values.push(logits.data[i]);
     for (let i = 0; i < n; ++i) {
       let best = 0;
       for (let c = 1; c < classes; ++c)
@@ -29,7 +32,8 @@ async function main() {
       predictions[start + i] = best;
     }
   }
-  fs.writeFileSync(outPath, Buffer.from(predictions.buffer));
+  const out = mode === 'values' ? new Float32Array(values) : predictions;
+  fs.writeFileSync(outPath, Buffer.from(out.buffer));
   console.log(JSON.stringify({ samples, classes, input: inputName, output: outputName }));
 }
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <QDir>
+#include <QPointF>
 #include <QTableWidget>
 #include <QTemporaryDir>
 
@@ -118,6 +119,52 @@ TEST_F(Results, TheNewestMatrixShowsWithNamesShadesAndScoresThatMatchItsCounts) 
     ASSERT_TRUE(test::process_until([&] { return loaded; }));
     EXPECT_EQ(view.evaluationCount(), 5);
     EXPECT_EQ(view.cell(6, 0), QString::number(fashion_matrix(1)[6][0].get<int64_t>())) << "the choice was kept";
+}
+
+TEST_F(Results, ARegressionShowsItsPredictionsAgainstTheTruthAndItsErrors) {
+    // 300 house prices, predicted within a few per cent, plus one wild miss; and a classification eval after it.
+    json pairs = json::array();
+    for (int i = 0; i < 300; ++i) {
+        const double truth = 100000 + 1000.0 * i;
+        pairs.push_back({truth, truth * (1 + 0.03 * ((i * 7) % 5 - 2) / 2)});
+    }
+    pairs.push_back({150000.0, 420000.0});
+    json data = {{"type", "eval"}, {"split", "test"}, {"step", 90},   {"epoch", 3},      {"loss", 2.5e8},
+                 {"rmse", 15811},  {"mae", 4100},     {"r2", 0.9683}, {"samples", 5000}, {"pairs", pairs}};
+    catalog_.db().exec("BEGIN");
+    catalog_.ingest(job_, {json{{"seq", 1}, {"time", 101.0}, {"type", "record"}, {"data", data}}});
+    catalog_.db().exec("COMMIT");
+    ResultsView view(path_);
+    view.resize(900, 560);
+    view.show();
+    bool loaded = false;
+    QObject::connect(&view, &ResultsView::loaded, [&] { loaded = true; });
+    view.showJob(job_);
+    ASSERT_TRUE(test::process_until([&] { return loaded; }));
+    ASSERT_EQ(view.evaluationCount(), 1);
+    EXPECT_TRUE(view.showsScatter());
+    const QList<QPointF> points = view.scatterPoints();
+    ASSERT_EQ(points.size(), 301);
+    EXPECT_EQ(points.last(), QPointF(150000.0, 420000.0)) << "the miss is drawn where it is, not clipped";
+    EXPECT_EQ(points.first(), QPointF(100000.0, 97000.0));
+    EXPECT_NE(view.summary().indexOf("R² 0.9683, RMSE 15811, MAE 4100 over 5000 samples"), -1)
+        << view.summary().toStdString();
+    EXPECT_NE(view.summary().indexOf("the first 301 of the 5000 samples"), -1) << view.summary().toStdString();
+    EXPECT_EQ(view.matrix()->rowCount(), 0);
+    const QString folder = QStringLiteral(TRAINDECK_SCREENSHOT_DIR);
+    QDir().mkpath(folder);
+    ASSERT_TRUE(view.grab().save(QDir(folder).filePath("results-regression.png")));
+
+    // A classification's matrix after it takes the page back.
+    add_eval(2, "val", 100, 4, {{3, 1}, {0, 4}}, false);
+    loaded = false;
+    view.refresh();
+    ASSERT_TRUE(test::process_until([&] { return loaded; }));
+    EXPECT_FALSE(view.showsScatter());
+    EXPECT_EQ(view.cell(0, 0), "3");
+    view.selectEvaluation(1);
+    EXPECT_TRUE(view.showsScatter());
+    EXPECT_EQ(view.scatterPoints().size(), 301) << "shown again, not added twice";
 }
 
 TEST_F(Results, ARunWithoutNamesNumbersItsClassesAndARunWithoutMatricesSaysHowToGetOne) {

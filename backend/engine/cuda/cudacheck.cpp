@@ -130,11 +130,12 @@ struct Problem {
     OptimizerSpec optimizer{.type = "sgd", .lr = 0.05f, .momentum = 0.9f};
     std::vector<float> x;
     std::vector<int32_t> y;
+    std::vector<float> targets; // a regression (classes 1): one value a sample, trained with the squared error
 };
 
 Problem make_problem(std::vector<LayerSpec> layers, SampleShape shape, int classes, int batch, int steps,
                      OptimizerSpec optimizer) {
-    Problem p{std::move(layers), shape, classes, batch, steps, std::move(optimizer), {}, {}};
+    Problem p{std::move(layers), shape, classes, batch, steps, std::move(optimizer), {}, {}, {}};
     Rng rng(7);
     const size_t samples = size_t(batch) * steps;
     p.x.resize(samples * shape.size());
@@ -177,8 +178,13 @@ Run train_cpu(const Problem& p) {
         const float* bx = p.x.data() + size_t(s) * p.batch * features;
         const int32_t* by = p.y.data() + size_t(s) * p.batch;
         const float* logits = net.forward(bx, p.batch, true, unused);
-        run.losses.push_back(softmax_cross_entropy_forward(probs.data(), logits, by, p.batch, p.classes));
-        softmax_cross_entropy_backward(dlogits.data(), probs.data(), by, p.batch, p.classes, 1.0f / p.batch);
+        if (!p.targets.empty()) {
+            run.losses.push_back(
+                squared_error(logits, p.targets.data() + size_t(s) * p.batch, p.batch, dlogits.data(), 1.0f / p.batch));
+        } else {
+            run.losses.push_back(softmax_cross_entropy_forward(probs.data(), logits, by, p.batch, p.classes));
+            softmax_cross_entropy_backward(dlogits.data(), probs.data(), by, p.batch, p.classes, 1.0f / p.batch);
+        }
         net.backward(bx, dlogits.data(), p.batch);
         optimizer.step(net.params(), net.grads(), net.tensors(), p.optimizer.lr, s + 1);
     }
@@ -209,7 +215,8 @@ Run train_gpu(const Problem& p, const GpuOptions& options, int die_after = -1) {
         if (options.world_size > 1)
             run.votes_ok &= !gpu->any_rank(false);
         gpu->zero_grads();
-        gpu->forward_backward(p.x.data() + size_t(s) * p.batch * features, p.y.data() + size_t(s) * p.batch, p.batch,
+        gpu->forward_backward(p.x.data() + size_t(s) * p.batch * features, p.y.data() + size_t(s) * p.batch,
+                              p.targets.empty() ? nullptr : p.targets.data() + size_t(s) * p.batch, p.batch,
                               1.0f / p.batch, unused);
         double loss = 0;
         long correct = 0;
@@ -669,6 +676,17 @@ int main(int argc, char** argv) {
             {.type = LayerType::linear, .out = 256}, {.type = LayerType::gelu}, {.type = LayerType::linear, .out = 128}, {.type = LayerType::gelu}};
         const Problem p = make_problem(gelu_mlp, kFlat, 10, 128, 50, sgd);
         compare("MLP training fp32 GELU", train_gpu(p, GpuOptions{false, 1, 0, {}}), train_cpu(p), 1e-3, 0);
+    });
+    part("MLP regression fp32", [&] {
+        // One output a sample, squared error against a smooth function of the inputs (the GPU's loss kernel).
+        const std::vector<LayerSpec> regression_mlp = {
+            {.type = LayerType::linear, .out = 64}, {.type = LayerType::relu}, {.type = LayerType::linear, .out = 1}};
+        Problem p = make_problem(regression_mlp, kFlat, 1, 128, 100, {.type = "sgd", .lr = 0.01f, .momentum = 0.9f});
+        p.y.assign(p.y.size(), 0);
+        p.targets.resize(p.y.size());
+        for (size_t i = 0; i < p.targets.size(); ++i)
+            p.targets[i] = p.x[i * kFlat.size()] - 0.5f * p.x[i * kFlat.size() + 1];
+        compare("MLP regression fp32", train_gpu(p, GpuOptions{false, 1, 0, {}}), train_cpu(p), 1e-3, 1e-4);
     });
     part("MLP training fp32 AdamW", [&] {
         const Problem p =

@@ -93,6 +93,17 @@ __global__ void softmax_xent_backward_kernel(float* dlogits, const float* probs,
     dlogits[i] = probs[i] * scale - spread - (c == labels[row] ? scale - smoothing * scale : 0.0f);
 }
 
+// A regression's loss, as layers.cpp squared_error: per row (output − target)², and the gradient 2·error·scale.
+__global__ void squared_error_kernel(float* doutputs, float* loss_per_row, const float* outputs, const float* targets,
+                                     int batch, float scale) {
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= batch)
+        return;
+    const float error = outputs[row] - targets[row];
+    loss_per_row[row] = error * error;
+    doutputs[row] = 2.0f * error * scale;
+}
+
 __global__ void sgd_kernel(float* params, const float* grads, float* momentum, size_t n, float lr, float factor,
                            float weight_decay) {
     const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
@@ -345,6 +356,11 @@ void softmax_cross_entropy_backward(float* dlogits, const float* probs, const in
                                     float scale, float smoothing, cudaStream_t stream) {
     TRAINDECK_LAUNCH(softmax_xent_backward_kernel, blocks_for(size_t(std::max(batch, 0)) * classes), kThreads, stream,
                      dlogits, probs, labels, batch, classes, scale, smoothing);
+}
+void squared_error(float* doutputs, float* loss_per_row, const float* outputs, const float* targets, int batch,
+                   float scale, cudaStream_t stream) {
+    TRAINDECK_LAUNCH(squared_error_kernel, blocks_for(size_t(std::max(batch, 0))), kThreads, stream, doutputs,
+                     loss_per_row, outputs, targets, batch, scale);
 }
 void sgd_step(float* params, const float* grads, float* momentum, size_t n, float lr, float momentum_factor,
               float weight_decay, cudaStream_t stream) {

@@ -23,6 +23,10 @@ void softmax_cross_entropy_forward(float* probs, float* loss_per_row, const floa
                                    int batch, int classes, float smoothing, cudaStream_t stream);
 void softmax_cross_entropy_backward(float* dlogits, const float* probs, const int32_t* labels, int batch, int classes,
                                     float scale, float smoothing, cudaStream_t stream);
+// A regression (one output a row): loss_per_row[b] = (outputs[b] − targets[b])², doutputs[b] = 2·(outputs[b] −
+// targets[b])·scale, as the CPU's squared_error (layers.h).
+void squared_error(float* doutputs, float* loss_per_row, const float* outputs, const float* targets, int batch,
+                   float scale, cudaStream_t stream);
 void sgd_step(float* params, const float* grads, float* momentum, size_t n, float lr, float momentum_factor,
               float weight_decay, cudaStream_t stream);
 // One AdamW step over n parameters of one tensor, as Optimizer::step does for AdamW: `step` counts from 1 (bias

@@ -77,6 +77,13 @@ __global__ void score_kernel(double* totals, const float* loss_per_row, const fl
         atomicAdd(&totals[1], 1.0);
 }
 
+// A regression's micro-batch: its losses only (no correct predictions).
+__global__ void loss_total_kernel(double* totals, const float* loss_per_row, int batch) {
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < batch)
+        atomicAdd(&totals[0], static_cast<double>(loss_per_row[row]));
+}
+
 // set_data_parallel_watch(): read by each model when it is created (traindeck-train sets it once, before train()).
 struct DataParallelWatch {
     double timeout_seconds = 300.0;
@@ -230,6 +237,7 @@ private:
             bf16_b_.allocate(std::max<size_t>(1, local) * widest * 2 + count);
         }
         labels_.allocate(std::max<size_t>(1, local));
+        targets_.allocate(std::max<size_t>(1, local));
         probs_.allocate(std::max<size_t>(1, local) * classes_);
         dlogits_.allocate(std::max<size_t>(1, local) * classes_);
         loss_rows_.allocate(std::max<size_t>(1, local));
@@ -321,7 +329,8 @@ public:
     }
 
     // Dropout with p > 0 never reaches this path (init refuses it), so `dropout` is not drawn from.
-    void forward_backward(const float* x, const int32_t* y, int batch, float scale, Rng&) override {
+    void forward_backward(const float* x, const int32_t* y, const float* targets, int batch, float scale,
+                          Rng&) override {
         guarded([&] {
             expect_batch(batch);
             const auto [first, count] = slice(batch);
@@ -330,6 +339,16 @@ public:
             const size_t features = net_->layers().front().in.size();
             TRAINDECK_CHECK(cudaMemcpyAsync(input_.data, x + static_cast<size_t>(first) * features,
                                             count * features * sizeof(float), cudaMemcpyHostToDevice, stream_));
+            if (targets) {
+                TRAINDECK_CHECK(cudaMemcpyAsync(targets_.data, targets + first, count * sizeof(float),
+                                                cudaMemcpyHostToDevice, stream_));
+                const float* out = forward(count, true);
+                cuda::squared_error(dlogits_.data, loss_rows_.data, out, targets_.data, count, scale, stream_);
+                TRAINDECK_LAUNCH(loss_total_kernel, blocks_for(count), kThreads, stream_, totals_.data, loss_rows_.data,
+                                 count);
+                backward(count);
+                return;
+            }
             TRAINDECK_CHECK(
                 cudaMemcpyAsync(labels_.data, y + first, count * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
             const float* out = forward(count, true);
@@ -799,6 +818,7 @@ private:
     std::vector<Device<float>> outputs_, douts_, pre_;
     Device<__nv_bfloat16> bf16_a_, bf16_b_;
     Device<int32_t> labels_;
+    Device<float> targets_; // a regression's standardised targets
     Device<double> totals_;
     std::vector<float> host_logits_;
     std::string description_;
