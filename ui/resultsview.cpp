@@ -100,7 +100,7 @@ ResultsView::ResultsView(const QString& catalog_path, QWidget* parent) : QWidget
     scatter_chart_->addAxis(true_axis, Qt::AlignBottom);
     scatter_chart_->addAxis(predicted_axis, Qt::AlignLeft);
     for (QValueAxis* axis : {true_axis, predicted_axis}) {
-        axis->setLabelFormat("%.4g");
+        axis->setLabelFormat("%.6g");
         exact_->attachAxis(axis);
         scatter_->attachAxis(axis);
     }
@@ -278,11 +278,15 @@ void ResultsView::showScatter(const Shown& shown) {
     }
     if (high <= low)
         high = low + 1;
-    const double pad = (high - low) * 0.03;
-    // The same range on both axes, so that the line of exact predictions is the diagonal.
-    exact_->replace(QList<QPointF>{{low - pad, low - pad}, {high + pad, high + pad}});
-    for (QAbstractAxis* axis : scatter_chart_->axes())
-        axis->setRange(low - pad, high + pad);
+    // The same round range on both axes, so that the line of exact predictions is the diagonal.
+    for (QAbstractAxis* axis : scatter_chart_->axes()) {
+        auto* values = static_cast<QValueAxis*>(axis);
+        values->setRange(low, high);
+        values->applyNiceNumbers();
+        low = values->min();
+        high = values->max();
+    }
+    exact_->replace(QList<QPointF>{{low, low}, {high, high}});
     auto figure = [](double value, int digits) {
         return std::isnan(value) ? QStringLiteral("–") : QString::number(value, 'g', digits);
     };
