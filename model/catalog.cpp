@@ -1,5 +1,6 @@
 #include "catalog.h"
 
+#include "base64.h"
 #include "clock.h"
 #include "jobstate.h"
 #include "runconfig.h"
@@ -434,7 +435,41 @@ bool is(const std::string* text, std::string_view expected) { return text && *te
 // whole and not negative, at most kMaxClasses classes), its class names when there is one per class, its loss and
 // accuracy; or a regression's (true, predicted) pairs with its error figures. null, with why, when the matrix (or
 // the list of pairs) is not one.
-json evaluation_to_keep(const json& record, std::string& why) {
+// An image classification's gallery examples (the trainer's "examples": thumbnails of samples with their true and
+// predicted class and confidence), checked against a matrix of `classes`: "" when they are sound.
+std::string examples_problem(const json& examples, size_t classes) {
+    constexpr size_t kMaxItems = 1000;
+    if (!examples.is_object())
+        return "\"examples\" is not an object";
+    const auto dimension = [&](const char* key, int64_t most) {
+        const auto it = examples.find(key);
+        return it != examples.end() && it->is_number_integer() && it->get<int64_t>() >= 1 && it->get<int64_t>() <= most
+                   ? it->get<int64_t>()
+                   : int64_t(0);
+    };
+    const int64_t height = dimension("height", 64), width = dimension("width", 64), channels = dimension("channels", 4);
+    if (height == 0 || width == 0 || (channels != 1 && channels != 3))
+        return "its thumbnails' height and width are not 1 to 64 pixels, or their channels not 1 or 3";
+    const auto items = examples.find("items");
+    if (items == examples.end() || !items->is_array() || items->size() > kMaxItems)
+        return "\"items\" is not a list of at most " + std::to_string(kMaxItems) + " examples";
+    const size_t bytes = static_cast<size_t>(height * width * channels);
+    for (const json& item : *items) {
+        const bool sound =
+            item.is_array() &&
+            (item.size() == 4 || (item.size() == 5 && item[4].is_number_integer() && item[4].get<int64_t>() >= 0)) &&
+            item[0].is_number_integer() && item[1].is_number_integer() && item[0].get<int64_t>() >= 0 &&
+            item[1].get<int64_t>() >= 0 && static_cast<size_t>(item[0].get<int64_t>()) < classes &&
+            static_cast<size_t>(item[1].get<int64_t>()) < classes && item[2].is_number() && item[3].is_string() &&
+            is_base64_of(item[3].get_ref<const std::string&>(), bytes);
+        if (!sound)
+            return "an example that is not [true class, predicted class, confidence, " + std::to_string(bytes) +
+                   " pixel bytes in base64, its index]";
+    }
+    return {};
+}
+
+json evaluation_to_keep(const json& record, std::string& why, std::string& examples_why) {
     constexpr size_t kMaxClasses = 256;
     if (!record.contains("confusion") && record.contains("pairs")) {
         // A regression's (true, predicted) pairs for the Results view's scatter: at most kMaxPairs, each two finite
@@ -445,19 +480,24 @@ json evaluation_to_keep(const json& record, std::string& why) {
             why = "\"pairs\" is not a list of [true, predicted] values";
             return nullptr;
         }
-        if (pairs.size() > kMaxPairs) {
-            why = std::to_string(pairs.size()) + " pairs (at most " + std::to_string(kMaxPairs) + " are kept)";
-            return nullptr;
-        }
-        for (const json& pair : pairs)
+        // More than kMaxPairs: the first ones, and how many came (the view says it shows the first of them).
+        const size_t kept_pairs = std::min(pairs.size(), kMaxPairs);
+        for (size_t i = 0; i < kept_pairs; ++i) {
+            const json& pair = pairs[i];
             if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_number()) {
                 why = "a pair that is not [true, predicted] (" + pair.dump() + ")";
                 return nullptr;
             }
-        json kept = {{"pairs", pairs}};
+        }
+        json kept = {
+            {"pairs", kept_pairs == pairs.size()
+                          ? pairs
+                          : json(std::vector<json>(pairs.begin(), pairs.begin() + static_cast<long>(kept_pairs)))}};
         for (const char* key : {"loss", "rmse", "mae", "r2", "samples"})
             if (const auto value = record.find(key); value != record.end() && value->is_number())
                 kept[key] = *value;
+        if (!kept.contains("samples") || kept["samples"].get<double>() < static_cast<double>(pairs.size()))
+            kept["samples"] = pairs.size();
         return kept;
     }
     const json& matrix = record["confusion"];
@@ -488,6 +528,12 @@ json evaluation_to_keep(const json& record, std::string& why) {
     for (const char* key : {"loss", "accuracy"})
         if (const auto value = record.find(key); value != record.end() && value->is_number())
             kept[key] = *value;
+    // Its gallery's examples, kept when sound: the matrix stays whatever they are.
+    if (const auto examples = record.find("examples"); examples != record.end()) {
+        examples_why = examples_problem(*examples, matrix.size());
+        if (examples_why.empty())
+            kept["examples"] = *examples;
+    }
     return kept;
 }
 
@@ -596,14 +642,21 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
                 if (split == "val")
                     number_at(data, "accuracy", accuracy);
                 if (data.contains("confusion") || data.contains("pairs")) {
-                    std::string why;
-                    if (const json kept = evaluation_to_keep(data, why); !kept.is_null()) {
+                    std::string why, examples_why;
+                    if (const json kept = evaluation_to_keep(data, why, examples_why); !kept.is_null()) {
                         int64_t epoch = 0;
                         integer_at(data, "epoch", epoch);
                         evaluation.reset();
                         evaluation.bind(1, job).bind(2, seq).bind(3, split).bind(4, step).bind(5, epoch);
                         evaluation.bind(6, event_time).bind(7, kept.dump());
                         evaluation.step();
+                        if (!examples_why.empty()) {
+                            const std::string message = "an eval record's examples were not kept: " + examples_why;
+                            same_alert.reset();
+                            same_alert.bind(1, job).bind(2, message);
+                            if (!same_alert.step())
+                                raise("evaluation_dropped", message, event_time);
+                        }
                     } else {
                         // Once per job and reason: a script sending 300 classes each epoch gets one alert, not 300.
                         const std::string message = std::string("an eval record's ") +

@@ -21,6 +21,7 @@
 #include <QSignalBlocker>
 #include <QMenu>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QStyledItemDelegate>
 #include <QTabWidget>
 #include <QTableView>
@@ -516,7 +517,10 @@ void NewJobDialog::updateTask() {
             early_metric_->setCurrentIndex(early_metric_->findData("val_loss"));
     }
     label_smoothing_->setEnabled(!regression);
-    early_metric_->setEnabled(!regression);
+    // Only accuracy is not a regression's: the choice stays open to a classifier (the group enables it as it does).
+    auto* metrics = qobject_cast<QStandardItemModel*>(early_metric_->model());
+    if (QStandardItem* accuracy = metrics ? metrics->item(early_metric_->findData("val_accuracy")) : nullptr)
+        accuracy->setEnabled(!regression);
 }
 
 void NewJobDialog::showSpecJson() {

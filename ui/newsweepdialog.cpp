@@ -202,7 +202,7 @@ NewSweepDialog::NewSweepDialog(QWidget* parent) : QDialog(parent) {
     method_->addItem(tr("Grid (every combination once)"), "grid");
     metric_ = new QComboBox;
     metric_->setEditable(true);
-    metric_->addItems({"val/accuracy", "val/loss", "loss", "accuracy"});
+    metric_->addItems({"val/accuracy", "val/loss", "loss", "accuracy", "val/r2", "val/rmse", "val/mae"});
     goal_ = new QComboBox;
     goal_->addItem(tr("maximise"), "max");
     goal_->addItem(tr("minimise"), "min");

@@ -15,7 +15,10 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QLineSeries>
+#include <QListWidget>
 #include <QPen>
+#include <QPixmap>
+#include <QPushButton>
 #include <QScatterSeries>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -73,11 +76,42 @@ ResultsView::ResultsView(const QString& catalog_path, QWidget* parent) : QWidget
     confused_->setWordWrap(true);
     confused_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
+    connect(matrix_, &QTableWidget::cellClicked, this, &ResultsView::showCellExamples);
     auto* split = new QSplitter(Qt::Horizontal);
     split->addWidget(matrix_);
     split->addWidget(scores_);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
+    // The gallery under them: thumbnails twice their size, pixel for pixel, captioned.
+    gallery_title_ = new QLabel;
+    gallery_title_->setWordWrap(true);
+    all_mistakes_ = new QPushButton(tr("Show the mistakes"));
+    all_mistakes_->setToolTip(tr("Back to the most confident mistakes of every class"));
+    all_mistakes_->setVisible(false);
+    connect(all_mistakes_, &QPushButton::clicked, this, [this] { showCellExamples(-1, -1); });
+    gallery_ = new QListWidget;
+    gallery_->setViewMode(QListView::IconMode);
+    gallery_->setResizeMode(QListView::Adjust);
+    gallery_->setMovement(QListView::Static);
+    gallery_->setWrapping(true);
+    gallery_->setUniformItemSizes(true);
+    gallery_->setIconSize(QSize(64, 64));
+    gallery_->setGridSize(QSize(150, 118));
+    gallery_->setWordWrap(true);
+    gallery_->setSelectionMode(QAbstractItemView::SingleSelection);
+    auto* gallery_box = new QWidget;
+    auto* gallery_layout = new QVBoxLayout(gallery_box);
+    gallery_layout->setContentsMargins(0, 0, 0, 0);
+    auto* gallery_top = new QHBoxLayout;
+    gallery_top->addWidget(gallery_title_, 1);
+    gallery_top->addWidget(all_mistakes_);
+    gallery_layout->addLayout(gallery_top);
+    gallery_layout->addWidget(gallery_, 1);
+    auto* matrix_page = new QSplitter(Qt::Vertical);
+    matrix_page->addWidget(split);
+    matrix_page->addWidget(gallery_box);
+    matrix_page->setStretchFactor(0, 3);
+    matrix_page->setStretchFactor(1, 2);
     scatter_chart_ = new QChart;
     scatter_chart_->legend()->setAlignment(Qt::AlignBottom);
     scatter_chart_->setMargins(QMargins(6, 6, 6, 6));
@@ -109,7 +143,7 @@ ResultsView::ResultsView(const QString& catalog_path, QWidget* parent) : QWidget
     scatter_view->setToolTip(tr("Each dot is a sample: across its true value, up its prediction. On the line the "
                                 "prediction is exact; above it, too high."));
     pages_ = new QStackedWidget;
-    pages_->addWidget(split);
+    pages_->addWidget(matrix_page);
     pages_->addWidget(scatter_view);
     auto* top = new QHBoxLayout;
     top->addWidget(summary_, 1);
@@ -170,6 +204,22 @@ void ResultsView::refresh() {
                 shown.mae = data.value("mae").toDouble(std::nan(""));
                 shown.r2 = data.value("r2").toDouble(std::nan(""));
                 shown.samples = data.value("samples").toInteger(shown.pairs.size());
+                // The gallery's thumbnails, decoded here (QImage, not QPixmap, off the GUI thread).
+                const QJsonObject examples = data.value("examples").toObject();
+                const int height = examples.value("height").toInt(), width = examples.value("width").toInt();
+                const int channels = examples.value("channels").toInt();
+                shown.candidates = examples.value("candidates").toInteger();
+                for (const auto& value : examples.value("items").toArray()) {
+                    const QJsonArray item = value.toArray();
+                    const QByteArray pixels = QByteArray::fromBase64(item.at(3).toString().toLatin1());
+                    if (pixels.size() != qsizetype(height) * width * channels)
+                        continue; // the catalog checked them; a file changed since is not worth a crash
+                    const QImage image(reinterpret_cast<const uchar*>(pixels.constData()), width, height,
+                                       qsizetype(width) * channels,
+                                       channels == 3 ? QImage::Format_RGB888 : QImage::Format_Grayscale8);
+                    shown.examples.push_back(
+                        {item.at(0).toInt(), item.at(1).toInt(), item.at(2).toDouble(), image.copy()});
+                }
                 while (shown.names.size() < static_cast<qsizetype>(shown.matrix.size()))
                     shown.names << tr("class %1").arg(shown.names.size());
                 read.evaluations.push_back(std::move(shown));
@@ -198,6 +248,9 @@ void ResultsView::refresh() {
 
 void ResultsView::showEvaluation(int index) {
     pages_->setCurrentIndex(0);
+    if (index != shown_index_)
+        cell_truth_ = cell_predicted_ = -1; // another evaluation: its mistakes first
+    shown_index_ = index;
     matrix_->clear();
     scores_->setRowCount(0);
     confused_->clear();
@@ -211,6 +264,7 @@ void ResultsView::showEvaluation(int index) {
                                  "every epoch (validation) and at the end (test); a script can send \"eval\" records "
                                  "with a \"confusion\" matrix, or a regression's \"pairs\" of true and predicted "
                                  "values (backend/api/METRICS.md)."));
+        fillGallery();
         return;
     }
     const Shown& shown = evaluations_[index];
@@ -264,6 +318,81 @@ void ResultsView::showEvaluation(int index) {
         pairs << tr("%1 → %2 (%3)").arg(shown.names[pair.truth], shown.names[pair.predicted]).arg(pair.count);
     confused_->setText(pairs.isEmpty() ? tr("No mistakes.")
                                        : tr("Most often confused (true → predicted): %1").arg(pairs.join(", ")));
+    fillGallery();
+}
+
+void ResultsView::showCellExamples(int truth, int predicted) {
+    cell_truth_ = truth;
+    cell_predicted_ = predicted;
+    fillGallery();
+}
+
+void ResultsView::fillGallery() {
+    gallery_->clear();
+    all_mistakes_->setVisible(cell_truth_ >= 0);
+    if (shown_index_ < 0 || shown_index_ >= static_cast<int>(evaluations_.size())) {
+        gallery_title_->clear();
+        return;
+    }
+    const Shown& shown = evaluations_[shown_index_];
+    if (shown.examples.empty()) {
+        gallery_title_->setText(tr("No example images in this evaluation. The built-in trainer sends them with an "
+                                   "image classifier's test set (without one, with its last validation)."));
+        return;
+    }
+    std::vector<const Example*> chosen;
+    for (const Example& e : shown.examples)
+        if (cell_truth_ >= 0 ? e.truth == cell_truth_ && e.predicted == cell_predicted_ : e.truth != e.predicted)
+            chosen.push_back(&e);
+    std::stable_sort(chosen.begin(), chosen.end(),
+                     [](const Example* a, const Example* b) { return a->confidence > b->confidence; });
+    auto name = [&](int klass) {
+        return klass >= 0 && klass < shown.names.size() ? shown.names[klass] : tr("class %1").arg(klass);
+    };
+    for (const Example* e : chosen) {
+        const QString caption =
+            e->truth == e->predicted
+                ? tr("%1\n%2 %").arg(name(e->truth)).arg(100.0 * e->confidence, 0, 'f', 0)
+                : tr("%1 → %2\n%3 %").arg(name(e->truth), name(e->predicted)).arg(100.0 * e->confidence, 0, 'f', 0);
+        const QImage big = e->image.scaled(e->image.size() * std::max(1, 64 / std::max(1, e->image.width())),
+                                           Qt::KeepAspectRatio, Qt::FastTransformation);
+        auto* item = new QListWidgetItem(QIcon(QPixmap::fromImage(big)), caption);
+        item->setToolTip(tr("true %1, predicted %2 with probability %3 %")
+                             .arg(name(e->truth), name(e->predicted))
+                             .arg(100.0 * e->confidence, 0, 'f', 1));
+        item->setData(Qt::UserRole, e->image);
+        gallery_->addItem(item);
+    }
+    if (cell_truth_ < 0) {
+        gallery_title_->setText(
+            chosen.empty() ? tr("No mistakes among the %1 example images kept.").arg(shown.examples.size())
+                           : tr("<b>Mistakes</b>, the most confident first: %1 shown (the trainer keeps up to three "
+                                "of each cell of the matrix). Click a cell to see its examples.")
+                                 .arg(chosen.size()));
+        return;
+    }
+    const int64_t count = cell_truth_ < static_cast<int>(shown.matrix.size()) &&
+                                  cell_predicted_ < static_cast<int>(shown.matrix[cell_truth_].size())
+                              ? shown.matrix[cell_truth_][cell_predicted_]
+                              : 0;
+    gallery_title_->setText(tr("<b>True %1, predicted %2</b>: %3 of its %4 samples shown, the most confident first.")
+                                .arg(name(cell_truth_).toHtmlEscaped(), name(cell_predicted_).toHtmlEscaped())
+                                .arg(chosen.size())
+                                .arg(count));
+}
+
+int ResultsView::galleryCount() const { return gallery_->count(); }
+
+QString ResultsView::galleryTitle() const { return gallery_title_->text(); }
+
+QString ResultsView::galleryCaption(int index) const {
+    const QListWidgetItem* item = gallery_->item(index);
+    return item ? item->text() : QString();
+}
+
+QImage ResultsView::galleryImage(int index) const {
+    const QListWidgetItem* item = gallery_->item(index);
+    return item ? item->data(Qt::UserRole).value<QImage>() : QImage();
 }
 
 void ResultsView::showScatter(const Shown& shown) {
@@ -278,13 +407,18 @@ void ResultsView::showScatter(const Shown& shown) {
     }
     if (high <= low)
         high = low + 1;
-    // The same round range on both axes, so that the line of exact predictions is the diagonal.
-    for (QAbstractAxis* axis : scatter_chart_->axes()) {
-        auto* values = static_cast<QValueAxis*>(axis);
-        values->setRange(low, high);
-        values->applyNiceNumbers();
-        low = values->min();
-        high = values->max();
+    // The same round range on both axes, so that the line of exact predictions is the diagonal: rounded once,
+    // on the first axis, and copied with its tick count to the other.
+    const QList<QAbstractAxis*> axes = scatter_chart_->axes();
+    auto* rounded = static_cast<QValueAxis*>(axes.front());
+    rounded->setTickCount(5);
+    rounded->setRange(low, high);
+    rounded->applyNiceNumbers();
+    low = rounded->min();
+    high = rounded->max();
+    for (QAbstractAxis* axis : axes) {
+        static_cast<QValueAxis*>(axis)->setTickCount(rounded->tickCount());
+        axis->setRange(low, high);
     }
     exact_->replace(QList<QPointF>{{low, low}, {high, high}});
     auto figure = [](double value, int digits) {

@@ -92,20 +92,24 @@ json ExportReport::to_json() const {
     json files = json::array();
     for (const Artifact& a : artifacts)
         files.push_back({{"kind", a.kind}, {"path", a.path}, {"bytes", a.bytes}});
-    return {{"artifacts", files},
-            {"step", step},
-            {"val_accuracy_fp32", val_accuracy_fp32},
-            {"val_accuracy_int8", val_accuracy_int8},
-            {"test_accuracy_fp32", test_accuracy_fp32},
-            {"test_accuracy_int8", test_accuracy_int8},
-            {"val_samples", val_samples},
-            {"test_samples", test_samples},
-            {"calibration_samples", calibration_samples},
-            {"metric", metric},
-            {"int8_agreement", int8_agreement},
-            {"int8_mean_difference", int8_mean_difference},
-            {"accuracy_warning", accuracy_warning},
-            {"warning", warning}};
+    json out = {{"artifacts", files},
+                {"step", step},
+                {"val_accuracy_fp32", val_accuracy_fp32},
+                {"val_accuracy_int8", val_accuracy_int8},
+                {"test_accuracy_fp32", test_accuracy_fp32},
+                {"test_accuracy_int8", test_accuracy_int8},
+                {"val_samples", val_samples},
+                {"test_samples", test_samples},
+                {"calibration_samples", calibration_samples},
+                {"metric", metric},
+                {"accuracy_warning", accuracy_warning},
+                {"warning", warning}};
+    // A regression has no classes to agree on: its int8 model's mean difference instead.
+    if (metric == "r2")
+        out["int8_mean_difference"] = int8_mean_difference;
+    else
+        out["int8_agreement"] = int8_agreement;
+    return out;
 }
 
 Expected<ExportReport> export_model(const json& spec_json, const std::string& checkpoint, const ExportOptions& options) {
@@ -152,9 +156,9 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
     input.shape = {raw.train.height, raw.train.width, raw.train.channels};
     input.image = raw.train.height > 1;
     TrainingData normalized = raw;
-    std::optional<TargetScale> target; // a regression's standardisation (the trainer's: identity without normalize)
+    std::optional<TargetScale> target; // a regression's standardisation, as the trainer's (whatever "normalize" says)
     if (regression)
-        target = spec->data.normalize ? fit_target_scale(raw.train) : TargetScale{};
+        target = raw.target_scale;
     input.regression = target;
     if (spec->data.normalize) {
         input.normalization = fit_normalization(raw.train);
@@ -251,6 +255,10 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
                      {"input_layout", input.image ? "NCHW, pixels 0-255" : "N x features"},
                      {"task", spec->task},
                      {"classes", std::to_string(classes)}};
+    if (target) { // the safetensors file's output is standardised: this undoes it (ONNX's graph does it itself)
+        metadata["target_mean"] = json(target->mean).dump();
+        metadata["target_scale"] = json(target->scale).dump();
+    }
     const std::vector<std::string> class_names = known_class_names(spec->data, raw.train);
     if (!class_names.empty())
         metadata["class_names"] = json(class_names).dump(-1, ' ', false, json::error_handler_t::replace);
@@ -322,6 +330,8 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
         card["output"] = {
             {"name", "prediction"},
             {"shape", json::array({1, 1})},
+            {"target_mean", target->mean},
+            {"target_scale", target->scale},
             {"values", "the predicted \"" +
                            (spec->data.label_column.empty() ? std::string("last column") : spec->data.label_column) +
                            "\" in its own units (the graph undoes the training's standardisation)"}};

@@ -578,7 +578,6 @@ json job_spec_to_json(const JobSpec& spec) {
                 {"keep_checkpoints", spec.keep_checkpoints},
                 {"log_every", spec.log_every},
                 {"max_steps", spec.max_steps},
-                {"task", spec.task},
                 {"label_smoothing", shortest(spec.label_smoothing)},
                 {"device", spec.device},
                 {"precision", spec.precision}};
@@ -589,6 +588,8 @@ json job_spec_to_json(const JobSpec& spec) {
                                  {"restore_best", spec.early_stopping.restore_best}};
     if (!spec.model.empty())
         out["model"] = spec.model;
+    if (spec.task != "classification") // the default is left out: runs from before "task" compare the same
+        out["task"] = spec.task;
     return out;
 }
 

@@ -87,8 +87,9 @@ LayerPlan plan_layers(const std::vector<LayerSpec>& specs, SampleShape input, in
     }
     if (plan.layers.back().out.size() != static_cast<size_t>(classes)) {
         plan.error_layer = static_cast<int>(plan.layers.size()) - 1;
-        plan.error = "the last layer emits " + std::to_string(plan.layers.back().out.size()) +
-                     " values but the data has " + std::to_string(classes) + " classes";
+        plan.error = "the last layer emits " + std::to_string(plan.layers.back().out.size()) + " values but " +
+                     (classes == 1 ? std::string("a regression has one output (or the data one class)")
+                                   : "the data has " + std::to_string(classes) + " classes");
     }
     return plan;
 }

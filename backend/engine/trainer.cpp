@@ -1,6 +1,7 @@
 #include "trainer.h"
 
 #include "augment.h"
+#include "base64.h"
 #include "checkpoint.h"
 #include "cpumodel.h"
 #include "dataset.h"
@@ -20,6 +21,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <thread>
 
@@ -142,8 +144,10 @@ Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed, b
     data.val = split_validation(data.train, spec.val_fraction, seed, spec.format == "image_folder");
     if (data.train.size() == 0)
         return Error{"no training samples left after the validation split"};
+    // A regression's targets are standardised whatever "normalize" says of the inputs: raw prices of 1e5 would
+    // train into an infinite loss.
+    data.target_scale = fit_target_scale(data.train);
     if (spec.normalize) {
-        data.target_scale = fit_target_scale(data.train);
         data.normalization = fit_normalization(data.train);
         apply_normalization(data.train, data.normalization);
         apply_normalization(data.val, data.normalization);
@@ -154,10 +158,21 @@ Expected<TrainingData> load_training_data(const DataSpec& spec, uint64_t seed, b
 
 namespace {
 
+// A sample the Results tab's gallery may show: where it is in its split, its true and predicted class, and the
+// probability the model gave the predicted one.
+struct Example {
+    size_t index = 0;
+    int truth = 0, predicted = 0;
+    float confidence = 0.0f;
+};
+
 struct Evaluation {
     double loss = 0.0; // classification: mean cross-entropy; regression: mean squared error, in the target's units
     double accuracy = 0.0;
     std::vector<std::vector<long>> confusion; // [true class][predicted class]
+    // An image classification's candidates for the gallery: the kExamplesPerCell most confident samples of each
+    // confusion cell (key: truth * classes + predicted), most confident first.
+    std::map<int, std::vector<Example>> examples;
     // A regression's: root mean squared and mean absolute error, R² (1 − SSE / the split's own total sum of squares),
     // and (true, predicted) for the first kMaxRegressionPairs samples, for the Results view's scatter.
     bool regression = false;
@@ -203,8 +218,15 @@ Evaluation evaluate_regression(Model& model, int max_batch, const Dataset& data,
     return result;
 }
 
+constexpr size_t kMaxConfusionClasses = 256; // the catalog keeps no larger matrix either
+constexpr size_t kExamplesPerCell = 3;
+constexpr int kThumbnailSide = 32;          // a gallery thumbnail's longest side, in pixels
+constexpr size_t kExampleBytes = 384 << 10; // a record's thumbnails, base64 included, stay under this (lines: 1 MiB)
+constexpr size_t kMaxExamples = 400;
+
 Evaluation evaluate(Model& model, int classes, int max_batch, const Dataset& data) {
     Evaluation result;
+    const bool keep_examples = data.is_image() && static_cast<size_t>(classes) <= kMaxConfusionClasses;
     result.confusion.assign(classes, std::vector<long>(classes, 0));
     std::vector<float> probs(static_cast<size_t>(max_batch) * classes);
     std::vector<float> buffer;
@@ -219,6 +241,17 @@ Evaluation evaluate(Model& model, int classes, int max_batch, const Dataset& dat
             const int truth = data.y[start + b];
             correct += predicted == truth;
             result.confusion[truth][predicted] += 1;
+            if (!keep_examples)
+                continue;
+            std::vector<Example>& cell = result.examples[truth * classes + predicted];
+            const Example example{start + b, truth, predicted, row[predicted]};
+            const auto at = std::find_if(cell.begin(), cell.end(),
+                                         [&](const Example& e) { return e.confidence < example.confidence; });
+            if (cell.size() < kExamplesPerCell || at != cell.end()) {
+                cell.insert(at, example);
+                if (cell.size() > kExamplesPerCell)
+                    cell.pop_back();
+            }
         }
     }
     if (data.size() > 0) {
@@ -228,7 +261,71 @@ Evaluation evaluate(Model& model, int classes, int max_batch, const Dataset& dat
     return result;
 }
 
-constexpr size_t kMaxConfusionClasses = 256; // the catalog keeps no larger matrix either
+// A sample's pixels as a thumbnail of at most kThumbnailSide a side (box-averaged down by a whole factor), HWC bytes:
+// its features with the normalisation undone.
+std::vector<uint8_t> thumbnail(const Dataset& data, size_t index, const Normalization& norm, int& height, int& width) {
+    std::vector<float> row(data.features());
+    data.copy_row(index, row.data());
+    const int c = data.channels;
+    const int factor = std::max(1, (std::max(data.height, data.width) + kThumbnailSide - 1) / kThumbnailSide);
+    height = std::max(1, data.height / factor);
+    width = std::max(1, data.width / factor);
+    std::vector<uint8_t> out(static_cast<size_t>(height) * width * c);
+    for (int y = 0; y < height; ++y)
+        for (int x = 0; x < width; ++x)
+            for (int k = 0; k < c; ++k) {
+                double sum = 0.0;
+                int count = 0;
+                for (int dy = 0; dy < factor && y * factor + dy < data.height; ++dy)
+                    for (int dx = 0; dx < factor && x * factor + dx < data.width; ++dx) {
+                        float v = row[(static_cast<size_t>(y * factor + dy) * data.width + x * factor + dx) * c + k];
+                        if (!norm.empty())
+                            v = v / norm.inverse_std[k % norm.mean.size()] + norm.mean[k % norm.mean.size()];
+                        sum += v;
+                        ++count;
+                    }
+                const double value = std::round(sum / std::max(count, 1) * 255.0);
+                out[(static_cast<size_t>(y) * width + x) * c + k] = static_cast<uint8_t>(std::clamp(value, 0.0, 255.0));
+            }
+    return out;
+}
+
+// The gallery's examples for the record: first the most confident sample of every confusion cell (so that a click
+// on any cell has one), then the other kept ones; in each round the mistakes first, most confident first; as many as
+// fit kExampleBytes and kMaxExamples. Each item: [true, predicted, confidence, its pixels in base64, its index in
+// the split].
+json examples_json(const Evaluation& e, const Dataset& data, const Normalization& norm) {
+    std::vector<Example> first, rest;
+    for (const auto& entry : e.examples)
+        for (size_t i = 0; i < entry.second.size(); ++i)
+            (i == 0 ? first : rest).push_back(entry.second[i]);
+    auto order = [](const Example& a, const Example& b) {
+        if ((a.truth != a.predicted) != (b.truth != b.predicted))
+            return a.truth != a.predicted;
+        if (a.confidence != b.confidence)
+            return a.confidence > b.confidence;
+        return a.index < b.index;
+    };
+    std::sort(first.begin(), first.end(), order);
+    std::sort(rest.begin(), rest.end(), order);
+    first.insert(first.end(), rest.begin(), rest.end());
+    json items = json::array();
+    size_t bytes = 0;
+    int height = 0, width = 0;
+    for (const Example& example : first) {
+        std::vector<uint8_t> pixels = thumbnail(data, example.index, norm, height, width);
+        std::string encoded = base64_encode(pixels.data(), pixels.size());
+        if (items.size() >= kMaxExamples || bytes + encoded.size() + 32 > kExampleBytes)
+            break;
+        bytes += encoded.size() + 32;
+        items.push_back({example.truth, example.predicted, example.confidence, std::move(encoded), example.index});
+    }
+    return {{"height", height},
+            {"width", width},
+            {"channels", data.channels},
+            {"items", items},
+            {"candidates", first.size()}};
+}
 
 json evaluation_json(const char* split, const Evaluation& e, long step, long epoch,
                      const std::vector<std::string>& class_names) {
@@ -601,11 +698,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
 
         const Evaluation val = regression ? evaluate_regression(*model, spec.batch_size, data.val, target_scale)
                                           : evaluate(*model, classes, spec.batch_size, data.val);
-        if (data.val.size() > 0)
-            metrics.write(evaluation_json("val", val, state.step, state.epoch + 1, class_names));
         const double epoch_rate = epoch_seconds > 0 ? epoch_samples / epoch_seconds : 0.0;
-        metrics.write({{"type", "epoch"}, {"epoch", state.epoch + 1}, {"step", state.step}, {"samples", epoch_samples},
-                       {"seconds", epoch_seconds}, {"samples_per_s", epoch_rate}});
         char line[200];
         if (regression)
             std::snprintf(line, sizeof(line),
@@ -615,7 +708,6 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
             std::snprintf(line, sizeof(line),
                           "epoch %ld/%d  step %ld  val loss %.4f  val accuracy %.2f%%  %.0f samples/s", state.epoch + 1,
                           spec.epochs, state.step, val.loss, 100.0 * val.accuracy, epoch_rate);
-        metrics.log(line);
         bool improved = false;
         if (early.enabled && data.val.size() > 0) {
             const bool lower_is_better = early.metric == "val_loss";
@@ -630,6 +722,23 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                 ++state.stale_epochs;
             }
         }
+        // The val record, then the epoch's, once early stopping has counted this epoch: a run without a test set
+        // shows its gallery from its last epoch's validation, which only then is known to be the last.
+        if (data.val.size() > 0) {
+            json record = evaluation_json("val", val, state.step, state.epoch + 1, class_names);
+            const bool last_epoch = state.epoch + 1 == spec.epochs || patience_used_up() ||
+                                    (spec.max_steps > 0 && state.step >= spec.max_steps);
+            if (data.test.size() == 0 && last_epoch && !val.examples.empty())
+                record["examples"] = examples_json(val, data.val, data.normalization);
+            metrics.write(record);
+        }
+        metrics.write({{"type", "epoch"},
+                       {"epoch", state.epoch + 1},
+                       {"step", state.step},
+                       {"samples", epoch_samples},
+                       {"seconds", epoch_seconds},
+                       {"samples_per_s", epoch_rate}});
+        metrics.log(line);
         state.epoch_rng = next_epoch_rng;
         state.batch_in_epoch = 0;
         ++state.epoch;
@@ -700,6 +809,8 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         json record = evaluation_json("test", test, test_step, test_epoch, class_names);
         if (test_epoch != state.epoch)
             record["restored_best"] = true;
+        if (!test.examples.empty())
+            record["examples"] = examples_json(test, data.test, data.normalization);
         metrics.write(record);
         char line[160];
         if (regression)

@@ -49,7 +49,7 @@ struct TrainResult {
 struct TrainingData {
     Dataset train, val, test;
     Normalization normalization; // empty when the spec does not normalise
-    TargetScale target_scale;    // a regression's, from the training split (identity when the spec does not normalise)
+    TargetScale target_scale;    // a regression's, from the training split (also when the inputs are not normalised)
     nlohmann::json report;       // image folders: what was read, left out and cached (the trainer's "data" event)
 };
 // regression: the CSV's label column is the number to predict (JobSpec::task "regression").

@@ -25,7 +25,9 @@
 //     "method": "tpe",                   "grid", "random" or "tpe" (default); a grid takes only choice and int
 //                                        dimensions
 //     "objective": {"metric": "val/accuracy", "goal": "max"},   both optional: a non-empty metric name, and "max" or
-//                                        "min"; default val/accuracy, max
+//                                        "min"; default val/accuracy, max (a built-in regression: val/loss, min,
+//                                        and no accuracy); a metric without a goal is minimised when its name has
+//                                        loss, error, mse, mae or perplexity in it, else maximised
 //     "early_stopping": {"method": "none"}   the default; or {"method": "asha", "resource": "epochs" | "steps",
 //                                        "min_resource": 1, "max_resource": 9, "reduction_factor": 3} (those
 //                                        defaults): 0 < min_resource < max_resource (by more than a part in
@@ -404,6 +406,12 @@ std::string parse_objective(const json& objective, Objective& out) {
         if (goal != "max" && goal != "min")
             return "objective.goal: must be \"max\" or \"min\" (it is " + shown(goal) + ")";
         out.maximize = goal == "max";
+    } else if (objective.contains("metric")) {
+        // No goal: an error or loss is minimised (val/loss, val/rmse, val/mae, …), anything else maximised.
+        const std::string& metric = out.metric;
+        out.maximize = true;
+        for (const char* word : {"loss", "error", "mse", "mae", "perplexity"})
+            out.maximize = out.maximize && metric.find(word) == std::string::npos;
     }
     return "";
 }
@@ -546,9 +554,20 @@ std::string parse_sweep_spec(const json& root, SweepSpec& out) {
                 return "method: a grid takes only choice and int dimensions, and space." + param.key + " is " +
                        kind_name(param.kind) + "; make it a choice, or use \"random\" or \"tpe\"";
 
+    // A built-in regression reports no accuracy: its default objective is its validation loss (the squared error),
+    // and an accuracy objective would run the whole budget blind.
+    const bool regression = spec.base.contains("builtin") && spec.base.at("builtin").is_object() &&
+                            spec.base.at("builtin").value("task", json()) == "regression";
+    if (regression)
+        spec.objective = Objective{"val/loss", false};
     if (root.contains("objective"))
         if (std::string error = parse_objective(root.at("objective"), spec.objective); !error.empty())
             return error;
+    if (regression && (spec.objective.metric == "val/accuracy" || spec.objective.metric == "accuracy" ||
+                       spec.objective.metric == "test/accuracy"))
+        return "objective.metric: a regression (\"task\": \"regression\") reports no accuracy; watch val/loss (its "
+               "mean "
+               "squared error, min), val/rmse, val/mae (min) or val/r2 (max)";
     if (root.contains("early_stopping"))
         if (std::string error = parse_early_stopping(root.at("early_stopping"), spec.asha); !error.empty())
             return error;

@@ -279,7 +279,7 @@ TEST(Export, CsvModelNormalisesInsideTheGraph) {
 TEST(Export, ARegressionPredictsTheTargetInItsOwnUnitsInOnnxRuntime) {
     REQUIRE_ONNXRUNTIME();
     TempDir dir;
-    // y = 1000 + 300·a − 40·b: the graph must undo both the inputs' and the target's standardisation.
+    // y = 1000 + 300·a − 4000·b: the graph must undo both the inputs' and the target's standardisation.
     std::mt19937 rng(5);
     std::normal_distribution<float> noise(0.0f, 1.0f);
     std::ofstream train(dir.file("train.csv")), test(dir.file("test.csv"));

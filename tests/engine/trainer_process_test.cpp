@@ -1,6 +1,8 @@
 // traindeck-train as a real process on real data: resume is bit for bit, SIGTERM checkpoints,
 // bad input is one clear line and a distinct exit code, and the models really learn.
+#include "base64.h"
 #include "checkpoint.h"
+#include "dataset.h"
 #include "requireall.h"
 #include "testsupport.h"
 #include "trainer.h"
@@ -12,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 using namespace traindeck::engine;
 using namespace traindeck::test;
@@ -320,6 +323,67 @@ TEST_F(Trainer, LearnsFashionMnistWithPerClassConfusion) {
     EXPECT_LT(metrics.back()["loss"].get<double>(), metrics.front()["loss"].get<double>());
 }
 
+TEST_F(Trainer, TheTestRecordCarriesTheGallerysExamplesAsTheImagesThemselves) {
+    json spec = {
+        {"model", "mlp"}, {"data", {{"dataset", "fashion-mnist"}, {"limit", 3000}}}, {"epochs", 1}, {"seed", 2}};
+    const ProcessResult run = run_trainer({write_spec(dir, "f.json", spec), "--checkpoint-dir", dir.file("ck")});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const auto evals = run.records("eval");
+    ASSERT_EQ(evals.size(), 2u);
+    EXPECT_FALSE(evals.front().contains("examples")) << "a run with a test set shows the test set's";
+    const json& test = evals.back();
+    ASSERT_EQ(test["split"], "test");
+    ASSERT_TRUE(test.contains("examples"));
+    const json& examples = test["examples"];
+    EXPECT_EQ(examples["height"], 28);
+    EXPECT_EQ(examples["width"], 28);
+    EXPECT_EQ(examples["channels"], 1);
+    const json& items = examples["items"];
+    ASSERT_GT(items.size(), 50u);
+    EXPECT_LE(test.dump().size(), 500u << 10) << "an eval record must stay far under the 1 MiB line limit";
+    auto images = traindeck::engine::load_idx(std::string(kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz",
+                                              std::string(kFashionMnistDir) + "/t10k-labels-idx1-ubyte.gz");
+    ASSERT_TRUE(images) << images.error();
+    std::map<std::pair<int, int>, int> per_cell;
+    std::set<std::pair<int, int>> first_round;
+    double last_confidence = 2;
+    bool in_first_round = true, mistakes = true;
+    for (const json& item : items) {
+        const int truth = item[0], predicted = item[1];
+        const double confidence = item[2];
+        const size_t index = item[4];
+        // The true class is the test file's label for that image, and the pixels are that image's, exactly.
+        ASSERT_LT(index, images->size());
+        EXPECT_EQ(images->y[index], truth) << index;
+        const std::string pixels = item[3];
+        std::string expected;
+        for (size_t f = 0; f < 784; ++f)
+            expected += static_cast<char>(std::lround(images->x[index * 784 + f] * 255.0f));
+        EXPECT_EQ(pixels, traindeck::base64_encode(reinterpret_cast<const uint8_t*>(expected.data()), 784)) << index;
+        // At most three a cell, and never more than the matrix counts there.
+        const int count = ++per_cell[{truth, predicted}];
+        EXPECT_LE(count, 3);
+        EXPECT_LE(count, test["confusion"][truth][predicted].get<int>());
+        // The first round: one of each cell, mistakes first, each part most confident first.
+        if (in_first_round && count == 2)
+            in_first_round = false, mistakes = true, last_confidence = 2;
+        if (in_first_round)
+            first_round.insert({truth, predicted});
+        if (mistakes && truth == predicted)
+            mistakes = false, last_confidence = 2;
+        EXPECT_TRUE(mistakes || truth == predicted) << "a mistake after the correct ones of its round";
+        EXPECT_LE(confidence, last_confidence + 1e-12);
+        last_confidence = confidence;
+        EXPECT_GT(confidence, 0.0);
+        EXPECT_LE(confidence, 1.0);
+    }
+    long cells = 0;
+    for (int t = 0; t < 10; ++t)
+        for (int p = 0; p < 10; ++p)
+            cells += test["confusion"][t][p].get<long>() > 0;
+    EXPECT_EQ(static_cast<long>(first_round.size()), cells) << "every cell with a sample has an example";
+}
+
 TEST_F(Trainer, LearnsACsvTableAndWritesMetricsToTheNamedFd) {
     // Three separable blobs with string labels; the test file reuses the training file's class order.
     std::string train = "x,y,z,kind\n", test = train;
@@ -474,6 +538,28 @@ TEST_F(Trainer, LearnsARegressionAndReportsItsErrorsInTheTargetsUnits) {
     // The test file's prices, in its order, are the pairs' truths (not standardised values).
     EXPECT_NEAR(last["pairs"][0][0].get<double>(), std::stod(test.substr(test.rfind(',', test.find('\n', 20)) + 1)),
                 0.1);
+
+    // Cut at step 50 (mid-epoch 2) and resumed in a new process, it ends bit for bit where the whole run did.
+    const std::string spec_path = dir.file("reg.json");
+    const std::vector<std::string> env = {"TRAINDECK_DATASET_DIR=" + dir.path().string()};
+    const ProcessResult first =
+        run_trainer({spec_path, "--checkpoint-dir", dir.file("split"), "--set", "max_steps=50"}, env);
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    ASSERT_EQ(first.records("status").back()["state"], "stopped");
+    const ProcessResult second = run_trainer({spec_path, "--checkpoint-dir", dir.file("split"), "--resume"}, env);
+    ASSERT_EQ(second.exit_code, 0) << second.err;
+    EXPECT_EQ(second.records("status").front()["resumed_from_step"], 50);
+    const auto whole_params = final_params(dir.file("ck"));
+    ASSERT_FALSE(whole_params.empty());
+    EXPECT_EQ(whole_params, final_params(dir.file("split")));
+    EXPECT_EQ(second.records("eval").back()["pairs"], last["pairs"]);
+
+    // Inputs left as they are ("normalize": false): the target is standardised all the same, and it trains.
+    spec["data"]["normalize"] = false;
+    const ProcessResult raw =
+        run_trainer({write_spec(dir, "raw.json", spec), "--checkpoint-dir", dir.file("raw")}, env);
+    ASSERT_EQ(raw.exit_code, 0) << raw.err;
+    EXPECT_GT(raw.records("eval").back()["r2"].get<double>(), 0.9);
 }
 
 TEST(TrainerConfig, TheConfigRecordIsTheFullSpecButNotTheRunsName) {

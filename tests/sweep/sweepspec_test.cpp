@@ -332,6 +332,29 @@ TEST(SweepSpec, LeftOutKeysTakeTheirDefaults) {
     EXPECT_EQ(with_asha.asha.reduction_factor, 3);
 }
 
+TEST(SweepSpec, ARegressionWatchesItsLossAndAGoallessMetricFollowsItsName) {
+    json spec = {
+        {"base", {{"builtin", {{"task", "regression"}, {"data", {{"format", "csv"}, {"train_csv", "t.csv"}}}}}}},
+        {"space", {{"optimizer.lr", {{"loguniform", {1e-4, 1e-1}}}}}}};
+    const SweepSpec regression = parsed(spec);
+    EXPECT_EQ(regression.objective.metric, "val/loss");
+    EXPECT_FALSE(regression.objective.maximize);
+    spec["objective"] = {{"metric", "val/r2"}};
+    EXPECT_TRUE(parsed(spec).objective.maximize);
+    spec["objective"] = {{"metric", "val/rmse"}};
+    EXPECT_FALSE(parsed(spec).objective.maximize);
+    spec["objective"] = {{"metric", "val/accuracy"}, {"goal", "max"}};
+    SweepSpec refused;
+    EXPECT_NE(parse_sweep_spec(spec, refused).find("a regression (\"task\": \"regression\") reports no accuracy"),
+              std::string::npos);
+    // Any sweep: a metric named as an error or loss, without a goal, is minimised.
+    json script = minimal_spec();
+    script["objective"] = {{"metric", "val_loss"}};
+    EXPECT_FALSE(parsed(script).objective.maximize);
+    script["objective"] = {{"metric", "f1"}};
+    EXPECT_TRUE(parsed(script).objective.maximize);
+}
+
 TEST(SweepSpec, WholeNumbersMayBeWrittenAsFloats) {
     json spec = minimal_spec();
     spec["max_trials"] = 40.0;

@@ -1,7 +1,11 @@
 // resultsview.h: a run's confusion matrices from a real catalog file, shown with class names, shaded by each row's
 // share, with per-class scores that match the counts; the newest evaluation first, the user's choice kept while
 // evaluations arrive. Writes its screenshot to the build's screenshots folder.
+#include "base64.h"
 #include "catalog.h"
+#include "idx.h"
+#include "jobspec.h"
+#include "requireall.h"
 #include "resultsview.h"
 #include "unittest.h"
 
@@ -119,6 +123,85 @@ TEST_F(Results, TheNewestMatrixShowsWithNamesShadesAndScoresThatMatchItsCounts) 
     ASSERT_TRUE(test::process_until([&] { return loaded; }));
     EXPECT_EQ(view.evaluationCount(), 5);
     EXPECT_EQ(view.cell(6, 0), QString::number(fashion_matrix(1)[6][0].get<int64_t>())) << "the choice was kept";
+}
+
+TEST_F(Results, TheGalleryShowsTheMistakesAndACellsExamplesAsTheirImages) {
+    // Real Fashion-MNIST test images as the trainer would send them: the shirts taken for T-shirts and pullovers,
+    // one right shirt, and the matrix they belong to.
+    auto images = read_idx(std::string(engine::kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz", 3, 200);
+    auto labels = read_idx(std::string(engine::kFashionMnistDir) + "/t10k-labels-idx1-ubyte.gz", 1, 200);
+    if (!images || !labels) {
+        TRAINDECK_SKIP("dataset-fashion-mnist is not installed (installer/install-deps.sh installs it)");
+    }
+    std::vector<size_t> shirts, tops;
+    for (size_t i = 0; i < 200; ++i) {
+        if (labels->data[i] == 6)
+            shirts.push_back(i);
+        else if (labels->data[i] == 0)
+            tops.push_back(i);
+    }
+    ASSERT_GE(shirts.size(), 4u);
+    ASSERT_GE(tops.size(), 1u);
+    auto pixels_of = [&](size_t index) { return base64_encode(images->data.data() + index * 784, 784); };
+    const json items = {{6, 0, 0.97, pixels_of(shirts[0]), shirts[0]},
+                        {6, 2, 0.91, pixels_of(shirts[1]), shirts[1]},
+                        {6, 0, 0.62, pixels_of(shirts[2]), shirts[2]},
+                        {6, 6, 0.99, pixels_of(shirts[3]), shirts[3]},
+                        {0, 0, 0.95, pixels_of(tops[0]), tops[0]}};
+    json data = {{"type", "eval"},
+                 {"split", "test"},
+                 {"step", 844},
+                 {"epoch", 2},
+                 {"confusion", fashion_matrix(2)},
+                 {"class_names", kNames},
+                 {"examples", {{"height", 28}, {"width", 28}, {"channels", 1}, {"items", items}, {"candidates", 5}}}};
+    catalog_.db().exec("BEGIN");
+    catalog_.ingest(job_, {json{{"seq", 1}, {"time", 101.0}, {"type", "record"}, {"data", data}}});
+    catalog_.db().exec("COMMIT");
+    ResultsView view(path_);
+    view.resize(1100, 760);
+    view.show();
+    bool loaded = false;
+    QObject::connect(&view, &ResultsView::loaded, [&] { loaded = true; });
+    view.showJob(job_);
+    ASSERT_TRUE(test::process_until([&] { return loaded; }));
+    // The mistakes, the most confident first, captioned with both classes and the confidence.
+    ASSERT_EQ(view.galleryCount(), 3);
+    EXPECT_EQ(view.galleryCaption(0), "Shirt → T-shirt/top\n97 %");
+    EXPECT_EQ(view.galleryCaption(1), "Shirt → Pullover\n91 %");
+    EXPECT_EQ(view.galleryCaption(2), "Shirt → T-shirt/top\n62 %");
+    EXPECT_NE(view.galleryTitle().indexOf("Mistakes"), -1);
+    // Each is the image itself, pixel for pixel.
+    const QImage first = view.galleryImage(0);
+    ASSERT_EQ(first.size(), QSize(28, 28));
+    for (int y = 0; y < 28; ++y)
+        for (int x = 0; x < 28; ++x)
+            ASSERT_EQ(qGray(first.pixel(x, y)), images->data[shirts[0] * 784 + y * 28 + x]) << x << "," << y;
+    const QString folder = QStringLiteral(TRAINDECK_SCREENSHOT_DIR);
+    QDir().mkpath(folder);
+    ASSERT_TRUE(view.grab().save(QDir(folder).filePath("results-gallery.png")));
+
+    // A click on the shirts-as-T-shirts cell: its two, and the title says of how many.
+    view.matrix()->cellClicked(6, 0);
+    ASSERT_EQ(view.galleryCount(), 2);
+    const QImage second = view.galleryImage(1); // the 62 % one
+    ASSERT_EQ(second.size(), QSize(28, 28));
+    for (int y = 0; y < 28; ++y)
+        for (int x = 0; x < 28; ++x)
+            ASSERT_EQ(qGray(second.pixel(x, y)), images->data[shirts[2] * 784 + y * 28 + x]) << x << "," << y;
+    EXPECT_NE(view.galleryTitle().indexOf(QString("True Shirt, predicted T-shirt/top</b>: 2 of its %1 samples")
+                                              .arg(fashion_matrix(2)[6][0].get<int>())),
+              -1)
+        << view.galleryTitle().toStdString();
+    // The diagonal: the right shirt; a cell with no example kept says so by showing none.
+    view.matrix()->cellClicked(6, 6);
+    ASSERT_EQ(view.galleryCount(), 1);
+    EXPECT_EQ(view.galleryCaption(0), "Shirt\n99 %");
+    view.matrix()->cellClicked(3, 5);
+    EXPECT_EQ(view.galleryCount(), 0);
+    EXPECT_NE(view.galleryTitle().indexOf("0 of its"), -1);
+    view.showCellExamples(-1, -1);
+    EXPECT_EQ(view.galleryCount(), 3);
 }
 
 TEST_F(Results, ARegressionShowsItsPredictionsAgainstTheTruthAndItsErrors) {
