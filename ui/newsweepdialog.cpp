@@ -301,6 +301,11 @@ NewSweepDialog::NewSweepDialog(QWidget* parent) : QDialog(parent) {
         connect(edit, &QLineEdit::textChanged, this, &NewSweepDialog::validate);
     connect(env_, &QPlainTextEdit::textChanged, this, &NewSweepDialog::validate);
     connect(metric_, &QComboBox::currentTextChanged, this, &NewSweepDialog::validate);
+    // A metric chosen proposes its goal: an error or loss minimised (val/rmse, val/loss), anything else maximised.
+    connect(metric_, &QComboBox::textActivated, this, [this](const QString& metric) {
+        goal_->setCurrentIndex(
+            goal_->findData(sweep::maximized_by_default(metric.trimmed().toStdString()) ? "max" : "min"));
+    });
     for (QComboBox* combo : {backend_, model_, data_, optimizer_, method_, goal_, stopping_, resource_})
         connect(combo, &QComboBox::currentIndexChanged, this, &NewSweepDialog::validate);
     for (QSpinBox* spin :

@@ -248,8 +248,12 @@ void ResultsView::refresh() {
 
 void ResultsView::showEvaluation(int index) {
     pages_->setCurrentIndex(0);
-    if (index != shown_index_)
-        cell_truth_ = cell_predicted_ = -1; // another evaluation: its mistakes first
+    // Another evaluation (by what it is, not where it stands in the list): its mistakes first.
+    const QString label =
+        index >= 0 && index < static_cast<int>(evaluations_.size()) ? evaluations_[index].label : QString();
+    if (label != shown_label_)
+        cell_truth_ = cell_predicted_ = -1;
+    shown_label_ = label;
     shown_index_ = index;
     matrix_->clear();
     scores_->setRowCount(0);
@@ -337,7 +341,8 @@ void ResultsView::fillGallery() {
     const Shown& shown = evaluations_[shown_index_];
     if (shown.examples.empty()) {
         gallery_title_->setText(tr("No example images in this evaluation. The built-in trainer sends them with an "
-                                   "image classifier's test set (without one, with its last validation)."));
+                                   "image classifier's test set (without one, with its last validation); a sweep's "
+                                   "trial stopped early has none."));
         return;
     }
     std::vector<const Example*> chosen;
@@ -363,12 +368,19 @@ void ResultsView::fillGallery() {
         item->setData(Qt::UserRole, e->image);
         gallery_->addItem(item);
     }
+    // The trainer keeps up to three of each cell; a record has room for so many: what did not fit is said.
+    const QString cut = shown.candidates > static_cast<qint64>(shown.examples.size())
+                            ? tr(" %1 of its %2 examples fitted the record; the others were left out.")
+                                  .arg(shown.examples.size())
+                                  .arg(shown.candidates)
+                            : QString();
     if (cell_truth_ < 0) {
         gallery_title_->setText(
-            chosen.empty() ? tr("No mistakes among the %1 example images kept.").arg(shown.examples.size())
-                           : tr("<b>Mistakes</b>, the most confident first: %1 shown (the trainer keeps up to three "
-                                "of each cell of the matrix). Click a cell to see its examples.")
-                                 .arg(chosen.size()));
+            (chosen.empty() ? tr("No mistakes among the %1 example images kept.").arg(shown.examples.size())
+                            : tr("<b>Mistakes</b>, the most confident first: %1 shown (the trainer keeps up to three "
+                                 "of each cell of the matrix). Click a cell to see its examples.")
+                                  .arg(chosen.size())) +
+            cut);
         return;
     }
     const int64_t count = cell_truth_ < static_cast<int>(shown.matrix.size()) &&
@@ -378,7 +390,8 @@ void ResultsView::fillGallery() {
     gallery_title_->setText(tr("<b>True %1, predicted %2</b>: %3 of its %4 samples shown, the most confident first.")
                                 .arg(name(cell_truth_).toHtmlEscaped(), name(cell_predicted_).toHtmlEscaped())
                                 .arg(chosen.size())
-                                .arg(count));
+                                .arg(count) +
+                            (chosen.empty() && count > 0 ? cut : QString()));
 }
 
 int ResultsView::galleryCount() const { return gallery_->count(); }

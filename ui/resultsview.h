@@ -98,7 +98,8 @@ private:
     QLabel* gallery_title_;
     QPushButton* all_mistakes_;
     QListWidget* gallery_;
-    int shown_index_ = -1;                      // the evaluation in view
+    int shown_index_ = -1; // the evaluation in view, and its label (which one it is, as new ones arrive)
+    QString shown_label_;
     int cell_truth_ = -1, cell_predicted_ = -1; // the cell whose examples show; -1: the mistakes
     QChart* scatter_chart_;
     QLineSeries* exact_; // the diagonal: true = predicted

@@ -40,7 +40,7 @@ void print_usage() {
         "  --cpus N --memory-mb N  resource slots to offer (default: the whole machine)\n"
         "  --price-base X --price-gpu X --price-cpu X --currency C   per-hour prices for spend\n"
         "  --idle-percent P --idle-seconds S [--idle-stop]   idle policy (report, optionally stop)\n"
-        "  --budget-warn P        warn when a job has spent P % of its budget (default 80; it stops at 100)\n"
+        "  --budget-warn P        warn when a job has spent P %% of its budget (default 80; it stops at 100)\n"
         "  --stop-grace S         seconds between SIGTERM and SIGKILL when stopping a job (default 60)\n"
         "  --capture-exclude GLOB never capture matching files of a job's code (repeatable; .env files, keys\n"
         "                         and a folder's .traindeckignore patterns are never captured anyway)\n"

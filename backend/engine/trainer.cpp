@@ -220,9 +220,13 @@ Evaluation evaluate_regression(Model& model, int max_batch, const Dataset& data,
 
 constexpr size_t kMaxConfusionClasses = 256; // the catalog keeps no larger matrix either
 constexpr size_t kExamplesPerCell = 3;
-constexpr int kThumbnailSide = 32;          // a gallery thumbnail's longest side, in pixels
-constexpr size_t kExampleBytes = 384 << 10; // a record's thumbnails, base64 included, stay under this (lines: 1 MiB)
+// A gallery thumbnail's longest side, in pixels: 32, or 16 when 32 would not fit one example of every cell into
+// kExampleBytes, the record's thumbnails with their base64 (a metrics line is cut at 1 MiB).
+constexpr int kThumbnailSide = 32;
+constexpr int kSmallThumbnailSide = 16;
+constexpr size_t kExampleBytes = 384 << 10;
 constexpr size_t kMaxExamples = 400;
+constexpr size_t kExampleOverhead = 48; // an item's JSON besides its pixels: classes, confidence, index
 
 Evaluation evaluate(Model& model, int classes, int max_batch, const Dataset& data) {
     Evaluation result;
@@ -261,13 +265,14 @@ Evaluation evaluate(Model& model, int classes, int max_batch, const Dataset& dat
     return result;
 }
 
-// A sample's pixels as a thumbnail of at most kThumbnailSide a side (box-averaged down by a whole factor), HWC bytes:
+// A sample's pixels as a thumbnail of at most `side` pixels a side (box-averaged down by a whole factor), HWC bytes:
 // its features with the normalisation undone.
-std::vector<uint8_t> thumbnail(const Dataset& data, size_t index, const Normalization& norm, int& height, int& width) {
+std::vector<uint8_t> thumbnail(const Dataset& data, size_t index, const Normalization& norm, int side, int& height,
+                               int& width) {
     std::vector<float> row(data.features());
     data.copy_row(index, row.data());
     const int c = data.channels;
-    const int factor = std::max(1, (std::max(data.height, data.width) + kThumbnailSide - 1) / kThumbnailSide);
+    const int factor = std::max(1, (std::max(data.height, data.width) + side - 1) / side);
     height = std::max(1, data.height / factor);
     width = std::max(1, data.width / factor);
     std::vector<uint8_t> out(static_cast<size_t>(height) * width * c);
@@ -309,15 +314,24 @@ json examples_json(const Evaluation& e, const Dataset& data, const Normalization
     std::sort(first.begin(), first.end(), order);
     std::sort(rest.begin(), rest.end(), order);
     first.insert(first.end(), rest.begin(), rest.end());
+    // Thumbnails small enough for one example of every cell, if 32 px would not leave room for them.
+    const auto encoded_size = [&](int side) {
+        const int factor = std::max(1, (std::max(data.height, data.width) + side - 1) / side);
+        const size_t pixels =
+            static_cast<size_t>(std::max(1, data.height / factor)) * std::max(1, data.width / factor) * data.channels;
+        return (pixels + 2) / 3 * 4 + kExampleOverhead;
+    };
+    const size_t cells = e.examples.size();
+    const int side = cells * encoded_size(kThumbnailSide) <= kExampleBytes ? kThumbnailSide : kSmallThumbnailSide;
     json items = json::array();
     size_t bytes = 0;
     int height = 0, width = 0;
     for (const Example& example : first) {
-        std::vector<uint8_t> pixels = thumbnail(data, example.index, norm, height, width);
+        std::vector<uint8_t> pixels = thumbnail(data, example.index, norm, side, height, width);
         std::string encoded = base64_encode(pixels.data(), pixels.size());
-        if (items.size() >= kMaxExamples || bytes + encoded.size() + 32 > kExampleBytes)
+        if (items.size() >= kMaxExamples || bytes + encoded.size() + kExampleOverhead > kExampleBytes)
             break;
-        bytes += encoded.size() + 32;
+        bytes += encoded.size() + kExampleOverhead;
         items.push_back({example.truth, example.predicted, example.confidence, std::move(encoded), example.index});
     }
     return {{"height", height},
@@ -325,6 +339,21 @@ json examples_json(const Evaluation& e, const Dataset& data, const Normalization
             {"channels", data.channels},
             {"items", items},
             {"candidates", first.size()}};
+}
+
+// The examples into the record, unless the record would then pass 0.9 of a metrics line (1 MiB, where the worker
+// would cut it and lose the matrix too): then the record says why it has none.
+void attach_examples(json& record, const Evaluation& e, const Dataset& data, const Normalization& norm) {
+    constexpr size_t kMaxRecord = 900 << 10;
+    json examples = examples_json(e, data, norm);
+    const size_t without = record.dump().size();
+    if (without + examples.dump().size() > kMaxRecord) {
+        record["examples_note"] = "no example images: with them the record would pass " +
+                                  std::to_string(kMaxRecord >> 10) + " KB (its matrix alone is " +
+                                  std::to_string(without >> 10) + " KB)";
+        return;
+    }
+    record["examples"] = std::move(examples);
 }
 
 json evaluation_json(const char* split, const Evaluation& e, long step, long epoch,
@@ -722,14 +751,16 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                 ++state.stale_epochs;
             }
         }
+        // Every rank stops at the same epoch (data parallel: the ranks' validation numbers may differ by rounding).
+        stopped_early = model->any_rank(patience_used_up());
         // The val record, then the epoch's, once early stopping has counted this epoch: a run without a test set
         // shows its gallery from its last epoch's validation, which only then is known to be the last.
         if (data.val.size() > 0) {
             json record = evaluation_json("val", val, state.step, state.epoch + 1, class_names);
-            const bool last_epoch = state.epoch + 1 == spec.epochs || patience_used_up() ||
-                                    (spec.max_steps > 0 && state.step >= spec.max_steps);
-            if (data.test.size() == 0 && last_epoch && !val.examples.empty())
-                record["examples"] = examples_json(val, data.val, data.normalization);
+            const bool last_epoch =
+                state.epoch + 1 == spec.epochs || stopped_early || (spec.max_steps > 0 && state.step >= spec.max_steps);
+            if (options.rank == 0 && data.test.size() == 0 && last_epoch && !val.examples.empty())
+                attach_examples(record, val, data.val, data.normalization);
             metrics.write(record);
         }
         metrics.write({{"type", "epoch"},
@@ -759,8 +790,6 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         auto path = save("epoch");
         if (!path)
             return fail(kExitIoError, path.error());
-        // Every rank stops at the same epoch (data parallel: the ranks' validation numbers may differ by rounding).
-        stopped_early = model->any_rank(patience_used_up());
         if (stopped_early) {
             char message[200];
             std::snprintf(message, sizeof(message),
@@ -809,8 +838,8 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         json record = evaluation_json("test", test, test_step, test_epoch, class_names);
         if (test_epoch != state.epoch)
             record["restored_best"] = true;
-        if (!test.examples.empty())
-            record["examples"] = examples_json(test, data.test, data.normalization);
+        if (options.rank == 0 && !test.examples.empty())
+            attach_examples(record, test, data.test, data.normalization);
         metrics.write(record);
         char line[160];
         if (regression)

@@ -394,6 +394,17 @@ std::string parse_base(const json& base) {
     return "";
 }
 
+} // namespace
+
+bool maximized_by_default(const std::string& metric) {
+    for (const char* word : {"loss", "error", "mse", "mae", "perplexity"})
+        if (metric.find(word) != std::string::npos)
+            return false;
+    return true;
+}
+
+namespace {
+
 std::string parse_objective(const json& objective, Objective& out) {
     if (!objective.is_object())
         return "objective: must be an object like {\"metric\": \"val/accuracy\", \"goal\": \"max\"}";
@@ -407,11 +418,7 @@ std::string parse_objective(const json& objective, Objective& out) {
             return "objective.goal: must be \"max\" or \"min\" (it is " + shown(goal) + ")";
         out.maximize = goal == "max";
     } else if (objective.contains("metric")) {
-        // No goal: an error or loss is minimised (val/loss, val/rmse, val/mae, …), anything else maximised.
-        const std::string& metric = out.metric;
-        out.maximize = true;
-        for (const char* word : {"loss", "error", "mse", "mae", "perplexity"})
-            out.maximize = out.maximize && metric.find(word) == std::string::npos;
+        out.maximize = maximized_by_default(out.metric); // val/loss, val/rmse, val/mae, … are minimised
     }
     return "";
 }

@@ -2,6 +2,7 @@
 // mapped; every bad file named; the stratified split; augmentation's transforms and their determinism; and a real
 // traindeck-train run on an image folder with augmentation that resumes bit for bit.
 #include "augment.h"
+#include "base64.h"
 #include "checkpoint.h"
 #include "dataset.h"
 #include "idx.h"
@@ -13,6 +14,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -542,6 +545,53 @@ TEST(ImageFolderTraining, AnAugmentedRunResumesBitForBitAndItsAugmentationIsReal
         run_trainer({dir.file("plain.json"), "--checkpoint-dir", dir.file("plain"), "--threads", "2"}, env);
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
     EXPECT_NE(final_params(dir.file("plain")), whole_params);
+}
+
+TEST(ImageFolderTraining, WithoutATestSetTheLastValidationCarriesColourThumbnailsOfItsImages) {
+    // Three classes of 64x64 RGB photos, each one colour: a thumbnail is 32x32 of exactly that colour, in R, G, B
+    // order.
+    TempDir dir;
+    const std::map<std::string, std::array<int, 3>> colours = {
+        {"amber", {250, 180, 20}}, {"teal", {10, 140, 150}}, {"violet", {130, 40, 200}}};
+    for (const auto& [name, rgb] : colours)
+        for (int i = 0; i < 30; ++i) {
+            const int shade = i % 5; // a few shades, so that no two images of a class need be alike
+            write_png(dir.file("photos/" + name + "/" + std::to_string(i) + ".png"), 64, 64, 3,
+                      pattern(64, 64, 3, [&](int, int, int c) { return std::clamp(rgb[c] - 2 * shade, 0, 255); }));
+        }
+    const json spec = {{"model", "mlp"},
+                       {"hidden", {8}},
+                       {"data", {{"format", "image_folder"}, {"train_dir", "photos"}, {"val_fraction", 0.2}}},
+                       {"batch_size", 16},
+                       {"epochs", 2}};
+    write_text(dir.file("spec.json"), spec.dump());
+    const ProcessResult run =
+        run_trainer({dir.file("spec.json"), "--checkpoint-dir", dir.file("ck")},
+                    {"TRAINDECK_DATASET_DIR=" + dir.path().string(), "TRAINDECK_CACHE_DIR=" + dir.file("cache")});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const auto evals = run.records("eval");
+    ASSERT_EQ(evals.size(), 2u);
+    EXPECT_FALSE(evals[0].contains("examples")) << "only the last epoch's validation carries them";
+    ASSERT_TRUE(evals[1].contains("examples")) << evals[1].dump().substr(0, 300);
+    const json& examples = evals[1]["examples"];
+    EXPECT_EQ(examples["height"], 32);
+    EXPECT_EQ(examples["width"], 32);
+    EXPECT_EQ(examples["channels"], 3);
+    ASSERT_FALSE(examples["items"].empty());
+    const std::vector<std::string> names = {"amber", "teal", "violet"};
+    for (const json& item : examples["items"]) {
+        const std::string pixels = item[3];
+        // Every pixel of the thumbnail is its class's colour, less a shade of 0 to 8 (the same one for each pixel).
+        const auto& expected = colours.at(names.at(item[0].get<size_t>()));
+        bool matched = false;
+        for (int shade = 0; shade < 5 && !matched; ++shade) {
+            std::vector<uint8_t> want(32 * 32 * 3);
+            for (size_t p = 0; p < want.size(); ++p)
+                want[p] = static_cast<uint8_t>(std::clamp(expected[p % 3] - 2 * shade, 0, 255));
+            matched = traindeck::base64_encode(want.data(), want.size()) == pixels;
+        }
+        EXPECT_TRUE(matched) << "an example of " << names.at(item[0].get<size_t>()) << " is not its colour";
+    }
 }
 
 TEST(ImageFolderTraining, ALimitIsASeededSampleAcrossTheClassesNotTheFirstClasses) {

@@ -1,3 +1,4 @@
+#include "base64.h"
 #include "catalog.h"
 #include "runconfig.h"
 #include "requireall.h"
@@ -868,6 +869,48 @@ TEST(Catalog, ARegressionsEvaluationsKeepTheirPairsAndChartTheirErrors) {
     // R² is a score: higher is better, as the runs table and sweeps rank it.
     EXPECT_EQ(default_goal("test/r2"), MetricGoal::maximize);
     EXPECT_EQ(default_goal("val/rmse"), MetricGoal::minimize);
+}
+
+TEST(Catalog, AnEvaluationsExamplesAreKeptWhenSoundAndBadOnesNeverCostItsMatrix) {
+    TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    const int64_t job = catalog.add_job("j", "local", "1", json::object());
+    const json matrix = {{5, 1}, {2, 7}};
+    const std::vector<uint8_t> pixels(2 * 3 * 1, 200);
+    const std::string thumbnail = base64_encode(pixels.data(), pixels.size());
+    auto eval = [&](int64_t seq, const json& examples) {
+        return record(
+            seq, {{"type", "eval"}, {"split", "test"}, {"step", seq}, {"confusion", matrix}, {"examples", examples}});
+    };
+    const json good = {{"height", 2}, {"width", 3}, {"channels", 1}, {"items", {{1, 0, 0.9, thumbnail, 17}}}};
+    json wrong_class = good, wrong_size = good, not_base64 = good;
+    wrong_class["items"][0][1] = 2; // a class the 2x2 matrix does not have
+    wrong_size["items"][0][3] = base64_encode(pixels.data(), 5);
+    not_base64["items"][0][3] = std::string(8, '*');
+    catalog.db().exec("BEGIN");
+    catalog.ingest(job, {eval(1, good), eval(2, wrong_class), eval(3, wrong_size), eval(4, not_base64),
+                         eval(5, {{"height", 100}, {"width", 3}, {"channels", 1}, {"items", json::array()}})});
+    catalog.db().exec("COMMIT");
+    Statement select = catalog.db().prepare("SELECT data FROM evaluations WHERE job=? ORDER BY seq");
+    select.bind(1, job);
+    int kept = 0, with_examples = 0;
+    while (select.step()) {
+        const json data = json::parse(select.text(0));
+        EXPECT_EQ(data["confusion"], matrix) << "every matrix is kept, whatever its examples";
+        ++kept;
+        with_examples += data.contains("examples");
+        if (data.contains("examples")) {
+            EXPECT_EQ(data["examples"], good);
+        }
+    }
+    EXPECT_EQ(kept, 5);
+    EXPECT_EQ(with_examples, 1);
+    const auto alerts = catalog.take_alerts();
+    ASSERT_EQ(alerts.size(), 2u) << "one alert a reason: the three bad items share one";
+    EXPECT_NE(alerts[0].message.find("examples were not kept: an example that is not [true class"), std::string::npos)
+        << alerts[0].message;
+    EXPECT_NE(alerts[1].message.find("height and width are not 1 to 64"), std::string::npos) << alerts[1].message;
 }
 
 TEST(Catalog, EvaluationsKeepTheirConfusionMatricesAndABadOneIsAnAlert) {
