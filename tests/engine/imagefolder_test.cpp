@@ -553,10 +553,11 @@ TEST(ImageFolderTraining, WithoutATestSetTheLastValidationCarriesColourThumbnail
     TempDir dir;
     const std::map<std::string, std::array<int, 3>> colours = {
         {"amber", {250, 180, 20}}, {"teal", {10, 140, 150}}, {"violet", {130, 40, 200}}};
-    for (const auto& [name, rgb] : colours)
+    for (const auto& colour : colours)
         for (int i = 0; i < 30; ++i) {
             const int shade = i % 5; // a few shades, so that no two images of a class need be alike
-            write_png(dir.file("photos/" + name + "/" + std::to_string(i) + ".png"), 64, 64, 3,
+            const std::array<int, 3>& rgb = colour.second;
+            write_png(dir.file("photos/" + colour.first + "/" + std::to_string(i) + ".png"), 64, 64, 3,
                       pattern(64, 64, 3, [&](int, int, int c) { return std::clamp(rgb[c] - 2 * shade, 0, 255); }));
         }
     const json spec = {{"model", "mlp"},
@@ -585,7 +586,7 @@ TEST(ImageFolderTraining, WithoutATestSetTheLastValidationCarriesColourThumbnail
         const auto& expected = colours.at(names.at(item[0].get<size_t>()));
         bool matched = false;
         for (int shade = 0; shade < 5 && !matched; ++shade) {
-            std::vector<uint8_t> want(32 * 32 * 3);
+            std::vector<uint8_t> want(size_t{32} * 32 * 3);
             for (size_t p = 0; p < want.size(); ++p)
                 want[p] = static_cast<uint8_t>(std::clamp(expected[p % 3] - 2 * shade, 0, 255));
             matched = traindeck::base64_encode(want.data(), want.size()) == pixels;
