@@ -283,7 +283,8 @@ std::vector<uint8_t> thumbnail(const Dataset& data, size_t index, const Normaliz
                 int count = 0;
                 for (int dy = 0; dy < factor && y * factor + dy < data.height; ++dy)
                     for (int dx = 0; dx < factor && x * factor + dx < data.width; ++dx) {
-                        const size_t at = static_cast<size_t>(y * factor + dy) * data.width + static_cast<size_t>(x * factor + dx);
+                        const size_t at =
+                            static_cast<size_t>(y * factor + dy) * data.width + static_cast<size_t>(x * factor + dx);
                         float v = row[at * c + k];
                         if (!norm.empty())
                             v = v / norm.inverse_std[k % norm.mean.size()] + norm.mean[k % norm.mean.size()];
