@@ -149,6 +149,15 @@ const char* const kMigrations[] = {
         price_per_hour REAL NOT NULL, spot INTEGER NOT NULL, created REAL NOT NULL, ended REAL NOT NULL,
         PRIMARY KEY(provider, name));
     )",
+    // 12: how many times a series' sealed chunks were written again (a step older than its open chunk: a run that
+    // logs out of order); readers that keep its chunk summaries (SeriesStore::summaries) read them all again when it
+    // moves, and otherwise only the chunks from the newest they know. (An ALTER TABLE, which SQLite cannot make
+    // conditional: migrate() adds the column where it is missing.) And the catalog's identity, a random value made
+    // once, which tells a catalog file made again at the same path from the one a reader knew.
+    R"(
+    CREATE TABLE IF NOT EXISTS catalog_identity(id INTEGER PRIMARY KEY CHECK(id = 1), value TEXT NOT NULL);
+    INSERT OR IGNORE INTO catalog_identity(id, value) VALUES(1, lower(hex(randomblob(16))));
+    )",
 };
 
 } // namespace
@@ -207,6 +216,11 @@ void Catalog::migrate(int from) {
             if (v + 1 == 7) {
                 HistogramStore::pack_rows_of_schema_6(db_);
                 db_.exec("DROP TABLE IF EXISTS histograms");
+            }
+            if (v + 1 == 12) {
+                Statement column = db_.prepare("SELECT 1 FROM pragma_table_info('series') WHERE name='rewrites'");
+                if (!column.step())
+                    db_.exec("ALTER TABLE series ADD COLUMN rewrites INTEGER NOT NULL DEFAULT 0");
             }
         }
         db_.exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <string>
+#include <tuple>
 
 namespace traindeck {
 namespace {
@@ -99,6 +102,12 @@ bool SeriesStore::replace_in_sealed(int64_t series, const MetricPoint& point, in
     put(chunk.points, point);
     select = Statement();
     store(series, chunk);
+    // Readers that keep the series' chunk summaries read them all again (summaries()).
+    if (!rewritten_.prepared())
+        rewritten_ = db_.prepare("UPDATE series SET rewrites=rewrites+1 WHERE id=?");
+    rewritten_.reset();
+    rewritten_.bind(1, series);
+    rewritten_.step();
     return true;
 }
 
@@ -171,6 +180,113 @@ std::pair<int64_t, int64_t> chunks_between(Database& db, int64_t series, int64_t
 
 } // namespace
 
+namespace {
+
+// SeriesStore::summaries' cache: per catalog (its path and identity) and series, the summaries as last read and the
+// series' rewrite count then. Entries are replaced whole (shared_ptr), so a reader keeps a consistent vector while
+// another thread brings the entry up to date. At most kMaxCachedSeries series and kMaxCachedChunks summaries (56 MB:
+// 50 series of 10 M points); past either the cache starts again.
+struct CachedSeries {
+    int64_t rewrites = -1;
+    std::shared_ptr<const std::vector<ChunkSummary>> chunks;
+};
+using SummaryKey = std::tuple<std::string, std::string, int64_t>;
+constexpr size_t kMaxCachedSeries = 512;
+constexpr size_t kMaxCachedChunks = 1 << 20;
+std::mutex summary_mutex;
+size_t cached_chunks = 0; // the summaries the cache holds (under summary_mutex)
+std::map<SummaryKey, CachedSeries>& summary_cache() {
+    static std::map<SummaryKey, CachedSeries> cache;
+    return cache;
+}
+
+ChunkSummary summary_at(const Statement& row) {
+    return {row.integer(0), row.integer(1), row.integer(2), row.integer(3), row.real(4), row.real(5), row.real(6)};
+}
+
+constexpr const char* kSummaryColumns =
+    "SELECT chunk, first_step, last_step, count, min, max, last FROM metric_chunks ";
+
+} // namespace
+
+std::shared_ptr<const std::vector<ChunkSummary>> SeriesStore::summaries(Database& db, int64_t series) {
+    Statement version = db.prepare("PRAGMA user_version");
+    if (!version.step() || version.integer(0) < 12)
+        return nullptr;
+    const char* file = sqlite3_db_filename(db.handle(), "main");
+    Statement identity = db.prepare("SELECT value FROM catalog_identity WHERE id=1");
+    if (!file || !*file || !identity.step())
+        return nullptr;
+    Statement rewrites_now = db.prepare("SELECT rewrites FROM series WHERE id=?");
+    rewrites_now.bind(1, series);
+    if (!rewrites_now.step())
+        return std::make_shared<const std::vector<ChunkSummary>>(); // no such series
+    const int64_t rewrites = rewrites_now.integer(0);
+    const SummaryKey key{file, identity.text(0), series};
+    CachedSeries known;
+    {
+        const std::lock_guard lock(summary_mutex);
+        if (const auto it = summary_cache().find(key); it != summary_cache().end())
+            known = it->second;
+    }
+    auto fresh = std::make_shared<std::vector<ChunkSummary>>();
+    bool tail_only = known.chunks && !known.chunks->empty() && known.rewrites == rewrites;
+    if (tail_only) {
+        // The first chunk as known (else another series took the id, or the file was made again): then the chunks
+        // from the newest one known, which must still be there as the first of them.
+        Statement first = db.prepare(std::string(kSummaryColumns) + "WHERE series=? ORDER BY chunk LIMIT 1");
+        first.bind(1, series);
+        const ChunkSummary& known_first = known.chunks->front();
+        tail_only = first.step() && (known.chunks->size() == 1 ? summary_at(first).chunk == known_first.chunk
+                                                               : summary_at(first) == known_first);
+    }
+    if (tail_only) {
+        Statement tail = db.prepare(std::string(kSummaryColumns) + "WHERE series=? AND chunk>=? ORDER BY chunk");
+        tail.bind(1, series).bind(2, known.chunks->back().chunk);
+        std::vector<ChunkSummary> newest;
+        while (tail.step())
+            newest.push_back(summary_at(tail));
+        tail_only = !newest.empty() && newest.front().chunk == known.chunks->back().chunk;
+        // Nothing new: the known vector itself (a copy of 20,000 summaries is a megabyte of fresh pages).
+        if (tail_only && newest.size() == 1 && newest.front() == known.chunks->back())
+            return known.chunks;
+        if (tail_only) {
+            fresh->reserve(known.chunks->size() - 1 + newest.size());
+            fresh->assign(known.chunks->begin(), known.chunks->end() - 1);
+            fresh->insert(fresh->end(), newest.begin(), newest.end());
+        }
+    }
+    if (!tail_only) {
+        fresh->clear();
+        Statement all = db.prepare(std::string(kSummaryColumns) + "WHERE series=? ORDER BY chunk");
+        all.bind(1, series);
+        while (all.step())
+            fresh->push_back(summary_at(all));
+    }
+    std::shared_ptr<const std::vector<ChunkSummary>> result = std::move(fresh);
+    {
+        const std::lock_guard lock(summary_mutex);
+        auto& cache = summary_cache();
+        if (const auto it = cache.find(key); it != cache.end()) {
+            cached_chunks -= it->second.chunks->size();
+            cache.erase(it);
+        }
+        if (cache.size() >= kMaxCachedSeries || cached_chunks + result->size() > kMaxCachedChunks) {
+            cache.clear();
+            cached_chunks = 0;
+        }
+        cache[key] = {rewrites, result};
+        cached_chunks += result->size();
+    }
+    return result;
+}
+
+void SeriesStore::forget_summaries() {
+    const std::lock_guard lock(summary_mutex);
+    summary_cache().clear();
+    cached_chunks = 0;
+}
+
 std::vector<MetricPoint> SeriesStore::points(Database& db, int64_t series, int64_t from_step, int64_t to_step) {
     std::vector<MetricPoint> out;
     const auto [first_chunk, end_chunk] = chunks_between(db, series, from_step, to_step);
@@ -201,23 +317,33 @@ std::vector<Bucket> SeriesStore::query(Database& db, int64_t series, int64_t fro
     std::vector<Bucket> out;
     if (buckets <= 0 || to_step < from_step)
         return out;
-    struct Summary {
-        int64_t chunk, first, last, count;
-        double min, max, last_value;
-    };
-    std::vector<Summary> chunks;
+    using Summary = ChunkSummary;
+    // The chunks that hold steps of the range: a part of the shared summaries (not copied), or read here.
+    std::vector<Summary> read;
+    std::span<const Summary> chunks;
     int64_t total = 0;
-    {
+    const auto all = summaries(db, series);
+    if (all) {
+        // From the first ending at or after from_step, while they start at or before to_step (chunks follow each
+        // other in step order).
+        const auto begin = std::lower_bound(all->begin(), all->end(), from_step,
+                                            [](const Summary& c, int64_t step) { return c.last < step; });
+        auto end = begin;
+        for (; end != all->end() && end->first <= to_step; ++end)
+            total += end->count;
+        chunks = std::span<const Summary>(begin, end);
+    } else {
         const auto [first_chunk, end_chunk] = chunks_between(db, series, from_step, to_step);
         Statement select = db.prepare("SELECT chunk, first_step, last_step, count, min, max, last FROM metric_chunks "
                                       "WHERE series=? AND chunk>=? AND chunk<? AND last_step>=? AND first_step<=? "
                                       "ORDER BY chunk");
         select.bind(1, series).bind(2, first_chunk).bind(3, end_chunk).bind(4, from_step).bind(5, to_step);
         while (select.step()) {
-            chunks.push_back({select.integer(0), select.integer(1), select.integer(2), select.integer(3), select.real(4),
-                              select.real(5), select.real(6)});
-            total += chunks.back().count;
+            read.push_back({select.integer(0), select.integer(1), select.integer(2), select.integer(3), select.real(4),
+                            select.real(5), select.real(6)});
+            total += read.back().count;
         }
+        chunks = read;
     }
     const double width = static_cast<double>(to_step - from_step + 1) / buckets;
     auto bucket_of = [&](int64_t step) { return std::min<int64_t>(buckets - 1, static_cast<int64_t>((step - from_step) / width)); };

@@ -2,9 +2,12 @@
 //   catalog_and_chart [--points 10000000]
 // Prints points/s ingested (storage alone, and end to end from worker events through the writer thread) and
 // the median time to query a 10 M-point series into 2,000 buckets, whole and zoomed to four widths (target: any zoom
-// under 10 ms, issue 15), each with its ratio to the target; exits 1 when a target is missed.
-// Then, with the console's real views (offscreen): the median redraw of the job chart fed from that query, and
-// the time from opening a catalog of 100,000 jobs to the first paint of the jobs table.
+// under 10 ms, issue 15), each with its ratio to the target; exits 1 when a target is missed. The queries go through
+// the chunk summaries every reader of the process shares (SeriesStore::summaries): the whole-range query is timed
+// both as a first read (the cache emptied before each) and as a console's next one.
+// Then, with the console's real views (offscreen): the median redraw of the job chart fed from that query, idle and
+// live (1,000 points committed by another connection before each redraw, as a running job's writer does; target
+// < 8 ms, issue 15), and the time from opening a catalog of 100,000 jobs to the first paint of the jobs table.
 #include "catalog.h"
 #include "jobdetailview.h"
 #include "jobtablemodel.h"
@@ -81,14 +84,17 @@ int main(int argc, char** argv) {
                                  {"data", {{"type", "metric"}, {"step", seq}, {"loss", 1.0 / seq}, {"accuracy", 0.5},
                                            {"lr", 0.01}, {"samples_per_s", 1000.0}}}});
     }
+    // The jobs first: the writer thread uses the catalog's connection, which no other thread may use meanwhile
+    // (SQLITE_OPEN_NOMUTEX; adding them while it wrote once left "database disk image is malformed").
+    std::vector<int64_t> event_jobs;
+    for (int j = 0; j < 10; ++j)
+        event_jobs.push_back(catalog.add_job("bench-events", "local", std::to_string(j), json::object()));
     start = Clock::now();
     {
         CatalogWriter writer(catalog);
-        for (int j = 0; j < 10; ++j) {
-            const int64_t id = catalog.add_job("bench-events", "local", std::to_string(j), json::object());
+        for (const int64_t id : event_jobs)
             for (const auto& chunk : chunks)
                 writer.post([id, &chunk](Catalog& c) { c.ingest(id, chunk); }); // no copy of the events
-        }
         if (const std::string error = writer.flush(); !error.empty())
             std::fprintf(stderr, "writer: %s\n", error.c_str());
     }
@@ -100,12 +106,16 @@ int main(int argc, char** argv) {
     // Zooms: a tenth, a fortieth (buckets a quarter of a stored chunk wide: the most a zoom decodes), a hundredth and
     // a thousandth of the series, each at a different place every round.
     constexpr long kZoomDivisors[] = {10, 40, 100, 1000};
-    std::vector<double> whole;
+    std::vector<double> whole, whole_first;
     std::vector<std::vector<double>> zoomed(std::size(kZoomDivisors));
     size_t buckets_returned = 0;
     for (int rep = 0; rep < 21; ++rep) {
+        SeriesStore::forget_summaries();
         auto t = Clock::now();
         buckets_returned = SeriesStore::query(reader.db(), series, 0, total, 2000).size();
+        whole_first.push_back(seconds_since(t) * 1000);
+        t = Clock::now();
+        SeriesStore::query(reader.db(), series, 0, total, 2000);
         whole.push_back(seconds_since(t) * 1000);
         const long from = (rep * 7919L * 1000) % (total / 2);
         for (size_t z = 0; z < std::size(kZoomDivisors); ++z) {
@@ -121,9 +131,12 @@ int main(int argc, char** argv) {
                 storage_rate, storage_rate / 1e6, storage_rate >= 1e6 ? "met" : "MISSED");
     std::printf("ingest, worker events via writer:       %10.0f points/s  target >= 1,000,000: ratio %.2f -> %s\n",
                 event_rate, event_rate / 1e6, event_rate >= 1e6 ? "met" : "MISSED");
-    std::printf("query %ld points -> %zu buckets:     median %6.1f ms       target < 50 ms: ratio %.2f -> %s\n", total,
-                buckets_returned, median(whole), median(whole) / 50.0, median(whole) < 50 ? "met" : "MISSED");
-    missed |= storage_rate < 1e6 || event_rate < 1e6 || median(whole) >= 50;
+    std::printf("query %ld points -> %zu buckets, first read: median %6.1f ms  target < 50 ms: ratio %.2f -> %s\n",
+                total, buckets_returned, median(whole_first), median(whole_first) / 50.0,
+                median(whole_first) < 50 ? "met" : "MISSED");
+    std::printf("query %ld points -> %zu buckets, next:       median %6.1f ms  target < 10 ms: ratio %.2f -> %s\n",
+                total, buckets_returned, median(whole), median(whole) / 10.0, median(whole) < 10 ? "met" : "MISSED");
+    missed |= storage_rate < 1e6 || event_rate < 1e6 || median(whole_first) >= 50 || median(whole) >= 10;
     for (size_t z = 0; z < std::size(kZoomDivisors); ++z) {
         const double ms = median(zoomed[z]);
         std::printf(
@@ -139,7 +152,10 @@ int main(int argc, char** argv) {
         view.show();
         view.showJob(job, "bench");
         app.processEvents();
-        std::vector<double> redraw, paint_only;
+        std::vector<double> redraw, live, paint_only;
+        SeriesStore store(catalog.db());
+        std::vector<MetricPoint> more(1000);
+        long next_step = total + 1;
         for (int rep = 0; rep < 21; ++rep) {
             auto t = Clock::now();
             view.refresh();
@@ -148,10 +164,24 @@ int main(int argc, char** argv) {
             t = Clock::now();
             (void)view.grab();
             paint_only.push_back(seconds_since(t) * 1000);
+            // Live: the job's writer commits 1,000 more points, then the view redraws (untimed: the writer's part).
+            for (MetricPoint& p : more) {
+                p = {next_step, 0.5 + 0.01 * std::sin(next_step * 0.37)};
+                ++next_step;
+            }
+            catalog.db().exec("BEGIN");
+            store.append(series, more);
+            catalog.db().exec("COMMIT");
+            t = Clock::now();
+            view.refresh();
+            (void)view.grab();
+            live.push_back(seconds_since(t) * 1000);
         }
-        std::printf("chart redraw (query + repaint, both charts): median %6.1f ms  target < 16 ms: ratio %.2f -> %s\n",
-                    median(redraw), median(redraw) / 16.0, median(redraw) < 16 ? "met" : "MISSED");
-        missed |= median(redraw) >= 16;
+        std::printf("chart redraw (query + repaint, both charts): median %6.1f ms  target < 8 ms: ratio %.2f -> %s\n",
+                    median(redraw), median(redraw) / 8.0, median(redraw) < 8 ? "met" : "MISSED");
+        std::printf("chart redraw, live (1,000 new points each):  median %6.1f ms  target < 8 ms: ratio %.2f -> %s\n",
+                    median(live), median(live) / 8.0, median(live) < 8 ? "met" : "MISSED");
+        missed |= median(redraw) >= 8 || median(live) >= 8;
         std::printf("chart repaint alone:                       median %6.1f ms\n", median(paint_only));
     }
 

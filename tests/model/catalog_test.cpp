@@ -143,6 +143,108 @@ TEST(Catalog, RepeatedStepsAfterAResumeReplaceTheirValues) {
 // Points that come out of step order keep every one: a step older than every stored one goes into the first chunk
 // (it was dropped), whether that chunk is sealed or still the open one; and steps filled in between the open chunk's
 // own take it past its size, after which it is sealed at the next new step (it grew for ever).
+TEST(Catalog, ChartQueriesThroughTheSharedSummariesFollowEveryWrite) {
+    // A reader's chart queries go through SeriesStore::summaries' cache while another connection writes: new points,
+    // a step older than the open chunk (a sealed chunk written again), a purged series whose id a new one takes, and
+    // a catalog made again at the same path. Each time every bucket must be exactly the points it covers.
+    TempCatalog temp;
+    SeriesStore::forget_summaries();
+    std::map<int64_t, double> truth;
+    auto check = [&](Database& db, int64_t series, const std::string& when) {
+        for (int round = 0; round < 2; ++round) { // the second from the cache as the first left it
+            const auto buckets = SeriesStore::query(db, series, truth.begin()->first, truth.rbegin()->first, 40);
+            int64_t total = 0;
+            for (const Bucket& b : buckets) {
+                int64_t count = 0;
+                double low = INFINITY, high = -INFINITY, last = NAN;
+                for (auto it = truth.lower_bound(b.first_step); it != truth.end() && it->first <= b.last_step; ++it) {
+                    ++count;
+                    low = std::min(low, it->second);
+                    high = std::max(high, it->second);
+                    last = it->second;
+                }
+                ASSERT_EQ(b.count, count) << when << ": bucket " << b.first_step << "-" << b.last_step;
+                ASSERT_EQ(b.min, low) << when;
+                ASSERT_EQ(b.max, high) << when;
+                ASSERT_EQ(b.last, last) << when;
+                total += count;
+            }
+            ASSERT_EQ(total, static_cast<int64_t>(truth.size())) << when;
+        }
+        // The cached summaries are what a first read gives.
+        const auto cached = SeriesStore::summaries(db, series);
+        ASSERT_TRUE(cached) << "a catalog of this schema is cached";
+        SeriesStore::forget_summaries();
+        const auto fresh = SeriesStore::summaries(db, series);
+        ASSERT_EQ(*cached, *fresh) << when;
+    };
+    {
+        Catalog writer, reader;
+        ASSERT_EQ(writer.open(temp.path()), "");
+        ASSERT_EQ(reader.open(temp.path(), true), "");
+        const int64_t job = writer.add_job("j", "local", "1", json::object());
+        const int64_t series = writer.series(job, "loss", true);
+        SeriesStore store(writer.db());
+        auto append = [&](int64_t from, int64_t to, double scale) {
+            std::vector<MetricPoint> points;
+            for (int64_t step = from; step <= to; ++step)
+                points.push_back({step, scale * std::sin(step * 0.01) + step * 1e-4});
+            writer.db().exec("BEGIN");
+            store.append(series, points);
+            writer.db().exec("COMMIT");
+            for (const MetricPoint& p : points)
+                truth[p.step] = p.value;
+        };
+        append(1, 5000, 1.0); // ten chunks
+        check(reader.db(), series, "first read");
+        append(5001, 5300, 1.0); // the open chunk fills, a new one starts
+        check(reader.db(), series, "grown");
+        writer.db().exec("BEGIN");
+        const std::vector<MetricPoint> late = {{700, 99.0}}; // a sealed chunk's step, written again
+        store.append(series, late);
+        writer.db().exec("COMMIT");
+        truth[700] = 99.0;
+        check(reader.db(), series, "a sealed chunk written again");
+        append(5301, 5302, 1.0);
+        check(reader.db(), series, "two more");
+
+        // Purged, and a new job's series takes the same id, with other values and fewer points.
+        writer.set_deleted(job, true);
+        writer.purge_deleted();
+        const int64_t again = writer.series(writer.add_job("k", "local", "2", json::object()), "loss", true);
+        ASSERT_EQ(again, series) << "the test wants the id taken again";
+        truth.clear();
+        SeriesStore fresh_store(writer.db());
+        std::vector<MetricPoint> other;
+        for (int64_t step = 1; step <= 3000; ++step)
+            other.push_back({step, -static_cast<double>(step)});
+        writer.db().exec("BEGIN");
+        fresh_store.append(again, other);
+        writer.db().exec("COMMIT");
+        for (const MetricPoint& p : other)
+            truth[p.step] = p.value;
+        check(reader.db(), again, "another series in the id");
+    }
+    // The file made again at the same path, with the same first chunk and as many chunks, other values after it.
+    for (const char* suffix : {"", "-wal", "-shm"})
+        std::filesystem::remove(temp.path() + suffix);
+    Catalog writer, reader;
+    ASSERT_EQ(writer.open(temp.path()), "");
+    ASSERT_EQ(reader.open(temp.path(), true), "");
+    const int64_t job = writer.add_job("k", "local", "2", json::object());
+    const int64_t series = writer.series(job, "loss", true);
+    std::vector<MetricPoint> points;
+    for (int64_t step = 1; step <= 3000; ++step)
+        points.push_back({step, step <= 512 ? -static_cast<double>(step) : 7.0 * step});
+    writer.db().exec("BEGIN");
+    SeriesStore(writer.db()).append(series, points);
+    writer.db().exec("COMMIT");
+    truth.clear();
+    for (const MetricPoint& p : points)
+        truth[p.step] = p.value;
+    check(reader.db(), series, "a catalog made again");
+}
+
 TEST(Catalog, OutOfOrderStepsAreKeptAndChunksStaySmall) {
     TempCatalog temp;
     Catalog catalog;
