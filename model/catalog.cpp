@@ -151,10 +151,15 @@ const char* const kMigrations[] = {
     )",
     // 12: how many times a series' sealed chunks were written again (a step older than its open chunk: a run that
     // logs out of order); readers that keep its chunk summaries (SeriesStore::summaries) read them all again when it
-    // moves, and otherwise only the chunks from the newest they know. (An ALTER TABLE, which SQLite cannot make
-    // conditional: migrate() adds the column where it is missing.) And the catalog's identity, a random value made
-    // once, which tells a catalog file made again at the same path from the one a reader knew.
+    // moves, and otherwise only the chunks from the newest they know. A trigger counts them, so that every writer
+    // does, a build from before it too (the ALTER TABLE, which SQLite cannot make conditional, is migrate()'s where
+    // the column is missing; a new series starts at a random count, which tells it from a purged one whose id it
+    // took). And the catalog's identity, a random value made once, which tells a catalog file made again at the same
+    // path from the one a reader knew.
     R"(
+    CREATE TRIGGER IF NOT EXISTS sealed_chunk_written AFTER INSERT ON metric_chunks
+        WHEN EXISTS(SELECT 1 FROM metric_chunks WHERE series=NEW.series AND chunk>NEW.chunk)
+        BEGIN UPDATE series SET rewrites=rewrites+1 WHERE id=NEW.series; END;
     CREATE TABLE IF NOT EXISTS catalog_identity(id INTEGER PRIMARY KEY CHECK(id = 1), value TEXT NOT NULL);
     INSERT OR IGNORE INTO catalog_identity(id, value) VALUES(1, lower(hex(randomblob(16))));
     )",
@@ -212,15 +217,15 @@ void Catalog::migrate(int from) {
     db_.exec("BEGIN IMMEDIATE");
     try {
         for (int v = from; v < kSchemaVersion; ++v) {
+            if (v + 1 == 12) { // the column 12's trigger counts in
+                Statement column = db_.prepare("SELECT 1 FROM pragma_table_info('series') WHERE name='rewrites'");
+                if (!column.step())
+                    db_.exec("ALTER TABLE series ADD COLUMN rewrites INTEGER NOT NULL DEFAULT 0");
+            }
             db_.exec(kMigrations[v]);
             if (v + 1 == 7) {
                 HistogramStore::pack_rows_of_schema_6(db_);
                 db_.exec("DROP TABLE IF EXISTS histograms");
-            }
-            if (v + 1 == 12) {
-                Statement column = db_.prepare("SELECT 1 FROM pragma_table_info('series') WHERE name='rewrites'");
-                if (!column.step())
-                    db_.exec("ALTER TABLE series ADD COLUMN rewrites INTEGER NOT NULL DEFAULT 0");
             }
         }
         db_.exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
@@ -398,7 +403,9 @@ int64_t Catalog::series(int64_t job, const std::string& name, bool create) {
         return select.integer(0);
     if (!create)
         return 0;
-    Statement insert = db_.prepare("INSERT INTO series(job, name) VALUES(?, ?)");
+    // rewrites starts at a random count: a reader's cached summaries of a purged series whose id this one takes do
+    // not match it (SeriesStore::summaries).
+    Statement insert = db_.prepare("INSERT INTO series(job, name, rewrites) VALUES(?, ?, abs(random() / 2))");
     insert.bind(1, job).bind(2, name);
     insert.step();
     return db_.last_insert_id();

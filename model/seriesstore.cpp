@@ -101,13 +101,7 @@ bool SeriesStore::replace_in_sealed(int64_t series, const MetricPoint& point, in
     Chunk chunk{select.integer(0), decode(select.text_view(1))};
     put(chunk.points, point);
     select = Statement();
-    store(series, chunk);
-    // Readers that keep the series' chunk summaries read them all again (summaries()).
-    if (!rewritten_.prepared())
-        rewritten_ = db_.prepare("UPDATE series SET rewrites=rewrites+1 WHERE id=?");
-    rewritten_.reset();
-    rewritten_.bind(1, series);
-    rewritten_.step();
+    store(series, chunk); // the catalog's trigger counts it in series.rewrites (readers' summaries are read again)
     return true;
 }
 
@@ -193,11 +187,15 @@ struct CachedSeries {
 using SummaryKey = std::tuple<std::string, std::string, int64_t>;
 constexpr size_t kMaxCachedSeries = 512;
 constexpr size_t kMaxCachedChunks = 1 << 20;
-std::mutex summary_mutex;
-size_t cached_chunks = 0; // the summaries the cache holds (under summary_mutex)
+// Never destroyed: a pool thread may still be reading a chart as the process exits.
+std::mutex& summary_mutex() {
+    static auto* mutex = new std::mutex;
+    return *mutex;
+}
+size_t cached_chunks = 0; // the summaries the cache holds (under summary_mutex())
 std::map<SummaryKey, CachedSeries>& summary_cache() {
-    static std::map<SummaryKey, CachedSeries> cache;
-    return cache;
+    static auto* cache = new std::map<SummaryKey, CachedSeries>;
+    return *cache;
 }
 
 ChunkSummary summary_at(const Statement& row) {
@@ -209,7 +207,10 @@ constexpr const char* kSummaryColumns =
 
 } // namespace
 
-std::shared_ptr<const std::vector<ChunkSummary>> SeriesStore::summaries(Database& db, int64_t series) {
+std::shared_ptr<const std::vector<ChunkSummary>> SeriesStore::summaries(Database& db, int64_t series,
+                                                                        bool read_unknown) {
+    // The statements below stay stepped to their rows until the end: in autocommit mode that holds one read snapshot
+    // for all of them, so the summaries stored belong to the rewrite count stored with them.
     Statement version = db.prepare("PRAGMA user_version");
     if (!version.step() || version.integer(0) < 12)
         return nullptr;
@@ -225,10 +226,12 @@ std::shared_ptr<const std::vector<ChunkSummary>> SeriesStore::summaries(Database
     const SummaryKey key{file, identity.text(0), series};
     CachedSeries known;
     {
-        const std::lock_guard lock(summary_mutex);
+        const std::lock_guard lock(summary_mutex());
         if (const auto it = summary_cache().find(key); it != summary_cache().end())
             known = it->second;
     }
+    if (!known.chunks && !read_unknown)
+        return nullptr;
     auto fresh = std::make_shared<std::vector<ChunkSummary>>();
     bool tail_only = known.chunks && !known.chunks->empty() && known.rewrites == rewrites;
     if (tail_only) {
@@ -264,8 +267,10 @@ std::shared_ptr<const std::vector<ChunkSummary>> SeriesStore::summaries(Database
             fresh->push_back(summary_at(all));
     }
     std::shared_ptr<const std::vector<ChunkSummary>> result = std::move(fresh);
+    if (result->size() > kMaxCachedChunks)
+        return result; // too big to keep: read whole each time
     {
-        const std::lock_guard lock(summary_mutex);
+        const std::lock_guard lock(summary_mutex());
         auto& cache = summary_cache();
         if (const auto it = cache.find(key); it != cache.end()) {
             cached_chunks -= it->second.chunks->size();
@@ -282,7 +287,7 @@ std::shared_ptr<const std::vector<ChunkSummary>> SeriesStore::summaries(Database
 }
 
 void SeriesStore::forget_summaries() {
-    const std::lock_guard lock(summary_mutex);
+    const std::lock_guard lock(summary_mutex());
     summary_cache().clear();
     cached_chunks = 0;
 }
@@ -322,7 +327,13 @@ std::vector<Bucket> SeriesStore::query(Database& db, int64_t series, int64_t fro
     std::vector<Summary> read;
     std::span<const Summary> chunks;
     int64_t total = 0;
-    const auto all = summaries(db, series);
+    // A narrow range (a zoom) of a series not known yet reads only its own chunks; a wider one reads them all into
+    // the shared summaries, which the next queries (the next redraw, the next zoom) take from.
+    bool narrow = false;
+    if (const auto whole = extent(db, series))
+        narrow =
+            4 * (std::min(to_step, whole->second) - std::max(from_step, whole->first)) < whole->second - whole->first;
+    const auto all = summaries(db, series, !narrow);
     if (all) {
         // From the first ending at or after from_step, while they start at or before to_step (chunks follow each
         // other in step order).

@@ -57,11 +57,13 @@ public:
     // Every chunk summary of the series, in chunk order, from a cache every connection of this process to the same
     // catalog shares (key: its path, its identity, made once with it, and the series): after the first read of a series
     // only its chunks from the newest one known are read again (the open chunk grows, new ones follow), unless a
-    // sealed chunk was written again since (series.rewrites moved) or its first chunk is not the one known (a new
-    // series in the id of a purged one): then all of them. A live chart of a 10 M-point run reads a few rows a
-    // redraw instead of 20,000. nullptr for a catalog older than schema 12 (nothing to tell a rewrite by) or one
-    // that is not a file; query() then reads the summaries itself.
-    static std::shared_ptr<const std::vector<ChunkSummary>> summaries(Database& db, int64_t series);
+    // sealed chunk was written again since (series.rewrites, which a trigger counts, moved; a new series in the id
+    // of a purged one starts at another, random count) or its first chunk is not the one known: then all of them. A
+    // live chart of a 10 M-point run reads a few rows a redraw instead of 20,000. nullptr for a catalog older than
+    // schema 12 (nothing to tell a rewrite by) or one that is not a file; query() then reads the summaries itself.
+    // read_unknown false: nullptr for a series the cache does not hold yet (a narrow query reads its own chunks).
+    static std::shared_ptr<const std::vector<ChunkSummary>> summaries(Database& db, int64_t series,
+                                                                      bool read_unknown = true);
     // Empties that cache (benches time a first read with it).
     static void forget_summaries();
 
@@ -79,7 +81,7 @@ private:
 
     Database& db_;
     std::map<int64_t, Chunk> open_; // the last chunk of each series, as stored
-    Statement upsert_, upsert_data_, rewritten_; // prepared on first use, finalized with the store
+    Statement upsert_, upsert_data_; // prepared on first use, finalized with the store
 };
 
 } // namespace traindeck

@@ -140,9 +140,6 @@ TEST(Catalog, RepeatedStepsAfterAResumeReplaceTheirValues) {
     EXPECT_EQ(points[150].value, 1.0);
 }
 
-// Points that come out of step order keep every one: a step older than every stored one goes into the first chunk
-// (it was dropped), whether that chunk is sealed or still the open one; and steps filled in between the open chunk's
-// own take it past its size, after which it is sealed at the next new step (it grew for ever).
 TEST(Catalog, ChartQueriesThroughTheSharedSummariesFollowEveryWrite) {
     // A reader's chart queries go through SeriesStore::summaries' cache while another connection writes: new points,
     // a step older than the open chunk (a sealed chunk written again), a purged series whose id a new one takes, and
@@ -243,8 +240,23 @@ TEST(Catalog, ChartQueriesThroughTheSharedSummariesFollowEveryWrite) {
     for (const MetricPoint& p : points)
         truth[p.step] = p.value;
     check(reader.db(), series, "a catalog made again");
+
+    // A catalog of schema 11 (no rewrite count, no identity) read without migrating: no cache, the same buckets.
+    writer.db().exec("DROP TRIGGER sealed_chunk_written; DROP TABLE catalog_identity; PRAGMA user_version=11");
+    Catalog old;
+    ASSERT_EQ(old.open(temp.path(), true), "");
+    EXPECT_EQ(SeriesStore::summaries(old.db(), series), nullptr);
+    const auto buckets = SeriesStore::query(old.db(), series, 1, 3000, 40);
+    int64_t total = 0;
+    for (const Bucket& b : buckets)
+        total += b.count;
+    EXPECT_EQ(total, 3000);
+    EXPECT_EQ(buckets.back().last, 7.0 * 3000);
 }
 
+// Points that come out of step order keep every one: a step older than every stored one goes into the first chunk
+// (it was dropped), whether that chunk is sealed or still the open one; and steps filled in between the open chunk's
+// own take it past its size, after which it is sealed at the next new step (it grew for ever).
 TEST(Catalog, OutOfOrderStepsAreKeptAndChunksStaySmall) {
     TempCatalog temp;
     Catalog catalog;
@@ -979,7 +991,7 @@ TEST(Catalog, AnEvaluationsExamplesAreKeptWhenSoundAndBadOnesNeverCostItsMatrix)
     ASSERT_EQ(catalog.open(temp.path()), "");
     const int64_t job = catalog.add_job("j", "local", "1", json::object());
     const json matrix = {{5, 1}, {2, 7}};
-    const std::vector<uint8_t> pixels(2 * 3 * 1, 200);
+    const std::vector<uint8_t> pixels(size_t{2} * 3 * 1, 200);
     const std::string thumbnail = base64_encode(pixels.data(), pixels.size());
     auto eval = [&](int64_t seq, const json& examples) {
         return record(
