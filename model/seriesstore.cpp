@@ -330,9 +330,10 @@ std::vector<Bucket> SeriesStore::query(Database& db, int64_t series, int64_t fro
     // A narrow range (a zoom) of a series not known yet reads only its own chunks; a wider one reads them all into
     // the shared summaries, which the next queries (the next redraw, the next zoom) take from.
     bool narrow = false;
-    if (const auto whole = extent(db, series))
-        narrow =
-            4 * (std::min(to_step, whole->second) - std::max(from_step, whole->first)) < whole->second - whole->first;
+    if (const auto whole = extent(db, series)) // in doubles: steps may be anywhere in int64's range
+        narrow = 4.0 * (static_cast<double>(std::min(to_step, whole->second)) -
+                        static_cast<double>(std::max(from_step, whole->first))) <
+                 static_cast<double>(whole->second) - static_cast<double>(whole->first);
     const auto all = summaries(db, series, !narrow);
     if (all) {
         // From the first ending at or after from_step, while they start at or before to_step (chunks follow each
