@@ -202,13 +202,23 @@ ChunkSummary summary_at(const Statement& row) {
     return {row.integer(0), row.integer(1), row.integer(2), row.integer(3), row.real(4), row.real(5), row.real(6)};
 }
 
+// Decoded points of sealed chunks, for queries whose buckets are narrower than a chunk (a run of up to a few hundred
+// thousand points, drawn whole): keyed by the series' sealed version (summaries()) and the chunk number, which
+// name their contents for good. At most kMaxDecodedPoints points (64 MB); past that it starts again.
+constexpr size_t kMaxDecodedPoints = size_t{4} << 20;
+size_t decoded_points = 0; // under summary_mutex()
+std::map<std::pair<std::string, int64_t>, std::shared_ptr<const std::vector<MetricPoint>>>& decoded_cache() {
+    static auto* cache = new std::map<std::pair<std::string, int64_t>, std::shared_ptr<const std::vector<MetricPoint>>>;
+    return *cache;
+}
+
 constexpr const char* kSummaryColumns =
     "SELECT chunk, first_step, last_step, count, min, max, last FROM metric_chunks ";
 
 } // namespace
 
-std::shared_ptr<const std::vector<ChunkSummary>> SeriesStore::summaries(Database& db, int64_t series,
-                                                                        bool read_unknown) {
+std::shared_ptr<const std::vector<ChunkSummary>> SeriesStore::summaries(Database& db, int64_t series, bool read_unknown,
+                                                                        std::string* sealed_version) {
     // The statements below stay stepped to their rows until the end: in autocommit mode that holds one read snapshot
     // for all of them, so the summaries stored belong to the rewrite count stored with them.
     Statement version = db.prepare("PRAGMA user_version");
@@ -224,6 +234,9 @@ std::shared_ptr<const std::vector<ChunkSummary>> SeriesStore::summaries(Database
         return std::make_shared<const std::vector<ChunkSummary>>(); // no such series
     const int64_t rewrites = rewrites_now.integer(0);
     const SummaryKey key{file, identity.text(0), series};
+    if (sealed_version)
+        *sealed_version = std::string(file) + '\n' + identity.text(0) + '\n' + std::to_string(series) + '\n' +
+                          std::to_string(rewrites);
     CachedSeries known;
     {
         const std::lock_guard lock(summary_mutex());
@@ -290,6 +303,8 @@ void SeriesStore::forget_summaries() {
     const std::lock_guard lock(summary_mutex());
     summary_cache().clear();
     cached_chunks = 0;
+    decoded_cache().clear();
+    decoded_points = 0;
 }
 
 std::vector<MetricPoint> SeriesStore::points(Database& db, int64_t series, int64_t from_step, int64_t to_step) {
@@ -334,7 +349,8 @@ std::vector<Bucket> SeriesStore::query(Database& db, int64_t series, int64_t fro
         narrow = 4.0 * (static_cast<double>(std::min(to_step, whole->second)) -
                         static_cast<double>(std::max(from_step, whole->first))) <
                  static_cast<double>(whole->second) - static_cast<double>(whole->first);
-    const auto all = summaries(db, series, !narrow);
+    std::string sealed_version;
+    const auto all = summaries(db, series, !narrow, &sealed_version);
     if (all) {
         // From the first ending at or after from_step, while they start at or before to_step (chunks follow each
         // other in step order).
@@ -393,12 +409,37 @@ std::vector<Bucket> SeriesStore::query(Database& db, int64_t series, int64_t fro
         b.count += c.count;
     };
     // A chunk the range cuts: its points inside the range, decoded.
-    const auto add_points = [&](const Summary& c, const auto& add) {
+    // A chunk's points: a sealed one's from the decoded cache when the summaries are the shared ones.
+    const int64_t open_chunk = all && !all->empty() ? all->back().chunk : std::numeric_limits<int64_t>::max();
+    const auto points_of = [&](const Summary& c) -> std::shared_ptr<const std::vector<MetricPoint>> {
+        const bool sealed = all && c.chunk < open_chunk;
+        const std::pair<std::string, int64_t> key{sealed_version, c.chunk};
+        if (sealed) {
+            const std::lock_guard lock(summary_mutex());
+            if (const auto it = decoded_cache().find(key); it != decoded_cache().end())
+                return it->second;
+        }
         blob.reset();
         blob.bind(1, series).bind(2, c.chunk);
         if (!blob.step())
+            return nullptr;
+        auto decoded = std::make_shared<const std::vector<MetricPoint>>(decode(blob.text_view(0)));
+        if (sealed) {
+            const std::lock_guard lock(summary_mutex());
+            if (decoded_points + decoded->size() > kMaxDecodedPoints) {
+                decoded_cache().clear();
+                decoded_points = 0;
+            }
+            if (decoded_cache().emplace(key, decoded).second)
+                decoded_points += decoded->size();
+        }
+        return decoded;
+    };
+    const auto add_points = [&](const Summary& c, const auto& add) {
+        const auto decoded = points_of(c);
+        if (!decoded)
             return;
-        for (const MetricPoint& p : decode(blob.text_view(0)))
+        for (const MetricPoint& p : *decoded)
             if (p.step >= from_step && p.step <= to_step)
                 add(p);
     };

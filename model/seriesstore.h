@@ -62,8 +62,10 @@ public:
     // live chart of a 10 M-point run reads a few rows a redraw instead of 20,000. nullptr for a catalog older than
     // schema 12 (nothing to tell a rewrite by) or one that is not a file; query() then reads the summaries itself.
     // read_unknown false: nullptr for a series the cache does not hold yet (a narrow query reads its own chunks).
-    static std::shared_ptr<const std::vector<ChunkSummary>> summaries(Database& db, int64_t series,
-                                                                      bool read_unknown = true);
+    // sealed_version (when given) is set to what names the contents of the series' sealed chunks as read: its
+    // catalog, identity, id and rewrite count (query() keeps their decoded points under it).
+    static std::shared_ptr<const std::vector<ChunkSummary>>
+    summaries(Database& db, int64_t series, bool read_unknown = true, std::string* sealed_version = nullptr);
     // Empties that cache (benches time a first read with it).
     static void forget_summaries();
 
