@@ -204,6 +204,40 @@ TEST_F(Results, TheGalleryShowsTheMistakesAndACellsExamplesAsTheirImages) {
     EXPECT_EQ(view.galleryCount(), 3);
 }
 
+TEST_F(Results, ColourExamplesShowInTheirOwnColours) {
+    // Two 2x3 RGB thumbnails, HWC bytes as the trainer sends them: a red one, and one whose left column is blue.
+    const std::vector<uint8_t> red = {250, 10, 20, 250, 10, 20, 250, 10, 20, 250, 10, 20, 250, 10, 20, 250, 10, 20};
+    std::vector<uint8_t> blue_left = red;
+    for (int y = 0; y < 2; ++y) {
+        blue_left[static_cast<size_t>(y) * 9 + 0] = 5;
+        blue_left[static_cast<size_t>(y) * 9 + 1] = 30;
+        blue_left[static_cast<size_t>(y) * 9 + 2] = 240;
+    }
+    const json items = {{0, 1, 0.8, base64_encode(red.data(), red.size()), 0},
+                        {1, 0, 0.7, base64_encode(blue_left.data(), blue_left.size()), 1}};
+    json data = {{"type", "eval"},
+                 {"split", "test"},
+                 {"step", 10},
+                 {"epoch", 1},
+                 {"confusion", {{3, 1}, {1, 3}}},
+                 {"examples", {{"height", 2}, {"width", 3}, {"channels", 3}, {"items", items}, {"candidates", 2}}}};
+    catalog_.db().exec("BEGIN");
+    catalog_.ingest(job_, {json{{"seq", 1}, {"time", 101.0}, {"type", "record"}, {"data", data}}});
+    catalog_.db().exec("COMMIT");
+    ResultsView view(path_);
+    bool loaded = false;
+    QObject::connect(&view, &ResultsView::loaded, [&] { loaded = true; });
+    view.showJob(job_);
+    ASSERT_TRUE(test::process_until([&] { return loaded; }));
+    ASSERT_EQ(view.galleryCount(), 2);
+    const QImage first = view.galleryImage(0), second = view.galleryImage(1);
+    ASSERT_EQ(first.size(), QSize(3, 2));
+    EXPECT_EQ(first.pixelColor(2, 1), QColor(250, 10, 20));
+    EXPECT_EQ(second.pixelColor(0, 0), QColor(5, 30, 240)) << "rows of width × 3 bytes, R, G, B";
+    EXPECT_EQ(second.pixelColor(0, 1), QColor(5, 30, 240));
+    EXPECT_EQ(second.pixelColor(1, 1), QColor(250, 10, 20));
+}
+
 TEST_F(Results, ARegressionShowsItsPredictionsAgainstTheTruthAndItsErrors) {
     // 300 house prices, predicted within a few per cent, plus one wild miss; and a classification eval after it.
     json pairs = json::array();
