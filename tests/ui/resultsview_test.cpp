@@ -176,7 +176,8 @@ TEST_F(Results, TheGalleryShowsTheMistakesAndACellsExamplesAsTheirImages) {
     ASSERT_EQ(first.size(), QSize(28, 28));
     for (int y = 0; y < 28; ++y)
         for (int x = 0; x < 28; ++x)
-            ASSERT_EQ(qGray(first.pixel(x, y)), images->data[shirts[0] * 784 + y * 28 + x]) << x << "," << y;
+            ASSERT_EQ(qGray(first.pixel(x, y)), images->data[shirts[0] * 784 + static_cast<size_t>(y) * 28 + x])
+                << x << "," << y;
     const QString folder = QStringLiteral(TRAINDECK_SCREENSHOT_DIR);
     QDir().mkpath(folder);
     ASSERT_TRUE(view.grab().save(QDir(folder).filePath("results-gallery.png")));
@@ -188,7 +189,8 @@ TEST_F(Results, TheGalleryShowsTheMistakesAndACellsExamplesAsTheirImages) {
     ASSERT_EQ(second.size(), QSize(28, 28));
     for (int y = 0; y < 28; ++y)
         for (int x = 0; x < 28; ++x)
-            ASSERT_EQ(qGray(second.pixel(x, y)), images->data[shirts[2] * 784 + y * 28 + x]) << x << "," << y;
+            ASSERT_EQ(qGray(second.pixel(x, y)), images->data[shirts[2] * 784 + static_cast<size_t>(y) * 28 + x])
+                << x << "," << y;
     EXPECT_NE(view.galleryTitle().indexOf(QString("True Shirt, predicted T-shirt/top</b>: 2 of its %1 samples")
                                               .arg(fashion_matrix(2)[6][0].get<int>())),
               -1)
