@@ -592,6 +592,13 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
     Statement log = db_.prepare("INSERT OR IGNORE INTO job_logs(job, seq, time, stream, line) VALUES(?, ?, ?, ?, ?)");
     Statement capture = db_.prepare("INSERT OR IGNORE INTO captures(job, seq, part, time, data) VALUES(?, ?, ?, ?, ?)");
     Statement same_alert = db_.prepare("SELECT 1 FROM alerts WHERE job=? AND kind='evaluation_dropped' AND message=?");
+    // Once per job and reason: a script sending 300 classes each epoch gets one alert, not 300.
+    auto evaluation_dropped = [&](const std::string& message, double time) {
+        same_alert.reset();
+        same_alert.bind(1, job).bind(2, message);
+        if (!same_alert.step())
+            raise("evaluation_dropped", message, time);
+    };
     Statement evaluation = db_.prepare(
         "INSERT OR IGNORE INTO evaluations(job, seq, split, step, epoch, time, data) VALUES(?, ?, ?, ?, ?, ?, ?)");
     Statement same_capture = db_.prepare("SELECT data FROM captures WHERE job=? AND part=? ORDER BY seq DESC LIMIT 1");
@@ -671,22 +678,13 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
                         evaluation.bind(1, job).bind(2, seq).bind(3, split).bind(4, step).bind(5, epoch);
                         evaluation.bind(6, event_time).bind(7, kept.dump());
                         evaluation.step();
-                        if (!examples_why.empty()) {
-                            const std::string message = "an eval record's examples were not kept: " + examples_why;
-                            same_alert.reset();
-                            same_alert.bind(1, job).bind(2, message);
-                            if (!same_alert.step())
-                                raise("evaluation_dropped", message, event_time);
-                        }
+                        if (!examples_why.empty())
+                            evaluation_dropped("an eval record's examples were not kept: " + examples_why, event_time);
                     } else {
-                        // Once per job and reason: a script sending 300 classes each epoch gets one alert, not 300.
-                        const std::string message = std::string("an eval record's ") +
-                                                    (data.contains("confusion") ? "confusion matrix" : "pairs") +
-                                                    " was not kept: " + why;
-                        same_alert.reset();
-                        same_alert.bind(1, job).bind(2, message);
-                        if (!same_alert.step())
-                            raise("evaluation_dropped", message, event_time);
+                        evaluation_dropped(std::string("an eval record's ") +
+                                               (data.contains("confusion") ? "confusion matrix" : "pairs") +
+                                               " was not kept: " + why,
+                                           event_time);
                     }
                 }
             }

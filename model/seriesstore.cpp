@@ -362,13 +362,12 @@ std::vector<Bucket> SeriesStore::query(Database& db, int64_t series, int64_t fro
         chunks = std::span<const Summary>(begin, end);
     } else {
         const auto [first_chunk, end_chunk] = chunks_between(db, series, from_step, to_step);
-        Statement select = db.prepare("SELECT chunk, first_step, last_step, count, min, max, last FROM metric_chunks "
+        Statement select = db.prepare(std::string(kSummaryColumns) +
                                       "WHERE series=? AND chunk>=? AND chunk<? AND last_step>=? AND first_step<=? "
                                       "ORDER BY chunk");
         select.bind(1, series).bind(2, first_chunk).bind(3, end_chunk).bind(4, from_step).bind(5, to_step);
         while (select.step()) {
-            read.push_back({select.integer(0), select.integer(1), select.integer(2), select.integer(3), select.real(4),
-                            select.real(5), select.real(6)});
+            read.push_back(summary_at(select));
             total += read.back().count;
         }
         chunks = read;
