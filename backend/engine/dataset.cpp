@@ -495,6 +495,28 @@ TargetScale fit_target_scale(const Dataset& data) {
     return result;
 }
 
+RegressionErrors regression_errors(const std::vector<float>& targets, const std::vector<float>& predicted) {
+    RegressionErrors result;
+    if (targets.empty())
+        return result;
+    double squared = 0.0, absolute = 0.0, sum = 0.0;
+    for (size_t i = 0; i < targets.size(); ++i) {
+        const double error = static_cast<double>(predicted[i]) - targets[i];
+        squared += error * error;
+        absolute += std::abs(error);
+        sum += targets[i];
+    }
+    const double n = static_cast<double>(targets.size());
+    const double mean = sum / n;
+    double total = 0.0;
+    for (float t : targets)
+        total += (t - mean) * (t - mean);
+    result.mse = squared / n;
+    result.mae = absolute / n;
+    result.r2 = total > 0.0 ? 1.0 - squared / total : (squared == 0.0 ? 1.0 : 0.0);
+    return result;
+}
+
 void apply_normalization(Dataset& data, const Normalization& norm) {
     if (data.bytes) {
         data.byte_norm = norm;

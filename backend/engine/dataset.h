@@ -105,6 +105,13 @@ struct TargetScale {
     float mean = 0.0f, scale = 1.0f;
 };
 TargetScale fit_target_scale(const Dataset& data);
+// A regression's figures for predictions in the target's units, the trainer's evaluations and the export's alike:
+// mean squared and mean absolute error, and R² (1 − SSE / the targets' own total sum of squares; targets that are
+// all equal have nothing to explain: 1 when every prediction is exact, else 0). Empty: all 0.
+struct RegressionErrors {
+    double mse = 0.0, mae = 0.0, r2 = 0.0;
+};
+RegressionErrors regression_errors(const std::vector<float>& targets, const std::vector<float>& predicted);
 // Floats are normalised in place; bytes keep their bytes and are normalised as they are read.
 void apply_normalization(Dataset& data, const Normalization& norm);
 

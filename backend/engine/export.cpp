@@ -41,17 +41,11 @@ Scored score(Network& net, const Dataset& data, const WeightedInputHook& hook,
     const int classes = net.classes();
     std::vector<float> buffer;
     long correct = 0;
-    double squared = 0.0, sum = 0.0;
     for (size_t start = 0; start < data.size(); start += net.max_batch()) {
         const int batch = static_cast<int>(std::min<size_t>(net.max_batch(), data.size() - start));
         const float* logits = net.forward(data.batch(start, batch, buffer), batch, hook);
-        for (int b = 0; target && b < batch; ++b) {
-            const float value = logits[b] * target->scale + target->mean;
-            const double error = static_cast<double>(value) - data.target[start + b];
-            result.values.push_back(value);
-            squared += error * error;
-            sum += data.target[start + b];
-        }
+        for (int b = 0; target && b < batch; ++b)
+            result.values.push_back(logits[b] * target->scale + target->mean);
         for (int b = 0; !target && b < batch; ++b) {
             const float* row = logits + static_cast<size_t>(b) * classes;
             const int predicted = static_cast<int>(std::max_element(row, row + classes) - row);
@@ -60,13 +54,8 @@ Scored score(Network& net, const Dataset& data, const WeightedInputHook& hook,
         }
     }
     result.accuracy = data.size() ? static_cast<double>(correct) / data.size() : 0.0;
-    if (target && data.size() > 0) {
-        const double mean = sum / static_cast<double>(data.size());
-        double total = 0.0;
-        for (float t : data.target)
-            total += (t - mean) * (t - mean);
-        result.accuracy = total > 0.0 ? 1.0 - squared / total : (squared == 0.0 ? 1.0 : 0.0);
-    }
+    if (target)
+        result.accuracy = regression_errors(data.target, result.values).r2;
     return result;
 }
 

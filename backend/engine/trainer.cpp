@@ -187,34 +187,22 @@ Evaluation evaluate_regression(Model& model, int max_batch, const Dataset& data,
     Evaluation result;
     result.regression = true;
     result.samples = data.size();
-    std::vector<float> buffer;
-    double squared = 0.0, absolute = 0.0, sum = 0.0;
+    std::vector<float> buffer, predicted;
+    predicted.reserve(data.size());
     for (size_t start = 0; start < data.size(); start += max_batch) {
         const int batch = static_cast<int>(std::min<size_t>(max_batch, data.size() - start));
         const float* outputs = model.logits(data.batch(start, batch, buffer), batch);
         for (int b = 0; b < batch; ++b) {
-            const float predicted = outputs[b] * scale.scale + scale.mean;
-            const float truth = data.target[start + b];
-            const double error = static_cast<double>(predicted) - truth;
-            squared += error * error;
-            absolute += std::abs(error);
-            sum += truth;
+            predicted.push_back(outputs[b] * scale.scale + scale.mean);
             if (result.pairs.size() < kMaxRegressionPairs)
-                result.pairs.emplace_back(truth, predicted);
+                result.pairs.emplace_back(data.target[start + b], predicted.back());
         }
     }
-    if (data.size() == 0)
-        return result;
-    const double n = static_cast<double>(data.size());
-    const double mean = sum / n;
-    double total = 0.0;
-    for (float t : data.target)
-        total += (t - mean) * (t - mean);
-    result.loss = squared / n;
-    result.rmse = std::sqrt(result.loss);
-    result.mae = absolute / n;
-    // A split whose targets are all equal has no variance to explain: R² is 0 unless every prediction is exact.
-    result.r2 = total > 0.0 ? 1.0 - squared / total : (squared == 0.0 ? 1.0 : 0.0);
+    const RegressionErrors errors = regression_errors(data.target, predicted);
+    result.loss = errors.mse;
+    result.rmse = std::sqrt(errors.mse);
+    result.mae = errors.mae;
+    result.r2 = errors.r2;
     return result;
 }
 
