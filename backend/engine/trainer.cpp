@@ -253,16 +253,22 @@ Evaluation evaluate(Model& model, int classes, int max_batch, const Dataset& dat
     return result;
 }
 
-// A sample's pixels as a thumbnail of at most `side` pixels a side (box-averaged down by a whole factor), HWC bytes:
-// its features with the normalisation undone.
-std::vector<uint8_t> thumbnail(const Dataset& data, size_t index, const Normalization& norm, int side, int& height,
-                               int& width) {
+// A thumbnail of at most `side` pixels a side: the whole factor a sample is box-averaged down by, and the size it
+// comes to.
+struct ThumbnailSize {
+    int factor = 1, height = 1, width = 1;
+};
+ThumbnailSize thumbnail_size(const Dataset& data, int side) {
+    const int factor = std::max(1, (std::max(data.height, data.width) + side - 1) / side);
+    return {factor, std::max(1, data.height / factor), std::max(1, data.width / factor)};
+}
+
+// A sample's pixels as such a thumbnail, HWC bytes: its features with the normalisation undone.
+std::vector<uint8_t> thumbnail(const Dataset& data, size_t index, const Normalization& norm, ThumbnailSize size) {
     std::vector<float> row(data.features());
     data.copy_row(index, row.data());
     const int c = data.channels;
-    const int factor = std::max(1, (std::max(data.height, data.width) + side - 1) / side);
-    height = std::max(1, data.height / factor);
-    width = std::max(1, data.width / factor);
+    const int factor = size.factor, height = size.height, width = size.width;
     std::vector<uint8_t> out(static_cast<size_t>(height) * width * c);
     for (int y = 0; y < height; ++y)
         for (int x = 0; x < width; ++x)
@@ -305,27 +311,25 @@ json examples_json(const Evaluation& e, const Dataset& data, const Normalization
     std::sort(rest.begin(), rest.end(), order);
     first.insert(first.end(), rest.begin(), rest.end());
     // Thumbnails small enough for one example of every cell, if 32 px would not leave room for them.
-    const auto encoded_size = [&](int side) {
-        const int factor = std::max(1, (std::max(data.height, data.width) + side - 1) / side);
-        const size_t pixels =
-            static_cast<size_t>(std::max(1, data.height / factor)) * std::max(1, data.width / factor) * data.channels;
+    const auto encoded_size = [&](ThumbnailSize size) {
+        const size_t pixels = static_cast<size_t>(size.height) * size.width * data.channels;
         return (pixels + 2) / 3 * 4 + kExampleOverhead;
     };
-    const size_t cells = e.examples.size();
-    const int side = cells * encoded_size(kThumbnailSide) <= kExampleBytes ? kThumbnailSide : kSmallThumbnailSide;
+    const ThumbnailSize large = thumbnail_size(data, kThumbnailSide);
+    const ThumbnailSize size =
+        e.examples.size() * encoded_size(large) <= kExampleBytes ? large : thumbnail_size(data, kSmallThumbnailSide);
     json items = json::array();
     size_t bytes = 0;
-    int height = 0, width = 0;
     for (const Example& example : first) {
-        std::vector<uint8_t> pixels = thumbnail(data, example.index, norm, side, height, width);
+        std::vector<uint8_t> pixels = thumbnail(data, example.index, norm, size);
         std::string encoded = base64_encode(pixels.data(), pixels.size());
         if (items.size() >= kMaxExamples || bytes + encoded.size() + kExampleOverhead > kExampleBytes)
             break;
         bytes += encoded.size() + kExampleOverhead;
         items.push_back({example.truth, example.predicted, example.confidence, std::move(encoded), example.index});
     }
-    return {{"height", height},
-            {"width", width},
+    return {{"height", size.height},
+            {"width", size.width},
             {"channels", data.channels},
             {"items", items},
             {"candidates", first.size()}};
