@@ -2,7 +2,7 @@
 // A run's configuration as flattened keys: {"optimizer":{"lr":0.01},"hidden":[256,128]} becomes optimizer.lr = 0.01,
 // hidden[0] = 256, hidden[1] = 128. What a "config" record (backend/api/METRICS.md) carries, and the built-in
 // trainer's spec, are stored this way in the catalog (one row a key) so that any key can be a column, a query term
-// or a group key. And the default goal of a metric, from its name, for the summary's "best".
+// or a group key. (The default goal of a metric, from its name, is backend/common/metricgoal.h.)
 #include "runrecord.h"
 
 #include <nlohmann/json.hpp>
@@ -17,10 +17,5 @@ namespace traindeck {
 // left out, longer texts are cut; the return value says what was left out ("" when nothing was).
 constexpr size_t kMaxConfigKeys = 4096, kMaxConfigKeyLength = 256, kMaxConfigText = 4096;
 std::string flatten_config(const nlohmann::json& config, std::map<std::string, ConfigValue>& out);
-
-// "loss", "val/loss", "error", "perplexity", ... are minimised; "accuracy", "f1", "auc", ... maximised; others: none.
-MetricGoal default_goal(std::string_view metric);
-const char* goal_name(MetricGoal goal);      // "min", "max", ""
-MetricGoal goal_from(std::string_view name); // "min"/"minimize" → minimize, "max"/"maximize" → maximize, else none
 
 } // namespace traindeck

@@ -3,6 +3,8 @@
 // its configuration as flattened keys ("optimizer.lr", "hidden[1]") and one summary per metric series, kept by
 // the catalog on ingest (never computed by scanning a series). Plain C++: the pure parts (runquery, groupstats)
 // and their tests use it without Qt or SQLite.
+#include "metricgoal.h"
+
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -19,9 +21,6 @@ struct ConfigValue {
     double number = NAN;
     bool is_number() const { return !std::isnan(number); }
 };
-
-// Which way is better for a metric: decides the summary's "best". None when nothing says (then best is NaN).
-enum class MetricGoal { none, minimize, maximize };
 
 struct MetricSummary {
     double last = NAN, min = NAN, max = NAN, best = NAN;

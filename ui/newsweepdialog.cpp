@@ -1,5 +1,6 @@
 // NewSweepDialog (newsweepdialog.h): the widgets, the spec made from them, and the sweep library's verdict on it.
 #include "newsweepdialog.h"
+#include "metricgoal.h"
 #include "money.h"
 
 #include "sweepspec.h"
@@ -303,8 +304,8 @@ NewSweepDialog::NewSweepDialog(QWidget* parent) : QDialog(parent) {
     connect(metric_, &QComboBox::currentTextChanged, this, &NewSweepDialog::validate);
     // A metric chosen proposes its goal: an error or loss minimised (val/rmse, val/loss), anything else maximised.
     connect(metric_, &QComboBox::textActivated, this, [this](const QString& metric) {
-        goal_->setCurrentIndex(
-            goal_->findData(sweep::maximized_by_default(metric.trimmed().toStdString()) ? "max" : "min"));
+        const bool minimize = default_goal(metric.trimmed().toStdString()) == MetricGoal::minimize;
+        goal_->setCurrentIndex(goal_->findData(minimize ? "min" : "max"));
     });
     for (QComboBox* combo : {backend_, model_, data_, optimizer_, method_, goal_, stopping_, resource_})
         connect(combo, &QComboBox::currentIndexChanged, this, &NewSweepDialog::validate);

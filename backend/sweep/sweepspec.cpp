@@ -26,8 +26,8 @@
 //                                        dimensions
 //     "objective": {"metric": "val/accuracy", "goal": "max"},   both optional: a non-empty metric name, and "max" or
 //                                        "min"; default val/accuracy, max (a built-in regression: val/loss, min,
-//                                        and no accuracy); a metric without a goal is minimised when its name has
-//                                        loss, error, mse, mae or perplexity in it, else maximised
+//                                        and no accuracy); a metric without a goal takes the catalog's for its name
+//                                        (metricgoal.h: a loss or error is minimised), else is maximised
 //     "early_stopping": {"method": "none"}   the default; or {"method": "asha", "resource": "epochs" | "steps",
 //                                        "min_resource": 1, "max_resource": 9, "reduction_factor": 3} (those
 //                                        defaults): 0 < min_resource < max_resource (by more than a part in
@@ -44,6 +44,8 @@
 // be written 3 or 3.0; anything else must have the JSON type shown. to_json writes every key (budget only where a cap
 // is set), numbers of int dimensions as JSON integers, the seed as an unsigned integer.
 #include "sweepspec.h"
+
+#include "metricgoal.h"
 
 #include <charconv>
 #include <cmath>
@@ -394,17 +396,6 @@ std::string parse_base(const json& base) {
     return "";
 }
 
-} // namespace
-
-bool maximized_by_default(const std::string& metric) {
-    for (const char* word : {"loss", "error", "mse", "mae", "perplexity"})
-        if (metric.find(word) != std::string::npos)
-            return false;
-    return true;
-}
-
-namespace {
-
 std::string parse_objective(const json& objective, Objective& out) {
     if (!objective.is_object())
         return "objective: must be an object like {\"metric\": \"val/accuracy\", \"goal\": \"max\"}";
@@ -418,7 +409,9 @@ std::string parse_objective(const json& objective, Objective& out) {
             return "objective.goal: must be \"max\" or \"min\" (it is " + shown(goal) + ")";
         out.maximize = goal == "max";
     } else if (objective.contains("metric")) {
-        out.maximize = maximized_by_default(out.metric); // val/loss, val/rmse, val/mae, … are minimised
+        // The catalog's rule (metricgoal.h): val/loss, val/rmse, val/mae, … minimised; anything it does not know of
+        // maximised, as the default objective is.
+        out.maximize = default_goal(out.metric) != MetricGoal::minimize;
     }
     return "";
 }

@@ -67,9 +67,6 @@ struct SweepSpec {
 
 // "" and *out filled, or what is wrong, naming the key.
 std::string parse_sweep_spec(const nlohmann::json& json, SweepSpec& out);
-// The goal an objective without one takes: minimise an error or loss (a name with loss, error, mse, mae or
-// perplexity in it), maximise anything else. The New sweep dialog proposes the same.
-bool maximized_by_default(const std::string& metric);
 nlohmann::json to_json(const SweepSpec& spec);
 
 // A trial's parameters: key → value, in key order.
