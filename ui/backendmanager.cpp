@@ -22,6 +22,8 @@
 #include <QRegularExpression>
 #include <QStatusBar>
 
+#include <functional>
+
 namespace traindeck {
 
 namespace {
@@ -44,6 +46,26 @@ QStringList ssh_config_hosts(const QString& path) {
                 hosts << name;
     }
     return hosts;
+}
+
+// OK closes the dialog only once `problem_of` has nothing to say; until then its answer shows in the dialog, above
+// the buttons, and what was typed stays (an error after the dialog closed would lose it).
+void accept_when_valid(QDialog& dialog, QFormLayout* form, QDialogButtonBox* buttons,
+                       const std::function<QString()>& problem_of) {
+    auto* problem = new QLabel;
+    problem->setWordWrap(true);
+    problem->setStyleSheet(QStringLiteral("color: #b3261e"));
+    problem->setAccessibleName(QObject::tr("Problem"));
+    problem->hide();
+    form->insertRow(form->rowCount() - 1, problem);
+    QObject::connect(buttons, &QDialogButtonBox::accepted, &dialog, [&dialog, problem, problem_of] {
+        const QString why = problem_of();
+        problem->setText(why);
+        problem->setVisible(!why.isEmpty());
+        if (why.isEmpty())
+            dialog.accept();
+    });
+    QObject::connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
 }
 
 } // namespace
@@ -88,8 +110,12 @@ void BackendManager::addRemote() {
     form->addRow(tr("Address"), url);
     form->addRow(tr("Token"), token);
     form->addRow(buttons);
-    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
-    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    accept_when_valid(dialog, form, buttons, [this, name, url] {
+        if (name->text().trimmed().isEmpty() || window_.backendNames().contains(name->text().trimmed()))
+            return tr("Give the worker a name not used yet");
+        return url->text().trimmed().isEmpty() ? tr("Give the worker's address, such as https://gpu-box:7878")
+                                               : QString();
+    });
     if (dialog.exec() != QDialog::Accepted)
         return;
     addRemote(name->text().trimmed(), url->text().trimmed(), token->text().trimmed());
@@ -142,8 +168,13 @@ void BackendManager::addSshHost() {
         if (!name->isModified())
             name->setText(QString(text).section('@', -1).section(':', 0, 0).section('/', -1));
     });
-    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
-    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    accept_when_valid(dialog, form, buttons, [this, name, host] {
+        if (host->currentText().trimmed().isEmpty())
+            return tr("Give the SSH host's address or its name in ~/.ssh/config");
+        return name->text().trimmed().isEmpty() || window_.backendNames().contains(name->text().trimmed())
+                   ? tr("Give the SSH host a name not used yet")
+                   : QString();
+    });
     QPointer<QComboBox> hosts(host);
     run_in_background(
         &dialog, [] { return ssh_config_hosts(QDir::homePath() + "/.ssh/config"); },
@@ -214,8 +245,14 @@ void BackendManager::addCloudProvider() {
         if (!name->isModified())
             name->setText(QFileInfo(chosen).completeBaseName());
     });
-    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
-    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    accept_when_valid(dialog, form, buttons, [this, name, file] {
+        if (name->text().trimmed().isEmpty() || window_.backendNames().contains(name->text().trimmed()))
+            return tr("Give the provider a name not used yet");
+        if (file->text().trimmed().isEmpty())
+            return tr("Choose the provider's file");
+        return QFileInfo(file->text().trimmed()).isFile() ? QString()
+                                                          : tr("%1 is not a file").arg(file->text().trimmed());
+    });
     if (dialog.exec() != QDialog::Accepted)
         return;
     addCloud(name->text().trimmed(), file->text().trimmed());

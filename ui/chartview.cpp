@@ -121,19 +121,22 @@ QString ChartView::crosshairText(const QPointF& at) const {
     };
     const auto nearest_to = [&](const QList<QPointF>& points, double x) { return points[nearest_index(points, x)]; };
     QStringList lines;
-    QString x_line;
+    QString x_line, first_x;
     for (QAbstractSeries* series : chart()->series()) {
         if (!series->isVisible() || series->name().isEmpty())
             continue;
         const QPointF value = chart()->mapToValue(in_chart, series);
         if (auto* area = qobject_cast<QAreaSeries*>(series)) {
             // A band: its low and high edges there (the bucket's min and max).
+            // A bucket of one point has no spread to tell: its curve's line says its value.
             if (area->lowerSeries() && area->upperSeries() && area->lowerSeries()->count() > 0 &&
-                area->upperSeries()->count() > 0)
-                lines << QStringLiteral("%1: %2 – %3")
-                             .arg(series->name(),
-                                  QString::number(nearest_to(area->lowerSeries()->points(), value.x()).y(), 'g', 6),
-                                  QString::number(nearest_to(area->upperSeries()->points(), value.x()).y(), 'g', 6));
+                area->upperSeries()->count() > 0) {
+                const double low = nearest_to(area->lowerSeries()->points(), value.x()).y();
+                const double high = nearest_to(area->upperSeries()->points(), value.x()).y();
+                if (low != high)
+                    lines << QStringLiteral("%1: %2 – %3")
+                                 .arg(series->name(), QString::number(low, 'g', 6), QString::number(high, 'g', 6));
+            }
             continue;
         }
         auto* xy = qobject_cast<QXYSeries*>(series);
@@ -153,9 +156,14 @@ QString ChartView::crosshairText(const QPointF& at) const {
             return value_label(x_axis, x);
         };
         const QString x_title = x_axis && !x_axis->titleText().isEmpty() ? x_axis->titleText() : tr("x");
-        if (x_line.isEmpty())
+        if (x_line.isEmpty()) {
             x_line = QStringLiteral("%1 %2").arg(x_title, x_label(nearest.x()));
+            first_x = x_label(nearest.x());
+        }
         QString line = QStringLiteral("%1: %2").arg(xy->name(), value_label(y_axis, nearest.y()));
+        // A sparser series (a validation every epoch) says where its nearest point is, when not where the first is.
+        if (const QString own_x = x_label(nearest.x()); own_x != first_x)
+            line += tr(" at %1 %2").arg(x_title, own_x);
         const auto summaries = summaries_.constFind(xy);
         if (summaries != summaries_.cend() && summaries->size() == points.size()) {
             // What the point stands for: a bucket's spread and steps, or the raw value under a smoothed one.

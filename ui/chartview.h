@@ -4,6 +4,8 @@
 // their series, a crosshair with the values under it, and colours that follow the application's palette (a
 // dark palette, the system's or Settings', gets Qt Charts' dark theme, at once and without losing the series' own
 // colours).
+#include "theme.h"
+
 #include <QAbstractSeries>
 #include <QAreaSeries>
 #include <QChart>
@@ -27,10 +29,6 @@ struct PointSummary {
     qint64 count = 0;
     double min = 0, max = 0, last = 0;
 };
-
-inline bool palette_is_dark(const QPalette& palette) {
-    return palette.color(QPalette::Window).lightness() < palette.color(QPalette::WindowText).lightness();
-}
 
 // The chart's theme for `palette`. A theme change repaints every series in the theme's colours: the colours the
 // console chose for them (loss blue, accuracy red, overlays) are kept across it.

@@ -4,6 +4,7 @@
 #include "chartexport.h"
 #include "chartview.h"
 #include "diffhighlighter.h"
+#include "theme.h"
 #include "groupstats.h"
 #include "parallelcoordinates.h"
 #include "reproduce.h"
@@ -48,7 +49,8 @@ namespace {
 constexpr int kMaxPreselectedAxes = 8;
 const char* const kSummaryKinds[] = {"last", "min", "max", "best"};
 
-// Pastel backgrounds for the distinct values of a diff row, so that runs sharing a value read as a group.
+// Pastel backgrounds for the distinct values of a diff row, so that runs sharing a value read as a group (dark shades
+// of the same hues in the dark theme: background_tint).
 const QColor kValueTints[] = {QColor(222, 235, 247), QColor(254, 230, 206), QColor(229, 245, 224),
                               QColor(239, 237, 245), QColor(253, 224, 221), QColor(255, 247, 188)};
 
@@ -415,7 +417,7 @@ void CompareView::rebuildConfigTable() {
                 if (!differs)
                     item->setForeground(faint);
                 if (tinted)
-                    item->setBackground(kValueTints[tint_of[found->second.text]]);
+                    item->setBackground(background_tint(kValueTints[tint_of[found->second.text]], palette()));
             }
             item->setTextAlignment(Qt::AlignCenter);
             row << item;
@@ -850,7 +852,7 @@ void CompareView::setCaptures(const QList<CapturedRun>& runs) {
             QStandardItem* item = make_item(value);
             item->setToolTip(value);
             if (value != values[0])
-                item->setBackground(QColor(255, 236, 179));
+                item->setBackground(background_tint(QColor(255, 236, 179), palette()));
             row << item;
         }
         environment_model_->appendRow(row);

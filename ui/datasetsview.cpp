@@ -77,13 +77,15 @@ QStringList idx_class_names(const QString& root, const QString& name, const data
 }
 
 // A grid of the first IDX images, each with its label (and class name, when known) under it.
-QImage idx_grid(const dataset::IdxSet& set, const QStringList& names) {
+// Drawn on the palette's base in its text colour (the dark theme's too).
+QImage idx_grid(const dataset::IdxSet& set, const QStringList& names, const QColor& paper, const QColor& ink) {
     const int count = static_cast<int>(set.pixels.size() / std::max(1, set.height * set.width));
     const int columns = 8, scale = 3, cell_w = set.width * scale + 8, cell_h = set.height * scale + 22;
     const int rows = (count + columns - 1) / columns;
     QImage grid(columns * cell_w, std::max(1, rows) * cell_h, QImage::Format_RGB32);
-    grid.fill(Qt::white);
+    grid.fill(paper);
     QPainter painter(&grid);
+    painter.setPen(ink);
     const QFontMetrics metrics(painter.font());
     for (int i = 0; i < count; ++i) {
         QImage image(set.pixels.data() + static_cast<size_t>(i) * set.height * set.width, set.width, set.height, set.width,
@@ -134,11 +136,12 @@ QString diff_text(DatasetReader& reader, const QString& name, const QString& ver
 }
 
 // A few thumbnails per class of an image folder, each decoded and scaled here.
-QImage thumbnails(const dataset::Preview& p, const QString& root) {
+QImage thumbnails(const dataset::Preview& p, const QString& root, const QColor& paper, const QColor& ink) {
     const int thumb = 72;
     QImage grid(4 * (thumb + 8), std::max(1, static_cast<int>(p.classes.size())) * (thumb + 24), QImage::Format_RGB32);
-    grid.fill(Qt::white);
+    grid.fill(paper);
     QPainter painter(&grid);
+    painter.setPen(ink);
     for (size_t c = 0; c < p.classes.size(); ++c) {
         const int y = static_cast<int>(c) * (thumb + 24);
         painter.drawText(QRect(4, y, grid.width(), 18), Qt::AlignLeft,
@@ -226,9 +229,17 @@ DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, const
     images_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
     rows_ = new QTableWidget;
     rows_->verticalHeader()->hide();
-    preview_text_ = new QLabel(tr("Select a version to preview it."));
+    preview_text_ = new QLabel;
     preview_text_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
     preview_text_->setWordWrap(true);
+    // What the preview shows, in words, above the images or rows: the counts, the class names, a table's label column.
+    summary_ = new QLabel;
+    summary_->setWordWrap(true);
+    summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    summary_->setAccessibleName(tr("Preview summary"));
+    summary_->hide();
+    images_->setAccessibleName(tr("Preview images"));
+    rows_->setAccessibleName(tr("Preview rows"));
     preview_->addWidget(preview_text_);
     preview_->addWidget(images_);
     preview_->addWidget(rows_);
@@ -240,6 +251,7 @@ DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, const
     auto* preview_layout = new QVBoxLayout(preview_box);
     preview_layout->setContentsMargins(0, 0, 0, 0);
     preview_layout->addWidget(new QLabel(tr("<b>Preview</b>")));
+    preview_layout->addWidget(summary_);
     preview_layout->addWidget(preview_, 1);
     auto* diff_box = new QWidget;
     auto* diff_layout = new QVBoxLayout(diff_box);
@@ -320,7 +332,9 @@ DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, const
             const QSignalBlocker block(table_->selectionModel());
             table_->setCurrentIndex(model_->index(row, 0));
         }
+        showNothing();
     });
+    showNothing();
     connect(&sync_, &DatasetSync::registered, this, [this](const QString& name, const QString& version, bool is_new) {
         progress_->setValue(1000);
         setStatus(is_new ? tr("Registered %1, version %2").arg(name, version.left(12))
@@ -402,6 +416,21 @@ void DatasetsView::dropEvent(QDropEvent* event) {
         registerPath(urls.first().toLocalFile());
 }
 
+QString DatasetsView::previewWords() const { return summary_->isHidden() ? preview_text_->text() : summary_->text(); }
+
+void DatasetsView::showNothing() {
+    if (!shown_version_.isEmpty())
+        return;
+    // With no version chosen, what to do: the first steps while the catalog has none.
+    preview_text_->setText(
+        model_->rowCount() == 0
+            ? tr("No datasets yet. Register folder… or Register file… makes a dataset version of your files (or drop "
+                 "them here); Add Fashion-MNIST registers Debian's copy, ready for the demo jobs.")
+            : tr("Select a version to preview it."));
+    summary_->hide();
+    preview_->setCurrentWidget(preview_text_);
+}
+
 void DatasetsView::showVersion(const QString& version) {
     shown_version_ = version;
     const int row = model_->rowOfVersion(version);
@@ -410,72 +439,86 @@ void DatasetsView::showVersion(const QString& version) {
     const QString root = model_->data(model_->index(row, 0), DatasetTableModel::RootRole).toString();
     const QString name = model_->data(model_->index(row, 0), DatasetTableModel::NameRole).toString();
     preview_text_->setText(tr("Reading %1…").arg(root));
+    summary_->hide();
     preview_->setCurrentWidget(preview_text_);
     const QString catalog_path = catalog_path_;
     // Reading the manifests, diffing them, decompressing and checking files, decoding thumbnails: off the GUI thread
     // (on Qt's global pool: this is disk and CPU work, not a wait on the network).
-    run_in_background(this, [catalog_path, root, name, version] {
-        Loaded loaded;
-        DatasetReader reader(catalog_path);
-        loaded.diff = diff_text(reader, name, version);
-        dataset::Manifest manifest;
-        std::string error;
-        if (!dataset::Manifest::from_json(nlohmann::json::parse(reader.manifest(version).toStdString(), nullptr, false), manifest, error) ||
-            !dataset::inspect_dataset(root.toStdString(), manifest, loaded.preview, error, 32)) {
-            loaded.error = QString::fromStdString(error);
+    const QColor paper = palette().color(QPalette::Base), ink = palette().color(QPalette::Text);
+    run_in_background(
+        this,
+        [catalog_path, root, name, version, paper, ink] {
+            Loaded loaded;
+            DatasetReader reader(catalog_path);
+            loaded.diff = diff_text(reader, name, version);
+            dataset::Manifest manifest;
+            std::string error;
+            if (!dataset::Manifest::from_json(
+                    nlohmann::json::parse(reader.manifest(version).toStdString(), nullptr, false), manifest, error) ||
+                !dataset::inspect_dataset(root.toStdString(), manifest, loaded.preview, error, 32)) {
+                loaded.error = QString::fromStdString(error);
+                return loaded;
+            }
+            const dataset::Preview& p = loaded.preview;
+            if (p.format == "idx" && !p.idx.empty()) {
+                // The training set when there is one (the larger set).
+                const auto& set = *std::max_element(p.idx.begin(), p.idx.end(),
+                                                    [](const auto& a, const auto& b) { return a.count < b.count; });
+                loaded.names = idx_class_names(root, name, set);
+                loaded.image = idx_grid(set, loaded.names, paper, ink);
+            } else if (p.format == "image-folder") {
+                loaded.image = thumbnails(p, root, paper, ink);
+            }
             return loaded;
-        }
-        const dataset::Preview& p = loaded.preview;
-        if (p.format == "idx" && !p.idx.empty()) {
-            // The training set when there is one (the larger set).
-            const auto& set = *std::max_element(p.idx.begin(), p.idx.end(), [](const auto& a, const auto& b) { return a.count < b.count; });
-            loaded.names = idx_class_names(root, name, set);
-            loaded.image = idx_grid(set, loaded.names);
-        } else if (p.format == "image-folder") {
-            loaded.image = thumbnails(p, root);
-        }
-        return loaded;
-    }, [this, version](const Loaded& loaded) {
-        if (version != shown_version_)
-            return;
-        diff_->setPlainText(loaded.diff);
-        if (!loaded.error.isEmpty()) {
-            preview_summary_ = tr("The files changed or went away since this version was registered: %1").arg(loaded.error);
-            preview_text_->setText(preview_summary_);
-            preview_->setCurrentWidget(preview_text_);
-            return;
-        }
-        const dataset::Preview& p = loaded.preview;
-        preview_summary_ = QString::fromStdString(p.summary);
-        if (!loaded.names.isEmpty()) {
-            QStringList classes;
-            for (int i = 0; i < loaded.names.size(); ++i)
-                classes << QString("%1 %2").arg(i).arg(loaded.names[i]);
-            preview_summary_ += tr("\nClasses: %1").arg(classes.join(QStringLiteral(", ")));
-        }
-        if (!loaded.image.isNull()) {
-            images_->setPixmap(QPixmap::fromImage(loaded.image));
-            images_->setToolTip(preview_summary_);
-            preview_->setCurrentWidget(images_);
-        } else if (p.format == "csv" && !p.tables.empty()) {
-            const dataset::CsvTable& table = p.tables.front();
-            rows_->clear();
-            rows_->setColumnCount(static_cast<int>(table.header.size()));
-            rows_->setRowCount(static_cast<int>(table.rows.size()));
-            QStringList headers;
-            for (size_t c = 0; c < table.header.size(); ++c)
-                headers << QString("%1\n(%2)").arg(QString::fromStdString(table.header[c]), QString::fromStdString(table.types[c]));
-            rows_->setHorizontalHeaderLabels(headers);
-            for (size_t r = 0; r < table.rows.size(); ++r)
-                for (size_t c = 0; c < table.rows[r].size(); ++c)
-                    rows_->setItem(static_cast<int>(r), static_cast<int>(c), new QTableWidgetItem(QString::fromStdString(table.rows[r][c])));
-            rows_->setToolTip(preview_summary_);
-            preview_->setCurrentWidget(rows_);
-        } else {
-            preview_text_->setText(preview_summary_);
-            preview_->setCurrentWidget(preview_text_);
-        }
-    }, QThreadPool::globalInstance());
+        },
+        [this, version](const Loaded& loaded) {
+            if (version != shown_version_)
+                return;
+            diff_->setPlainText(loaded.diff);
+            if (!loaded.error.isEmpty()) {
+                preview_summary_ =
+                    tr("The files changed or went away since this version was registered: %1").arg(loaded.error);
+                preview_text_->setText(preview_summary_);
+                preview_->setCurrentWidget(preview_text_);
+                return;
+            }
+            const dataset::Preview& p = loaded.preview;
+            preview_summary_ = QString::fromStdString(p.summary);
+            if (!loaded.names.isEmpty()) {
+                QStringList classes;
+                for (int i = 0; i < loaded.names.size(); ++i)
+                    classes << QString("%1 %2").arg(i).arg(loaded.names[i]);
+                preview_summary_ += tr("\nClasses: %1").arg(classes.join(QStringLiteral(", ")));
+            }
+            summary_->setText(preview_summary_);
+            summary_->setVisible(!loaded.image.isNull() || (p.format == "csv" && !p.tables.empty()));
+            if (!loaded.image.isNull()) {
+                images_->setPixmap(QPixmap::fromImage(loaded.image));
+                images_->setToolTip(preview_summary_);
+                preview_->setCurrentWidget(images_);
+            } else if (p.format == "csv" && !p.tables.empty()) {
+                const dataset::CsvTable& table = p.tables.front();
+                rows_->clear();
+                rows_->setColumnCount(static_cast<int>(table.header.size()));
+                rows_->setRowCount(static_cast<int>(table.rows.size()));
+                QStringList headers;
+                for (size_t c = 0; c < table.header.size(); ++c)
+                    headers << QString("%1\n(%2)")
+                                   .arg(QString::fromStdString(table.header[c]),
+                                        QString::fromStdString(table.types[c]));
+                rows_->setHorizontalHeaderLabels(headers);
+                for (size_t r = 0; r < table.rows.size(); ++r)
+                    for (size_t c = 0; c < table.rows[r].size(); ++c)
+                        rows_->setItem(static_cast<int>(r), static_cast<int>(c),
+                                       new QTableWidgetItem(QString::fromStdString(table.rows[r][c])));
+                rows_->setToolTip(preview_summary_);
+                preview_->setCurrentWidget(rows_);
+            } else {
+                preview_text_->setText(preview_summary_);
+                preview_->setCurrentWidget(preview_text_);
+            }
+        },
+        QThreadPool::globalInstance());
 }
 
 } // namespace traindeck

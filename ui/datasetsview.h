@@ -33,6 +33,8 @@ public:
     QString status() const;
     QString diffText() const;
     QString previewSummary() const { return preview_summary_; }
+    // The words the preview shows: its summary above the images or rows, or its message (empty state, errors).
+    QString previewWords() const;
     // Registers a folder or file (what a drop does); the name is its file name.
     // false: busy with another dataset (said in the tab's status line).
     bool registerPath(const QString& root, const QString& name = {});
@@ -49,6 +51,7 @@ protected:
 
 private:
     void showVersion(const QString& version);
+    void showNothing(); // no version chosen: what to do first
     void setStatus(const QString& text, bool error = false);
 
     QString catalog_path_;
@@ -64,6 +67,7 @@ private:
     QLabel* images_;
     QTableWidget* rows_;
     QLabel* preview_text_;
+    QLabel* summary_; // the preview in words, above its images or rows
     QPlainTextEdit* diff_;
     QString preview_summary_;
     QString shown_version_;

@@ -103,9 +103,22 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     table_->verticalHeader()->hide();
     // The figures take what they need and the name the rest (elided), so the table fits its width without scrolling
     // sideways until the figures alone do not fit.
+    // A column the user drags keeps that width (here and at the next start); the others follow their contents
+    // (fitColumns) until then, and the header's menu gives them back to their contents.
     table_->horizontalHeader()->setStretchLastSection(false);
-    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
     table_->horizontalHeader()->setSectionResizeMode(JobTableModel::Name, QHeaderView::Stretch);
+    connect(table_->horizontalHeader(), &QHeaderView::sectionResized, this, [this](int column, int, int size) {
+        if (!fitting_columns_ && column != JobTableModel::Name && size > 0)
+            user_widths_.insert(columnKey(column), size);
+    });
+    fit_timer_ = new QTimer(this);
+    fit_timer_->setSingleShot(true);
+    connect(fit_timer_, &QTimer::timeout, this, &MainWindow::fitColumns);
+    connect(jobs_, &QAbstractItemModel::modelReset, fit_timer_, qOverload<>(&QTimer::start));
+    connect(jobs_, &QAbstractItemModel::layoutChanged, fit_timer_, qOverload<>(&QTimer::start));
+    connect(jobs_, &QAbstractItemModel::rowsInserted, fit_timer_, qOverload<>(&QTimer::start));
+    connect(jobs_, &QAbstractItemModel::dataChanged, fit_timer_, qOverload<>(&QTimer::start));
     // Sized from the rows in view and the next screenful (Qt's default reads 1,000 rows of every column on each
     // layout: 100 ms and more of a start on a catalog of 10,000 runs, tests/bench/console_startup).
     table_->horizontalHeader()->setResizeContentsPrecision(100);
@@ -317,6 +330,10 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
             new QSystemTrayIcon(app_icon.isNull() ? style()->standardIcon(QStyle::SP_ComputerIcon) : app_icon, this);
         tray_->setToolTip(tr("TrainDeck"));
         auto* tray_menu = new QMenu(this);
+        // The menu's first line says what the tooltip says (where a desktop shows no tooltips on the tray).
+        tray_status_ = tray_menu->addAction(tr("No job running"));
+        tray_status_->setEnabled(false);
+        tray_menu->addSeparator();
         tray_menu->addAction(tr("Show TrainDeck"), this, [this] {
             showNormal();
             raise();
@@ -952,7 +969,20 @@ void MainWindow::starSelected(bool starred) {
 }
 
 void MainWindow::archiveSelected(bool archived) {
-    writeRuns(selectedIds(), [archived](Catalog& catalog, int64_t id) { catalog.set_archived(id, archived); });
+    // As with Delete, a run still going stays in view: archived (hidden), it would train and spend unseen.
+    QList<qint64> ids;
+    QStringList active;
+    for (const qint64 id : selectedIds()) {
+        const RunRecord* run = jobs_->runAt(jobs_->rowOf(id));
+        if (archived && run && !is_finished_in_catalog(run->state))
+            active << QString::fromStdString(run->name);
+        else
+            ids << id;
+    }
+    if (!active.isEmpty())
+        addAlert(tr("Not archived, still active (cancel first): %1").arg(active.join(QStringLiteral(", "))));
+    if (!ids.isEmpty())
+        writeRuns(ids, [archived](Catalog& catalog, int64_t id) { catalog.set_archived(id, archived); });
 }
 
 void MainWindow::setNoteOfCurrent(const QString& note) {
@@ -1020,6 +1050,7 @@ void MainWindow::showTableMenu(const QPoint& at) {
     const RunRecord* run = index.isValid() ? jobs_->runAt(index.row()) : nullptr;
     // The same actions as the Edit and Jobs menus (their shortcuts shown), and the run's own tags to remove.
     QMenu menu(this);
+    menu.setToolTipsVisible(true); // a greyed entry says why on hover
     menu.addActions({action("star"), action("unstar"), action("add_tag")});
     if (run && !run->tags.empty()) {
         QMenu* remove = menu.addMenu(tr("Remove tag"));
@@ -1280,25 +1311,29 @@ void MainWindow::restoreLayout() {
             hidden_columns_.insert(column);
         header->setSectionHidden(column, hidden_columns_.contains(column));
     }
-    const QVariantList widths = stored.value("table/widths").toList();
-    for (int column = 0; column < std::min<int>(widths.size(), JobTableModel::ColumnCount); ++column)
-        if (header->sectionResizeMode(column) == QHeaderView::Interactive && widths[column].toInt() > 0)
-            header->resizeSection(column, widths[column].toInt());
+    // The widths the user gave columns, by the column's title (a config column's place changes with the runs shown).
+    const QVariantMap widths = stored.value("table/user_widths").toMap();
+    for (auto width = widths.begin(); width != widths.end(); ++width)
+        if (width.value().toInt() > 0)
+            user_widths_.insert(width.key(), width.value().toInt());
+    fitColumns();
     header->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(header, &QWidget::customContextMenuRequested, this, [this, header](const QPoint& at) {
         QMenu menu(this);
+        QAction* fit = menu.addAction(tr("Fit Widths to Contents"));
+        fit->setToolTip(tr("Columns you dragged to a width follow their contents again"));
+        fit->setEnabled(!user_widths_.isEmpty());
+        connect(fit, &QAction::triggered, this, [this] {
+            user_widths_.clear();
+            fitColumns();
+        });
+        menu.addSeparator();
         for (int column = 0; column < JobTableModel::ColumnCount; ++column) {
             QAction* shown = menu.addAction(jobs_->headerData(column, Qt::Horizontal, Qt::DisplayRole).toString());
             shown->setCheckable(true);
             shown->setChecked(!header->isSectionHidden(column));
             shown->setEnabled(column != JobTableModel::Name); // a run needs its name
-            connect(shown, &QAction::toggled, this, [this, header, column](bool on) {
-                if (on)
-                    hidden_columns_.remove(column);
-                else
-                    hidden_columns_.insert(column);
-                header->setSectionHidden(column, !on);
-            });
+            connect(shown, &QAction::toggled, this, [this, column](bool on) { showColumn(column, on); });
         }
         menu.exec(header->mapToGlobal(at));
     });
@@ -1314,19 +1349,49 @@ void MainWindow::saveLayout() {
     for (auto* splitter : findChildren<QSplitter*>())
         if (!splitter->objectName().isEmpty())
             stored.setValue("window/" + splitter->objectName(), splitter->saveState());
-    QHeaderView* header = table_->horizontalHeader();
     QStringList hidden;
-    QVariantList widths;
-    for (int column = 0; column < JobTableModel::ColumnCount; ++column) {
+    for (int column = 0; column < JobTableModel::ColumnCount; ++column)
         if (hidden_columns_.contains(column))
             hidden << QString::number(column);
-        widths << header->sectionSize(column);
-    }
     stored.setValue("table/hidden", hidden);
-    stored.setValue("table/widths", widths);
+    QVariantMap widths;
+    for (auto width = user_widths_.cbegin(); width != user_widths_.cend(); ++width)
+        widths.insert(width.key(), width.value());
+    stored.setValue("table/user_widths", widths);
+    stored.remove("table/widths"); // every section's width, kept before a dragged column was told from a fitted one
     const QModelIndex current = currentJob();
     stored.setValue("table/selected_job",
                     current.isValid() ? jobs_->data(current, JobTableModel::JobIdRole).toLongLong() : 0);
+}
+
+void MainWindow::showColumn(int column, bool shown) {
+    if (column < 0 || column >= JobTableModel::ColumnCount || column == JobTableModel::Name)
+        return; // a run needs its name
+    if (shown)
+        hidden_columns_.remove(column);
+    else
+        hidden_columns_.insert(column);
+    table_->horizontalHeader()->setSectionHidden(column, !shown);
+    fit_timer_->start(); // a column shown again is sized for what it holds now
+}
+
+QString MainWindow::columnKey(int column) const {
+    return jobs_->headerData(column, Qt::Horizontal, Qt::DisplayRole).toString();
+}
+
+void MainWindow::fitColumns() {
+    // Sized from the rows in view and the next screenful (resizeContentsPrecision); the header's title counts too.
+    QHeaderView* header = table_->horizontalHeader();
+    fitting_columns_ = true;
+    for (int column = 0; column < jobs_->columnCount(); ++column) {
+        if (column == JobTableModel::Name || header->isSectionHidden(column))
+            continue;
+        if (const auto width = user_widths_.constFind(columnKey(column)); width != user_widths_.cend())
+            header->resizeSection(column, *width);
+        else
+            table_->resizeColumnToContents(column);
+    }
+    fitting_columns_ = false;
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -1387,8 +1452,10 @@ void MainWindow::updateTray() {
                                    : amounts.isEmpty()    ? money(0, 2)
                                                           : amounts.join(QStringLiteral(" + "));
             today_->setText(tr("%n running · %1 today", nullptr, running).arg(amount));
-            if (tray_)
+            if (tray_) {
                 tray_->setToolTip(tr("TrainDeck — %n job(s) running, %1 spent today", nullptr, running).arg(amount));
+                tray_status_->setText(today_->text());
+            }
             if (std::exchange(today_again_, false))
                 updateTray();
         },
@@ -1744,6 +1811,9 @@ void MainWindow::createActions() {
     backends_view_->addActions({add_worker, add_ssh_host, add_cloud, resources});
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addActions({about, about_qt});
+    // A greyed entry says why when the mouse rests on it: each run action's tip ends in the reason (updateActions).
+    for (QMenu* menu : menuBar()->findChildren<QMenu*>())
+        menu->setToolTipsVisible(true);
 
     // The toolbar: what is used most, icon and word.
     QToolBar* tools = addToolBar(tr("Main toolbar"));
@@ -1793,9 +1863,12 @@ void MainWindow::updateActions() {
         {"unstar", runs.empty()                                             ? none
                    : any([](const RunRecord* run) { return run->starred; }) ? QString()
                                                                             : tr("no selected run is starred")},
-        {"archive", runs.empty()                                               ? none
-                    : any([](const RunRecord* run) { return !run->archived; }) ? QString()
-                                                                               : tr("the selected runs are archived")},
+        {"archive", runs.empty() ? none
+                    : any([](const RunRecord* run) { return !run->archived && is_finished_in_catalog(run->state); })
+                        ? QString()
+                    : any([](const RunRecord* run) { return !run->archived; })
+                        ? tr("the selected runs are still going (cancel first)")
+                        : tr("the selected runs are archived")},
         {"unarchive", runs.empty()                                              ? none
                       : any([](const RunRecord* run) { return run->archived; }) ? QString()
                                                                                 : tr("no selected run is archived")},

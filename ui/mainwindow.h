@@ -110,6 +110,8 @@ public:
     void updateCompare();
     JobController& controller() { return *controller_; }
     void selectRow(int row);
+    // One of the runs table's own columns shown or hidden (the header's menu; kept at the next start).
+    void showColumn(int column, bool shown);
     // The alerts panel's rows, newest first (each as shown: time, then the message).
     QStringList alerts() const;
     // Export model… for the current job: the dialog, opened non-modal (returned for tests).
@@ -188,6 +190,8 @@ private:
     // The window as the user left it (QSettings), saved when it closes.
     void restoreLayout();
     void saveLayout();
+    void fitColumns();
+    QString columnKey(int column) const;
     // Settings' prices and idle alert to the local worker (Backend::setPolicy), off the GUI thread.
     void pushLocalPolicy();
     void closeEvent(QCloseEvent* event) override;
@@ -239,6 +243,7 @@ private:
     DatasetsView* datasets_;
     JobMigrator* migrator_;
     QSystemTrayIcon* tray_ = nullptr;
+    QAction* tray_status_ = nullptr; // the tray menu's first line: "2 running · €1.23 today"
     QLabel* today_ = nullptr; // "2 running · €1.23 today"
     bool today_reading_ = false, today_again_ = false;
     ConsoleSettings settings_;
@@ -247,6 +252,9 @@ private:
     QLabel* empty_text_ = nullptr;
     QList<QToolButton*> empty_button_list_;
     QSet<int> hidden_columns_; // of the runs table's own columns (the header's menu; kept across model resets)
+    QHash<QString, int> user_widths_; // the runs table's columns the user dragged, by title
+    bool fitting_columns_ = false;    // fitColumns is resizing: not the user
+    QTimer* fit_timer_ = nullptr;     // one fit for a burst of model changes
     bool refresh_pending_ = false;
     QTimer* follow_timer_;     // reads what other programs wrote to the catalog (each second)
     QSet<qint64> active_runs_; // the active runs last seen, for watchNewRuns

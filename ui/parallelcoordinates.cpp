@@ -81,9 +81,12 @@ std::vector<double> nice_ticks(double low, double high, int count) {
     return ticks;
 }
 
-void draw_halo_text(QPainter& painter, const QRectF& box, int flags, const QString& text, const QColor& colour) {
+// Text over the lines on a box of the background's colour (the palette's base: light text on dark in the dark theme).
+void draw_halo_text(QPainter& painter, const QRectF& box, int flags, const QString& text, const QColor& colour,
+                    QColor halo) {
     const QRectF bounds = painter.boundingRect(box, flags, text).adjusted(-2, 0, 2, 0);
-    painter.fillRect(bounds, QColor(255, 255, 255, 210));
+    halo.setAlpha(210);
+    painter.fillRect(bounds, halo);
     painter.setPen(colour);
     painter.drawText(box, flags, text);
 }
@@ -783,6 +786,7 @@ void ParallelCoordinates::paintAxes(QPainter& painter, const Layout& layout) con
     const double line = metrics.height();
     const QColor ink = palette().color(QPalette::Text);
     const QColor faint = palette().color(QPalette::PlaceholderText);
+    const QColor paper = palette().color(QPalette::Base);
     painter.save();
     painter.setRenderHint(QPainter::Antialiasing, true);
     const size_t count = axes_.size();
@@ -817,12 +821,12 @@ void ParallelCoordinates::paintAxes(QPainter& painter, const Layout& layout) con
             painter.setFont(small_font);
             draw_halo_text(painter, QRectF(x - title_room / 2, title_y, title_room, line),
                            Qt::AlignHCenter | Qt::AlignBottom,
-                           QFontMetricsF(small_font).elidedText(prefix, Qt::ElideMiddle, title_room), faint);
+                           QFontMetricsF(small_font).elidedText(prefix, Qt::ElideMiddle, title_room), faint, paper);
         }
         painter.setFont(bold);
         draw_halo_text(painter, QRectF(x - title_room / 2, title_y + line, title_room, line),
-                       Qt::AlignHCenter | Qt::AlignTop, bold_metrics.elidedText(leaf, Qt::ElideMiddle, title_room),
-                       ink);
+                       Qt::AlignHCenter | Qt::AlignTop, bold_metrics.elidedText(leaf, Qt::ElideMiddle, title_room), ink,
+                       paper);
         painter.setFont(font());
 
         // Ticks: round numbers, the few distinct values, or the categories; a label that would overlap the one
@@ -860,7 +864,7 @@ void ParallelCoordinates::paintAxes(QPainter& painter, const Layout& layout) con
             last_label_y = y;
             const QString text = metrics.elidedText(tick.text, Qt::ElideRight, label_width);
             draw_halo_text(painter, QRectF(x - 6 - label_width, y - line / 2, label_width, line),
-                           Qt::AlignRight | Qt::AlignVCenter, text, ink);
+                           Qt::AlignRight | Qt::AlignVCenter, text, ink, paper);
         }
         if (axis.any_missing) {
             painter.setPen(QPen(faint, 1, Qt::DotLine));
@@ -873,7 +877,7 @@ void ParallelCoordinates::paintAxes(QPainter& painter, const Layout& layout) con
             italic.setItalic(true);
             painter.setFont(italic);
             draw_halo_text(painter, QRectF(x - 8 - label_width, layout.missing_y - line / 2, label_width, line),
-                           Qt::AlignRight | Qt::AlignVCenter, tr("missing"), faint);
+                           Qt::AlignRight | Qt::AlignVCenter, tr("missing"), faint, paper);
             painter.setFont(font());
         }
     }
@@ -916,14 +920,17 @@ void ParallelCoordinates::paintHover(QPainter& painter, const Layout& layout) co
         points << QPointF(layout.x[a], yOf(layout, axes_[a].position[hover_]));
     painter.save();
     painter.setRenderHint(QPainter::Antialiasing, true);
-    painter.setPen(QPen(QColor(255, 255, 255, 230), 5, Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
+    // A halo of the background's colour sets the hovered run off from the lines under it.
+    QColor halo = palette().color(QPalette::Base);
+    halo.setAlpha(230);
+    painter.setPen(QPen(halo, 5, Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
     painter.drawPolyline(points);
     const double value = colour_value_[hover_];
     const QColor colour = std::isnan(value) ? QColor(90, 90, 90) : viridis(value).darker(115);
     painter.setPen(QPen(colour, 2.5, Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
     painter.drawPolyline(points);
     painter.setBrush(colour);
-    painter.setPen(QPen(Qt::white, 1));
+    painter.setPen(QPen(palette().color(QPalette::Base), 1));
     for (const QPointF& p : points)
         painter.drawEllipse(p, 3.5, 3.5);
     painter.restore();

@@ -76,7 +76,13 @@ ResultsView::ResultsView(const QString& catalog_path, QWidget* parent) : QWidget
     confused_->setWordWrap(true);
     confused_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
+    // A cell chosen by the mouse or the keyboard (the arrows, Enter) shows its examples.
     connect(matrix_, &QTableWidget::cellClicked, this, &ResultsView::showCellExamples);
+    connect(matrix_, &QTableWidget::cellActivated, this, &ResultsView::showCellExamples);
+    matrix_->setAccessibleName(tr("Confusion matrix"));
+    matrix_->setAccessibleDescription(tr("Rows: the true class; columns: the class predicted. Arrows move between "
+                                         "cells; Enter shows a cell's examples below."));
+    scores_->setAccessibleName(tr("Per-class scores"));
     auto* split = new QSplitter(Qt::Horizontal);
     split->addWidget(matrix_);
     split->addWidget(scores_);
@@ -90,6 +96,7 @@ ResultsView::ResultsView(const QString& catalog_path, QWidget* parent) : QWidget
     all_mistakes_->setVisible(false);
     connect(all_mistakes_, &QPushButton::clicked, this, [this] { showCellExamples(-1, -1); });
     gallery_ = new QListWidget;
+    gallery_->setAccessibleName(tr("Examples"));
     gallery_->setViewMode(QListView::IconMode);
     gallery_->setResizeMode(QListView::Adjust);
     gallery_->setMovement(QListView::Static);

@@ -5,6 +5,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QDir>
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QGroupBox>
@@ -125,8 +126,13 @@ SettingsDialog::SettingsDialog(const ConsoleSettings& current, const QStringList
     notify_->setChecked(current.notify);
     notify_->setToolTip(tr("NaN loss, failures, budgets (the warning and the stop), idle jobs: always in the Alerts "
                            "list, and also as notifications when this is on"));
+    // The default folder as a person reads it: ~/.local/share/traindeck rather than the whole of /home/….
+    const QString home = QDir::homePath();
+    const QString shown_default = data_folder_now.startsWith(home + '/')
+                                      ? QStringLiteral("~") + data_folder_now.mid(home.size())
+                                      : data_folder_now;
     data_folder_ = new QLineEdit(current.data_folder);
-    data_folder_->setPlaceholderText(data_folder_now);
+    data_folder_->setPlaceholderText(shown_default);
     data_folder_->setAccessibleName(tr("Data folder"));
     auto* browse = new QPushButton(tr("Choose…"));
     connect(browse, &QPushButton::clicked, this, [this] {
@@ -149,7 +155,7 @@ SettingsDialog::SettingsDialog(const ConsoleSettings& current, const QStringList
     form->addRow(folder_label, folder_row);
     auto* folder_note = new QLabel(tr("The catalog and the local worker's state live in the data folder; a new one "
                                       "is used from the next start (empty: %1).")
-                                       .arg(data_folder_now));
+                                       .arg(shown_default));
     folder_note->setWordWrap(true);
     form->addRow(QString(), folder_note);
     // This machine: what it costs, when a job on it is idle.

@@ -223,7 +223,14 @@ SweepView::SweepView(const QString& catalog_path, JobController& controller, QWi
     outer->addWidget(list_);
     outer->addWidget(detail);
     outer->setSizes({110, 740});
+    // What went wrong is said here, where the sweep is, not only in the Jobs tab's alerts.
+    notice_ = new QLabel;
+    notice_->setWordWrap(true);
+    notice_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    notice_->setAccessibleName(tr("Sweep notice"));
+    notice_->hide();
     auto* layout = new QVBoxLayout(this);
+    layout->addWidget(notice_);
     layout->addWidget(outer);
 
     // Backends join the controller as they connect (the window's addBackend); each gets its SweepSync here.
@@ -262,15 +269,24 @@ SweepSync* SweepView::syncFor(const QString& backend) {
         if (selectSweep(backend, id))
             pending_id_ = 0;
     });
-    connect(sync, &SweepSync::failed, this, &SweepView::problem);
+    connect(sync, &SweepSync::failed, this, [this](const QString& message) { say(message, true); });
     connect(sync, &SweepSync::promoted, this, [this](qint64, const QString& name) {
-        emit problem(tr("Submitted “%1”, the best trial's parameters as a full run").arg(name));
+        say(tr("Submitted “%1”, the best trial's parameters as a full run").arg(name), false);
     });
     // New events of the trials' runs move the best-so-far curve (at most twice a second).
     connect(connected->sync, &JobSync::catalogChanged, this, &SweepView::scheduleBest);
     sync->start();
     return sync;
 }
+
+void SweepView::say(const QString& message, bool failure) {
+    notice_->setStyleSheet(failure ? QStringLiteral("color: #b3261e") : QString());
+    notice_->setText(message);
+    notice_->show();
+    emit problem(message);
+}
+
+QString SweepView::notice() const { return notice_->isHidden() ? QString() : notice_->text(); }
 
 void SweepView::newSweep() {
     NewSweepDialog dialog(this);
@@ -288,7 +304,7 @@ void SweepView::newSweep() {
 void SweepView::create(const QString& backend, const QJsonObject& spec) {
     SweepSync* sync = syncFor(backend);
     if (!sync) {
-        emit problem(tr("Sweep not started: backend “%1” is not connected").arg(backend));
+        say(tr("Sweep not started: backend “%1” is not connected").arg(backend), true);
         return;
     }
     sync->create(spec);

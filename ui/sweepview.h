@@ -75,6 +75,8 @@ public:
     QPushButton* stopButton() const { return stop_; }
     QPushButton* resumeButton() const { return resume_; }
     QPushButton* promoteButton() const { return promote_; }
+    // The last thing the sweeps said here (a failure in red, above the list), also sent to the window's alerts.
+    QString notice() const;
 
 signals:
     void problem(const QString& message); // for the window's alerts
@@ -88,6 +90,7 @@ private:
     void showRungs(const QJsonObject& detail);
     void showParallel(const QJsonObject& detail);
     void updateButtons();
+    void say(const QString& message, bool failure);
     void recomputeBest();
     void scheduleBest();
     void drawBest();
@@ -108,6 +111,7 @@ private:
 
     QLabel* title_;
     QLabel* reason_;
+    QLabel* notice_;
     QProgressBar* spend_bar_;
     QPushButton* stop_;
     QPushButton* resume_;

@@ -5,6 +5,8 @@
 #include <QStyle>
 #include <QStyleFactory>
 
+#include <algorithm>
+
 namespace traindeck {
 
 namespace {
@@ -59,6 +61,14 @@ QString theme_name(Theme theme) {
         break;
     }
     return QStringLiteral("system");
+}
+
+QColor background_tint(const QColor& pastel, const QPalette& palette) {
+    if (!palette_is_dark(palette))
+        return pastel;
+    // The hue kept (runs sharing a value still read as a group), the lightness of a dark cell: light text on it has a
+    // contrast of about 6:1.
+    return QColor::fromHslF(std::max(pastel.hslHueF(), 0.0f), 0.45f, 0.26f);
 }
 
 void apply_theme(Theme theme) {

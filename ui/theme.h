@@ -1,6 +1,8 @@
 #pragma once
 // The console's look: the system's style and palette (the default), or a light or a dark one chosen in Settings,
 // applied to the whole application at once; widgets follow, and so do the charts (chartview.h).
+#include <QColor>
+#include <QPalette>
 #include <QString>
 
 namespace traindeck {
@@ -13,5 +15,14 @@ QString theme_name(Theme theme);
 // Needs the QApplication. "system" leaves the system's look alone (it keeps following the desktop's light and dark),
 // or brings it back after light or dark.
 void apply_theme(Theme theme);
+
+// Whether `palette` draws light text on a dark window (the dark theme, or a dark system palette).
+inline bool palette_is_dark(const QPalette& palette) {
+    return palette.color(QPalette::Window).lightness() < palette.color(QPalette::WindowText).lightness();
+}
+
+// A cell's background tint that the palette's text stays readable on: the pastel itself on a light palette, a dark
+// shade of its hue on a dark one (a pastel under light text cannot be read).
+QColor background_tint(const QColor& pastel, const QPalette& palette);
 
 } // namespace traindeck

@@ -4,9 +4,12 @@
 #include "idx.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 namespace traindeck::dataset {
@@ -59,6 +62,10 @@ bool read_csv(const std::string& path, const std::string& relative, CsvTable& ta
     }
     table.header = split_csv_line(line);
     std::vector<int> rank(table.header.size(), 0); // 0 unknown, 1 integer, 2 number, 3 text
+    std::vector<std::map<std::string, int64_t>> counts(table.header.size());
+    std::vector<char> too_many(table.header.size(), 0);
+    table.low.assign(table.header.size(), std::numeric_limits<double>::infinity());
+    table.high.assign(table.header.size(), -std::numeric_limits<double>::infinity());
     int64_t line_number = 1;
     while (std::getline(in, line)) {
         ++line_number;
@@ -74,6 +81,15 @@ bool read_csv(const std::string& path, const std::string& relative, CsvTable& ta
             const char* type = field_type(fields[c]);
             const int r = !type ? 0 : std::strcmp(type, "integer") == 0 ? 1 : std::strcmp(type, "number") == 0 ? 2 : 3;
             rank[c] = std::max(rank[c], r);
+            if (r == 1 || r == 2) {
+                const double value = std::strtod(fields[c].c_str(), nullptr);
+                table.low[c] = std::min(table.low[c], value);
+                table.high[c] = std::max(table.high[c], value);
+            }
+            if (r != 0 && !too_many[c] && ++counts[c][fields[c]] == 1 && counts[c].size() > CsvTable::kMaxCsvValues) {
+                too_many[c] = 1;
+                counts[c].clear();
+            }
         }
         if (static_cast<int>(table.rows.size()) < samples)
             table.rows.push_back(std::move(fields));
@@ -82,6 +98,20 @@ bool read_csv(const std::string& path, const std::string& relative, CsvTable& ta
     static const char* names[] = {"text", "integer", "number", "text"};
     for (int r : rank)
         table.types.push_back(names[r]);
+    for (auto& column : counts)
+        table.values.emplace_back(column.begin(), column.end());
+    table.too_many_values = std::move(too_many);
+    for (size_t c = 0; c < table.header.size(); ++c) {
+        static const char* label_names[] = {"label", "class", "target", "y", "species", "category", "outcome"};
+        const std::string name = lower(table.header[c]);
+        if (std::find(std::begin(label_names), std::end(label_names), name) != std::end(label_names)) {
+            table.label_column = static_cast<int>(c);
+            table.label_by_name = true;
+            break;
+        }
+    }
+    if (table.label_column < 0)
+        table.label_column = static_cast<int>(table.header.size()) - 1;
     return true;
 }
 
@@ -99,6 +129,36 @@ bool check_image(const std::string& path, const std::string& extension, std::str
 }
 
 } // namespace
+
+std::string describe_label_column(const CsvTable& table) {
+    if (table.label_column < 0 || static_cast<size_t>(table.label_column) >= table.header.size())
+        return {};
+    const auto column = static_cast<size_t>(table.label_column);
+    std::string text = "label column \"" + table.header[column] + "\" (" +
+                       (table.label_by_name ? "by its name" : "the last; a job names its own") + ")";
+    static const std::vector<std::pair<std::string, int64_t>> none;
+    const auto& values = column < table.values.size() ? table.values[column] : none;
+    const bool numeric = table.types[column] != "text";
+    const bool too_many = column < table.too_many_values.size() && table.too_many_values[column];
+    if (!values.empty() && (!numeric || values.size() <= 20)) {
+        text += ": " + std::to_string(values.size()) + (values.size() == 1 ? " class: " : " classes: ");
+        for (size_t i = 0; i < values.size(); ++i) {
+            // A value with a comma in quotes, so that the list still reads as one.
+            const std::string& value = values[i].first;
+            text += (i ? ", " : "") + (value.find(',') == std::string::npos ? value : "\"" + value + "\"") + " (" +
+                    std::to_string(values[i].second) + ")";
+        }
+    } else if (numeric && table.low[column] <= table.high[column]) {
+        char range[96];
+        std::snprintf(range, sizeof range, "%.6g to %.6g", table.low[column], table.high[column]);
+        text += ": numbers from " + std::string(range) + " (a regression target)";
+    } else if (too_many) {
+        text += ": more than " + std::to_string(CsvTable::kMaxCsvValues) + " distinct texts";
+    } else {
+        text += ": every cell empty";
+    }
+    return text;
+}
 
 bool inspect_dataset(const std::string& root, const Manifest& manifest, Preview& preview, std::string& error, int samples) {
     preview = {};
@@ -178,6 +238,8 @@ bool inspect_dataset(const std::string& root, const Manifest& manifest, Preview&
         preview.summary = std::to_string(preview.tables.size()) + " CSV table(s), " +
                           std::to_string(preview.tables.front().header.size()) + " columns, " +
                           std::to_string(preview.tables.front().row_count) + " rows in " + preview.tables.front().path;
+        if (const std::string label = describe_label_column(preview.tables.front()); !label.empty())
+            preview.summary += "\n" + label;
     } else if (preview.classes.size() >= 2 && images * 2 >= static_cast<int64_t>(manifest.files.size())) {
         preview.format = "image-folder";
         preview.summary = std::to_string(images) + " images in " + std::to_string(preview.classes.size()) + " class folders";

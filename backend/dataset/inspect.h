@@ -30,7 +30,21 @@ struct CsvTable {
     std::vector<std::string> header, types; // types: "integer", "number" or "text"
     std::vector<std::vector<std::string>> rows; // the first rows
     int64_t row_count = 0;
+    // Per column: its distinct values and how many rows have each, in byte order, while there are at most
+    // kMaxCsvValues of them (empty past that, or for a column of empty cells); and a numeric column's range.
+    static constexpr size_t kMaxCsvValues = 64;
+    std::vector<std::vector<std::pair<std::string, int64_t>>> values;
+    std::vector<char> too_many_values; // per column: past kMaxCsvValues distinct values
+    std::vector<double> low, high;
+    // The column a job would most likely train on: one named label, class, target, y, species, category or outcome
+    // (any case), else the last; -1 for a table without columns. label_by_name says which rule chose it.
+    int label_column = -1;
+    bool label_by_name = false;
 };
+
+// What the preview says of a table's label column: its classes and how many rows each ("3 classes: setosa (50), …"),
+// or the range of a numeric target with more values than a class list would hold. Empty when there is no column.
+std::string describe_label_column(const CsvTable& table);
 
 struct Preview {
     std::string format; // "idx", "image-folder", "csv" or "files" (nothing recognised: no preview)

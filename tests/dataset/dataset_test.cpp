@@ -276,11 +276,45 @@ TEST(Inspect, CsvTypesAndRaggedRows) {
     EXPECT_EQ(table.types, (std::vector<std::string>{"number", "number", "integer", "text"}));
     EXPECT_EQ(table.row_count, 3);
     EXPECT_EQ(table.rows.at(1).at(3), "setosa, small");
+    // The label column by its name, with its classes and how many rows each.
+    EXPECT_EQ(table.label_column, 3);
+    EXPECT_NE(
+        preview.summary.find("label column \"species\" (by its name): 3 classes: setosa (1), \"setosa, small\" (1), "
+                             "virginica (1)"),
+        std::string::npos)
+        << preview.summary;
 
     write_bytes(dir.file("iris.csv"), "a,b,c\n1,2,3\n4,5\n7,8,9\n");
     EXPECT_FALSE(inspect_dataset(dir.path(), scan(dir.path()), preview, error));
     EXPECT_NE(error.find("iris.csv:3"), std::string::npos) << error;
     EXPECT_NE(error.find("ragged"), std::string::npos) << error;
+}
+
+// Without a column named like a label, the last one; a numeric target of many values reads as a range, a text
+// column of too many values says so, and a column of few numbers is classes.
+TEST(Inspect, CsvLabelColumnSaysItsClassesOrItsRange) {
+    TempDir dir;
+    std::string csv = "id,digit,price,city\n";
+    for (int i = 0; i < 100; ++i)
+        csv += std::to_string(i) + "," + std::to_string(i % 3) + "," + std::to_string(1.5 * i) + ",c" +
+               std::to_string(i) + "\n";
+    write_bytes(dir.file("data.csv"), csv);
+    Preview preview;
+    std::string error;
+    ASSERT_TRUE(inspect_dataset(dir.path(), scan(dir.path()), preview, error)) << error;
+    CsvTable table = preview.tables.at(0);
+    EXPECT_EQ(table.label_column, 3);
+    EXPECT_FALSE(table.label_by_name);
+    EXPECT_EQ(describe_label_column(table),
+              "label column \"city\" (the last; a job names its own): more than 64 distinct texts");
+    EXPECT_EQ(table.values.at(1), (std::vector<std::pair<std::string, int64_t>>{{"0", 34}, {"1", 33}, {"2", 33}}));
+    table.label_column = 1;
+    EXPECT_EQ(describe_label_column(table),
+              "label column \"digit\" (the last; a job names its own): 3 classes: 0 (34), 1 (33), 2 (33)");
+    table.label_column = 2;
+    EXPECT_EQ(describe_label_column(table),
+              "label column \"price\" (the last; a job names its own): numbers from 0 to 148.5 (a regression target)");
+    EXPECT_TRUE(table.values.at(2).empty()) << "100 distinct prices are past the list's limit";
 }
 
 TEST(Inspect, ClassFoldersOfImages) {

@@ -6,6 +6,7 @@
 #include "unittest.h"
 
 #include <QApplication>
+#include <QAreaSeries>
 #include <QKeyEvent>
 #include <QLegendMarker>
 #include <QLineSeries>
@@ -63,10 +64,32 @@ TEST(ChartView, TheCrosshairSaysEachVisibleCurvesValueNearestTheMouse) {
     const QString text = curves.view->crosshairText(curves.at(10, 0.5));
     EXPECT_TRUE(text.startsWith("step 10\n")) << text.toStdString();
     EXPECT_TRUE(text.contains("train loss: 0.5")) << text.toStdString();
-    EXPECT_TRUE(text.contains("val accuracy: 0.9")) << text.toStdString(); // its point at 12 is the nearest
+    // Its point at 12 is the nearest, and it says where that point is; the loss's is at the mouse's step.
+    EXPECT_TRUE(text.contains("val accuracy: 0.9 at step 12")) << text.toStdString();
+    EXPECT_FALSE(text.contains("train loss: 0.5 at")) << text.toStdString();
     EXPECT_EQ(curves.view->crosshairText(QPoint(2, 2)), QString());        // outside the plot
     curves.loss->setVisible(false);
     EXPECT_FALSE(curves.view->crosshairText(curves.at(10, 0.5)).contains("train loss"));
+}
+
+// The band of buckets' min and max says its spread where a bucket holds several values, and nothing where it holds
+// one (its curve's line says that value).
+TEST(ChartView, TheBandSaysItsSpreadOnlyWhereThereIsOne) {
+    TwoCurves curves;
+    auto* low = new QLineSeries;
+    auto* high = new QLineSeries;
+    low->append({{0, 1}, {10, 0.25}, {20, 0.25}});
+    high->append({{0, 1}, {10, 0.75}, {20, 0.25}});
+    auto* band = new QAreaSeries(high, low);
+    band->setName("loss min–max");
+    curves.chart->addSeries(band);
+    for (QAbstractAxis* axis : curves.chart->axes())
+        band->attachAxis(axis);
+    EXPECT_TRUE(curves.view->crosshairText(curves.at(10, 0.5)).contains("loss min–max: 0.25 – 0.75"))
+        << curves.view->crosshairText(curves.at(10, 0.5)).toStdString();
+    const QString one = curves.view->crosshairText(curves.at(0, 0.5));
+    EXPECT_FALSE(one.contains("loss min–max")) << one.toStdString();
+    EXPECT_TRUE(one.contains("train loss: 1")) << one.toStdString();
 }
 
 TEST(ChartView, APointThatSummarisesABucketSaysItsSpreadAndSteps) {
@@ -77,7 +100,8 @@ TEST(ChartView, APointThatSummarisesABucketSaysItsSpreadAndSteps) {
     QString text = curves.view->crosshairText(curves.at(10, 0.5));
     EXPECT_TRUE(text.contains("train loss: 0.5  (last 0.625, min 0.25, max 0.75 of 40 points, step 1–10)"))
         << text.toStdString();
-    EXPECT_TRUE(text.contains("val accuracy: 0.9\n") || text.endsWith("val accuracy: 0.9")) << text.toStdString();
+    EXPECT_TRUE(text.contains("val accuracy: 0.9 at step 12\n") || text.endsWith("val accuracy: 0.9 at step 12"))
+        << text.toStdString();
     // One point, smoothed: the raw value beside the drawn one; one point drawn as it is: nothing more.
     text = curves.view->crosshairText(curves.at(18, 0.3)); // the plot's right edge is outside it
     EXPECT_TRUE(text.contains("train loss: 0.25  (raw 0.2)")) << text.toStdString();

@@ -7,12 +7,14 @@
 #include "chartexport.h"
 #include "parallelcoordinates.h"
 #include "sampleruns.h"
+#include "theme.h"
 #include "unittest.h"
 
 #include <gtest/gtest.h>
 
 #include <QAbstractItemModel>
 #include <QApplication>
+#include <QBrush>
 #include <QChart>
 #include <QDir>
 #include <QFile>
@@ -25,6 +27,7 @@
 #include <QToolTip>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace traindeck {
@@ -98,6 +101,46 @@ TEST(CompareView, ConfigDiffShowsExactlyTheDifferingKeys) {
     EXPECT_EQ(column(view.configModel(), 0), (QStringList{"batch", "lr", "model", "warmup"}));
     view.setShowAllKeys(false);
     EXPECT_EQ(view.configModel().rowCount(), 3);
+}
+
+// WCAG's contrast ratio of two colours (1 to 21; 4.5 is its bar for body text).
+double contrast(const QColor& a, const QColor& b) {
+    auto luminance = [](const QColor& c) {
+        auto channel = [](double v) { return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+        return 0.2126 * channel(c.redF()) + 0.7152 * channel(c.greenF()) + 0.0722 * channel(c.blueF());
+    };
+    const double x = luminance(a), y = luminance(b);
+    return (std::max(x, y) + 0.05) / (std::min(x, y) + 0.05);
+}
+
+// The tints that group runs sharing a value stay readable under the palette's text, light or dark, and still tell
+// the values apart.
+TEST(CompareView, DiffTintsAreReadableInTheLightAndTheDarkTheme) {
+    QPalette dark;
+    dark.setColor(QPalette::Window, QColor(45, 45, 48));
+    dark.setColor(QPalette::WindowText, QColor(228, 228, 228));
+    dark.setColor(QPalette::Base, QColor(30, 30, 32));
+    dark.setColor(QPalette::Text, QColor(228, 228, 228));
+    QPalette light;
+    light.setColor(QPalette::Window, QColor(239, 239, 239));
+    light.setColor(QPalette::WindowText, Qt::black);
+    light.setColor(QPalette::Base, Qt::white);
+    light.setColor(QPalette::Text, Qt::black);
+    for (const QPalette& palette : {light, dark}) {
+        CompareView view;
+        view.setPalette(palette);
+        view.setRuns(four_runs());
+        const QAbstractItemModel& model = view.configModel();
+        ASSERT_EQ(model.data(model.index(0, 0)).toString(), "lr");
+        const QColor small = model.data(model.index(0, 1), Qt::BackgroundRole).value<QBrush>().color();
+        const QColor large = model.data(model.index(0, 3), Qt::BackgroundRole).value<QBrush>().color();
+        EXPECT_NE(small, large) << "0.001 and 0.01 tinted alike";
+        for (const QColor& tint : {small, large}) {
+            EXPECT_GE(contrast(tint, palette.color(QPalette::Text)), 4.5)
+                << tint.name().toStdString() << " under " << palette.color(QPalette::Text).name().toStdString();
+            EXPECT_EQ(tint.lightnessF() < 0.5, palette_is_dark(palette)) << tint.name().toStdString();
+        }
+    }
 }
 
 TEST(CompareView, BestRunOfEachSummaryRowIsBoldByTheGoal) {

@@ -58,6 +58,8 @@
 #include <QAction>
 #include <QMenu>
 #include <QMenuBar>
+#include <QMap>
+#include <QSplitter>
 #include <QStatusBar>
 #include <QToolBar>
 #include <QApplication>
@@ -66,6 +68,7 @@
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QMimeData>
+#include <QDialogButtonBox>
 #include <QPushButton>
 #include <QDirIterator>
 #include <QFileInfo>
@@ -956,6 +959,8 @@ void ConsoleTest::submitWatchCancelAndRestart() {
     WorkerReaper reaper{worker_dir};
     qint64 long_job = 0;
     QString long_remote;
+    int dragged_width = 0;
+    QMap<QString, QList<int>> splitters;
     {
         Console console;
         QVERIFY(console.open(catalog_path, worker_dir));
@@ -1004,6 +1009,30 @@ void ConsoleTest::submitWatchCancelAndRestart() {
         QVERIFY2(!runs->horizontalScrollBar()->isVisible(), qPrintable(QString("%1 px of columns in %2 px")
                                                                            .arg(runs->horizontalHeader()->length())
                                                                            .arg(runs->viewport()->width())));
+        // What the user arranged comes back at the next start: a column dragged wider, one hidden, one shown, the
+        // splitters and the selected run (checked after the restart below).
+        QHeaderView* header = runs->horizontalHeader();
+        QVERIFY(!header->isSectionHidden(JobTableModel::Spend));
+        QVERIFY(header->isSectionHidden(JobTableModel::Elapsed)); // hidden at first
+        header->resizeSection(JobTableModel::State, header->sectionSize(JobTableModel::State) + 37);
+        dragged_width = header->sectionSize(JobTableModel::State);
+        window.showColumn(JobTableModel::Spend, false);
+        window.showColumn(JobTableModel::Elapsed, true);
+        QTRY_VERIFY(header->sectionSize(JobTableModel::Elapsed) > 0);
+        for (QSplitter* splitter : window.findChildren<QSplitter*>()) {
+            if (splitter->objectName().isEmpty() || !splitter->isVisible())
+                continue;
+            QList<int> sizes = splitter->sizes();
+            sizes[0] = std::max(sizes[0] - 23, 1);
+            sizes[1] += 23;
+            splitter->setSizes(sizes);
+            splitters.insert(splitter->objectName(), splitter->sizes());
+        }
+        QVERIFY(!splitters.isEmpty());
+        // A refresh of the table fits the other columns to their contents, not the one dragged.
+        window.refresh();
+        QTest::qWait(100);
+        QCOMPARE(header->sectionSize(JobTableModel::State), dragged_width);
         // Close the console mid-run (the job keeps training in the worker).
         QCOMPARE(state_of(window, row), QString("running"));
         long_remote = window.jobs().data(window.jobs().index(row, 0), JobTableModel::RemoteIdRole).toString();
@@ -1017,10 +1046,20 @@ void ConsoleTest::submitWatchCancelAndRestart() {
         window.deleteSelected();
         QVERIFY2(window.alerts().front().contains("Not deleted, still active (cancel first): long"),
                  qPrintable(window.alerts().front()));
+        // Nor does archiving it (Del): the action says why it is greyed, and asked anyway it leaves the run in view.
+        QVERIFY(!window.action("archive")->isEnabled());
+        QVERIFY2(window.action("archive")->toolTip().endsWith("still going (cancel first)"),
+                 qPrintable(window.action("archive")->toolTip()));
+        window.archiveSelected(true);
+        QVERIFY2(window.alerts().front().contains("Not archived, still active (cancel first): long"),
+                 qPrintable(window.alerts().front()));
         QTest::qWait(300); // a deletion would have been written and the table refreshed by now
         window.refresh();
         QCOMPARE(window.jobs().rowCount(), 2);
+        QVERIFY(!window.jobs().runAt(row_of(window, "long"))->archived);
         QVERIFY(QFileInfo::exists(worker_dir + "/jobs/" + long_remote + "/metrics.jsonl"));
+        window.selectRow(row);
+        window.close(); // as the user quits: the window keeps its layout
     }
     // With no console watching, the job trains on: its own metrics file in the worker's folder shows step 100.
     write_file(temp.filePath("release-long"), "go\n");
@@ -1036,6 +1075,15 @@ void ConsoleTest::submitWatchCancelAndRestart() {
         MainWindow& window = *console.window;
         const int row = row_of(window, "long");
         QVERIFY(row >= 0);
+        // The layout the user left: the dragged width, the hidden and the shown column, the splitters, the run.
+        QTableView& runs = window.table();
+        QCOMPARE(runs.horizontalHeader()->sectionSize(JobTableModel::State), dragged_width);
+        QVERIFY(runs.horizontalHeader()->isSectionHidden(JobTableModel::Spend));
+        QVERIFY(!runs.horizontalHeader()->isSectionHidden(JobTableModel::Elapsed));
+        QCOMPARE(window.jobs().data(runs.currentIndex(), JobTableModel::JobIdRole).toLongLong(), long_job);
+        for (QSplitter* splitter : window.findChildren<QSplitter*>())
+            if (splitters.contains(splitter->objectName()))
+                QCOMPARE(splitter->sizes(), splitters.value(splitter->objectName()));
         QTRY_COMPARE_WITH_TIMEOUT(state_of(window, row_of(window, "long")), QString("succeeded"), 120000);
         // Every step of all six epochs, once: 5400 samples / 64 = 85 steps an epoch.
         Catalog reader;
@@ -1093,6 +1141,8 @@ void ConsoleTest::datasetsRegisterPreviewUploadTrainAndExport() {
     DatasetSync& sync = window.datasetSync();
     window.tabs().setCurrentWidget(&view);
     QSignalSpy registered(&sync, &DatasetSync::registered), failed(&sync, &DatasetSync::failed), uploaded(&sync, &DatasetSync::uploaded);
+    // No dataset yet: the preview says how to make one.
+    QVERIFY2(view.previewWords().startsWith("No datasets yet. Register folder…"), qPrintable(view.previewWords()));
 
     // A folder of IDX files under Debian's names.
     const QString data = dir + "/fmnist";
@@ -1112,6 +1162,8 @@ void ConsoleTest::datasetsRegisterPreviewUploadTrainAndExport() {
     QVERIFY2(view.previewSummary().contains("Classes: 0 T-shirt/top, 1 Trouser") &&
                  view.previewSummary().contains("9 Ankle boot"),
              qPrintable(view.previewSummary()));
+    // In words above the images, not only in a tooltip.
+    QVERIFY2(view.previewWords().contains("9 Ankle boot"), qPrintable(view.previewWords()));
     QVERIFY(view.diffText().contains("first version"));
 
     // The same bytes again: the same version. A changed folder: a new version with its diff.
@@ -1143,6 +1195,16 @@ void ConsoleTest::datasetsRegisterPreviewUploadTrainAndExport() {
     QVERIFY2(failed.at(0).at(0).toString().contains("data.csv:3"), qPrintable(failed.at(0).at(0).toString()));
     QVERIFY(view.status().contains("ragged"));
     QCOMPARE(view.model().rowCount(), 2);
+    // Mended, it registers, and its preview names the label column's classes.
+    QVERIFY(csv.open(QIODevice::WriteOnly));
+    csv.write("a,b,label\n1,2,x\n3,4,z\n5,6,x\n");
+    csv.close();
+    view.registerPath(dir + "/table");
+    QTRY_COMPARE_WITH_TIMEOUT(registered.count(), 4, 30000);
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        view.previewWords().contains("label column \"label\" (by its name): 2 classes: x (2), z (1)"),
+        qPrintable(view.previewWords()), 20000);
+    QTRY_COMPARE_WITH_TIMEOUT(view.model().rowCount(), 3, 5000);
 
     // Upload to the local worker; again: nothing to send.
     view.selectVersion(second);
@@ -1398,7 +1460,8 @@ void ConsoleTest::sshHostIsInstalledStartedAndReconnected() {
     // "Add SSH host…" as a user fills it in, against a host without TrainDeck: the question shows what the host has
     // and, under its details, the exact commands; the user declines and nothing is copied or kept.
     BackendManager manager(console.catalog, *console.writer, remote_factory(), window, plugins().factory("ssh"));
-    QString question, details, named;
+    QString question, details, named, empty_problem;
+    bool stayed_open = false;
     QTimer user;
     QObject::connect(&user, &QTimer::timeout, [&] {
         QWidget* modal = QApplication::activeModalWidget();
@@ -1408,6 +1471,16 @@ void ConsoleTest::sshHostIsInstalledStartedAndReconnected() {
             box->grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/ssh-install-question.png"));
             box->button(QMessageBox::Cancel)->click();
         } else if (auto* dialog = qobject_cast<QDialog*>(modal); dialog && dialog->windowTitle() == "Add SSH host") {
+            QPushButton* ok = dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok);
+            if (empty_problem.isEmpty()) {
+                // Connect with no host: the dialog says why and stays open with what was typed.
+                ok->click();
+                for (QLabel* label : dialog->findChildren<QLabel*>())
+                    if (label->accessibleName() == "Problem" && label->isVisible())
+                        empty_problem = label->text();
+                stayed_open = dialog->isVisible();
+                return;
+            }
             dialog->findChild<QComboBox*>()->setCurrentText("gpu-box");
             for (QLineEdit* edit : dialog->findChildren<QLineEdit*>()) {
                 if (edit->placeholderText() == "~/.ssh/config")
@@ -1418,13 +1491,15 @@ void ConsoleTest::sshHostIsInstalledStartedAndReconnected() {
                     named = edit->text(); // the name followed the host
             }
             dialog->grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/ssh-add-host.png"));
-            dialog->accept();
+            ok->click();
         }
     });
     user.start(20);
     manager.addSshHost();
     QTRY_VERIFY_WITH_TIMEOUT(any_contains(window.alerts(), "“gpu-box” not added: nothing was installed"), 30000);
     user.stop();
+    QCOMPARE(empty_problem, QString("Give the SSH host's address or its name in ~/.ssh/config"));
+    QVERIFY(stayed_open);
     QCOMPARE(named, QString("gpu-box"));
     QVERIFY2(question.contains("has no TrainDeck worker of this version"), qPrintable(question));
     QVERIFY2(details.contains("/traindeck-worker'") && details.contains("/traindeck-train'"), qPrintable(details));

@@ -24,6 +24,7 @@
 #include <QStandardPaths>
 #include <QSvgRenderer>
 #include <QTemporaryDir>
+#include <QValueAxis>
 
 #include <cmath>
 #include <map>
@@ -201,6 +202,27 @@ TEST_F(JobDetailExport, ProblemsAreSaid) {
 // A user's zoom holds while the job goes on (each refresh used to fit the axes again), the zoomed axis's labels are
 // those of what is visible (a label left past the range was drawn at the plot's edge over the last one: "0:00" over
 // "0:03"), and a double-click shows everything again, the new points included.
+// The accuracy axis is fitted to the accuracies (0.895 to 0.8998 here), not 0 to 1 where they would draw as a flat
+// line along the top.
+TEST_F(JobDetailExport, TheAccuracyAxisFitsTheAccuracies) {
+    JobDetailView view(path("catalog.db"));
+    view.resize(1200, 800);
+    view.show();
+    view.showJob(job_, "cnn seed 3");
+    test::settle();
+    QChart* loss = view.chart(JobDetailView::Chart::loss);
+    const auto right = loss->axes(Qt::Vertical);
+    ASSERT_EQ(right.size(), 2);
+    auto* accuracy = qobject_cast<QValueAxis*>(right.at(1));
+    ASSERT_TRUE(accuracy);
+    EXPECT_EQ(accuracy->titleText(), "accuracy");
+    const double lowest = 0.9 - 0.5 / 100, highest = 0.9 - 0.5 / kSteps;
+    EXPECT_LE(accuracy->min(), lowest);
+    EXPECT_GE(accuracy->max(), highest);
+    EXPECT_GT(accuracy->min(), 0.85) << "fitted, not from 0";
+    EXPECT_LT(accuracy->max(), 0.95) << "fitted, not to 1";
+}
+
 TEST_F(JobDetailExport, AZoomHoldsWhileTheJobGoesOnWithTheVisibleRangesOwnTicks) {
     JobDetailView view(path("catalog.db"));
     view.resize(1200, 800);
@@ -278,9 +300,16 @@ TEST_F(JobDetailExport, TheCrosshairSaysWhatEachBucketHolds) {
     ASSERT_TRUE(loss);
     ASSERT_GT(loss->count(), 100);
     ASSERT_LT(loss->count(), kSteps) << "drawn in buckets";
-    const QPointF middle = loss->at(loss->count() / 2);
-    const QString text =
-        loss_view->crosshairText(loss_view->mapFromScene(chart->mapToScene(chart->mapToPosition(middle, loss))));
+    // The mouse on the pixel of the middle point; a pixel spans more steps than a bucket, so the point the crosshair
+    // reads is the one nearest to where that pixel lies on the step axis.
+    const QPoint mouse =
+        loss_view->mapFromScene(chart->mapToScene(chart->mapToPosition(loss->at(loss->count() / 2), loss)));
+    const double mouse_step = chart->mapToValue(chart->mapFromScene(loss_view->mapToScene(mouse)), loss).x();
+    QPointF middle = loss->at(0);
+    for (const QPointF& point : loss->points())
+        if (std::abs(point.x() - mouse_step) < std::abs(middle.x() - mouse_step))
+            middle = point;
+    const QString text = loss_view->crosshairText(mouse);
     const QRegularExpression said("train loss: [0-9.]+  \\(last ([0-9.]+), min ([0-9.]+), max ([0-9.]+) of ([0-9]+) "
                                   "points, step ([0-9.]+(?: k)?)–([0-9.]+(?: k)?)\\)");
     const QRegularExpressionMatch match = said.match(text);

@@ -11,7 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <QApplication>
 #include <QDir>
+#include <QKeyEvent>
 #include <QPointF>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -204,6 +206,16 @@ TEST_F(Results, TheGalleryShowsTheMistakesAndACellsExamplesAsTheirImages) {
     EXPECT_NE(view.galleryTitle().indexOf("0 of its"), -1);
     view.showCellExamples(-1, -1);
     EXPECT_EQ(view.galleryCount(), 3);
+    // From the keyboard: an arrow to the shirts-as-T-shirts cell, then Enter, shows its two.
+    view.matrix()->setCurrentCell(6, 1);
+    for (const int key : {int(Qt::Key_Left), int(Qt::Key_Return)}) {
+        QKeyEvent press(QEvent::KeyPress, key, Qt::NoModifier);
+        QApplication::sendEvent(view.matrix(), &press);
+    }
+    EXPECT_EQ(view.matrix()->currentRow(), 6);
+    EXPECT_EQ(view.matrix()->currentColumn(), 0);
+    EXPECT_EQ(view.galleryCount(), 2);
+    EXPECT_EQ(view.matrix()->accessibleName(), "Confusion matrix");
 }
 
 TEST_F(Results, ColourExamplesShowInTheirOwnColours) {

@@ -33,6 +33,7 @@
 #include <QPushButton>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QSignalSpy>
 #include <QTest>
 
 #include <memory>
@@ -190,6 +191,12 @@ void SweepTest::sweepFromDialogToPromotedRun() {
                  "86:" + release);
         QCOMPARE(made.value("base").toObject().value("builtin").toObject().value("hidden").toArray(), QJsonArray{64});
         dialog.grab().save(QStringLiteral(TRAINDECK_SCREENSHOT_DIR "/new-sweep.png"));
+        // On a backend that is not there: said on the Sweeps tab itself (and to the window's alerts).
+        QSignalSpy problems(&view, &SweepView::problem);
+        QCOMPARE(view.notice(), QString());
+        view.create("no-such-backend", made);
+        QCOMPARE(view.notice(), QString("Sweep not started: backend “no-such-backend” is not connected"));
+        QCOMPARE(problems.count(), 1);
         view.create(dialog.backendName(), made);
     }
     QTRY_VERIFY_WITH_TIMEOUT(view.currentSweep() > 0, 20000);
