@@ -328,6 +328,21 @@ int64_t Catalog::add_artifact(int64_t job, const std::string& kind, const std::s
     return db_.last_insert_id();
 }
 
+bool Catalog::remove_backend(const std::string& name, int* live) {
+    int count = 0;
+    for (const InstanceRow& instance : instances(name))
+        count += instance.state == "creating" || instance.state == "booting" || instance.state == "ready" ||
+                 instance.state == "deleting";
+    if (live)
+        *live = count;
+    if (count > 0)
+        return false;
+    Statement remove = db_.prepare("DELETE FROM backends WHERE name = ?");
+    remove.bind(1, name);
+    remove.step();
+    return true;
+}
+
 std::vector<Catalog::BackendRow> Catalog::backends() {
     std::vector<BackendRow> rows;
     Statement select = db_.prepare("SELECT name, kind, url, pinned_public_key FROM backends ORDER BY name");

@@ -68,6 +68,10 @@ public:
     };
     void add_backend(const BackendRow& backend);
     std::vector<BackendRow> backends();
+    // Forgets a backend the user added (its runs keep their history). Refused (false) while it is a provider that
+    // still rents a live instance: *live says how many (release them first: a forgotten provider's instances would
+    // go on costing money with nothing to delete them).
+    bool remove_backend(const std::string& name, int* live = nullptr);
 
     // The instances provider backends rented (backend/api/instanceledger.h), upserted by (provider, name);
     // instances("") lists every provider's, oldest first.

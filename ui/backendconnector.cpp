@@ -59,6 +59,38 @@ void BackendConnector::restore() {
     });
 }
 
+void BackendConnector::remove(const QString& name) {
+    QPointer<BackendConnector> self(this);
+    writer_.post([self, name](Catalog& catalog) {
+        std::string kind;
+        for (const Catalog::BackendRow& row : catalog.backends())
+            if (row.name == name.toStdString())
+                kind = row.kind;
+        int live = 0;
+        const bool removed = catalog.remove_backend(name.toStdString(), &live);
+        QMetaObject::invokeMethod(
+            self,
+            [self, name, removed, live, kind] {
+                if (!self)
+                    return;
+                if (!removed) {
+                    emit self->failed(tr("“%1” not removed: it still rents %n instance(s); release them first "
+                                         "(Rented instances, Release now)",
+                                         nullptr, live)
+                                          .arg(name));
+                    return;
+                }
+                // A provider has no token; a worker's or an SSH host's leaves the keyring.
+                QString error;
+                if (kind != "cloud" && !TokenStore::remove(name, &error))
+                    emit self->removed(name, error.isEmpty() ? tr("the keyring did not say why") : error);
+                else
+                    emit self->removed(name, {});
+            },
+            Qt::QueuedConnection);
+    });
+}
+
 void BackendConnector::add(const QString& name, const QString& url, const QString& token) {
     connectBackend(name, {{"url", url}, {"token", token}}, Step::FirstUse);
 }

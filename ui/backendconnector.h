@@ -53,6 +53,10 @@ public:
     // The answer to trustNeeded(name, ...).
     void trust(const QString& name);
     void distrust(const QString& name);
+    // Forgets a backend the user added: its catalog row (refused while a provider still rents a live instance), then
+    // its token in the keyring. It stays connected until the console closes (its runs, sweeps and uploads keep their
+    // connection meanwhile) and is not connected again at the next start. removed(name, note) or failed(why) follows.
+    void remove(const QString& name);
 
 signals:
     // The worker at url presents this key; nothing but the probe has reached it yet.
@@ -62,6 +66,8 @@ signals:
     // Connected and kept until the connector goes: the window shows it, its JobSync watches its jobs from now on.
     void connected(const QString& name, JobSync& sync, Backend& backend);
     void failed(const QString& message);
+    // remove(name) done; note: what the keyring said when the token could not be removed, else "".
+    void removed(const QString& name, const QString& note);
 
 private:
     enum class Step {

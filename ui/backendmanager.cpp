@@ -77,6 +77,15 @@ BackendManager::BackendManager(Catalog& catalog, CatalogWriter& writer, BackendF
     connector_.setCloudFactory(cloud_factory);
     connect(&window_, &MainWindow::addCloudProviderRequested, this, &BackendManager::addCloudProvider);
     connect(&window_, &MainWindow::addRemoteWorkerRequested, this, qOverload<>(&BackendManager::addRemote));
+    connect(&window_, &MainWindow::removeBackendRequested, this, &BackendManager::askRemove);
+    connect(&connector_, &BackendConnector::removed, this, [this](const QString& name, const QString& note) {
+        window_.addAlert(
+            note.isEmpty()
+                ? tr("“%1” removed: it is not connected at the next start (it stays connected "
+                     "until then; its runs stay in the catalog)")
+                      .arg(name)
+                : tr("“%1” removed from the catalog, but its token is still in the keyring: %2").arg(name, note));
+    });
     connect(&window_, &MainWindow::addSshHostRequested, this, &BackendManager::addSshHost);
     connect(&connector_, &BackendConnector::installNeeded, this, &BackendManager::askInstall);
     connect(&connector_, &BackendConnector::connected, this,
@@ -120,6 +129,21 @@ void BackendManager::addRemote() {
         return;
     addRemote(name->text().trimmed(), url->text().trimmed(), token->text().trimmed());
 }
+
+void BackendManager::askRemove(const QString& name) {
+    QMessageBox box(QMessageBox::Question, tr("Remove “%1”?").arg(name),
+                    tr("TrainDeck forgets “%1”: its runs stay in the catalog with their curves, its token leaves the "
+                       "keyring, and it is not connected at the next start (until then it stays connected).")
+                        .arg(name),
+                    QMessageBox::Cancel, &window_);
+    box.addButton(tr("Remove"), QMessageBox::DestructiveRole);
+    box.setDefaultButton(QMessageBox::Cancel);
+    if (box.exec() == QMessageBox::Cancel)
+        return;
+    remove(name);
+}
+
+void BackendManager::remove(const QString& name) { connector_.remove(name); }
 
 void BackendManager::addRemote(const QString& name, const QString& url, const QString& token) {
     if (!connector_.canConnect()) {
@@ -187,11 +211,7 @@ void BackendManager::addSshHost() {
         });
     if (dialog.exec() != QDialog::Accepted)
         return;
-    const QString destination = host->currentText().trimmed();
-    if (destination.isEmpty()) {
-        window_.addAlert(tr("Give the SSH host's address or its name in ~/.ssh/config"));
-        return;
-    }
+    const QString destination = host->currentText().trimmed(); // not empty: accept_when_valid
     QString config_path = config->text().trimmed();
     if (config_path.startsWith("~/"))
         config_path = QDir::homePath() + config_path.mid(1);

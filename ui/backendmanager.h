@@ -33,6 +33,9 @@ public:
     // "Add cloud provider…": a name and a provider file (backend/client/provider.h); then addCloud(name, file).
     void addCloudProvider();
     void addCloud(const QString& name, const QString& file);
+    // Remove backend…: asks, then remove(name) (BackendConnector::remove: the catalog row, then the keyring's token).
+    void askRemove(const QString& name);
+    void remove(const QString& name);
 
 private:
     void askTrust(const QString& name, const QString& url, const QString& key);

@@ -15,6 +15,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCursor>
+#include <QEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -795,7 +796,17 @@ QString CompareView::codeDiff() const { return code_diff_->toPlainText(); }
 
 QString CompareView::environmentNote() const { return environment_note_->text(); }
 
+void CompareView::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() != QEvent::PaletteChange)
+        return;
+    rebuildConfigTable();
+    if (!captures_.isEmpty())
+        setCaptures(QList<CapturedRun>(captures_));
+}
+
 void CompareView::setCaptures(const QList<CapturedRun>& runs) {
+    captures_ = runs;
     environment_model_->clear();
     setCodeDiff({}, {});
     QList<CapturedRun> captured;

@@ -82,6 +82,10 @@ signals:
     // The runs inside the parallel coordinates' brushes; active is false when there is no brush (all runs).
     void brushChanged(QSet<qint64> ids, bool active);
 
+protected:
+    // A theme switched: the tables' tints are made again for the new palette (theme.h background_tint).
+    void changeEvent(QEvent* event) override;
+
 private:
     void rebuildConfigTable();
     void rebuildSummaryTable();
@@ -125,6 +129,7 @@ private:
     std::vector<ScatterPoint> scatter_points_;
     bool updating_ = false;
     bool scatter_stale_ = false;
+    QList<CapturedRun> captures_; // what setCaptures was given, for a theme switch
 };
 
 } // namespace traindeck

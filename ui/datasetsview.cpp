@@ -5,6 +5,7 @@
 #include "datasetreader.h"
 #include "inspect.h"
 #include "manifest.h"
+#include "theme.h"
 
 #include <QAction>
 #include <QComboBox>
@@ -12,6 +13,7 @@
 #include <QDropEvent>
 #include <QDir>
 #include <QFile>
+#include <QEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -172,9 +174,10 @@ DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, const
     table_->horizontalHeader()->setStretchLastSection(true);
     table_->setAlternatingRowColors(true);
 
-    auto* register_folder = new QAction(QIcon::fromTheme("folder-new"), tr("Register folder…"), this);
+    auto* register_folder =
+        new QAction(action_icon("folder-new", QStyle::SP_FileDialogNewFolder), tr("Register folder…"), this);
     register_folder->setToolTip(tr("Register a folder as a dataset version (or drop it on this tab)"));
-    auto* register_file = new QAction(QIcon::fromTheme("document-new"), tr("Register file…"), this);
+    auto* register_file = new QAction(action_icon("document-new", QStyle::SP_FileIcon), tr("Register file…"), this);
     register_file->setToolTip(tr("Register a file as a dataset version (or drop it on this tab)"));
     auto* fashion = new QAction(tr("Add Fashion-MNIST"), this);
     fashion->setEnabled(QFileInfo::exists(kFashionMnist));
@@ -182,10 +185,10 @@ DatasetsView::DatasetsView(const QString& catalog_path, DatasetSync& sync, const
                                              : tr("Debian's dataset-fashion-mnist — not installed (apt-get install "
                                                   "dataset-fashion-mnist puts it in %1)")
                                                    .arg(kFashionMnist));
-    auto* upload = new QAction(QIcon::fromTheme("go-up"), tr("Upload selected version"), this);
+    auto* upload = new QAction(action_icon("go-up", QStyle::SP_ArrowUp), tr("Upload selected version"), this);
     upload->setToolTip(tr("Send the selected version to the backend chosen beside the button (only the chunks it "
                           "lacks)"));
-    auto* cancel_upload = new QAction(QIcon::fromTheme("process-stop"), tr("Cancel upload"), this);
+    auto* cancel_upload = new QAction(action_icon("process-stop", QStyle::SP_MediaStop), tr("Cancel upload"), this);
     cancel_upload->setToolTip(tr("Stop the upload in progress (it resumes where it stopped next time)"));
     commands_ = {register_folder, register_file, fashion, upload, cancel_upload};
     for (const auto& [made, name] : {std::pair{register_folder, "register_folder"},
@@ -414,6 +417,12 @@ void DatasetsView::dropEvent(QDropEvent* event) {
     const QList<QUrl> urls = event->mimeData()->urls();
     if (!urls.isEmpty() && urls.first().isLocalFile())
         registerPath(urls.first().toLocalFile());
+}
+
+void DatasetsView::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange && !shown_version_.isEmpty())
+        showVersion(shown_version_);
 }
 
 QString DatasetsView::previewWords() const { return summary_->isHidden() ? preview_text_->text() : summary_->text(); }

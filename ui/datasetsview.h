@@ -48,6 +48,8 @@ public:
 protected:
     void dragEnterEvent(class QDragEnterEvent* event) override;
     void dropEvent(class QDropEvent* event) override;
+    // A theme switched: the preview's images are drawn again on the new palette.
+    void changeEvent(QEvent* event) override;
 
 private:
     void showVersion(const QString& version);

@@ -36,6 +36,8 @@
 #include <cmath>
 #include <algorithm>
 #include <numeric>
+#include <optional>
+#include <utility>
 
 namespace traindeck {
 
@@ -129,7 +131,130 @@ QAbstractAxis* unit_axis(const QString& title, AxisUnit unit) {
 
 } // namespace
 
-JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent) : QWidget(parent), reader_(catalog_path) {
+// A job's record times and spend, read once per job and refresh, whatever number of its curves use them (another
+// x-axis maps each bucket's last step through them, xaxis.h).
+struct RefreshSources {
+    std::vector<MetricPoint> times, spend;
+    double samples_per_step = 0;
+};
+
+// What a refresh reads for: the shown run and what the view's widgets chose (read on the GUI thread).
+struct RefreshRequest {
+    qint64 job = 0;
+    int buckets = 0;
+    XAxis x_axis = XAxis::step;
+    QList<qint64> overlays;
+    QString histogram_name, histograms_shown, image_tag, images_shown;
+};
+
+struct RefreshOverlay {
+    qint64 job = 0;
+    CatalogReader::Curve loss;
+    RefreshSources sources;
+};
+
+// Everything one refresh draws, read from the catalog on a pool thread.
+struct RefreshData {
+    RefreshRequest request;
+    QString error, backend, main_curve = QStringLiteral("loss");
+    QStringList names;
+    bool imported = false;
+    CatalogReader::Curve loss, accuracy, cpu, spend;
+    RefreshSources own;
+    std::vector<RefreshOverlay> overlays;
+    std::vector<std::pair<QString, CatalogReader::Curve>> gpus; // utilisation and memory % per GPU
+    double budget = 0;
+    QStringList histogram_names, image_tags;
+    // The chosen histogram and image tag, and their contents when they changed since what the view shows.
+    QString histogram_name, histogram_key, image_tag, image_key;
+    std::optional<std::vector<Histogram>> histograms;
+    std::optional<std::vector<ImageRef>> images;
+    QStringList log;
+};
+
+namespace {
+
+RefreshData read_refresh(CatalogReader& reader, const RefreshRequest& request) {
+    RefreshData data;
+    data.request = request;
+    reader.clearError();
+    const qint64 job = request.job;
+    const int buckets = request.buckets;
+    data.backend = reader.jobBackend(job);
+    data.imported = data.backend == QLatin1String("import");
+    // The main curve: "loss" as the built-in trainer and the helper write it; a run from another tool (imported)
+    // may name it otherwise: its first curve with "loss" in the name (then "entropy", "error"), else its first curve.
+    data.names = reader.seriesNames(job);
+    if (!data.names.contains(data.main_curve)) {
+        QStringList own;
+        for (const QString& name : data.names)
+            if (!name.startsWith("telemetry/") && !name.startsWith('_') && name != "val/accuracy")
+                own << name;
+        const auto named = [&](const char* word) {
+            return std::find_if(own.begin(), own.end(),
+                                [word](const QString& name) { return name.contains(word, Qt::CaseInsensitive); });
+        };
+        auto chosen = named("loss");
+        for (const char* word : {"entropy", "error"})
+            if (chosen == own.end())
+                chosen = named(word);
+        if (chosen != own.end())
+            data.main_curve = *chosen;
+        else if (!own.isEmpty())
+            data.main_curve = own.front();
+    }
+    data.loss = reader.curve(job, data.main_curve, buckets);
+    data.accuracy = reader.curve(job, "val/accuracy", buckets);
+    const XAxis x_axis = request.x_axis;
+    auto sources_of = [&](qint64 of) {
+        RefreshSources sources;
+        if (x_axis == XAxis::samples)
+            sources.samples_per_step = reader.samplesPerStep(of);
+        if (x_axis == XAxis::step || x_axis == XAxis::samples)
+            return sources;
+        for (const QPointF& p : reader.curve(of, "_time", buckets).last)
+            sources.times.push_back({static_cast<int64_t>(p.x()), p.y()});
+        if (x_axis == XAxis::spend)
+            for (const QPointF& p : reader.curve(of, "telemetry/spend", buckets).last)
+                sources.spend.push_back({static_cast<int64_t>(p.x()), p.y()});
+        return sources;
+    };
+    data.own = sources_of(job);
+    for (const qint64 id : request.overlays)
+        data.overlays.push_back({id, reader.curve(id, "loss", buckets), sources_of(id)});
+    data.cpu = reader.curve(job, "telemetry/cpu_percent", buckets);
+    data.spend = reader.curve(job, "telemetry/spend", buckets);
+    for (const QString& name : data.names)
+        if (name.startsWith("telemetry/gpu") && (name.endsWith("/utilization") || name.endsWith("/memory_percent")))
+            data.gpus.emplace_back(name, reader.curve(job, name, buckets));
+    data.budget = reader.jobBudget(job);
+    // Histograms and images: read again only when the run, the name or the count changed (an import that is
+    // following grows them). The one chosen, or the first when it is not there (as offer() will choose).
+    data.histogram_names = reader.histogramNames(job);
+    if (!data.histogram_names.isEmpty()) {
+        data.histogram_name = data.histogram_names.contains(request.histogram_name) ? request.histogram_name
+                                                                                    : data.histogram_names.front();
+        data.histogram_key =
+            QString("%1/%2/%3").arg(job).arg(data.histogram_name).arg(reader.histogramCount(job, data.histogram_name));
+        if (data.histogram_key != request.histograms_shown)
+            data.histograms = reader.histograms(job, data.histogram_name);
+    }
+    data.image_tags = reader.imageTags(job);
+    if (!data.image_tags.isEmpty()) {
+        data.image_tag = data.image_tags.contains(request.image_tag) ? request.image_tag : data.image_tags.front();
+        data.image_key = QString("%1/%2/%3").arg(job).arg(data.image_tag).arg(reader.imageCount(job, data.image_tag));
+        if (data.image_key != request.images_shown)
+            data.images = reader.images(job, data.image_tag);
+    }
+    data.log = reader.logTail(job, 200);
+    data.error = reader.error();
+    return data;
+}
+
+} // namespace
+
+JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent)
+    : QWidget(parent), catalog_path_(catalog_path), background_reader_(std::make_shared<CatalogReader>(catalog_path)) {
     title_ = new QLabel(tr("Select a job"));
     QFont font = title_->font();
     font.setPointSizeF(font.pointSizeF() * 1.3);
@@ -361,6 +486,7 @@ void JobDetailView::rebuildAxes() {
     // Ticks and labels before the first data (a category axis has none until fitted).
     fit(step, 0, 1);
     fit(loss_axis, log_axis_ && log_axis_->isChecked() ? 0.1 : 0, 1);
+    fit(accuracy_axis, 0, 1);
     fit(time, 0, 1);
     fit(cpu_axis, system_log ? kCpuLogFloor : 0, 100);
     fit(spend_axis, system_log ? kSpendLogFloor : 0, system_log ? 0.01 : 0.0001);
@@ -439,7 +565,7 @@ void JobDetailView::exportTo(Chart which, const QString& path) {
     // Every point can be millions of rows: read and written on a pool thread, through a connection of its own.
     run_in_background(
         this,
-        [catalog = QString::fromStdString(reader_.path()), wanted, path] {
+        [catalog = catalog_path_, wanted, path] {
             CatalogReader reader(catalog);
             QStringList names;
             QVector<QVector<QPointF>> series;
@@ -488,67 +614,60 @@ void JobDetailView::showJob(qint64 job, const QString& title) {
 void JobDetailView::refresh() {
     if (job_ == 0)
         return;
-    reader_.clearError();
+    // One read at a time; a refresh asked for meanwhile reads again once it is drawn.
+    if (reading_) {
+        read_again_ = true;
+        return;
+    }
+    reading_ = true;
+    RefreshRequest request;
+    request.job = job_;
+    // About two buckets per pixel column of the plot area.
+    request.buckets = std::max(200, 2 * static_cast<int>(loss_chart_->plotArea().width()));
+    request.x_axis = static_cast<XAxis>(x_axis_->currentData().toInt());
+    for (const auto& [id, series] : overlays_)
+        request.overlays.push_back(id);
+    request.histogram_name = histogram_name_->currentText();
+    request.histograms_shown = histograms_shown_;
+    request.image_tag = image_tag_->currentText();
+    request.images_shown = images_shown_;
+    // The catalog is read on a pool thread, through a connection of its own (the GUI thread never waits on the disk);
+    // the answer is drawn here.
+    run_in_background(
+        this, [reader = background_reader_, request] { return read_refresh(*reader, request); },
+        [this](const RefreshData& data) {
+            reading_ = false;
+            // Another run shown meanwhile: this one's answer is not drawn, the new run's is read.
+            if (data.request.job == job_)
+                draw(data);
+            if (std::exchange(read_again_, false) || data.request.job != job_)
+                refresh();
+            else
+                emit refreshed();
+        },
+        QThreadPool::globalInstance());
+}
+
+void JobDetailView::draw(const RefreshData& data) {
+    error_ = data.error;
     // Money in what the job's backend charges in: a change (another job, another currency) names it anew.
-    if (const QString currency = backend_currency(reader_.jobBackend(job_)); currency != spend_currency_) {
+    if (const QString currency = backend_currency(data.backend); currency != spend_currency_) {
         spend_currency_ = currency;
         spend_->setName(tr("spend (%1)").arg(currency_symbol(currency).trimmed()));
         rebuildAxes();
     }
-    // About two buckets per pixel column of the plot area.
-    const int buckets = std::max(200, 2 * static_cast<int>(loss_chart_->plotArea().width()));
-    // The main curve: "loss" as the built-in trainer and the helper write it; a run from another tool (imported)
-    // may name it otherwise: its first curve with "loss" in the name (then "entropy", "error"), else its first curve.
-    const QStringList names = reader_.seriesNames(job_);
-    main_curve_ = QStringLiteral("loss");
-    if (!names.contains(main_curve_)) {
-        QStringList own;
-        for (const QString& name : names)
-            if (!name.startsWith("telemetry/") && !name.startsWith('_') && name != "val/accuracy")
-                own << name;
-        const auto named = [&](const char* word) {
-            return std::find_if(own.begin(), own.end(),
-                                [word](const QString& name) { return name.contains(word, Qt::CaseInsensitive); });
-        };
-        auto chosen = named("loss");
-        for (const char* word : {"entropy", "error"})
-            if (chosen == own.end())
-                chosen = named(word);
-        if (chosen != own.end())
-            main_curve_ = *chosen;
-        else if (!own.isEmpty())
-            main_curve_ = own.front();
-    }
+    main_curve_ = data.main_curve;
     loss_->setName(main_curve_ == "loss" ? tr("train loss") : main_curve_);
     // A run of another tool (imported: no telemetry, its own curve names) has no CPU, GPU or spend to chart; a
     // TrainDeck job keeps the chart from the start, before its first telemetry arrives.
-    const bool imported = reader_.jobBackend(job_) == QLatin1String("import");
-    system_view_->setVisible(
-        (main_curve_ == "loss" && !imported) ||
-        std::any_of(names.begin(), names.end(), [](const QString& name) { return name.startsWith("telemetry/"); }));
-    CatalogReader::Curve loss = reader_.curve(job_, main_curve_, buckets);
-    CatalogReader::Curve accuracy = reader_.curve(job_, "val/accuracy", buckets);
+    system_view_->setVisible((main_curve_ == "loss" && !data.imported) ||
+                             std::any_of(data.names.begin(), data.names.end(),
+                                         [](const QString& name) { return name.startsWith("telemetry/"); }));
+    CatalogReader::Curve loss = data.loss;
+    CatalogReader::Curve accuracy = data.accuracy;
     // Another x-axis: each bucket's last step mapped through the run's record times (and spend), as xaxis.h does.
-    const XAxis x_axis = static_cast<XAxis>(x_axis_->currentData().toInt());
-    // A job's record times and spend, read once per job and refresh, whatever number of its curves use them.
-    struct Sources {
-        std::vector<MetricPoint> times, spend;
-        double samples_per_step = 0;
-    };
-    auto sources_of = [&](qint64 job) {
-        Sources sources;
-        if (x_axis == XAxis::samples)
-            sources.samples_per_step = reader_.samplesPerStep(job);
-        if (x_axis == XAxis::step || x_axis == XAxis::samples)
-            return sources;
-        for (const QPointF& p : reader_.curve(job, "_time", buckets).last)
-            sources.times.push_back({static_cast<int64_t>(p.x()), p.y()});
-        if (x_axis == XAxis::spend)
-            for (const QPointF& p : reader_.curve(job, "telemetry/spend", buckets).last)
-                sources.spend.push_back({static_cast<int64_t>(p.x()), p.y()});
-        return sources;
-    };
-    auto on_axis = [&](const Sources& sources, QVector<QPointF> points) {
+    const XAxis x_axis = data.request.x_axis;
+    auto on_axis = [&](const RefreshSources& sources, const QVector<QPointF>& points) {
         if (x_axis == XAxis::step)
             return points;
         std::vector<MetricPoint> steps;
@@ -565,7 +684,7 @@ void JobDetailView::refresh() {
     // axis beside its last (already there). None where the axis left a bucket's last step out (no record time for
     // it): the points would not align. A first step the axis cannot place (before the run's first record time, which
     // is the first bucket's last step of "_time") takes the bucket's last x.
-    auto summaries_of = [&](const Sources& sources, const CatalogReader::Curve& curve) {
+    auto summaries_of = [&](const RefreshSources& sources, const CatalogReader::Curve& curve) {
         QVector<PointSummary> out;
         const qsizetype count = curve.first_step.size();
         if (curve.last.size() != count || curve.min.size() != count || curve.max.size() != count)
@@ -579,7 +698,7 @@ void JobDetailView::refresh() {
         }
         return out;
     };
-    const Sources own = x_axis != XAxis::step ? sources_of(job_) : Sources{};
+    const RefreshSources& own = data.own;
     if (x_axis != XAxis::step) {
         loss.last = on_axis(own, loss.last);
         loss.min = on_axis(own, loss.min);
@@ -605,8 +724,12 @@ void JobDetailView::refresh() {
     loss_view->setSummaries(val_accuracy_, summaries_of(own, accuracy));
     double overlay_end = 0, overlay_low = 1e300, overlay_high = -1e300;
     for (auto& [id, series] : overlays_) {
-        CatalogReader::Curve other = reader_.curve(id, "loss", buckets);
-        const Sources sources = sources_of(id);
+        const auto read = std::find_if(data.overlays.begin(), data.overlays.end(),
+                                       [job = id](const RefreshOverlay& overlay) { return overlay.job == job; });
+        if (read == data.overlays.end())
+            continue; // overlaid since the read began: the next refresh draws it
+        CatalogReader::Curve other = read->loss;
+        const RefreshSources& sources = read->sources;
         other.last = on_axis(sources, other.last);
         other.min = on_axis(sources, other.min);
         other.max = on_axis(sources, other.max);
@@ -642,11 +765,14 @@ void JobDetailView::refresh() {
             low = std::max(low, 1e-6);
         fit(axes[0], first, end);
         fit(axes[1], log_scale ? low : std::min(0.0, low), high * 1.05);
-        fit(axes[2], accuracy_range(accuracy).first, accuracy_range(accuracy).second);
+    }
+    if (!loss_chart_->isZoomed()) {
+        const auto [accuracy_low, accuracy_high] = accuracy_range(accuracy);
+        fit(axes[2], accuracy_low, accuracy_high);
     }
 
-    const CatalogReader::Curve cpu = reader_.curve(job_, "telemetry/cpu_percent", buckets);
-    const CatalogReader::Curve spend = reader_.curve(job_, "telemetry/spend", buckets);
+    const CatalogReader::Curve& cpu = data.cpu;
+    const CatalogReader::Curve& spend = data.spend;
     // On the chart's log axes a value at or below the floor is drawn on it (a log axis cannot place zero).
     const bool system_log = system_log_->isChecked();
     auto seconds = [system_log](QVector<QPointF> points, double origin, double floor = kCpuLogFloor) {
@@ -677,9 +803,7 @@ void JobDetailView::refresh() {
     system_view->setSummaries(spend_, telemetry_summaries(spend));
     // GPU utilisation and memory (% of the card) share the percent axis, on the same time axis as the CPU.
     const auto system_axes_now = system_chart_->axes();
-    for (const QString& name : reader_.seriesNames(job_)) {
-        if (!name.startsWith("telemetry/gpu") || !(name.endsWith("/utilization") || name.endsWith("/memory_percent")))
-            continue;
+    for (const auto& [name, gpu] : data.gpus) {
         QLineSeries*& series = gpu_series_[name];
         if (!series) {
             series = new QLineSeries;
@@ -689,7 +813,6 @@ void JobDetailView::refresh() {
             series->attachAxis(system_axes_now[0]);
             series->attachAxis(system_axes_now[1]);
         }
-        const CatalogReader::Curve gpu = reader_.curve(job_, name, buckets);
         series->replace(seconds(gpu.last, origin));
         system_view->setSummaries(series, telemetry_summaries(gpu));
     }
@@ -704,7 +827,7 @@ void JobDetailView::refresh() {
     // A job that costs nothing (a free local machine) reads $0.00 to $0.05, not six decimals of nothing.
     spend_high = spend_high > 0 ? std::max(spend_high, 0.0001) : 0.05;
     // The budget as a dashed line: spend runs up to it, and the job stops (checkpoint first) where they meet.
-    const double budget = reader_.jobBudget(job_);
+    const double budget = data.budget;
     budget_->setVisible(budget > 0); // no legend entry for an uncapped job
     if (budget > 0) {
         budget_->replace(QVector<QPointF>{{0, budget}, {time_end, budget}});
@@ -722,8 +845,8 @@ void JobDetailView::refresh() {
     system_view->updateCrosshair();
 
     // Histograms: read again only when the run, the name or the count changed (an import that is following grows it).
-    const QStringList histogram_names = reader_.histogramNames(job_);
-    const QStringList image_tags = reader_.imageTags(job_);
+    const QStringList& histogram_names = data.histogram_names;
+    const QStringList& image_tags = data.image_tags;
     if (histogram_names.isEmpty() != histograms_box_->isHidden() || image_tags.isEmpty() != images_box_->isHidden()) {
         histograms_box_->setVisible(!histogram_names.isEmpty());
         images_box_->setVisible(!image_tags.isEmpty());
@@ -731,26 +854,23 @@ void JobDetailView::refresh() {
     }
     if (!histogram_names.isEmpty()) {
         offer(histogram_name_, histogram_names);
-        const QString name = histogram_name_->currentText();
-        const QString key = QString("%1/%2/%3").arg(job_).arg(name).arg(reader_.histogramCount(job_, name));
-        if (key != histograms_shown_) {
-            histograms_shown_ = key;
-            heatmap_->setHistograms(name, reader_.histograms(job_, name));
+        // Read for the name chosen when the read began (another chosen since is read by the refresh it asked for).
+        if (data.histograms && histogram_name_->currentText() == data.histogram_name) {
+            histograms_shown_ = data.histogram_key;
+            heatmap_->setHistograms(data.histogram_name, *data.histograms);
         }
     }
 
     // Images: the same, by tag.
     if (!image_tags.isEmpty()) {
         offer(image_tag_, image_tags);
-        const QString tag = image_tag_->currentText();
-        const QString key = QString("%1/%2/%3").arg(job_).arg(tag).arg(reader_.imageCount(job_, tag));
-        if (key != images_shown_) {
-            images_shown_ = key;
-            image_strip_->setImages(tag, reader_.images(job_, tag));
+        if (data.images && image_tag_->currentText() == data.image_tag) {
+            images_shown_ = data.image_key;
+            image_strip_->setImages(data.image_tag, *data.images);
         }
     }
 
-    const QStringList lines = reader_.logTail(job_, 200);
+    const QStringList& lines = data.log;
     if (log_->toPlainText().split('\n').size() != lines.size())
         log_->setPlainText(lines.join('\n'));
 }

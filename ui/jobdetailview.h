@@ -9,6 +9,8 @@
 #include <QMap>
 #include <QWidget>
 
+#include <memory>
+
 class QCheckBox;
 class QComboBox;
 class QLabel;
@@ -25,6 +27,8 @@ class QValueAxis;
 class QLogValueAxis;
 
 namespace traindeck {
+
+struct RefreshData; // what one refresh read (jobdetailview.cpp)
 
 class JobDetailView : public QWidget {
     Q_OBJECT
@@ -50,7 +54,7 @@ public:
     QStringList systemCurveNames() const;
     int budgetPoints() const;
     // Why the catalog could not be read at the last refresh ("" when it could).
-    QString error() const { return reader_.error(); }
+    QString error() const { return error_; }
 
     class HistogramHeatmap& heatmap() {
         return *heatmap_;
@@ -69,6 +73,8 @@ public:
 
 signals:
     void exported(const QString& path, const QString& error);
+    // A refresh was drawn (the catalog is read on a pool thread: refresh() returns before).
+    void refreshed();
 
 public slots:
     void refresh();
@@ -79,8 +85,12 @@ private:
     void rebuildAxes();
     void shareRoom(); // the splitter's room among what shows, when the histograms or the images come or go
     void exportWithDialog(Chart which);
+    void draw(const RefreshData& data); // a refresh's answer, on the GUI thread
 
-    CatalogReader reader_;
+    QString catalog_path_;
+    std::shared_ptr<CatalogReader> background_reader_; // used by one refresh's read at a time, on a pool thread
+    QString error_;
+    bool reading_ = false, read_again_ = false;
     qint64 job_ = 0;
     QLabel* title_;
     QLabel* coverage_;

@@ -40,9 +40,11 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QRegularExpression>
+#include <QScopedValueRollback>
 #include <QSettings>
 #include <QToolButton>
 #include <QHeaderView>
+#include <QIcon>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
@@ -92,7 +94,9 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
         QHeaderView* header = table_->horizontalHeader();
         for (int i = 0; i < jobs_->extraColumns().size(); ++i)
             header->moveSection(header->visualIndex(JobTableModel::ColumnCount + i), 1 + i);
-        for (int column = 0; column < JobTableModel::ColumnCount; ++column) // a reset shows every section again
+        // A reset shows every section again (setSectionHidden resizes one shown again: not the user's doing).
+        const QScopedValueRollback not_the_user(fitting_columns_, true);
+        for (int column = 0; column < JobTableModel::ColumnCount; ++column)
             header->setSectionHidden(column, hidden_columns_.contains(column));
     });
     table_->setContextMenuPolicy(Qt::CustomContextMenu);
@@ -112,13 +116,19 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
         if (!fitting_columns_ && column != JobTableModel::Name && size > 0)
             user_widths_.insert(columnKey(column), size);
     });
+    // A double-click on a divider fits that column to its contents (QTableView, connected before this): it follows
+    // them again from then on.
+    connect(table_->horizontalHeader(), &QHeaderView::sectionHandleDoubleClicked, this,
+            [this](int column) { user_widths_.remove(columnKey(column)); });
     fit_timer_ = new QTimer(this);
     fit_timer_->setSingleShot(true);
     connect(fit_timer_, &QTimer::timeout, this, &MainWindow::fitColumns);
-    connect(jobs_, &QAbstractItemModel::modelReset, fit_timer_, qOverload<>(&QTimer::start));
-    connect(jobs_, &QAbstractItemModel::layoutChanged, fit_timer_, qOverload<>(&QTimer::start));
-    connect(jobs_, &QAbstractItemModel::rowsInserted, fit_timer_, qOverload<>(&QTimer::start));
-    connect(jobs_, &QAbstractItemModel::dataChanged, fit_timer_, qOverload<>(&QTimer::start));
+    // New rows or another order: every column fitted again. Changed values (the clock's tick of elapsed times and
+    // ETAs each second): a column grows for a wider value and never shrinks, so that nothing jitters.
+    connect(jobs_, &QAbstractItemModel::modelReset, this, [this] { fitSoon(true); });
+    connect(jobs_, &QAbstractItemModel::layoutChanged, this, [this] { fitSoon(true); });
+    connect(jobs_, &QAbstractItemModel::rowsInserted, this, [this] { fitSoon(true); });
+    connect(jobs_, &QAbstractItemModel::dataChanged, this, [this] { fitSoon(false); });
     // Sized from the rows in view and the next screenful (Qt's default reads 1,000 rows of every column on each
     // layout: 100 ms and more of a start on a catalog of 10,000 runs, tests/bench/console_startup).
     table_->horizontalHeader()->setResizeContentsPrecision(100);
@@ -176,7 +186,9 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     backends_view_->verticalHeader()->hide();
     backends_view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     backends_view_->horizontalHeader()->setStretchLastSection(true);
-    backends_view_->setSelectionMode(QAbstractItemView::NoSelection);
+    // One backend at a time is chosen, for Remove backend… (the Backends menu, or right-click on it).
+    backends_view_->setSelectionMode(QAbstractItemView::SingleSelection);
+    backends_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
     backends_view_->setMaximumHeight(110);
     backends_view_->setAccessibleName(tr("Backends"));
     instances_view_ = new InstancesView;
@@ -973,7 +985,7 @@ void MainWindow::archiveSelected(bool archived) {
     QList<qint64> ids;
     QStringList active;
     for (const qint64 id : selectedIds()) {
-        const RunRecord* run = jobs_->runAt(jobs_->rowOf(id));
+        const RunRecord* run = jobs_->runById(id);
         if (archived && run && !is_finished_in_catalog(run->state))
             active << QString::fromStdString(run->name);
         else
@@ -1309,23 +1321,26 @@ void MainWindow::restoreLayout() {
     for (int column = 0; column < JobTableModel::ColumnCount; ++column) {
         if (hidden.contains(QString::number(column)) && column != JobTableModel::Name)
             hidden_columns_.insert(column);
+        const QScopedValueRollback not_the_user(fitting_columns_, true);
         header->setSectionHidden(column, hidden_columns_.contains(column));
     }
-    // The widths the user gave columns, by the column's title (a config column's place changes with the runs shown).
+    // The widths the user gave columns (columnKey: a config column's place changes with the runs shown).
     const QVariantMap widths = stored.value("table/user_widths").toMap();
     for (auto width = widths.begin(); width != widths.end(); ++width)
         if (width.value().toInt() > 0)
             user_widths_.insert(width.key(), width.value().toInt());
-    fitColumns();
+    fit_all_ = true;
+    fitColumns(); // at once: the window shows as it was left
     header->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(header, &QWidget::customContextMenuRequested, this, [this, header](const QPoint& at) {
         QMenu menu(this);
+        menu.setToolTipsVisible(true);
         QAction* fit = menu.addAction(tr("Fit Widths to Contents"));
         fit->setToolTip(tr("Columns you dragged to a width follow their contents again"));
         fit->setEnabled(!user_widths_.isEmpty());
         connect(fit, &QAction::triggered, this, [this] {
             user_widths_.clear();
-            fitColumns();
+            fitSoon(true);
         });
         menu.addSeparator();
         for (int column = 0; column < JobTableModel::ColumnCount; ++column) {
@@ -1358,10 +1373,53 @@ void MainWindow::saveLayout() {
     for (auto width = user_widths_.cbegin(); width != user_widths_.cend(); ++width)
         widths.insert(width.key(), width.value());
     stored.setValue("table/user_widths", widths);
-    stored.remove("table/widths"); // every section's width, kept before a dragged column was told from a fitted one
+    // Every section's width, as the console kept them before it told a dragged column from a fitted one.
+    stored.remove("table/widths");
     const QModelIndex current = currentJob();
     stored.setValue("table/selected_job",
                     current.isValid() ? jobs_->data(current, JobTableModel::JobIdRole).toLongLong() : 0);
+}
+
+MainWindow::~MainWindow() { table_->horizontalHeader()->disconnect(this); }
+
+QString MainWindow::chosenBackend() const {
+    const QModelIndex current = backends_view_->currentIndex();
+    return current.isValid()
+               ? backends_model_->data(backends_model_->index(current.row(), BackendTableModel::Name), Qt::DisplayRole)
+                     .toString()
+               : QString();
+}
+
+void MainWindow::updateBackendActions() {
+    QAction* remove = action("remove_backend");
+    if (!remove)
+        return;
+    const QString chosen = chosenBackend();
+    const QString why = chosen.isEmpty()                   ? tr("choose a backend in the Backends table first")
+                        : chosen == QLatin1String("local") ? tr("the local worker is built in")
+                                                           : QString();
+    const QString tip = remove->property("tip").toString();
+    remove->setEnabled(why.isEmpty());
+    remove->setText(why.isEmpty() ? tr("Remove “%1”…").arg(chosen) : tr("Remove backend…"));
+    remove->setToolTip(why.isEmpty() ? tip : tr("%1 — %2").arg(tip, why));
+    remove->setStatusTip(remove->toolTip());
+}
+
+void MainWindow::removeBackend(const QString& name) {
+    if (name.isEmpty() || name == QLatin1String("local"))
+        return;
+    // Its runs still going would be watched by nothing after the next start: they end first (or are cancelled).
+    QStringList going;
+    for (const RunRecord& run : jobs_->allRuns()) // shown by the query or not
+        if (QString::fromStdString(run.backend) == name && !is_finished_in_catalog(run.state))
+            going << QString::fromStdString(run.name);
+    if (!going.isEmpty()) {
+        addAlert(tr("“%1” not removed: %n run(s) still going there (%2); cancel them or let them finish first", nullptr,
+                    static_cast<int>(going.size()))
+                     .arg(name, going.join(QStringLiteral(", "))));
+        return;
+    }
+    emit removeBackendRequested(name);
 }
 
 void MainWindow::showColumn(int column, bool shown) {
@@ -1371,27 +1429,45 @@ void MainWindow::showColumn(int column, bool shown) {
         hidden_columns_.remove(column);
     else
         hidden_columns_.insert(column);
-    table_->horizontalHeader()->setSectionHidden(column, !shown);
-    fit_timer_->start(); // a column shown again is sized for what it holds now
+    {
+        // Qt gives a section shown again its old size: not the user's doing.
+        const QScopedValueRollback not_the_user(fitting_columns_, true);
+        table_->horizontalHeader()->setSectionHidden(column, !shown);
+    }
+    // A column shown again is sized for what it holds now.
+    fitSoon(true);
 }
 
 QString MainWindow::columnKey(int column) const {
-    return jobs_->headerData(column, Qt::Horizontal, Qt::DisplayRole).toString();
+    // The table's own columns by their place (their titles are translated), a config or summary column by its key.
+    return column < JobTableModel::ColumnCount
+               ? QStringLiteral("#%1").arg(column)
+               : QStringLiteral("extra:%1").arg(jobs_->extraColumns().value(column - JobTableModel::ColumnCount));
+}
+
+void MainWindow::fitSoon(bool all) {
+    fit_all_ = fit_all_ || all;
+    fit_timer_->start();
 }
 
 void MainWindow::fitColumns() {
     // Sized from the rows in view and the next screenful (resizeContentsPrecision); the header's title counts too.
     QHeaderView* header = table_->horizontalHeader();
-    fitting_columns_ = true;
+    const bool all = std::exchange(fit_all_, false);
+    const QScopedValueRollback not_the_user(fitting_columns_, true);
     for (int column = 0; column < jobs_->columnCount(); ++column) {
         if (column == JobTableModel::Name || header->isSectionHidden(column))
             continue;
-        if (const auto width = user_widths_.constFind(columnKey(column)); width != user_widths_.cend())
+        if (const auto width = user_widths_.constFind(columnKey(column)); width != user_widths_.cend()) {
             header->resizeSection(column, *width);
-        else
-            table_->resizeColumnToContents(column);
+            continue;
+        }
+        // QTableView's override is protected; QAbstractItemView's is public (the same virtual).
+        const int wanted = std::max(static_cast<const QAbstractItemView*>(table_)->sizeHintForColumn(column),
+                                    header->sectionSizeHint(column));
+        if (all || wanted > header->sectionSize(column))
+            header->resizeSection(column, wanted);
     }
-    fitting_columns_ = false;
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -1464,10 +1540,7 @@ void MainWindow::updateTray() {
 
 namespace {
 
-// The theme's icon, else Qt's own of the same meaning (every platform has those), so no button is left blank.
-QIcon themed(const char* name, QStyle::StandardPixmap fallback) {
-    return QIcon::fromTheme(QLatin1String(name), QApplication::style()->standardIcon(fallback));
-}
+QIcon themed(const char* name, QStyle::StandardPixmap fallback) { return action_icon(name, fallback); }
 
 // The icon in the palette's text colour when the palette is dark and the icon is a dark monochrome one; else as it is.
 QIcon readable(const QIcon& icon, const QPalette& palette) {
@@ -1566,10 +1639,10 @@ void MainWindow::createActions() {
                               tr("Search hyperparameters: many trials of one job, stopped early by the worker"),
                               QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_N));
     connect(new_sweep, &QAction::triggered, sweeps_, &SweepView::newSweep);
-    QAction* demo_mlp = make("demo_mlp", themed("media-playback-start", QStyle::SP_MediaPlay), tr("Demo MLP"),
+    QAction* demo_mlp = make("demo_mlp", themed("system-run", QStyle::SP_MediaPlay), tr("Demo MLP"),
                              tr("Train the demo MLP on Fashion-MNIST on the local worker"));
     connect(demo_mlp, &QAction::triggered, this, [this] { submitDemo("mlp"); });
-    QAction* demo_cnn = make("demo_cnn", themed("media-playback-start", QStyle::SP_MediaPlay), tr("Demo CNN"),
+    QAction* demo_cnn = make("demo_cnn", themed("system-run", QStyle::SP_MediaPlay), tr("Demo CNN"),
                              tr("Train the demo CNN on Fashion-MNIST on the local worker"));
     connect(demo_cnn, &QAction::triggered, this, [this] { submitDemo("cnn"); });
     QAction* clone =
@@ -1581,7 +1654,7 @@ void MainWindow::createActions() {
                                    QKeySequence(Qt::CTRL | Qt::Key_Period)));
     connect(cancel, &QAction::triggered, this, &MainWindow::cancelSelected);
     QAction* resume =
-        on_runs(make("resume", themed("view-refresh", QStyle::SP_MediaSeekForward), tr("Resume job"),
+        on_runs(make("resume", themed("media-playback-start", QStyle::SP_MediaSeekForward), tr("Resume job"),
                      tr("Continue the current run from its last checkpoint"), QKeySequence(Qt::CTRL | Qt::Key_R)));
     connect(resume, &QAction::triggered, this, &MainWindow::resumeSelected);
     QAction* export_model = on_runs(make(
@@ -1606,7 +1679,7 @@ void MainWindow::createActions() {
             openExportedModel(path);
     });
     QAction* rerun =
-        on_runs(make("rerun", themed("view-refresh", QStyle::SP_BrowserReload), tr("Rerun exactly…"),
+        on_runs(make("rerun", themed("media-playlist-repeat", QStyle::SP_BrowserReload), tr("Rerun exactly…"),
                      tr("Run the current run again from its captured code, spec, seeds and data, on any backend")));
     connect(rerun, &QAction::triggered, this, [this] {
         if (const QModelIndex current = table_->currentIndex(); current.isValid())
@@ -1804,11 +1877,32 @@ void MainWindow::createActions() {
         // They act on the Datasets tab: show it.
         connect(command, &QAction::triggered, this, [this] { tabs_->setCurrentWidget(datasets_); });
     }
+    QAction* remove_backend =
+        make("remove_backend", themed("list-remove", QStyle::SP_TrashIcon), tr("Remove backend…"),
+             tr("Forget the chosen backend: its runs stay, its token leaves the keyring, it is not connected at the "
+                "next start"));
+    connect(remove_backend, &QAction::triggered, this, [this] { removeBackend(chosenBackend()); });
+    connect(backends_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            &MainWindow::updateBackendActions);
+    connect(backends_model_, &QAbstractItemModel::modelReset, this, &MainWindow::updateBackendActions);
     QMenu* backends = menuBar()->addMenu(tr("&Backends"));
     backends->addActions({add_worker, add_ssh_host, add_cloud, resources});
-    // Right-click on the backends table: the Backends menu's commands.
-    backends_view_->setContextMenuPolicy(Qt::ActionsContextMenu);
-    backends_view_->addActions({add_worker, add_ssh_host, add_cloud, resources});
+    backends->addSeparator();
+    backends->addAction(remove_backend);
+    // Right-click on the backends table: the Backends menu's commands, Remove for the row under the mouse.
+    backends_view_->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(backends_view_, &QWidget::customContextMenuRequested, this,
+            [this, add_worker, add_ssh_host, add_cloud, resources, remove_backend](const QPoint& at) {
+                if (const QModelIndex index = backends_view_->indexAt(at); index.isValid())
+                    backends_view_->setCurrentIndex(index);
+                QMenu menu(this);
+                menu.setToolTipsVisible(true);
+                menu.addActions({add_worker, add_ssh_host, add_cloud, resources});
+                menu.addSeparator();
+                menu.addAction(remove_backend);
+                menu.exec(backends_view_->viewport()->mapToGlobal(at));
+            });
+    updateBackendActions();
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addActions({about, about_qt});
     // A greyed entry says why when the mouse rests on it: each run action's tip ends in the reason (updateActions).

@@ -39,6 +39,9 @@ class MainWindow : public QMainWindow {
 public:
     // The first backend (the local worker); more join through addBackend().
     MainWindow(const QString& catalog_path, JobSync& sync, Backend& backend, QWidget* parent = nullptr);
+    // Before the widgets go: the runs table's header resizes its sections as it is hidden, and its slots here use
+    // members already destroyed by then.
+    ~MainWindow() override;
     void addBackend(const QString& name, JobSync& sync, Backend& backend);
     QStringList backendNames() const;
 
@@ -112,6 +115,8 @@ public:
     void selectRow(int row);
     // One of the runs table's own columns shown or hidden (the header's menu; kept at the next start).
     void showColumn(int column, bool shown);
+    // Remove backend… for `name` (the Backends table's chosen row): refused, said, while a run is still going there.
+    void removeBackend(const QString& name);
     // The alerts panel's rows, newest first (each as shown: time, then the message).
     QStringList alerts() const;
     // Export model… for the current job: the dialog, opened non-modal (returned for tests).
@@ -136,6 +141,8 @@ public:
 signals:
     // The user asked to add a remote worker (the app wires this to its BackendManager).
     void addRemoteWorkerRequested();
+    // Remove backend… for a backend with no run still going (BackendManager asks, then forgets it).
+    void removeBackendRequested(const QString& name);
     void addSshHostRequested();
     void addCloudProviderRequested();
 
@@ -191,6 +198,9 @@ private:
     void restoreLayout();
     void saveLayout();
     void fitColumns();
+    QString chosenBackend() const; // the Backends table's current row's name, or ""
+    void updateBackendActions();
+    void fitSoon(bool all); // all: every column fitted again (else they only grow)
     QString columnKey(int column) const;
     // Settings' prices and idle alert to the local worker (Backend::setPolicy), off the GUI thread.
     void pushLocalPolicy();
@@ -252,8 +262,9 @@ private:
     QLabel* empty_text_ = nullptr;
     QList<QToolButton*> empty_button_list_;
     QSet<int> hidden_columns_; // of the runs table's own columns (the header's menu; kept across model resets)
-    QHash<QString, int> user_widths_; // the runs table's columns the user dragged, by title
+    QHash<QString, int> user_widths_; // the runs table's columns the user dragged (columnKey)
     bool fitting_columns_ = false;    // fitColumns is resizing: not the user
+    bool fit_all_ = true;             // the next fit may shrink columns too
     QTimer* fit_timer_ = nullptr;     // one fit for a burst of model changes
     bool refresh_pending_ = false;
     QTimer* follow_timer_;     // reads what other programs wrote to the catalog (each second)

@@ -333,6 +333,9 @@ void ResultsView::showEvaluation(int index) {
 }
 
 void ResultsView::showCellExamples(int truth, int predicted) {
+    // A click where the style activates on one click says it twice (cellClicked, cellActivated): shown once.
+    if (truth >= 0 && truth == cell_truth_ && predicted == cell_predicted_ && gallery_->count() > 0)
+        return;
     cell_truth_ = truth;
     cell_predicted_ = predicted;
     fillGallery();

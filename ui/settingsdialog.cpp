@@ -258,7 +258,10 @@ ConsoleSettings SettingsDialog::settings() const {
     chosen.smoothing = smoothing_->value();
     chosen.log_scale = log_scale_->isChecked();
     chosen.notify = notify_->isChecked();
+    // "~/…" as the placeholder writes it: the home folder.
     chosen.data_folder = data_folder_->text().trimmed();
+    if (chosen.data_folder == QStringLiteral("~") || chosen.data_folder.startsWith(QStringLiteral("~/")))
+        chosen.data_folder = QDir::homePath() + chosen.data_folder.mid(1);
     chosen.price_base = price_base_->value();
     chosen.price_gpu = price_gpu_->value();
     chosen.price_cpu = price_cpu_->value();

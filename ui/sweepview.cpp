@@ -264,6 +264,7 @@ SweepSync* SweepView::syncFor(const QString& backend) {
             showDetail(detail);
     });
     connect(sync, &SweepSync::created, this, [this, backend](qint64 id) {
+        notice_->hide(); // a sweep started: what failed before is not the news any more
         pending_backend_ = backend;
         pending_id_ = id;
         if (selectSweep(backend, id))

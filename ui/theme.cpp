@@ -1,6 +1,7 @@
 #include "theme.h"
 
 #include <QApplication>
+#include <QFile>
 #include <QPalette>
 #include <QStyle>
 #include <QStyleFactory>
@@ -61,6 +62,16 @@ QString theme_name(Theme theme) {
         break;
     }
     return QStringLiteral("system");
+}
+
+QIcon action_icon(const char* name, QStyle::StandardPixmap fallback) {
+    const QString themed = QLatin1String(name);
+    if (QIcon::hasThemeIcon(themed))
+        return QIcon::fromTheme(themed);
+    const QString bundled = QStringLiteral(":/icons/actions/%1.svg").arg(themed);
+    if (QFile::exists(bundled))
+        return QIcon(bundled);
+    return QApplication::style()->standardIcon(fallback);
 }
 
 QColor background_tint(const QColor& pastel, const QPalette& palette) {

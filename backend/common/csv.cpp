@@ -2,6 +2,13 @@
 
 namespace traindeck {
 
+std::string trim_field(std::string_view field) {
+    const size_t begin = field.find_first_not_of(" \t");
+    if (begin == std::string_view::npos)
+        return {};
+    return std::string(field.substr(begin, field.find_last_not_of(" \t") - begin + 1));
+}
+
 std::vector<std::string> split_csv_line(std::string_view line) {
     std::vector<std::string> fields(1);
     bool quoted = false;

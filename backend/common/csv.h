@@ -9,5 +9,7 @@
 namespace traindeck {
 
 std::vector<std::string> split_csv_line(std::string_view line);
+// A field (a header's name, a cell) without the spaces and tabs around it, as both read it.
+std::string trim_field(std::string_view field);
 
 } // namespace traindeck

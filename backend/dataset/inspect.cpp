@@ -101,17 +101,15 @@ bool read_csv(const std::string& path, const std::string& relative, CsvTable& ta
     for (auto& column : counts)
         table.values.emplace_back(column.begin(), column.end());
     table.too_many_values = std::move(too_many);
-    for (size_t c = 0; c < table.header.size(); ++c) {
+    table.label_column = static_cast<int>(table.header.size()) - 1;
+    for (size_t c = 0; c + 1 < table.header.size(); ++c) {
         static const char* label_names[] = {"label", "class", "target", "y", "species", "category", "outcome"};
-        const std::string name = lower(table.header[c]);
+        const std::string name = lower(trim_field(table.header[c]));
         if (std::find(std::begin(label_names), std::end(label_names), name) != std::end(label_names)) {
-            table.label_column = static_cast<int>(c);
-            table.label_by_name = true;
+            table.named_label = static_cast<int>(c);
             break;
         }
     }
-    if (table.label_column < 0)
-        table.label_column = static_cast<int>(table.header.size()) - 1;
     return true;
 }
 
@@ -134,20 +132,28 @@ std::string describe_label_column(const CsvTable& table) {
     if (table.label_column < 0 || static_cast<size_t>(table.label_column) >= table.header.size())
         return {};
     const auto column = static_cast<size_t>(table.label_column);
-    std::string text = "label column \"" + table.header[column] + "\" (" +
-                       (table.label_by_name ? "by its name" : "the last; a job names its own") + ")";
+    std::string text = "label column \"" + table.header[column] +
+                       "\" (the last: a job trains on it unless its spec "
+                       "names label_column)";
     static const std::vector<std::pair<std::string, int64_t>> none;
-    const auto& values = column < table.values.size() ? table.values[column] : none;
+    auto values = column < table.values.size() ? table.values[column] : none;
     const bool numeric = table.types[column] != "text";
     const bool too_many = column < table.too_many_values.size() && table.too_many_values[column];
     if (!values.empty() && (!numeric || values.size() <= 20)) {
+        if (numeric)
+            std::stable_sort(values.begin(), values.end(), [](const auto& a, const auto& b) {
+                return std::strtod(a.first.c_str(), nullptr) < std::strtod(b.first.c_str(), nullptr);
+            });
+        constexpr size_t kListed = 20;
         text += ": " + std::to_string(values.size()) + (values.size() == 1 ? " class: " : " classes: ");
-        for (size_t i = 0; i < values.size(); ++i) {
+        for (size_t i = 0; i < std::min(values.size(), kListed); ++i) {
             // A value with a comma in quotes, so that the list still reads as one.
             const std::string& value = values[i].first;
             text += (i ? ", " : "") + (value.find(',') == std::string::npos ? value : "\"" + value + "\"") + " (" +
                     std::to_string(values[i].second) + ")";
         }
+        if (values.size() > kListed)
+            text += ", …";
     } else if (numeric && table.low[column] <= table.high[column]) {
         char range[96];
         std::snprintf(range, sizeof range, "%.6g to %.6g", table.low[column], table.high[column]);
@@ -157,6 +163,9 @@ std::string describe_label_column(const CsvTable& table) {
     } else {
         text += ": every cell empty";
     }
+    if (table.named_label >= 0 && static_cast<size_t>(table.named_label) < table.header.size())
+        text += "; column \"" + table.header[static_cast<size_t>(table.named_label)] +
+                "\" is named like a label: a job's \"label_column\" chooses it";
     return text;
 }
 

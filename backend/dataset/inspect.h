@@ -36,14 +36,16 @@ struct CsvTable {
     std::vector<std::vector<std::pair<std::string, int64_t>>> values;
     std::vector<char> too_many_values; // per column: past kMaxCsvValues distinct values
     std::vector<double> low, high;
-    // The column a job would most likely train on: one named label, class, target, y, species, category or outcome
-    // (any case), else the last; -1 for a table without columns. label_by_name says which rule chose it.
+    // The column a job trains on unless its spec names another (label_column): the last, as the trainer reads it
+    // (backend/engine/dataset.cpp); -1 for a table without columns. named_label: another column named label, class,
+    // target, y, species, category or outcome (any case), which the preview points out, or -1.
     int label_column = -1;
-    bool label_by_name = false;
+    int named_label = -1;
 };
 
-// What the preview says of a table's label column: its classes and how many rows each ("3 classes: setosa (50), …"),
-// or the range of a numeric target with more values than a class list would hold. Empty when there is no column.
+// What the preview says of a table's label column: its classes and how many rows each ("3 classes: setosa (50), …",
+// the first 20; numbers in numeric order), or the range of a numeric target with more values than a class list would
+// hold; and a column named like a label that is not the last. Empty when there is no column.
 std::string describe_label_column(const CsvTable& table);
 
 struct Preview {

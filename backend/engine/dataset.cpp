@@ -124,15 +124,8 @@ Dataset Dataset::subset(const std::vector<size_t>& indices) const {
 
 namespace {
 
-std::string trim(const std::string& text) {
-    const size_t begin = text.find_first_not_of(" \t");
-    if (begin == std::string::npos)
-        return {};
-    return text.substr(begin, text.find_last_not_of(" \t") - begin + 1);
-}
-
 bool parse_float(const std::string& text, float& out) {
-    const std::string t = trim(text);
+    const std::string t = trim_field(text);
     if (t.empty())
         return false;
     const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
@@ -172,7 +165,7 @@ namespace {
 
 // A cell the table leaves empty: "", NA, N/A, NaN, null, ? (any case).
 bool is_missing(const std::string& cell) {
-    std::string lower = trim(cell);
+    std::string lower = trim_field(cell);
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
     return lower.empty() || lower == "na" || lower == "n/a" || lower == "nan" || lower == "null" || lower == "?";
 }
@@ -191,7 +184,7 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
     int label_index = static_cast<int>(header.size()) - 1;
     if (!label_column.empty()) {
         const auto it = std::find_if(header.begin(), header.end(),
-                                     [&](const std::string& name) { return trim(name) == label_column; });
+                                     [&](const std::string& name) { return trim_field(name) == label_column; });
         if (it == header.end())
             return Error{path + ": no column named \"" + label_column + "\" in the header"};
         label_index = static_cast<int>(it - header.begin());
@@ -212,7 +205,7 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
     size_t line_number = 1;
     while (std::getline(in, line)) {
         ++line_number;
-        if (trim(line).empty() || trim(line) == "\r")
+        if (trim_field(line).empty() || trim_field(line) == "\r")
             continue;
         std::vector<std::string> cells = split_csv_line(line);
         if (cells.size() != header.size())
@@ -227,7 +220,7 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
             ++report.rows_dropped;
             continue;
         }
-        raw_labels.push_back(trim(cells[label_index]));
+        raw_labels.push_back(trim_field(cells[label_index]));
         cells.erase(cells.begin() + label_index);
         uint8_t any = 0;
         for (const std::string& cell : cells) {
@@ -249,7 +242,7 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
         learned.categories.resize(columns);
         learned.fill.assign(columns, 0.0f);
         for (size_t f = 0; f < columns; ++f) {
-            learned.columns[f] = trim(header[feature_column(f)]);
+            learned.columns[f] = trim_field(header[feature_column(f)]);
             double sum = 0;
             size_t present = 0, numbers = 0, first_text = rows.size();
             std::map<std::string, size_t> counts;
@@ -264,7 +257,7 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
                     first_text = r;
                 }
                 ++present;
-                ++counts[trim(rows[r][f])];
+                ++counts[trim_field(rows[r][f])];
             }
             if (present == 0)
                 return Error{path + ": column \"" + learned.columns[f] + "\" has no values at all"};
@@ -337,8 +330,8 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
             // One-hot over the training file's values; a value it never had is all zeros, and counted.
             size_t hot = missing ? static_cast<size_t>(encoding->fill[f]) : categories.size();
             if (!missing) {
-                const auto it = std::lower_bound(categories.begin(), categories.end(), trim(row[f]));
-                if (it != categories.end() && *it == trim(row[f]))
+                const auto it = std::lower_bound(categories.begin(), categories.end(), trim_field(row[f]));
+                if (it != categories.end() && *it == trim_field(row[f]))
                     hot = static_cast<size_t>(it - categories.begin());
                 else
                     ++report.unseen_values;
@@ -349,8 +342,9 @@ Expected<Dataset> load_csv(const std::string& path, const std::string& label_col
         if (options.regression) {
             float value = 0.0f;
             if (!parse_float(raw_labels[r], value))
-                return Error{path + ":" + std::to_string(row_lines[r]) + ": the target \"" + trim(header[label_index]) +
-                             "\" is \"" + raw_labels[r] + "\", not a finite number (a regression predicts a number)"};
+                return Error{path + ":" + std::to_string(row_lines[r]) + ": the target \"" +
+                             trim_field(header[label_index]) + "\" is \"" + raw_labels[r] +
+                             "\", not a finite number (a regression predicts a number)"};
             data.target.push_back(value);
         }
         labels.push_back(raw_labels[r]);

@@ -276,12 +276,11 @@ TEST(Inspect, CsvTypesAndRaggedRows) {
     EXPECT_EQ(table.types, (std::vector<std::string>{"number", "number", "integer", "text"}));
     EXPECT_EQ(table.row_count, 3);
     EXPECT_EQ(table.rows.at(1).at(3), "setosa, small");
-    // The label column by its name, with its classes and how many rows each.
+    // The label column (the last, as a job reads it), with its classes and how many rows each.
     EXPECT_EQ(table.label_column, 3);
-    EXPECT_NE(
-        preview.summary.find("label column \"species\" (by its name): 3 classes: setosa (1), \"setosa, small\" (1), "
-                             "virginica (1)"),
-        std::string::npos)
+    EXPECT_NE(preview.summary.find("label column \"species\" (the last: a job trains on it unless its spec names "
+                                   "label_column): 3 classes: setosa (1), \"setosa, small\" (1), virginica (1)"),
+              std::string::npos)
         << preview.summary;
 
     write_bytes(dir.file("iris.csv"), "a,b,c\n1,2,3\n4,5\n7,8,9\n");
@@ -290,11 +289,12 @@ TEST(Inspect, CsvTypesAndRaggedRows) {
     EXPECT_NE(error.find("ragged"), std::string::npos) << error;
 }
 
-// Without a column named like a label, the last one; a numeric target of many values reads as a range, a text
-// column of too many values says so, and a column of few numbers is classes.
+// The label column is the last, as the trainer reads it: a numeric target of many values reads as a range, a text
+// column of too many values says so, a column of few numbers is classes in numeric order (the first 20), and a column
+// named like a label elsewhere is pointed out.
 TEST(Inspect, CsvLabelColumnSaysItsClassesOrItsRange) {
     TempDir dir;
-    std::string csv = "id,digit,price,city\n";
+    std::string csv = "id, Class ,price,city\n";
     for (int i = 0; i < 100; ++i)
         csv += std::to_string(i) + "," + std::to_string(i % 3) + "," + std::to_string(1.5 * i) + ",c" +
                std::to_string(i) + "\n";
@@ -304,17 +304,32 @@ TEST(Inspect, CsvLabelColumnSaysItsClassesOrItsRange) {
     ASSERT_TRUE(inspect_dataset(dir.path(), scan(dir.path()), preview, error)) << error;
     CsvTable table = preview.tables.at(0);
     EXPECT_EQ(table.label_column, 3);
-    EXPECT_FALSE(table.label_by_name);
-    EXPECT_EQ(describe_label_column(table),
-              "label column \"city\" (the last; a job names its own): more than 64 distinct texts");
+    EXPECT_EQ(table.named_label, 1) << "\" Class \" is named like a label (trimmed, any case)";
+    const std::string note = "; column \" Class \" is named like a label: a job's \"label_column\" chooses it";
+    const std::string last = " (the last: a job trains on it unless its spec names label_column)";
+    EXPECT_EQ(describe_label_column(table), "label column \"city\"" + last + ": more than 64 distinct texts" + note);
     EXPECT_EQ(table.values.at(1), (std::vector<std::pair<std::string, int64_t>>{{"0", 34}, {"1", 33}, {"2", 33}}));
     table.label_column = 1;
     EXPECT_EQ(describe_label_column(table),
-              "label column \"digit\" (the last; a job names its own): 3 classes: 0 (34), 1 (33), 2 (33)");
+              "label column \" Class \"" + last + ": 3 classes: 0 (34), 1 (33), 2 (33)" + note);
     table.label_column = 2;
     EXPECT_EQ(describe_label_column(table),
-              "label column \"price\" (the last; a job names its own): numbers from 0 to 148.5 (a regression target)");
+              "label column \"price\"" + last + ": numbers from 0 to 148.5 (a regression target)" + note);
     EXPECT_TRUE(table.values.at(2).empty()) << "100 distinct prices are past the list's limit";
+    // Numbers as classes in numeric order; past 20 classes the list ends in "…".
+    table.values.at(0) = {{"10", 1}, {"2", 3}, {"9", 1}};
+    table.label_column = 0;
+    table.named_label = -1;
+    EXPECT_EQ(describe_label_column(table), "label column \"id\"" + last + ": 3 classes: 2 (3), 9 (1), 10 (1)");
+    table.types.at(3) = "text";
+    table.values.at(3).clear();
+    for (int i = 0; i < 25; ++i)
+        table.values.at(3).emplace_back("c" + std::to_string(100 + i), 1);
+    table.label_column = 3;
+    const std::string many = describe_label_column(table);
+    EXPECT_NE(many.find(": 25 classes: c100 (1), "), std::string::npos) << many;
+    EXPECT_NE(many.find("c119 (1), …"), std::string::npos) << many;
+    EXPECT_EQ(many.find("c120"), std::string::npos) << many;
 }
 
 TEST(Inspect, ClassFoldersOfImages) {

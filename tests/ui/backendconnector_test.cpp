@@ -185,6 +185,51 @@ TEST(BackendConnector, AnSshHostAsksBeforeInstallingAndKeepsItsTokenInTheKeyring
     EXPECT_EQ(temp.catalog.backends().front().url, "ssh://gpu-box");
 }
 
+// Remove backend…: a worker's row goes (and its token is asked out of the keyring); a provider that still rents a live
+// instance is refused and kept, and goes once that instance is deleted.
+TEST(BackendConnector, RemoveForgetsABackendButNotAProviderThatStillRents) {
+    TempCatalog temp;
+    FakeFactory factory;
+    BackendConnector connector(temp.catalog, *temp.writer, &factory);
+    Catalog::InstanceRow instance;
+    instance.provider = "aws";
+    instance.name = "td-1";
+    instance.state = "ready";
+    temp.writer->post([instance](Catalog& catalog) {
+        catalog.add_backend({"box", "worker", "https://box.example:7878", "KEY"});
+        catalog.add_backend({"aws", "cloud", "/etc/aws.json", ""});
+        catalog.record_instance(instance);
+    });
+    ASSERT_EQ(temp.writer->flush(), "");
+    QStringList removed;
+    QString failure;
+    QObject::connect(&connector, &BackendConnector::removed,
+                     [&](const QString& name, const QString&) { removed << name; });
+    QObject::connect(&connector, &BackendConnector::failed, [&](const QString& message) { failure = message; });
+    const auto names = [&] {
+        EXPECT_EQ(temp.writer->flush(), "");
+        QStringList listed;
+        for (const Catalog::BackendRow& row : temp.catalog.backends())
+            listed << QString::fromStdString(row.name);
+        listed.sort();
+        return listed;
+    };
+    connector.remove("aws");
+    ASSERT_TRUE(process_until([&] { return !failure.isEmpty(); }));
+    EXPECT_EQ(failure, "“aws” not removed: it still rents 1 instance(s); release them first (Rented instances, "
+                       "Release now)");
+    EXPECT_EQ(names(), (QStringList{"aws", "box"}));
+    connector.remove("box");
+    ASSERT_TRUE(process_until([&] { return removed.size() == 1; }));
+    EXPECT_EQ(removed, QStringList{"box"});
+    EXPECT_EQ(names(), QStringList{"aws"});
+    instance.state = "deleted";
+    temp.writer->post([instance](Catalog& catalog) { catalog.record_instance(instance); });
+    connector.remove("aws");
+    ASSERT_TRUE(process_until([&] { return removed.size() == 2; }));
+    EXPECT_EQ(names(), QStringList{});
+}
+
 TEST(BackendConnector, WithoutThePluginNothingIsTried) {
     TempCatalog temp;
     BackendConnector connector(temp.catalog, *temp.writer, nullptr);

@@ -27,6 +27,7 @@
 #include <QValueAxis>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -56,6 +57,18 @@ QLineSeries* line_named(QChart* chart, const QString& name) {
         if (series->name() == name)
             return qobject_cast<QLineSeries*>(series);
     return nullptr;
+}
+
+// Does `action` and waits until the view has drawn what it reads (the catalog is read on a pool thread).
+bool drawn(JobDetailView& view, const std::function<void()>& action) {
+    bool done = false;
+    const QMetaObject::Connection connection =
+        QObject::connect(&view, &JobDetailView::refreshed, [&done] { done = true; });
+    action();
+    const bool answered = test::process_until([&done] { return done; });
+    QObject::disconnect(connection);
+    test::settle();
+    return answered;
 }
 
 class JobDetailExport : public ::testing::Test {
@@ -112,8 +125,7 @@ TEST_F(JobDetailExport, LossChartToSvgPdfPngAndEveryPointToCsv) {
     JobDetailView view(path("catalog.db"));
     view.resize(1200, 800);
     view.show();
-    view.showJob(job_, "cnn seed 3");
-    test::settle();
+    ASSERT_TRUE(drawn(view, [&] { view.showJob(job_, "cnn seed 3"); }));
     ASSERT_EQ(view.error(), QString());
 
     ASSERT_EQ(exported(view, JobDetailView::Chart::loss, path("loss.svg")), QString());
@@ -155,8 +167,7 @@ TEST_F(JobDetailExport, SystemChartToSvgPdfAndCsv) {
     JobDetailView view(path("catalog.db"));
     view.resize(1200, 800);
     view.show();
-    view.showJob(job_, "cnn seed 3");
-    test::settle();
+    ASSERT_TRUE(drawn(view, [&] { view.showJob(job_, "cnn seed 3"); }));
 
     ASSERT_EQ(exported(view, JobDetailView::Chart::system, path("system.svg")), QString());
     QSvgRenderer renderer(path("system.svg"));
@@ -192,24 +203,20 @@ TEST_F(JobDetailExport, ProblemsAreSaid) {
     // No run shown: nothing to read the points of.
     const QString none = exported(view, JobDetailView::Chart::loss, path("none.csv"));
     EXPECT_TRUE(none.contains("Select a run")) << none.toStdString();
-    view.showJob(job_, "cnn seed 3");
+    ASSERT_TRUE(drawn(view, [&] { view.showJob(job_, "cnn seed 3"); }));
     const QString suffix = exported(view, JobDetailView::Chart::loss, path("loss.bmp"));
     EXPECT_TRUE(suffix.contains(".png, .svg or .pdf")) << suffix.toStdString();
     const QString folder = exported(view, JobDetailView::Chart::loss, path("no/such/folder/loss.csv"));
     EXPECT_TRUE(folder.contains("does not exist")) << folder.toStdString();
 }
 
-// A user's zoom holds while the job goes on (each refresh used to fit the axes again), the zoomed axis's labels are
-// those of what is visible (a label left past the range was drawn at the plot's edge over the last one: "0:00" over
-// "0:03"), and a double-click shows everything again, the new points included.
 // The accuracy axis is fitted to the accuracies (0.895 to 0.8998 here), not 0 to 1 where they would draw as a flat
 // line along the top.
 TEST_F(JobDetailExport, TheAccuracyAxisFitsTheAccuracies) {
     JobDetailView view(path("catalog.db"));
     view.resize(1200, 800);
     view.show();
-    view.showJob(job_, "cnn seed 3");
-    test::settle();
+    ASSERT_TRUE(drawn(view, [&] { view.showJob(job_, "cnn seed 3"); }));
     QChart* loss = view.chart(JobDetailView::Chart::loss);
     const auto right = loss->axes(Qt::Vertical);
     ASSERT_EQ(right.size(), 2);
@@ -223,12 +230,14 @@ TEST_F(JobDetailExport, TheAccuracyAxisFitsTheAccuracies) {
     EXPECT_LT(accuracy->max(), 0.95) << "fitted, not to 1";
 }
 
+// A user's zoom holds while the job goes on (each refresh used to fit the axes again), the zoomed axis's labels are
+// those of what is visible (a label left past the range was drawn at the plot's edge over the last one: "0:00" over
+// "0:03"), and a double-click shows everything again, the new points included.
 TEST_F(JobDetailExport, AZoomHoldsWhileTheJobGoesOnWithTheVisibleRangesOwnTicks) {
     JobDetailView view(path("catalog.db"));
     view.resize(1200, 800);
     view.show();
-    view.showJob(job_, "cnn seed 3");
-    test::settle();
+    ASSERT_TRUE(drawn(view, [&] { view.showJob(job_, "cnn seed 3"); }));
     QChart* system = view.chart(JobDetailView::Chart::system);
     auto* time = qobject_cast<QCategoryAxis*>(system->axes(Qt::Horizontal).first());
     ASSERT_TRUE(time);
@@ -259,7 +268,7 @@ TEST_F(JobDetailExport, AZoomHoldsWhileTheJobGoesOnWithTheVisibleRangesOwnTicks)
                             {"data", {{"cpu_percent", 50}, {"spend", 0.001 * i}}}});
         catalog.ingest(job_, more);
     }
-    view.refresh();
+    ASSERT_TRUE(drawn(view, [&] { view.refresh(); }));
     EXPECT_DOUBLE_EQ(time->min(), zoomed_min);
     EXPECT_DOUBLE_EQ(time->max(), zoomed_max);
     EXPECT_EQ(labels_in_view(), "");
@@ -271,7 +280,7 @@ TEST_F(JobDetailExport, AZoomHoldsWhileTheJobGoesOnWithTheVisibleRangesOwnTicks)
             system_view = each;
     ASSERT_TRUE(system_view);
     QKeyEvent zero(QEvent::KeyPress, Qt::Key_0, Qt::NoModifier);
-    QCoreApplication::sendEvent(system_view, &zero);
+    ASSERT_TRUE(drawn(view, [&] { QCoreApplication::sendEvent(system_view, &zero); }));
     EXPECT_DOUBLE_EQ(time->max(), 59);
     EXPECT_EQ(labels_in_view(), "");
     EXPECT_EQ(time->categoriesLabels().last(), "0:45");
@@ -284,8 +293,7 @@ TEST_F(JobDetailExport, TheCrosshairSaysWhatEachBucketHolds) {
     JobDetailView view(path("catalog.db"));
     view.resize(800, 800); // about 1,400 buckets (two a pixel column) for 3000 steps
     view.show();
-    view.showJob(job_, "cnn seed 3");
-    test::settle();
+    ASSERT_TRUE(drawn(view, [&] { view.showJob(job_, "cnn seed 3"); }));
     ChartView* loss_view = nullptr;
     ChartView* system_view = nullptr;
     for (ChartView* each : view.findChildren<ChartView*>()) {
@@ -335,8 +343,8 @@ TEST_F(JobDetailExport, TheCrosshairSaysWhatEachBucketHolds) {
         if (box->findData(static_cast<int>(XAxis::relative_time)) >= 0)
             x_axis = box;
     ASSERT_TRUE(x_axis);
-    x_axis->setCurrentIndex(x_axis->findData(static_cast<int>(XAxis::relative_time)));
-    test::settle();
+    ASSERT_TRUE(
+        drawn(view, [&] { x_axis->setCurrentIndex(x_axis->findData(static_cast<int>(XAxis::relative_time))); }));
     ASSERT_GT(loss->count(), 100);
     const QString timed = loss_view->crosshairText(
         loss_view->mapFromScene(chart->mapToScene(chart->mapToPosition(loss->at(loss->count() / 2), loss))));
@@ -345,8 +353,7 @@ TEST_F(JobDetailExport, TheCrosshairSaysWhatEachBucketHolds) {
                     .match(timed)
                     .hasMatch())
         << timed.toStdString();
-    x_axis->setCurrentIndex(x_axis->findData(static_cast<int>(XAxis::step)));
-    test::settle();
+    ASSERT_TRUE(drawn(view, [&] { x_axis->setCurrentIndex(x_axis->findData(static_cast<int>(XAxis::step))); }));
 
     // The telemetry: 30 samples a second apart; a point standing for several says their seconds since the start.
     QChart* system = system_view->chart();
@@ -364,8 +371,7 @@ TEST_F(JobDetailExport, TheCrosshairSaysWhatEachBucketHolds) {
         if (box->text() == "Log system")
             log_system = box;
     ASSERT_TRUE(log_system);
-    log_system->setChecked(true);
-    test::settle();
+    ASSERT_TRUE(drawn(view, [&] { log_system->setChecked(true); }));
     EXPECT_TRUE(qobject_cast<QLogValueAxis*>(system->axes(Qt::Vertical).value(0)));
     EXPECT_TRUE(qobject_cast<QLogValueAxis*>(system->axes(Qt::Vertical).value(1)));
     EXPECT_FALSE(qobject_cast<QLogValueAxis*>(chart->axes(Qt::Vertical).value(0)));
