@@ -60,35 +60,47 @@ void BackendConnector::restore() {
 }
 
 void BackendConnector::remove(const QString& name) {
-    QPointer<BackendConnector> self(this);
-    writer_.post([self, name](Catalog& catalog) {
+    // What the writer's closure found, kept for when its transaction is committed: a closure runs again when its
+    // batch is retried, and nothing leaves the keyring, nor is the user told, before the row's removal is on disk.
+    struct Outcome {
         std::string kind;
+        int live = 0;
+        bool removed = false;
+    };
+    auto outcome = std::make_shared<Outcome>();
+    writer_.post([outcome, name](Catalog& catalog) {
+        *outcome = {};
         for (const Catalog::BackendRow& row : catalog.backends())
             if (row.name == name.toStdString())
-                kind = row.kind;
-        int live = 0;
-        const bool removed = catalog.remove_backend(name.toStdString(), &live);
-        QMetaObject::invokeMethod(
-            self,
-            [self, name, removed, live, kind] {
-                if (!self)
-                    return;
-                if (!removed) {
-                    emit self->failed(tr("“%1” not removed: it still rents %n instance(s); release them first "
-                                         "(Rented instances, Release now)",
-                                         nullptr, live)
-                                          .arg(name));
-                    return;
-                }
-                // A provider has no token; a worker's or an SSH host's leaves the keyring.
-                QString error;
-                if (kind != "cloud" && !TokenStore::remove(name, &error))
-                    emit self->removed(name, error.isEmpty() ? tr("the keyring did not say why") : error);
-                else
-                    emit self->removed(name, {});
-            },
-            Qt::QueuedConnection);
+                outcome->kind = row.kind;
+        outcome->removed = catalog.remove_backend(name.toStdString(), &outcome->live);
     });
+    QPointer<BackendConnector> self(this);
+    run_in_background(
+        this, [&writer = writer_] { return writer.flush(); },
+        [self, name, outcome](const std::string& error) {
+            if (!error.empty()) {
+                emit self->failed(tr("“%1” not removed: the catalog could not be written (%2)")
+                                      .arg(name, QString::fromStdString(error)));
+                return;
+            }
+            if (!outcome->removed) {
+                emit self->failed(tr("“%1” not removed: it still rents %n instance(s); release them first "
+                                     "(Rented instances, Release now)",
+                                     nullptr, outcome->live)
+                                      .arg(name));
+                return;
+            }
+            // A provider has no token; a worker's or an SSH host's leaves the keyring (whose call runs an event loop:
+            // the connector may be gone after it).
+            QString keyring_error;
+            const bool kept = outcome->kind != "cloud" && !TokenStore::remove(name, &keyring_error);
+            if (!self)
+                return;
+            emit self->removed(name, !kept                     ? QString()
+                                     : keyring_error.isEmpty() ? tr("the keyring did not say why")
+                                                               : keyring_error);
+        });
 }
 
 void BackendConnector::add(const QString& name, const QString& url, const QString& token) {

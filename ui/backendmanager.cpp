@@ -78,14 +78,7 @@ BackendManager::BackendManager(Catalog& catalog, CatalogWriter& writer, BackendF
     connect(&window_, &MainWindow::addCloudProviderRequested, this, &BackendManager::addCloudProvider);
     connect(&window_, &MainWindow::addRemoteWorkerRequested, this, qOverload<>(&BackendManager::addRemote));
     connect(&window_, &MainWindow::removeBackendRequested, this, &BackendManager::askRemove);
-    connect(&connector_, &BackendConnector::removed, this, [this](const QString& name, const QString& note) {
-        window_.addAlert(
-            note.isEmpty()
-                ? tr("“%1” removed: it is not connected at the next start (it stays connected "
-                     "until then; its runs stay in the catalog)")
-                      .arg(name)
-                : tr("“%1” removed from the catalog, but its token is still in the keyring: %2").arg(name, note));
-    });
+    connect(&connector_, &BackendConnector::removed, &window_, &MainWindow::backendRemoved);
     connect(&window_, &MainWindow::addSshHostRequested, this, &BackendManager::addSshHost);
     connect(&connector_, &BackendConnector::installNeeded, this, &BackendManager::askInstall);
     connect(&connector_, &BackendConnector::connected, this,

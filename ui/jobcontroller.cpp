@@ -22,9 +22,12 @@ void JobController::add(const QString& name, JobSync& sync, Backend& backend) {
 QStringList JobController::names() const {
     QStringList names;
     for (const Connected& c : backends_)
-        names << c.name;
+        if (!retired_.contains(c.name))
+            names << c.name;
     return names;
 }
+
+void JobController::retire(const QString& name) { retired_.insert(name); }
 
 std::optional<JobController::Connected> JobController::find(const QString& name) const {
     for (const Connected& c : backends_)

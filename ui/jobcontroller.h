@@ -9,6 +9,7 @@
 #include <QJsonObject>
 #include <QList>
 #include <QObject>
+#include <QSet>
 #include <QStringList>
 
 #include <functional>
@@ -39,7 +40,11 @@ public:
 
     void add(const QString& name, JobSync& sync, Backend& backend);
     const QList<Connected>& backends() const { return backends_; }
-    QStringList names() const;
+    QStringList names() const; // the connected backends new work may go to (not those retired)
+    // A backend the user removed: it takes no new job, sweep, upload or rerun from now on (names() leaves it out),
+    // while what it runs already is still reached through find() until the console closes.
+    void retire(const QString& name);
+    bool retired(const QString& name) const { return retired_.contains(name); }
     // The connected backend of that name; none when it is not connected (any more).
     std::optional<Connected> find(const QString& name) const;
     std::optional<Connected> backendOf(const Job& job) const { return find(job.backend); }
@@ -68,6 +73,7 @@ private:
     DatasetSync& datasets_;
     DatasetRoot dataset_root_;
     QList<Connected> backends_;
+    QSet<QString> retired_;
 };
 
 } // namespace traindeck

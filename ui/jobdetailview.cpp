@@ -29,6 +29,7 @@
 #include <QSignalBlocker>
 #include <QSlider>
 #include <QSplitter>
+#include <QTimer>
 #include <QToolButton>
 #include <QValueAxis>
 #include <QVBoxLayout>
@@ -174,7 +175,22 @@ struct RefreshData {
 
 namespace {
 
+RefreshData read_refresh_from(CatalogReader& reader, const RefreshRequest& request);
+
+// What a refresh draws. A failure to read (an exception past the reader's own guards: memory) is its error, never an
+// answer that does not come (the view would wait for it for good).
 RefreshData read_refresh(CatalogReader& reader, const RefreshRequest& request) {
+    try {
+        return read_refresh_from(reader, request);
+    } catch (const std::exception& error) {
+        RefreshData data;
+        data.request = request;
+        data.error = QString::fromUtf8(error.what());
+        return data;
+    }
+}
+
+RefreshData read_refresh_from(CatalogReader& reader, const RefreshRequest& request) {
     RefreshData data;
     data.request = request;
     reader.clearError();
@@ -255,6 +271,10 @@ RefreshData read_refresh(CatalogReader& reader, const RefreshRequest& request) {
 
 JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent)
     : QWidget(parent), catalog_path_(catalog_path), background_reader_(std::make_shared<CatalogReader>(catalog_path)) {
+    read_soon_ = new QTimer(this);
+    read_soon_->setSingleShot(true);
+    read_soon_->setInterval(0);
+    connect(read_soon_, &QTimer::timeout, this, &JobDetailView::readNow);
     title_ = new QLabel(tr("Select a job"));
     QFont font = title_->font();
     font.setPointSizeF(font.pointSizeF() * 1.3);
@@ -604,6 +624,10 @@ void JobDetailView::showJob(qint64 job, const QString& title) {
             delete series;
         }
         gpu_series_.clear();
+        // Nothing of the last run stays under the new one's title while its curves are read.
+        for (QLineSeries* series : {loss_, loss_min_, loss_max_, val_accuracy_, cpu_, spend_, budget_})
+            series->clear();
+        coverage_->clear();
     }
     job_ = job;
     title_->setText(title);
@@ -612,6 +636,12 @@ void JobDetailView::showJob(qint64 job, const QString& title) {
 }
 
 void JobDetailView::refresh() {
+    // Every refresh asked for in one turn of the event loop (a click selects a run and sets the overlays) is one read.
+    if (job_ != 0)
+        read_soon_->start();
+}
+
+void JobDetailView::readNow() {
     if (job_ == 0)
         return;
     // One read at a time; a refresh asked for meanwhile reads again once it is drawn.
@@ -637,11 +667,14 @@ void JobDetailView::refresh() {
         this, [reader = background_reader_, request] { return read_refresh(*reader, request); },
         [this](const RefreshData& data) {
             reading_ = false;
-            // Another run shown meanwhile: this one's answer is not drawn, the new run's is read.
-            if (data.request.job == job_)
+            // Another run shown meanwhile, or another x-axis chosen (the axes were rebuilt for it): this answer is
+            // not drawn, and the view reads again.
+            const bool current =
+                data.request.job == job_ && data.request.x_axis == static_cast<XAxis>(x_axis_->currentData().toInt());
+            if (current)
                 draw(data);
-            if (std::exchange(read_again_, false) || data.request.job != job_)
-                refresh();
+            if (std::exchange(read_again_, false) || !current)
+                readNow();
             else
                 emit refreshed();
         },

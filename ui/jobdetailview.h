@@ -85,12 +85,14 @@ private:
     void rebuildAxes();
     void shareRoom(); // the splitter's room among what shows, when the histograms or the images come or go
     void exportWithDialog(Chart which);
+    void readNow();                     // a refresh's read, on a pool thread
     void draw(const RefreshData& data); // a refresh's answer, on the GUI thread
 
     QString catalog_path_;
     std::shared_ptr<CatalogReader> background_reader_; // used by one refresh's read at a time, on a pool thread
     QString error_;
     bool reading_ = false, read_again_ = false;
+    class QTimer* read_soon_; // the refreshes of one event-loop turn, one read (readNow)
     qint64 job_ = 0;
     QLabel* title_;
     QLabel* coverage_;

@@ -1397,12 +1397,25 @@ void MainWindow::updateBackendActions() {
     const QString chosen = chosenBackend();
     const QString why = chosen.isEmpty()                   ? tr("choose a backend in the Backends table first")
                         : chosen == QLatin1String("local") ? tr("the local worker is built in")
-                                                           : QString();
+                        : controller_->retired(chosen) ? tr("removed already (it disconnects when the console closes)")
+                                                       : QString();
     const QString tip = remove->property("tip").toString();
     remove->setEnabled(why.isEmpty());
     remove->setText(why.isEmpty() ? tr("Remove “%1”…").arg(chosen) : tr("Remove backend…"));
     remove->setToolTip(why.isEmpty() ? tip : tr("%1 — %2").arg(tip, why));
     remove->setStatusTip(remove->toolTip());
+}
+
+void MainWindow::backendRemoved(const QString& name, const QString& keyring_note) {
+    controller_->retire(name);
+    datasets_->refreshBackends();
+    updateBackendActions();
+    addAlert(
+        keyring_note.isEmpty()
+            ? tr("“%1” removed: it takes no new work and is not connected at the next start (it stays connected "
+                 "until the console closes; its runs stay in the catalog)")
+                  .arg(name)
+            : tr("“%1” removed from the catalog, but its token is still in the keyring: %2").arg(name, keyring_note));
 }
 
 void MainWindow::removeBackend(const QString& name) {

@@ -117,6 +117,8 @@ public:
     void showColumn(int column, bool shown);
     // Remove backend… for `name` (the Backends table's chosen row): refused, said, while a run is still going there.
     void removeBackend(const QString& name);
+    // BackendConnector forgot it (removed(name, note)): it takes no new work, its Remove is greyed, the user is told.
+    void backendRemoved(const QString& name, const QString& keyring_note);
     // The alerts panel's rows, newest first (each as shown: time, then the message).
     QStringList alerts() const;
     // Export model… for the current job: the dialog, opened non-modal (returned for tests).

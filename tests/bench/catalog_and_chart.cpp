@@ -14,6 +14,7 @@
 #include "jobtablemodel.h"
 
 #include <QApplication>
+#include <QEventLoop>
 #include <QHeaderView>
 #include <QTableView>
 
@@ -163,13 +164,16 @@ int main(int argc, char** argv) {
         view.show();
         // The view reads the catalog on a pool thread and draws the answer on this one: a redraw is timed from the
         // request to the answer drawn (and then painted below), what a user waits for.
+        // An event loop of its own that ends at refreshed(), the view's own repaints held meanwhile: the grab that
+        // follows each paints it once, as the synchronous refresh was timed (else the loop paints it too).
         const auto drawn = [&](const std::function<void()>& action) {
-            bool done = false;
+            QEventLoop loop;
             const QMetaObject::Connection connection =
-                QObject::connect(&view, &traindeck::JobDetailView::refreshed, [&done] { done = true; });
+                QObject::connect(&view, &traindeck::JobDetailView::refreshed, &loop, &QEventLoop::quit);
+            view.setUpdatesEnabled(false);
             action();
-            while (!done)
-                app.processEvents(QEventLoop::WaitForMoreEvents);
+            loop.exec();
+            view.setUpdatesEnabled(true);
             QObject::disconnect(connection);
         };
         drawn([&] { view.showJob(job, "bench"); });
