@@ -215,6 +215,8 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     left_layout->addWidget(alerts_);
 
     detail_ = new JobDetailView(catalog_path);
+    // The job view reads on a pool thread: what it could not read is said once its answer is drawn.
+    connect(detail_, &JobDetailView::refreshed, this, [this] { sayCatalogError(detail_->error()); });
     reproducibility_ = new ReproducibilityView(catalog_path);
     connect(reproducibility_, &ReproducibilityView::reproduceRequested, this, &MainWindow::reproduceRun);
     job_tabs_ = new QTabWidget;
@@ -606,12 +608,16 @@ void MainWindow::refresh() {
         reproducibility_->refresh(); // shown again only when something came (a capture, a checkpoint, an export)
     if (job_tabs_->currentWidget() == results_)
         results_->refresh(); // likewise: a new evaluation
+    sayCatalogError(jobs_->error()); // the job view's, once its read is drawn (refreshed)
+}
+
+void MainWindow::sayCatalogError(const QString& error) {
     // A catalog that cannot be read (damaged, or changed under us) is said once per new message, not per refresh.
-    for (const QString& error : {jobs_->error(), detail_->error()})
-        if (!error.isEmpty() && error != last_catalog_error_) {
-            last_catalog_error_ = error;
-            addAlert(tr("The catalog could not be read: %1. Close the console and check the file (or restore a backup)").arg(error));
-        }
+    if (error.isEmpty() || error == last_catalog_error_)
+        return;
+    last_catalog_error_ = error;
+    addAlert(
+        tr("The catalog could not be read: %1. Close the console and check the file (or restore a backup)").arg(error));
 }
 
 void MainWindow::addAlert(const QString& message) {

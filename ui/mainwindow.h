@@ -201,6 +201,7 @@ private:
     void saveLayout();
     void fitColumns();
     QString chosenBackend() const; // the Backends table's current row's name, or ""
+    void sayCatalogError(const QString& error); // an alert, once per new message ("" says nothing)
     void updateBackendActions();
     void fitSoon(bool all); // all: every column fitted again (else they only grow)
     QString columnKey(int column) const;
