@@ -50,7 +50,14 @@ bool TokenStore::load(const QString& backend, QString* token, QString* error) {
 bool TokenStore::remove(const QString& backend, QString* error) {
     QKeychain::DeletePasswordJob job(kService);
     job.setKey(backend);
-    return run(job, error);
+    if (run(job, error))
+        return true;
+    // No token to remove is what removing wants: not an error.
+    if (job.error() != QKeychain::EntryNotFound)
+        return false;
+    if (error)
+        error->clear();
+    return true;
 }
 
 } // namespace traindeck

@@ -13,7 +13,7 @@ public:
     // Blocking (a local D-Bus round trip, milliseconds); returns false and sets error on failure.
     static bool save(const QString& backend, const QString& token, QString* error);
     static bool load(const QString& backend, QString* token, QString* error);
-    static bool remove(const QString& backend, QString* error);
+    static bool remove(const QString& backend, QString* error); // true when there was none to remove
 };
 
 } // namespace traindeck
