@@ -156,13 +156,14 @@ QString ChartView::crosshairText(const QPointF& at) const {
             return value_label(x_axis, x);
         };
         const QString x_title = x_axis && !x_axis->titleText().isEmpty() ? x_axis->titleText() : tr("x");
+        const QString own_x = x_label(nearest.x());
         if (x_line.isEmpty()) {
-            x_line = QStringLiteral("%1 %2").arg(x_title, x_label(nearest.x()));
-            first_x = x_label(nearest.x());
+            x_line = QStringLiteral("%1 %2").arg(x_title, own_x);
+            first_x = own_x;
         }
         QString line = QStringLiteral("%1: %2").arg(xy->name(), value_label(y_axis, nearest.y()));
         // A sparser series (a validation every epoch) says where its nearest point is, when not where the first is.
-        if (const QString own_x = x_label(nearest.x()); own_x != first_x)
+        if (own_x != first_x)
             line += tr(" at %1 %2").arg(x_title, own_x);
         const auto summaries = summaries_.constFind(xy);
         if (summaries != summaries_.cend() && summaries->size() == points.size()) {

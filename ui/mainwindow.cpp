@@ -71,6 +71,18 @@
 
 namespace traindeck {
 
+namespace {
+
+// An action greyed while `why` says something, its tip (the "tip" property make() keeps) ending in why it is greyed.
+void enable_or_say_why(QAction* action, const QString& why) {
+    const QString tip = action->property("tip").toString();
+    action->setEnabled(why.isEmpty());
+    action->setToolTip(why.isEmpty() ? tip : MainWindow::tr("%1 — %2").arg(tip, why));
+    action->setStatusTip(action->toolTip());
+}
+
+} // namespace
+
 MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& backend, QWidget* parent)
     : QMainWindow(parent), writer_(sync.writer()), reader_(catalog_path) {
     setWindowTitle(tr("TrainDeck"));
@@ -1405,11 +1417,8 @@ void MainWindow::updateBackendActions() {
                         : chosen == QLatin1String("local") ? tr("the local worker is built in")
                         : controller_->retired(chosen) ? tr("removed already (it disconnects when the console closes)")
                                                        : QString();
-    const QString tip = remove->property("tip").toString();
-    remove->setEnabled(why.isEmpty());
     remove->setText(why.isEmpty() ? tr("Remove “%1”…").arg(chosen) : tr("Remove backend…"));
-    remove->setToolTip(why.isEmpty() ? tip : tr("%1 — %2").arg(tip, why));
-    remove->setStatusTip(remove->toolTip());
+    enable_or_say_why(remove, why);
 }
 
 void MainWindow::backendRemoved(const QString& name, const QString& keyring_note) {
@@ -1559,8 +1568,6 @@ void MainWindow::updateTray() {
 
 namespace {
 
-QIcon themed(const char* name, QStyle::StandardPixmap fallback) { return action_icon(name, fallback); }
-
 // The icon in the palette's text colour when the palette is dark and the icon is a dark monochrome one; else as it is.
 QIcon readable(const QIcon& icon, const QPalette& palette) {
     if (icon.isNull() || !palette_is_dark(palette))
@@ -1640,7 +1647,7 @@ void MainWindow::createActions() {
         return made;
     };
 
-    QAction* new_job = make("new_job", themed("document-new", QStyle::SP_FileIcon), tr("New job…"),
+    QAction* new_job = make("new_job", action_icon("document-new", QStyle::SP_FileIcon), tr("New job…"),
                             tr("Train a built-in model or run a command on a backend"), QKeySequence::New);
     connect(new_job, &QAction::triggered, this, [this] {
         NewJobDialog dialog(this);
@@ -1650,46 +1657,47 @@ void MainWindow::createActions() {
             submitDialog(dialog);
     });
     QAction* import_runs =
-        make("import_runs", themed("document-import", QStyle::SP_DialogOpenButton), tr("Import runs…"),
+        make("import_runs", action_icon("document-import", QStyle::SP_DialogOpenButton), tr("Import runs…"),
              tr("Bring in runs of TensorBoard, MLflow, W&B or metric files (or drop them on the window)"),
              QKeySequence(Qt::CTRL | Qt::Key_I));
     connect(import_runs, &QAction::triggered, this, [this] { importPaths({}); });
-    QAction* new_sweep = make("new_sweep", themed("view-grid", QStyle::SP_FileDialogDetailedView), tr("New sweep…"),
-                              tr("Search hyperparameters: many trials of one job, stopped early by the worker"),
-                              QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_N));
+    QAction* new_sweep =
+        make("new_sweep", action_icon("view-grid", QStyle::SP_FileDialogDetailedView), tr("New sweep…"),
+             tr("Search hyperparameters: many trials of one job, stopped early by the worker"),
+             QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_N));
     connect(new_sweep, &QAction::triggered, sweeps_, &SweepView::newSweep);
-    QAction* demo_mlp = make("demo_mlp", themed("system-run", QStyle::SP_MediaPlay), tr("Demo MLP"),
+    QAction* demo_mlp = make("demo_mlp", action_icon("system-run", QStyle::SP_MediaPlay), tr("Demo MLP"),
                              tr("Train the demo MLP on Fashion-MNIST on the local worker"));
     connect(demo_mlp, &QAction::triggered, this, [this] { submitDemo("mlp"); });
-    QAction* demo_cnn = make("demo_cnn", themed("system-run", QStyle::SP_MediaPlay), tr("Demo CNN"),
+    QAction* demo_cnn = make("demo_cnn", action_icon("system-run", QStyle::SP_MediaPlay), tr("Demo CNN"),
                              tr("Train the demo CNN on Fashion-MNIST on the local worker"));
     connect(demo_cnn, &QAction::triggered, this, [this] { submitDemo("cnn"); });
     QAction* clone =
-        on_runs(make("clone", themed("edit-copy", QStyle::SP_FileDialogNewFolder), tr("Clone and edit…"),
+        on_runs(make("clone", action_icon("edit-copy", QStyle::SP_FileDialogNewFolder), tr("Clone and edit…"),
                      tr("Open the current run's settings in the New job dialog"), QKeySequence(Qt::CTRL | Qt::Key_D)));
     connect(clone, &QAction::triggered, this, &MainWindow::cloneSelected);
-    QAction* cancel = on_runs(make("cancel", themed("process-stop", QStyle::SP_MediaStop), tr("Cancel job"),
+    QAction* cancel = on_runs(make("cancel", action_icon("process-stop", QStyle::SP_MediaStop), tr("Cancel job"),
                                    tr("Stop the current run (a built-in job checkpoints first)"),
                                    QKeySequence(Qt::CTRL | Qt::Key_Period)));
     connect(cancel, &QAction::triggered, this, &MainWindow::cancelSelected);
     QAction* resume =
-        on_runs(make("resume", themed("media-playback-start", QStyle::SP_MediaSeekForward), tr("Resume job"),
+        on_runs(make("resume", action_icon("media-playback-start", QStyle::SP_MediaSeekForward), tr("Resume job"),
                      tr("Continue the current run from its last checkpoint"), QKeySequence(Qt::CTRL | Qt::Key_R)));
     connect(resume, &QAction::triggered, this, &MainWindow::resumeSelected);
     QAction* export_model = on_runs(make(
-        "export_model", themed("document-export", QStyle::SP_DialogSaveButton), tr("Export model…"),
+        "export_model", action_icon("document-export", QStyle::SP_DialogSaveButton), tr("Export model…"),
         tr("Write the current run's model as ONNX (fp32, int8) and safetensors"), QKeySequence(Qt::CTRL | Qt::Key_E)));
     connect(export_model, &QAction::triggered, this, [this] { exportSelected(); });
-    QAction* export_table = make("export_table", themed("x-office-spreadsheet", QStyle::SP_DialogSaveButton),
+    QAction* export_table = make("export_table", action_icon("x-office-spreadsheet", QStyle::SP_DialogSaveButton),
                                  tr("Export table…"), tr("Write the runs table as shown (filtered, sorted) to CSV"),
                                  QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
     connect(export_table, &QAction::triggered, this, &MainWindow::exportTableCsv);
     QAction* export_series =
-        on_runs(make("export_series", themed("document-save-as", QStyle::SP_DialogSaveButton),
+        on_runs(make("export_series", action_icon("document-save-as", QStyle::SP_DialogSaveButton),
                      tr("Export series as CSV…"), tr("Write every point of every curve of the current run to CSV")));
     connect(export_series, &QAction::triggered, this, &MainWindow::exportCurrentSeriesCsv);
     QAction* open_model =
-        make("open_model", themed("document-open", QStyle::SP_DialogOpenButton), tr("Open exported model…"),
+        make("open_model", action_icon("document-open", QStyle::SP_DialogOpenButton), tr("Open exported model…"),
              tr("Which run, checkpoint, data and code made an ONNX or safetensors file: read from the file"));
     connect(open_model, &QAction::triggered, this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Open exported model"), {},
@@ -1698,34 +1706,34 @@ void MainWindow::createActions() {
             openExportedModel(path);
     });
     QAction* rerun =
-        on_runs(make("rerun", themed("media-playlist-repeat", QStyle::SP_BrowserReload), tr("Rerun exactly…"),
+        on_runs(make("rerun", action_icon("media-playlist-repeat", QStyle::SP_BrowserReload), tr("Rerun exactly…"),
                      tr("Run the current run again from its captured code, spec, seeds and data, on any backend")));
     connect(rerun, &QAction::triggered, this, [this] {
         if (const QModelIndex current = table_->currentIndex(); current.isValid())
             reproduceRun(jobs_->data(current, JobTableModel::JobIdRole).toLongLong());
     });
-    QAction* quit = make("quit", themed("application-exit", QStyle::SP_DialogCloseButton), tr("Quit"),
+    QAction* quit = make("quit", action_icon("application-exit", QStyle::SP_DialogCloseButton), tr("Quit"),
                          tr("Close the console (jobs go on running on their workers)"), QKeySequence::Quit);
     quit->setMenuRole(QAction::QuitRole);
     connect(quit, &QAction::triggered, this, &QWidget::close);
 
-    QAction* undo = make("undo_delete", themed("edit-undo", QStyle::SP_ArrowBack), tr("Undo delete"),
+    QAction* undo = make("undo_delete", action_icon("edit-undo", QStyle::SP_ArrowBack), tr("Undo delete"),
                          tr("Bring back the most recently deleted runs"), QKeySequence::Undo);
     connect(undo, &QAction::triggered, this, &MainWindow::undoDelete);
-    QAction* find = make("filter", themed("edit-find", QStyle::SP_FileDialogContentsView), tr("Filter runs"),
+    QAction* find = make("filter", action_icon("edit-find", QStyle::SP_FileDialogContentsView), tr("Filter runs"),
                          tr("Type a query into the runs table's filter box"), QKeySequence::Find);
     connect(find, &QAction::triggered, this, [this] {
         tabs_->setCurrentIndex(0);
         filter_->setFocus(Qt::ShortcutFocusReason);
         filter_->selectAll();
     });
-    QAction* star = on_runs(make("star", themed("starred", QStyle::SP_DialogYesButton), tr("Star"),
+    QAction* star = on_runs(make("star", action_icon("starred", QStyle::SP_DialogYesButton), tr("Star"),
                                  tr("Star the selected runs (query: starred:)")));
     connect(star, &QAction::triggered, this, [this] { starSelected(true); });
-    QAction* unstar = on_runs(
-        make("unstar", themed("non-starred", QStyle::SP_DialogNoButton), tr("Unstar"), tr("Unstar the selected runs")));
+    QAction* unstar = on_runs(make("unstar", action_icon("non-starred", QStyle::SP_DialogNoButton), tr("Unstar"),
+                                   tr("Unstar the selected runs")));
     connect(unstar, &QAction::triggered, this, [this] { starSelected(false); });
-    QAction* add_tag = on_runs(make("add_tag", themed("tag", QStyle::SP_FileDialogInfoView), tr("Add tag…"),
+    QAction* add_tag = on_runs(make("add_tag", action_icon("tag", QStyle::SP_FileDialogInfoView), tr("Add tag…"),
                                     tr("Tag the selected runs (query: tag:NAME)"), QKeySequence(Qt::CTRL | Qt::Key_T)));
     connect(add_tag, &QAction::triggered, this, [this] {
         bool ok = false;
@@ -1734,7 +1742,7 @@ void MainWindow::createActions() {
         if (ok)
             tagSelected(text.split(QLatin1Char(','), Qt::SkipEmptyParts), true);
     });
-    QAction* note = on_runs(make("note", themed("document-edit", QStyle::SP_FileDialogDetailedView), tr("Note…"),
+    QAction* note = on_runs(make("note", action_icon("document-edit", QStyle::SP_FileDialogDetailedView), tr("Note…"),
                                  tr("Write a markdown note on the current run")));
     connect(note, &QAction::triggered, this, [this] {
         const RunRecord* run = jobs_->runAt(currentJob().row());
@@ -1745,18 +1753,18 @@ void MainWindow::createActions() {
             setNoteOfCurrent(text);
     });
     QAction* archive =
-        on_runs(make("archive", themed("archive-insert", QStyle::SP_DirClosedIcon), tr("Archive"),
+        on_runs(make("archive", action_icon("archive-insert", QStyle::SP_DirClosedIcon), tr("Archive"),
                      tr("Hide the selected runs unless the query says archived:"), QKeySequence::Delete));
     connect(archive, &QAction::triggered, this, [this] { archiveSelected(true); });
-    QAction* unarchive = on_runs(make("unarchive", themed("archive-extract", QStyle::SP_DirOpenIcon), tr("Unarchive"),
-                                      tr("Show the selected runs again")));
+    QAction* unarchive = on_runs(make("unarchive", action_icon("archive-extract", QStyle::SP_DirOpenIcon),
+                                      tr("Unarchive"), tr("Show the selected runs again")));
     connect(unarchive, &QAction::triggered, this, [this] { archiveSelected(false); });
-    QAction* remove = on_runs(make("delete", themed("edit-delete", QStyle::SP_TrashIcon), tr("Delete"),
+    QAction* remove = on_runs(make("delete", action_icon("edit-delete", QStyle::SP_TrashIcon), tr("Delete"),
                                    tr("Delete the selected finished runs from the catalog (Undo delete brings them "
                                       "back until the console closes)"),
                                    QKeySequence(Qt::SHIFT | Qt::Key_Delete)));
     connect(remove, &QAction::triggered, this, [this] { deleteSelected(); });
-    QAction* remove_files = on_runs(make("delete_with_files", themed("edit-delete-shred", QStyle::SP_TrashIcon),
+    QAction* remove_files = on_runs(make("delete_with_files", action_icon("edit-delete-shred", QStyle::SP_TrashIcon),
                                          tr("Delete with files on the worker…"),
                                          tr("Delete the selected finished runs and their checkpoints, logs and "
                                             "exports on their workers, for good")));
@@ -1779,12 +1787,12 @@ void MainWindow::createActions() {
     });
 
     QAction* preferences =
-        make("settings", themed("preferences-system", QStyle::SP_FileDialogDetailedView), tr("Settings…"),
+        make("settings", action_icon("preferences-system", QStyle::SP_FileDialogDetailedView), tr("Settings…"),
              tr("Appearance, where new jobs go, chart defaults, notifications, the data folder"),
              QKeySequence(Qt::CTRL | Qt::Key_Comma));
     preferences->setMenuRole(QAction::PreferencesRole);
     connect(preferences, &QAction::triggered, this, &MainWindow::openSettings);
-    QAction* refresh_now = make("refresh", themed("view-refresh", QStyle::SP_BrowserReload), tr("Refresh"),
+    QAction* refresh_now = make("refresh", action_icon("view-refresh", QStyle::SP_BrowserReload), tr("Refresh"),
                                 tr("Read the catalog and the backends' resources again"), QKeySequence::Refresh);
     connect(refresh_now, &QAction::triggered, this, [this] {
         refresh();
@@ -1799,7 +1807,7 @@ void MainWindow::createActions() {
         connect(show, &QAction::triggered, this, [this, index] { tabs_->setCurrentIndex(index); });
         tab_actions << show;
     }
-    QAction* columns = make("columns", themed("view-list-details", QStyle::SP_FileDialogListView), tr("Columns…"),
+    QAction* columns = make("columns", action_icon("view-list-details", QStyle::SP_FileDialogListView), tr("Columns…"),
                             tr("Add any config key or summary value as a column of the runs table"));
     connect(columns, &QAction::triggered, this, [this] {
         tabs_->setCurrentIndex(0);
@@ -1808,43 +1816,43 @@ void MainWindow::createActions() {
     only_differing_->setObjectName("only_differing");
     only_differing_->setStatusTip(only_differing_->toolTip());
     actions_.insert("only_differing", only_differing_);
-    QAction* compare_selected =
-        make("compare_selected", themed("view-statistics", QStyle::SP_FileDialogContentsView), tr("Compare selected"),
-             tr("Open the Compare tab on the selected runs (every run shown when fewer "
-                "than two are selected)"));
+    QAction* compare_selected = make(
+        "compare_selected", action_icon("view-statistics", QStyle::SP_FileDialogContentsView), tr("Compare selected"),
+        tr("Open the Compare tab on the selected runs (every run shown when fewer "
+           "than two are selected)"));
     connect(compare_selected, &QAction::triggered, this, [this] {
         tabs_->setCurrentWidget(compare_tab_);
         updateCompare();
     });
-    QAction* full_screen = make("full_screen", themed("view-fullscreen", QStyle::SP_TitleBarMaxButton),
+    QAction* full_screen = make("full_screen", action_icon("view-fullscreen", QStyle::SP_TitleBarMaxButton),
                                 tr("Full screen"), tr("Show the window on the whole screen"), QKeySequence::FullScreen);
     full_screen->setCheckable(true);
     connect(full_screen, &QAction::toggled, this, [this](bool on) { on ? showFullScreen() : showNormal(); });
 
     QAction* add_worker =
-        make("add_worker", themed("network-server", QStyle::SP_DriveNetIcon), tr("Add remote worker…"),
+        make("add_worker", action_icon("network-server", QStyle::SP_DriveNetIcon), tr("Add remote worker…"),
              tr("Connect a TrainDeck worker on another machine (HTTPS and "
                 "its token, or an ssh forward)"));
     connect(add_worker, &QAction::triggered, this, &MainWindow::addRemoteWorkerRequested);
     QAction* add_ssh_host =
-        make("add_ssh_host", themed("network-wired", QStyle::SP_DriveNetIcon), tr("Add SSH host…"),
+        make("add_ssh_host", action_icon("network-wired", QStyle::SP_DriveNetIcon), tr("Add SSH host…"),
              tr("Use a machine you can ssh into: TrainDeck installs and starts its worker there (asking first) and "
                 "reaches it through an ssh forward"));
     connect(add_ssh_host, &QAction::triggered, this, &MainWindow::addSshHostRequested);
     QAction* add_cloud =
-        make("add_cloud_provider", themed("weather-overcast", QStyle::SP_DriveNetIcon), tr("Add cloud provider…"),
+        make("add_cloud_provider", action_icon("weather-overcast", QStyle::SP_DriveNetIcon), tr("Add cloud provider…"),
              tr("Rent GPU instances when jobs need them and delete them when idle, through a provider file of your "
                 "cloud's CLI commands, with a maximum count and an hourly spend ceiling"));
     connect(add_cloud, &QAction::triggered, this, &MainWindow::addCloudProviderRequested);
     QAction* resources =
-        make("backend_resources", themed("utilities-system-monitor", QStyle::SP_ComputerIcon),
+        make("backend_resources", action_icon("utilities-system-monitor", QStyle::SP_ComputerIcon),
              tr("Read resources again"), tr("Ask every backend for its GPUs, CPUs, memory and prices now"));
     connect(resources, &QAction::triggered, this, [this] {
         updateResources();
         statusBar()->showMessage(
             tr("Asked %n backend(s) for their resources", nullptr, static_cast<int>(backendNames().size())), 3000);
     });
-    QAction* about = make("about", themed("help-about", QStyle::SP_MessageBoxInformation), tr("About TrainDeck"),
+    QAction* about = make("about", action_icon("help-about", QStyle::SP_MessageBoxInformation), tr("About TrainDeck"),
                           tr("The version and what it runs on (Qt, SQLite, the trainer's BLAS and CUDA)"));
     about->setMenuRole(QAction::AboutRole);
     connect(about, &QAction::triggered, this, [this] {
@@ -1852,7 +1860,7 @@ void MainWindow::createActions() {
         dialog->setAttribute(Qt::WA_DeleteOnClose);
         dialog->open();
     });
-    QAction* about_qt = make("about_qt", themed("help-about", QStyle::SP_TitleBarMenuButton), tr("About Qt"),
+    QAction* about_qt = make("about_qt", action_icon("help-about", QStyle::SP_TitleBarMenuButton), tr("About Qt"),
                              tr("The Qt version this console runs on and its licence"));
     about_qt->setMenuRole(QAction::AboutQtRole);
     connect(about_qt, &QAction::triggered, qApp, &QApplication::aboutQt);
@@ -1897,7 +1905,7 @@ void MainWindow::createActions() {
         connect(command, &QAction::triggered, this, [this] { tabs_->setCurrentWidget(datasets_); });
     }
     QAction* remove_backend =
-        make("remove_backend", themed("list-remove", QStyle::SP_TrashIcon), tr("Remove backend…"),
+        make("remove_backend", action_icon("list-remove", QStyle::SP_TrashIcon), tr("Remove backend…"),
              tr("Forget the chosen backend: its runs stay, its token leaves the keyring, it is not connected at the "
                 "next start"));
     connect(remove_backend, &QAction::triggered, this, [this] { removeBackend(chosenBackend()); });
@@ -2001,10 +2009,7 @@ void MainWindow::updateActions() {
         for (const auto& [name, reason] : states)
             if (name == each->objectName())
                 why = reason;
-        const QString tip = each->property("tip").toString();
-        each->setEnabled(why.isEmpty());
-        each->setToolTip(why.isEmpty() ? tip : tr("%1 — %2").arg(tip, why));
-        each->setStatusTip(each->toolTip());
+        enable_or_say_why(each, why);
     }
 }
 

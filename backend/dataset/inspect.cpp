@@ -37,14 +37,20 @@ bool is_idx_name(const std::string& name, const char* kind) {
                                                   ends_with(n, ".idx.gz"));
 }
 
-const char* field_type(const std::string& field) {
+// A cell's type; *value: its number, when it is one (parsed once, for the type and the column's range).
+const char* field_type(const std::string& field, double* value) {
     if (field.empty())
         return nullptr; // a missing value says nothing about the column
     char* end = nullptr;
-    std::strtoll(field.c_str(), &end, 10);
-    if (*end == '\0')
+    const long long whole = std::strtoll(field.c_str(), &end, 10);
+    if (*end == '\0') {
+        // Past a long long (strtoll clamps): the number strtod reads.
+        const bool clamped =
+            whole == std::numeric_limits<long long>::max() || whole == std::numeric_limits<long long>::min();
+        *value = clamped ? std::strtod(field.c_str(), nullptr) : static_cast<double>(whole);
         return "integer";
-    std::strtod(field.c_str(), &end);
+    }
+    *value = std::strtod(field.c_str(), &end);
     return *end == '\0' ? "number" : "text";
 }
 
@@ -78,11 +84,11 @@ bool read_csv(const std::string& path, const std::string& relative, CsvTable& ta
             return false;
         }
         for (size_t c = 0; c < fields.size(); ++c) {
-            const char* type = field_type(fields[c]);
+            double value = 0;
+            const char* type = field_type(fields[c], &value);
             const int r = !type ? 0 : std::strcmp(type, "integer") == 0 ? 1 : std::strcmp(type, "number") == 0 ? 2 : 3;
             rank[c] = std::max(rank[c], r);
             if (r == 1 || r == 2) {
-                const double value = std::strtod(fields[c].c_str(), nullptr);
                 table.low[c] = std::min(table.low[c], value);
                 table.high[c] = std::max(table.high[c], value);
             }
