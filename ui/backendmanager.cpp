@@ -113,7 +113,7 @@ void BackendManager::addRemote() {
     form->addRow(tr("Token"), token);
     form->addRow(buttons);
     accept_when_valid(dialog, form, buttons, [this, name, url] {
-        if (name->text().trimmed().isEmpty() || window_.backendNames().contains(name->text().trimmed()))
+        if (!nameFree(name->text()))
             return tr("Give the worker a name not used yet");
         return url->text().trimmed().isEmpty() ? tr("Give the worker's address, such as https://gpu-box:7878")
                                                : QString();
@@ -121,6 +121,11 @@ void BackendManager::addRemote() {
     if (dialog.exec() != QDialog::Accepted)
         return;
     addRemote(name->text().trimmed(), url->text().trimmed(), token->text().trimmed());
+}
+
+bool BackendManager::nameFree(const QString& name) const {
+    const QString trimmed = name.trimmed();
+    return !trimmed.isEmpty() && !window_.controller().find(trimmed);
 }
 
 void BackendManager::askRemove(const QString& name) {
@@ -143,7 +148,7 @@ void BackendManager::addRemote(const QString& name, const QString& url, const QS
         window_.addAlert(tr("The remote-worker plugin is not installed"));
         return;
     }
-    if (name.isEmpty() || window_.backendNames().contains(name)) {
+    if (!nameFree(name)) {
         window_.addAlert(tr("Give the worker a name not used yet"));
         return;
     }
@@ -188,9 +193,7 @@ void BackendManager::addSshHost() {
     accept_when_valid(dialog, form, buttons, [this, name, host] {
         if (host->currentText().trimmed().isEmpty())
             return tr("Give the SSH host's address or its name in ~/.ssh/config");
-        return name->text().trimmed().isEmpty() || window_.backendNames().contains(name->text().trimmed())
-                   ? tr("Give the SSH host a name not used yet")
-                   : QString();
+        return !nameFree(name->text()) ? tr("Give the SSH host a name not used yet") : QString();
     });
     QPointer<QComboBox> hosts(host);
     run_in_background(
@@ -212,7 +215,7 @@ void BackendManager::addSshHost() {
 }
 
 void BackendManager::addSsh(const QString& name, const QString& url) {
-    if (name.isEmpty() || window_.backendNames().contains(name)) {
+    if (!nameFree(name)) {
         window_.addAlert(tr("Give the SSH host a name not used yet"));
         return;
     }
@@ -259,7 +262,7 @@ void BackendManager::addCloudProvider() {
             name->setText(QFileInfo(chosen).completeBaseName());
     });
     accept_when_valid(dialog, form, buttons, [this, name, file] {
-        if (name->text().trimmed().isEmpty() || window_.backendNames().contains(name->text().trimmed()))
+        if (!nameFree(name->text()))
             return tr("Give the provider a name not used yet");
         if (file->text().trimmed().isEmpty())
             return tr("Choose the provider's file");
@@ -272,7 +275,7 @@ void BackendManager::addCloudProvider() {
 }
 
 void BackendManager::addCloud(const QString& name, const QString& file) {
-    if (name.isEmpty() || window_.backendNames().contains(name)) {
+    if (!nameFree(name)) {
         window_.addAlert(tr("Give the provider a name not used yet"));
         return;
     }

@@ -38,6 +38,10 @@ public:
     void remove(const QString& name);
 
 private:
+    // Whether a new backend may take `name` (typed, spaces around it dropped): not empty, and no backend connected in
+    // this session has it, a removed one included (it stays connected until the console closes).
+    bool nameFree(const QString& name) const;
+
     void askTrust(const QString& name, const QString& url, const QString& key);
     void askInstall(const QString& name, const QString& url, const QString& facts, const QStringList& commands);
 
