@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include <fcntl.h>
@@ -231,54 +232,59 @@ int ContentStore::build(const Manifest& manifest, std::vector<std::string>& miss
     std::error_code ec;
     fs::create_directories(build, ec);
     // Every file is its chunks copied in order (not hard links: a job writing to a shared inode would damage
-    // the chunk, and with it every later build of any version that holds those bytes).
-    std::vector<char> buffer(kChunkBytes);
-    for (const ManifestFile& file : manifest.files) {
-        const fs::path target = build / file.path;
-        fs::create_directories(target.parent_path(), ec);
-        const int out = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
-        int saved = out < 0 ? errno : 0;
-        bool ok = out >= 0;
-        for (size_t c = 0; ok && c < file.chunks.size(); ++c) {
-            const int in = ::open(chunk_path(file.chunks[c]).c_str(), O_RDONLY | O_CLOEXEC);
-            ssize_t got = in < 0 ? -1 : 0;
-            while (in >= 0 && (got = ::read(in, buffer.data(), buffer.size())) > 0 && (ok = write_all(out, buffer.data(), got, saved)))
-                ;
-            if (in < 0 || got < 0)
-                ok = false, saved = saved ? saved : errno;
-            if (in >= 0)
-                ::close(in);
-        }
-        if (out >= 0)
-            ::close(out);
-        if (!ok) {
-            remove_tree(build);
-            error = "cannot build " + file.path + " (" + std::strerror(saved) + ")";
-            return space_status(saved);
-        }
-    }
-    // Verify every file against the manifest before the version becomes visible (two threads: hashing is the
-    // cost here, and the disk is not the bottleneck on a page-cached upload).
+    // the chunk, and with it every later build of any version that holds those bytes), and hashed as it is copied:
+    // the version becomes visible only when every file is the manifest's. Two threads, a file at a time each: the
+    // copy and the hash are the cost here, the disk is not, on a page-cached upload.
+    for (const ManifestFile& file : manifest.files)
+        fs::create_directories((build / file.path).parent_path(), ec);
     std::atomic<size_t> next{0};
-    std::atomic<int> bad{-1};
-    auto verify = [&] {
-        for (size_t i; bad.load() < 0 && (i = next.fetch_add(1)) < manifest.files.size();) {
+    std::atomic<bool> stop{false};
+    std::mutex failure_mutex;
+    int failed_status = 0;
+    std::string failure;
+    auto copy = [&] {
+        std::vector<char> buffer(kChunkBytes);
+        for (size_t i; !stop.load() && (i = next.fetch_add(1)) < manifest.files.size();) {
             const ManifestFile& file = manifest.files[i];
-            if (sha256_file((build / file.path).string()) != file.sha256)
-                bad.store(static_cast<int>(i));
+            const int out = ::open((build / file.path).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
+            int saved = out < 0 ? errno : 0;
+            bool ok = out >= 0;
+            Sha256 whole;
+            for (size_t c = 0; ok && c < file.chunks.size(); ++c) {
+                const int in = ::open(chunk_path(file.chunks[c]).c_str(), O_RDONLY | O_CLOEXEC);
+                ssize_t got = in < 0 ? -1 : 0;
+                while (in >= 0 && (got = ::read(in, buffer.data(), buffer.size())) > 0 &&
+                       (ok = write_all(out, buffer.data(), got, saved)))
+                    whole.update(buffer.data(), static_cast<size_t>(got));
+                if (in < 0 || got < 0)
+                    ok = false, saved = saved ? saved : errno;
+                if (in >= 0)
+                    ::close(in);
+            }
+            if (out >= 0)
+                ::close(out);
+            std::lock_guard lock(failure_mutex);
+            if (!ok) {
+                if (!stop.exchange(true)) {
+                    failed_status = space_status(saved);
+                    failure = "cannot build " + file.path + " (" + std::strerror(saved) + ")";
+                }
+            } else if (whole.hex() != file.sha256 && !stop.exchange(true)) {
+                for (const std::string& chunk : file.chunks)
+                    ::unlink(chunk_path(chunk).c_str());
+                failed_status = 422;
+                failure = file.path + ": the stored chunks do not hash to the manifest's " + file.sha256.substr(0, 12) +
+                          "… (damaged on the worker's disk); they were dropped, upload again";
+            }
         }
     };
-    std::thread helper(verify);
-    verify();
+    std::thread helper(copy);
+    copy();
     helper.join();
-    if (bad.load() >= 0) {
-        const ManifestFile& file = manifest.files[bad.load()];
-        for (const std::string& chunk : file.chunks)
-            ::unlink(chunk_path(chunk).c_str());
+    if (stop.load()) {
         remove_tree(build);
-        error = file.path + ": the stored chunks do not hash to the manifest's " + file.sha256.substr(0, 12) +
-                "… (damaged on the worker's disk); they were dropped, upload again";
-        return 422;
+        error = failure;
+        return failed_status;
     }
     if (const int saved = write_file_atomically(dir_ + "/manifests/" + version + ".json", manifest.to_json().dump());
         saved != 0) {

@@ -181,6 +181,11 @@ std::string sha256_hex(const void* data, size_t size) {
     return hex_of(out, length);
 }
 
+Sha256::Sha256() : context_(new_digest().release()) {}
+Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(context_)); }
+void Sha256::update(const void* data, size_t size) { EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(context_), data, size); }
+std::string Sha256::hex() { return finish(static_cast<EVP_MD_CTX*>(context_)); }
+
 std::string sha256_file(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)

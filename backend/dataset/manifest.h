@@ -66,6 +66,18 @@ struct ManifestDiff {
 ManifestDiff diff_manifests(const Manifest& before, const Manifest& after);
 
 std::string sha256_hex(const void* data, size_t size);
+// A SHA-256 fed piece by piece (a file hashed while it is copied).
+class Sha256 {
+public:
+    Sha256();
+    ~Sha256();
+    Sha256(const Sha256&) = delete;
+    Sha256& operator=(const Sha256&) = delete;
+    void update(const void* data, size_t size);
+    std::string hex(); // once, at the end
+private:
+    void* context_;
+};
 // The SHA-256 of a file's bytes (what sha256sum prints); "" when it cannot be read.
 std::string sha256_file(const std::string& path);
 bool is_sha256_hex(const std::string& text);

@@ -1,6 +1,7 @@
 #include "workerserver.h"
 
 #include "atomicfile.h"
+#include "bodyreader.h"
 #include "elasticthreadpool.h"
 #include "jobshim.h"
 #include "jobtable.h"
@@ -182,6 +183,15 @@ void error_page(httplib::Response& res) {
     }
 }
 
+void store_chunk(dataset::ContentStore& store, const std::string& hash, const std::string& bytes,
+                 httplib::Response& res) {
+    std::string error;
+    const int status = store.put_chunk(hash, bytes, error);
+    if (status >= 300)
+        return error_reply(res, status, error);
+    reply(res, status, {{"stored", hash}});
+}
+
 // Appends "\"events\":[...]" with the job's events after `after` (at most limit) to body; returns the last seq.
 int64_t append_events(Database& db, int64_t job, int64_t after, int64_t limit, std::string& body) {
     Statement select = db.prepare("SELECT seq, time, type, data FROM events WHERE job=? AND seq>? ORDER BY seq LIMIT ?");
@@ -261,6 +271,17 @@ std::string WorkerServer::bind(const std::string& host, int port, const std::str
             s.Delete(route.pattern, route.handler);
         else
             s.Put(route.pattern, route.handler);
+    }
+    if (cert.empty()) {
+        // Chunks on a plain connection: the body in large reads from the socket (bodyreader.h). httplib tries the
+        // routes that take a ContentReader before the others, so this one answers every chunk PUT here.
+        s.Put(R"(/v1/chunks/([0-9a-f]{64}))",
+              [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+                  std::string body, error;
+                  if (const int status = read_body(req, reader, dataset::kChunkBytes, 5000, body, error); status != 0)
+                      return error_reply(res, status, error);
+                  store_chunk(supervisor_.store(), req.matches[1], body, res);
+              });
     }
     // httplib listens with a backlog of 5: under a burst of connections the kernel drops SYNs and every new client
     // (the console's next request too) waits a 1 s retransmit. The socket is ours to widen once it listens.
@@ -586,12 +607,10 @@ void WorkerServer::dataset_routes() {
         }
         reply(res, 200, {{"missing", store.missing_chunks(hashes)}});
     });
+    // Through httplib's read of the body: a TLS connection's chunks, and the fuzz target's. A plain connection's
+    // chunks take bind()'s route, which reads the body in large pieces (bodyreader.h) and ends here too.
     s.Put(R"(/v1/chunks/([0-9a-f]{64}))", [&store](const httplib::Request& req, httplib::Response& res) {
-        std::string error;
-        const int status = store.put_chunk(req.matches[1], req.body, error);
-        if (status >= 300)
-            return error_reply(res, status, error);
-        reply(res, status, {{"stored", std::string(req.matches[1])}});
+        store_chunk(store, req.matches[1], req.body, res);
     });
     s.Put(R"(/v1/datasets/([0-9a-f]{64}))", [&store](const httplib::Request& req, httplib::Response& res) {
         if (too_large(req, res, kManifestMaxBytes))

@@ -10,7 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
+#include <tuple>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -184,6 +189,176 @@ TEST(DataStore, DamagedAndHostileInputIsRefused) {
     client::WorkerClient stranger(worker.url(), "wrong-token");
     EXPECT_EQ(stranger.put("/v1/chunks/" + other_hash, other, "application/octet-stream").status, 401);
     EXPECT_FALSE(fs::exists(worker.state_dir() + "/store/chunks/" + other_hash.substr(0, 2) + "/" + other_hash));
+}
+
+// A connection to the worker of our own: requests written byte for byte, answers read as they come.
+class RawConnection {
+public:
+    explicit RawConnection(const std::string& url) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        address.sin_port = htons(static_cast<uint16_t>(std::stoi(url.substr(url.rfind(':') + 1))));
+        connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    }
+    ~RawConnection() { ::close(fd_); }
+    bool connected() const { return connected_; }
+    bool send(const std::string& bytes) const {
+        for (size_t sent = 0; sent < bytes.size();) {
+            const ssize_t wrote = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+            if (wrote <= 0)
+                return false;
+            sent += static_cast<size_t>(wrote);
+        }
+        return true;
+    }
+    void stop_sending() const { ::shutdown(fd_, SHUT_WR); }
+    // One answer's status and body (a Content-Length body); 0 when the connection ended first.
+    std::pair<int, std::string> answer() {
+        size_t end;
+        while ((end = pending_.find("\r\n\r\n")) == std::string::npos)
+            if (!more())
+                return {0, ""};
+        std::string head = pending_.substr(0, end);
+        for (char& c : head)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        const size_t length_at = head.find("content-length:");
+        const size_t length = length_at == std::string::npos ? 0 : std::stoul(head.substr(length_at + 15));
+        while (pending_.size() < end + 4 + length)
+            if (!more())
+                return {0, ""};
+        const int status = std::stoi(pending_.substr(9, 3));
+        std::string body = pending_.substr(end + 4, length);
+        pending_.erase(0, end + 4 + length);
+        return {status, body};
+    }
+    // True when the worker closed the connection (and sent nothing more).
+    bool closed_by_peer() { return pending_.empty() && !more(); }
+
+private:
+    bool more() {
+        char buffer[65536];
+        const ssize_t got = ::recv(fd_, buffer, sizeof(buffer), 0);
+        if (got <= 0)
+            return false;
+        pending_.append(buffer, static_cast<size_t>(got));
+        return true;
+    }
+    int fd_ = -1;
+    bool connected_ = false;
+    std::string pending_;
+};
+
+std::string chunk_put(const std::string& hash, const std::string& token, size_t length, const std::string& extra = {}) {
+    return "PUT /v1/chunks/" + hash + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
+           "\r\nContent-Length: " + std::to_string(length) + "\r\n" + extra + "\r\n";
+}
+
+std::string random_bytes(size_t size, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::string bytes(size, '\0');
+    for (char& c : bytes)
+        c = static_cast<char>(rng());
+    return bytes;
+}
+
+// The worker reads a chunk's body from the socket itself, past httplib (workerserver's bodyreader): it must take
+// exactly the body, on a kept-alive connection, whichever way the bytes come, and a sender that stops or lies about
+// the length must neither store a chunk nor leave the connection reading the rest of a body as its next request.
+TEST(DataStore, ChunkBodiesReadPastHttplibKeepTheConnectionInStepAndRefuseSendersThatStop) {
+    WorkerProcess worker;
+    ASSERT_TRUE(worker.running());
+    auto stored = [&](const std::string& hash) {
+        return fs::exists(worker.state_dir() + "/store/chunks/" + hash.substr(0, 2) + "/" + hash);
+    };
+    const std::string whole = random_bytes(static_cast<size_t>(dataset::kChunkBytes), 1);
+    const std::string pieces = random_bytes(3 << 20, 2);
+    const std::string small = random_bytes(100, 3);
+    const std::string whole_hash = dataset::sha256_hex(whole.data(), whole.size());
+    const std::string pieces_hash = dataset::sha256_hex(pieces.data(), pieces.size());
+    const std::string small_hash = dataset::sha256_hex(small.data(), small.size());
+    {
+        RawConnection connection(worker.url());
+        ASSERT_TRUE(connection.connected());
+        // Head and body in one write: part of the body arrives in httplib's buffer with the head.
+        ASSERT_TRUE(connection.send(chunk_put(whole_hash, worker.token(), whole.size()) + whole));
+        auto [status, body] = connection.answer();
+        EXPECT_EQ(status, 201) << body;
+        // The head alone, then the body in three writes, the second answer on the same connection.
+        ASSERT_TRUE(connection.send(chunk_put(pieces_hash, worker.token(), pieces.size())));
+        for (size_t at = 0; at < pieces.size(); at += 1 << 20)
+            ASSERT_TRUE(connection.send(pieces.substr(at, 1 << 20)));
+        std::tie(status, body) = connection.answer();
+        EXPECT_EQ(status, 201) << body;
+        // A body smaller than httplib's first read, then a request with no body. (Not in one write: httplib 0.11
+        // drops what it read past a request, so no client pipelines requests to it.)
+        ASSERT_TRUE(connection.send(chunk_put(small_hash, worker.token(), small.size()) + small));
+        std::tie(status, body) = connection.answer();
+        EXPECT_EQ(status, 201) << body;
+        ASSERT_TRUE(connection.send("GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + worker.token() +
+                                    "\r\n\r\n"));
+        std::tie(status, body) = connection.answer();
+        EXPECT_EQ(status, 200) << body;
+        // Damaged on the way: refused by its hash, and the connection still answers.
+        std::string damaged = whole;
+        damaged[12345] ^= 1;
+        ASSERT_TRUE(connection.send(chunk_put(whole_hash, worker.token(), damaged.size()) + damaged));
+        std::tie(status, body) = connection.answer();
+        EXPECT_EQ(status, 400);
+        EXPECT_NE(body.find("do not hash"), std::string::npos) << body;
+    }
+    EXPECT_TRUE(stored(whole_hash));
+    EXPECT_TRUE(stored(pieces_hash));
+    EXPECT_TRUE(stored(small_hash));
+
+    const std::string other = random_bytes(2 << 20, 4);
+    const std::string other_hash = dataset::sha256_hex(other.data(), other.size());
+    {
+        // A sender that stops half way and waits: after the worker's read timeout, 408, and the connection ends
+        // (what it would send next is the rest of that body, not a request).
+        RawConnection connection(worker.url());
+        ASSERT_TRUE(connection.send(chunk_put(other_hash, worker.token(), other.size()) + other.substr(0, 1 << 20)));
+        auto [status, body] = connection.answer();
+        EXPECT_EQ(status, 408) << body;
+        EXPECT_NE(body.find("stopped sending"), std::string::npos) << body;
+        EXPECT_TRUE(connection.closed_by_peer());
+    }
+    {
+        // A sender that says more than it sends and closes its side: 400, nothing stored.
+        RawConnection connection(worker.url());
+        ASSERT_TRUE(connection.send(chunk_put(other_hash, worker.token(), other.size()) + other.substr(0, 1 << 20)));
+        connection.stop_sending();
+        auto [status, body] = connection.answer();
+        EXPECT_EQ(status, 400) << body;
+        EXPECT_NE(body.find("did not arrive whole"), std::string::npos) << body;
+    }
+    {
+        // Longer than a chunk may be: read whole through httplib and refused; the connection still answers.
+        const std::string large = random_bytes(static_cast<size_t>(dataset::kChunkBytes) + 1, 5);
+        const std::string large_hash = dataset::sha256_hex(large.data(), large.size());
+        RawConnection connection(worker.url());
+        ASSERT_TRUE(connection.send(chunk_put(large_hash, worker.token(), large.size()) + large));
+        auto [status, body] = connection.answer();
+        EXPECT_EQ(status, 413) << body;
+        EXPECT_FALSE(stored(large_hash));
+        // A chunked transfer (no Content-Length) goes through httplib too, and is stored.
+        std::ostringstream chunked;
+        chunked << "PUT /v1/chunks/" << other_hash << " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " << worker.token()
+                << "\r\nTransfer-Encoding: chunked\r\n\r\n"
+                << std::hex << other.size() << "\r\n"
+                << other << "\r\n0\r\n\r\n";
+        ASSERT_TRUE(connection.send(chunked.str()));
+        std::tie(status, body) = connection.answer();
+        EXPECT_EQ(status, 201) << body;
+    }
+    EXPECT_TRUE(stored(other_hash));
+    // No token: refused before any body is read, as every endpoint.
+    {
+        RawConnection connection(worker.url());
+        ASSERT_TRUE(connection.send(chunk_put(small_hash, "wrong", small.size()) + small));
+        EXPECT_EQ(connection.answer().first, 401);
+    }
 }
 
 TEST(DataStore, FileChangedSinceRegistrationFailsTheUploadWithAMessage) {
