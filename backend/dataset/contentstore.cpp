@@ -108,7 +108,7 @@ int ContentStore::put_chunk(const std::string& hash, const std::string& bytes, s
     }
     if (static_cast<int64_t>(bytes.size()) > kChunkBytes) {
         error = "a chunk holds at most " + std::to_string(kChunkBytes) + " bytes";
-        return 400;
+        return 413;
     }
     if (sha256_hex(bytes.data(), bytes.size()) != hash) {
         error = "the chunk's bytes do not hash to " + hash + " (damaged in transit); send it again";

@@ -30,7 +30,7 @@ public:
     bool has_chunk(const std::string& hash) const;
     std::vector<std::string> missing_chunks(const std::vector<std::string>& hashes) const;
     // Stores bytes under their hash. status: 201 stored, 200 already there, 400 bad hash or bytes that do not
-    // hash to it, 507 out of space.
+    // hash to it, 413 more than a chunk, 507 out of space.
     int put_chunk(const std::string& hash, const std::string& bytes, std::string& error);
     // Many chunks whose hashes the caller computed (a code snapshot: hundreds of small files): each written to
     // tmp/, one syncfs for all, then each renamed to its name; far cheaper than an fsync per chunk. 0 or errno.

@@ -92,8 +92,20 @@ int read_body(const httplib::Request& req, const httplib::ContentReader& reader,
         !length_text.empty() &&
         std::from_chars(length_text.data(), length_text.data() + length_text.size(), length).ec == std::errc() &&
         length > 0;
-    const int fd = has_length && length <= max_bytes && is_identity(req, "Transfer-Encoding") &&
-                           is_identity(req, "Content-Encoding")
+    if (req.is_multipart_form_data() || (has_length && length > max_bytes)) {
+        const int status = req.is_multipart_form_data() ? 400 : 413;
+        error = status == 400 ? "the body is the bytes themselves (application/octet-stream), not a multipart form"
+                              : "the body is larger than " + std::to_string(max_bytes) + " bytes";
+        // Taken and dropped through httplib (which skips a body over its own payload limit), so that the connection
+        // stays in step; where httplib refuses to read it (a form with no boundary), answered here and closed.
+        const bool drained = status == 400 ? reader([](const httplib::MultipartFormData&) { return true; },
+                                                    [](const char*, size_t) { return true; })
+                                           : reader([](const char*, size_t) { return true; });
+        if (const int fd = drained ? -1 : connection_socket(req); fd >= 0)
+            answer_and_close(fd, status, error);
+        return status;
+    }
+    const int fd = has_length && is_identity(req, "Transfer-Encoding") && is_identity(req, "Content-Encoding")
                        ? connection_socket(req)
                        : -1;
     if (fd < 0) {

@@ -17,10 +17,10 @@ namespace traindeck::worker {
 int connection_socket(const httplib::Request& req);
 
 // Reads the request's body into body. Returns 0, or an HTTP status with error: 400 for a body that did not arrive
-// whole, 408 when the client stopped sending for timeout_ms, 413 above max_bytes (read whole through httplib first:
-// the socket is read directly only for a body it may hold). When a body read from the socket stops part way, the
-// answer (408 or 400, {"error": ...}) is written here and the connection shut: the rest of that body must not be
-// read as the next request.
+// whole or is a multipart form, 408 when the client stopped sending for timeout_ms, 413 above max_bytes (a refused
+// body is read and dropped through httplib, so the connection stays in step). When a body read from the socket stops
+// part way, the answer (408 or 400, {"error": ...}) is written here and the connection shut: the rest of that body must
+// not be read as the next request.
 int read_body(const httplib::Request& req, const httplib::ContentReader& reader, size_t max_bytes, int timeout_ms,
               std::string& body, std::string& error);
 

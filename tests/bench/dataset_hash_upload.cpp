@@ -2,13 +2,15 @@
 //   1. hash a folder of mixed files (default 2 GB): TrainDeck's manifest scan vs `sha256sum` over the same files
 //      (target: >= 0.9x sha256sum's MB/s);
 //   2. upload it to a loopback traindeck-worker (chunks, hash checks, every chunk fsynced before it is acknowledged,
-//      build and verification of the version) vs `curl` PUTting the same files to a plain HTTP sink that stores
-//      each body as a file (not fsynced: the peer's side does less). Targets: >= 1.0x one curl process (one
-//      connection) and >= 0.9x four curl processes at once (four connections, a quarter of the bytes each).
-//      TrainDeck sends on --connections threads, one connection each (2, the console's setting). The sink reads
-//      with 1 MiB reads on a thread per connection, so that the peer's figure is curl's, not the sink's;
+//      then the version built: copied from the chunks, hashed, synced) vs `curl` PUTting the same files to a plain
+//      HTTP sink that stores each body as a file and fsyncs it and its folder before it answers. Targets: TrainDeck
+//      (on --connections threads, one connection each: 2, the console's setting) >= 1.0x one curl process (one
+//      connection) and >= 0.9x four curl processes at once (four connections, a quarter of the bytes each). The
+//      sink reads with 1 MiB reads on a thread per connection, so that the peer's figure is curl's, not the sink's;
+//      the same sink without fsync is timed too, for reference (the page cache, which no durable store matches);
 //   3. change 1 % of the files and upload the new version (target: < 2 % of the bytes sent).
-// Each figure is the median of --runs runs, the sides alternating; the page cache is warm for both.
+// Each figure is the median of --runs runs, the sides alternating; the page cache is warm for both. Exit status: 0
+// every target met, 1 one missed, 2 the bench could not run.
 //
 //   dataset_hash_upload [--size-mb 2048] [--runs 3] [--connections 2] [--dir /tmp]
 #include "datasetupload.h"
@@ -145,8 +147,10 @@ private:
             if (file < 0)
                 return fail();
             auto store = [&](const char* data, size_t size) {
-                bytes_ += static_cast<int64_t>(size);
-                return ::write(file, data, size) == static_cast<ssize_t>(size);
+                const bool wrote = ::write(file, data, size) == static_cast<ssize_t>(size);
+                if (wrote)
+                    bytes_ += static_cast<int64_t>(size);
+                return wrote;
             };
             const size_t early = std::min<size_t>(rest.size(), static_cast<size_t>(left));
             bool ok = store(rest.data(), early);
@@ -219,12 +223,12 @@ int main(int argc, char** argv) {
         const double t0 = now();
         if (run("xargs -a " + list + " -d '\\n' sha256sum > /dev/null") != 0) {
             std::fprintf(stderr, "sha256sum failed\n");
-            return 1;
+            return 2;
         }
         const double t1 = now();
         if (!dataset::scan_manifest(root, manifest, error)) {
             std::fprintf(stderr, "scan failed: %s\n", error.c_str());
-            return 1;
+            return 2;
         }
         const double t2 = now();
         if (r >= 0) {
@@ -248,6 +252,7 @@ int main(int argc, char** argv) {
             order[i] = i;
         std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return files[x].second > files[y].second; });
         std::vector<std::ofstream> out;
+        out.reserve(configs.size());
         std::vector<int64_t> load(4, 0);
         for (int c = 0; c < 5; ++c)
             out.emplace_back(configs[c] = work + "/curl" + std::to_string(c) + ".conf");
@@ -276,11 +281,15 @@ int main(int argc, char** argv) {
         fs::create_directories(sink_dir);
         run("sync");
         const int64_t before = to.bytes();
-        std::string command;
-        for (int c = first; c < first + count; ++c)
-            command += "sed s/PORT/" + std::to_string(to.port()) + "/ " + configs[c] + " | curl -s -S --config - & ";
+        // Each curl's own exit status: `wait PID` for every one of them.
+        std::string command, waits;
+        for (int c = first; c < first + count; ++c) {
+            command += "sed s/PORT/" + std::to_string(to.port()) + "/ " + configs[c] + " | curl -s -S --config - & p" +
+                       std::to_string(c) + "=$!; ";
+            waits += (waits.empty() ? "wait $p" : " && wait $p") + std::to_string(c);
+        }
         const double t0 = now();
-        if (run("{ " + command + "wait; }") != 0 || to.bytes() - before != (size_mb << 20)) {
+        if (run("{ " + command + waits + "; }") != 0 || to.bytes() - before != (size_mb << 20)) {
             std::fprintf(stderr, "curl failed (the sink took %lld bytes)\n",
                          static_cast<long long>(to.bytes() - before));
             std::exit(2);
@@ -306,7 +315,7 @@ int main(int argc, char** argv) {
         const double t2 = now();
         if (!worker->running() || !client::upload_dataset(worker->client(), manifest, root, last, error, options)) {
             std::fprintf(stderr, "upload failed: %s\n", worker->running() ? error.c_str() : "the worker did not start");
-            std::exit(1);
+            std::exit(2);
         }
         const double t3 = now();
         ours.push_back(megabytes / (t3 - t2));
@@ -348,7 +357,7 @@ int main(int argc, char** argv) {
     if (!dataset::scan_manifest(root, second, error) ||
         !client::upload_dataset(worker->client(), second, root, last, error)) {
         std::fprintf(stderr, "re-upload failed: %s\n", error.c_str());
-        return 1;
+        return 2;
     }
     const double share = 100.0 * static_cast<double>(last.bytes_sent) / static_cast<double>(second.bytes());
     std::printf("re-upload after changing %zu of %zu files (1 %%): %.1f MB of %.1f MB sent = %.2f %%  (target < 2 %%: %s)\n",

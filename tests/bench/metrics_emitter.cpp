@@ -1,6 +1,7 @@
 // A load-generating job for worker_events: writes `rate` metric records per second to TRAINDECK_METRICS_FD
-// for `seconds`, each stamped with the wall time it was written (so the reader can measure latency).
-//   metrics_emitter RATE SECONDS
+// for `seconds`, each stamped with the wall time it was written (so the reader can measure latency). With
+// START_FILE it begins when that file exists, so that many jobs start streaming together, once they are watched.
+//   metrics_emitter RATE SECONDS [START_FILE]
 // It must cost far less than what it measures: integers only (no printf of doubles), one write() per 10 ms
 // burst, as a training loop with a buffered logger would do.
 #include <charconv>
@@ -12,9 +13,11 @@
 #include <unistd.h>
 
 int main(int argc, char** argv) {
-    if (argc != 3)
+    if (argc != 3 && argc != 4)
         return 2;
     const double rate = std::atof(argv[1]), seconds = std::atof(argv[2]);
+    while (argc == 4 && ::access(argv[3], F_OK) != 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
     const char* fd_text = std::getenv("TRAINDECK_METRICS_FD");
     const int fd = fd_text ? std::atoi(fd_text) : 1;
     const auto start = std::chrono::steady_clock::now();

@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -201,6 +202,10 @@ public:
         address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         address.sin_port = htons(static_cast<uint16_t>(std::stoi(url.substr(url.rfind(':') + 1))));
         connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+        // A worker that never answers fails the test instead of hanging it (the answers come within its 5 s read
+        // timeout and a poll of as long).
+        const timeval limit{60, 0};
+        ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
     }
     ~RawConnection() { ::close(fd_); }
     bool connected() const { return connected_; }
@@ -324,15 +329,40 @@ TEST(DataStore, ChunkBodiesReadPastHttplibKeepTheConnectionInStepAndRefuseSender
         EXPECT_NE(body.find("stopped sending"), std::string::npos) << body;
         EXPECT_TRUE(connection.closed_by_peer());
     }
+    EXPECT_FALSE(stored(other_hash));
     {
-        // A sender that says more than it sends and closes its side: 400, nothing stored.
+        // A sender that says more than it sends and closes its side: 400, nothing stored, the connection ended.
         RawConnection connection(worker.url());
         ASSERT_TRUE(connection.send(chunk_put(other_hash, worker.token(), other.size()) + other.substr(0, 1 << 20)));
         connection.stop_sending();
         auto [status, body] = connection.answer();
         EXPECT_EQ(status, 400) << body;
         EXPECT_NE(body.find("did not arrive whole"), std::string::npos) << body;
+        EXPECT_TRUE(connection.closed_by_peer());
     }
+    EXPECT_FALSE(stored(other_hash));
+    {
+        // A multipart form (curl -F) is not a chunk's bytes: refused, and read to its end, so the connection still
+        // answers its next request; one with no boundary, which httplib will not read, is answered and closed.
+        RawConnection connection(worker.url());
+        const std::string form =
+            "--XYZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a\"\r\n\r\n" + other + "\r\n--XYZ--\r\n";
+        ASSERT_TRUE(connection.send(
+            chunk_put(other_hash, worker.token(), form.size(), "Content-Type: multipart/form-data; boundary=XYZ\r\n") +
+            form));
+        auto [status, body] = connection.answer();
+        EXPECT_EQ(status, 400) << body;
+        EXPECT_NE(body.find("not a multipart form"), std::string::npos) << body;
+        ASSERT_TRUE(connection.send("GET /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + worker.token() +
+                                    "\r\n\r\n"));
+        EXPECT_EQ(connection.answer().first, 200);
+        ASSERT_TRUE(connection.send(
+            chunk_put(other_hash, worker.token(), other.size(), "Content-Type: multipart/form-data\r\n") + other));
+        std::tie(status, body) = connection.answer();
+        EXPECT_EQ(status, 400) << body;
+        EXPECT_TRUE(connection.closed_by_peer());
+    }
+    EXPECT_FALSE(stored(other_hash));
     {
         // Longer than a chunk may be: read whole through httplib and refused; the connection still answers.
         const std::string large = random_bytes(static_cast<size_t>(dataset::kChunkBytes) + 1, 5);
@@ -341,6 +371,7 @@ TEST(DataStore, ChunkBodiesReadPastHttplibKeepTheConnectionInStepAndRefuseSender
         ASSERT_TRUE(connection.send(chunk_put(large_hash, worker.token(), large.size()) + large));
         auto [status, body] = connection.answer();
         EXPECT_EQ(status, 413) << body;
+        EXPECT_NE(body.find("larger than"), std::string::npos) << body;
         EXPECT_FALSE(stored(large_hash));
         // A chunked transfer (no Content-Length) goes through httplib too, and is stored.
         std::ostringstream chunked;
