@@ -271,10 +271,15 @@ int run_job_shim(const std::string& job_dir) {
     const std::string signal_file = job_dir + "/signal";
     const int job_ended = child > 0 ? static_cast<int>(::syscall(SYS_pidfd_open, child, 0)) : -1;
     const int look_ms = job_ended >= 0 && !std::getenv("SLURM_JOB_ID") ? 1000 : 100;
+    bool woken = false;
     for (;;) {
         const pid_t done = ::waitpid(child, &status, WNOHANG);
         if (done == child || (done < 0 && errno != EINTR))
             break;
+        // Woken by the pidfd, yet the child cannot be reaped (a debugger attached to it holds its exit): the pidfd
+        // stays readable, and without a pause the loop would spin.
+        if (woken)
+            ::usleep(100000);
         char request[16] = {};
         if (const int fd = ::open(signal_file.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
             const ssize_t got = ::read(fd, request, sizeof(request) - 1);
@@ -286,7 +291,7 @@ int run_job_shim(const std::string& job_dir) {
             }
         }
         pollfd wake{job_ended, POLLIN, 0};
-        ::poll(&wake, job_ended >= 0 ? 1 : 0, look_ms);
+        woken = ::poll(&wake, job_ended >= 0 ? 1 : 0, look_ms) > 0;
     }
     if (job_ended >= 0)
         ::close(job_ended);

@@ -249,12 +249,15 @@ void Supervisor::tick(bool meter_now) {
         if (!backlog && monotonic >= job->next_read) {
             // Each tick read every job's three files and looked for its captures: with hundreds of jobs running,
             // most of them quiet, that was most of the worker's time (200 quiet jobs: 0.45 cores). A job quiet for 10
-            // reads in a row is read every 50 ms, after 50 every 100 ms; its first new line makes it read every tick
-            // again. Its end is read whole either way (finish_run reads everything first).
+            // reads in a row is read every 50 ms, after 50 every 100 ms (each job a few ms apart, so that quiet jobs
+            // are not all read in one tick); its first new line, a start or a stop request makes it read every tick
+            // again. What a job wrote before its end is read whole either way (check_exit, ingest_all).
             const int64_t before = job->next_seq;
             ingest(*job);
-            job->quiet_reads = job->next_seq == before ? job->quiet_reads + 1 : 0;
-            job->next_read = job->quiet_reads < 10 ? 0 : monotonic + (job->quiet_reads < 50 ? 0.05 : 0.1);
+            job->quiet_reads = job->next_seq == before ? std::min(job->quiet_reads + 1, 50) : 0;
+            job->next_read = job->quiet_reads < 10
+                                 ? 0
+                                 : monotonic + (job->quiet_reads < 50 ? 0.05 : 0.1) + 0.001 * double(job->id % 10);
         }
         if (meter_now)
             meter(*job, now);
@@ -781,6 +784,8 @@ Supervisor::Result Supervisor::remove(int64_t id) {
 }
 
 void Supervisor::signal_job(Job& job, StopReason kind, int signal) {
+    job.quiet_reads = 0; // what it says while it stops (a checkpoint) is read every tick
+    job.next_read = 0;
     if (job.stop == StopReason::none || kind == StopReason::cancel)
         job.stop = kind;
     if (job.stop_sent == 0)
@@ -817,6 +822,8 @@ std::string Supervisor::keep_dataset_intact(Job& job, bool after_run) {
 }
 
 void Supervisor::start_job(Job& job) {
+    job.quiet_reads = 0;
+    job.next_read = 0;
     const std::string dir = job_dir(job.id);
     if (std::string unusable = keep_dataset_intact(job, false); !unusable.empty()) {
         finish_run(job, JobState::failed, unusable);
@@ -940,6 +947,17 @@ void Supervisor::ingest(Job& job) {
     ingest_captures(job, dir);
 }
 
+void Supervisor::ingest_all(Job& job) {
+    // ingest reads up to about 8 long lines' worth of each file at a time ("the rest next tick"); a run that ends
+    // has no next tick. Bounded as the tick's reading is, by the backlog a failing database may hold in memory.
+    for (;;) {
+        const int64_t before = job.offsets[0] + job.offsets[1] + job.offsets[2];
+        ingest(job);
+        if (job.offsets[0] + job.offsets[1] + job.offsets[2] == before || pending_text_.size() > (256u << 20))
+            return;
+    }
+}
+
 // The shim's captures of this run (capture.h) become "capture" events once each; a file is renamed .sent after
 // the commit that holds its event, so a restarted worker sends only what it had not.
 void Supervisor::ingest_captures(Job& job, const std::string& dir) {
@@ -1015,7 +1033,7 @@ void Supervisor::check_exit(Job& job) {
     const ExitContext context{job.stop, job.restarts, job.request.max_restarts, job.preempted_by, job.request.budget,
                               config_.currency};
     if (status.present) {
-        ingest(job); // everything the job wrote comes before its end
+        ingest_all(job); // everything the job wrote comes before its end
         end_run(job, classify_exit(status, context));
         return;
     }
@@ -1026,7 +1044,7 @@ void Supervisor::check_exit(Job& job) {
         job.dirty = true;
     }
     if (check.ended && !read_exit_status(dir).present) {
-        ingest(job);
+        ingest_all(job);
         end_run(job, classify_vanished(check.what, context));
     }
 }

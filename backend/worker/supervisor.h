@@ -94,6 +94,8 @@ private:
     void start_job(Job& job);
     std::string keep_dataset_intact(Job& job, bool after_run);
     void ingest(Job& job);
+    // Everything the job has written that is not read yet (a run that ended).
+    void ingest_all(Job& job);
     void ingest_captures(Job& job, const std::string& dir);
     bool copy_code_snapshot(Job& job, const std::string& dir, std::string& error);
     void check_exit(Job& job);

@@ -392,6 +392,32 @@ TEST(Worker, BadInputGetsClearErrorsAndTheWorkerStaysUp) {
     EXPECT_EQ(client.get("/v1/health").status, 200);
 }
 
+// A job quiet for a while (the worker then reads it only every 100 ms) that writes 40 MB at once and ends: every
+// line is delivered, though one read takes at most about 8 MB of a file and the run's end leaves no later tick to
+// read the rest in.
+TEST(Worker, AQuietJobsLastBurstIsReadWholeWhenItEnds) {
+    WorkerProcess worker;
+    const std::string burst = worker.state_dir() + "/burst.txt";
+    {
+        std::ofstream out(burst);
+        char line[128];
+        for (int i = 1; i <= 400000; ++i) {
+            std::snprintf(line, sizeof(line), "%0100d\n", i);
+            out << line;
+        }
+    }
+    const int64_t id = worker.submit({{"argv", {"/bin/sh", "-c", "sleep 2; exec cat \"$0\"", burst}}});
+    ASSERT_GT(id, 0) << worker.last_error;
+    const auto events = worker.drain(id, 300);
+    expect_gapless(events);
+    EXPECT_EQ(worker.job(id)["state"], "succeeded") << worker.job(id).dump();
+    const auto lines = of_type(events, "log");
+    ASSERT_EQ(lines.size(), 400000u);
+    char last[128];
+    std::snprintf(last, sizeof(last), "%0100d", 400000);
+    EXPECT_EQ(lines.back()["data"]["line"], last);
+}
+
 TEST(Worker, MetricLinesWithBadTextOrNumbersAreRepairedAndCounted) {
     WorkerProcess worker;
     // Between good lines: a string with a lone Latin-1 byte (0xE9), a lone surrogate escape, a number no double holds.
