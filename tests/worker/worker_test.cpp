@@ -394,7 +394,8 @@ TEST(Worker, BadInputGetsClearErrorsAndTheWorkerStaysUp) {
 
 // A job quiet for a while (the worker then reads it only every 100 ms) that writes 40 MB at once and ends: every
 // line is delivered, though one read takes at most about 8 MB of a file and the run's end leaves no later tick to
-// read the rest in.
+// read the rest in. The job waits for a release file, given once the worker has metered it three times (a telemetry
+// event a second): by then the worker has found it quiet on every read for at least two seconds.
 TEST(Worker, AQuietJobsLastBurstIsReadWholeWhenItEnds) {
     WorkerProcess worker;
     const std::string burst = worker.state_dir() + "/burst.txt";
@@ -406,8 +407,27 @@ TEST(Worker, AQuietJobsLastBurstIsReadWholeWhenItEnds) {
             out << line;
         }
     }
-    const int64_t id = worker.submit({{"argv", {"/bin/sh", "-c", "sleep 2; exec cat \"$0\"", burst}}});
+    const std::string release = worker.state_dir() + "/release";
+    const int64_t id = worker.submit(
+        {{"argv", {"/bin/sh", "-c", "while [ ! -e \"$1\" ]; do sleep 0.05; done; exec cat \"$0\"", burst, release}}});
     ASSERT_GT(id, 0) << worker.last_error;
+    int telemetry = 0;
+    int64_t after = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (telemetry < 3 && std::chrono::steady_clock::now() < deadline) {
+        const json reply =
+            worker.client()
+                .get("/v1/jobs/" + std::to_string(id) + "/events?after=" + std::to_string(after) + "&wait_ms=2000",
+                     10000)
+                .json();
+        if (!reply.is_object() || !reply.contains("next"))
+            continue;
+        for (const json& event : reply["events"])
+            telemetry += event["type"] == "telemetry";
+        after = reply["next"].get<int64_t>();
+    }
+    ASSERT_GE(telemetry, 3) << "the job was never metered: it never ran";
+    touch(release);
     const auto events = worker.drain(id, 300);
     expect_gapless(events);
     EXPECT_EQ(worker.job(id)["state"], "succeeded") << worker.job(id).dump();
