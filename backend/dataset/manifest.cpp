@@ -21,17 +21,6 @@ using nlohmann::json;
 
 namespace {
 
-struct DigestDeleter {
-    void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
-};
-using Digest = std::unique_ptr<EVP_MD_CTX, DigestDeleter>;
-
-Digest new_digest() {
-    Digest ctx(EVP_MD_CTX_new());
-    EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-    return ctx;
-}
-
 std::string hex_of(const unsigned char* bytes, size_t size) {
     static const char* digits = "0123456789abcdef";
     std::string out(size * 2, '0');
@@ -66,7 +55,7 @@ bool hash_file(const PendingFile& pending, ManifestFile& out, std::vector<char>&
     struct stat before {};
     ::fstat(fd, &before);
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    Digest whole = new_digest();
+    Sha256 whole;
     const bool chunked = before.st_size > kChunkBytes;
     out = {pending.relative, before.st_size, {}, {}};
     int64_t total = 0;
@@ -94,7 +83,7 @@ bool hash_file(const PendingFile& pending, ManifestFile& out, std::vector<char>&
         }
         if (!ok || filled == 0)
             break;
-        EVP_DigestUpdate(whole.get(), buffer.data(), filled);
+        whole.update(buffer.data(), filled);
         if (chunked)
             out.chunks.push_back(sha256_hex(buffer.data(), filled));
         total += static_cast<int64_t>(filled);
@@ -112,7 +101,7 @@ bool hash_file(const PendingFile& pending, ManifestFile& out, std::vector<char>&
         error = pending.absolute + ": changed while it was being hashed; register the dataset again once nothing writes to it";
         return false;
     }
-    out.sha256 = finish(whole.get());
+    out.sha256 = whole.hex();
     if (!chunked)
         out.chunks = {out.sha256};
     return true;
@@ -181,7 +170,9 @@ std::string sha256_hex(const void* data, size_t size) {
     return hex_of(out, length);
 }
 
-Sha256::Sha256() : context_(new_digest().release()) {}
+Sha256::Sha256() : context_(EVP_MD_CTX_new()) {
+    EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(context_), EVP_sha256(), nullptr);
+}
 Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(context_)); }
 void Sha256::update(const void* data, size_t size) { EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(context_), data, size); }
 std::string Sha256::hex() { return finish(static_cast<EVP_MD_CTX*>(context_)); }
@@ -190,14 +181,14 @@ std::string sha256_file(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return {};
-    Digest ctx = new_digest();
+    Sha256 hash;
     std::vector<char> buffer(1 << 20);
     ssize_t got;
     while ((got = ::read(fd, buffer.data(), buffer.size())) > 0 || (got < 0 && errno == EINTR))
         if (got > 0)
-            EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(got));
+            hash.update(buffer.data(), static_cast<size_t>(got));
     ::close(fd);
-    return got < 0 ? std::string() : finish(ctx.get());
+    return got < 0 ? std::string() : hash.hex();
 }
 
 bool is_sha256_hex(const std::string& text) {

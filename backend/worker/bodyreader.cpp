@@ -92,10 +92,11 @@ int read_body(const httplib::Request& req, const httplib::ContentReader& reader,
         !length_text.empty() &&
         std::from_chars(length_text.data(), length_text.data() + length_text.size(), length).ec == std::errc() &&
         length > 0;
+    const std::string too_large = "the body is larger than " + std::to_string(max_bytes) + " bytes";
     if (req.is_multipart_form_data() || (has_length && length > max_bytes)) {
         const int status = req.is_multipart_form_data() ? 400 : 413;
         error = status == 400 ? "the body is the bytes themselves (application/octet-stream), not a multipart form"
-                              : "the body is larger than " + std::to_string(max_bytes) + " bytes";
+                              : too_large;
         // Taken and dropped through httplib (which skips a body over its own payload limit), so that the connection
         // stays in step; where httplib refuses to read it (a form with no boundary), answered here and closed.
         const bool drained = status == 400 ? reader([](const httplib::MultipartFormData&) { return true; },
@@ -119,7 +120,7 @@ int read_body(const httplib::Request& req, const httplib::ContentReader& reader,
             return 400;
         }
         if (body.size() > max_bytes) {
-            error = "the body is larger than " + std::to_string(max_bytes) + " bytes";
+            error = too_large;
             return 413;
         }
         return 0;

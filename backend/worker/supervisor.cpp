@@ -68,6 +68,10 @@ struct Supervisor::Job : JobRow {
     // A job that has said nothing for a while is read less often (quiet_reads: reads in a row that found nothing).
     int quiet_reads = 0;
     double next_read = 0; // monotonic seconds
+    void read_every_tick() {
+        quiet_reads = 0;
+        next_read = 0;
+    }
 
     void close_files() {
         for (int& fd : fds)
@@ -784,8 +788,7 @@ Supervisor::Result Supervisor::remove(int64_t id) {
 }
 
 void Supervisor::signal_job(Job& job, StopReason kind, int signal) {
-    job.quiet_reads = 0; // what it says while it stops (a checkpoint) is read every tick
-    job.next_read = 0;
+    job.read_every_tick(); // what it says while it stops (a checkpoint)
     if (job.stop == StopReason::none || kind == StopReason::cancel)
         job.stop = kind;
     if (job.stop_sent == 0)
@@ -822,8 +825,7 @@ std::string Supervisor::keep_dataset_intact(Job& job, bool after_run) {
 }
 
 void Supervisor::start_job(Job& job) {
-    job.quiet_reads = 0;
-    job.next_read = 0;
+    job.read_every_tick();
     const std::string dir = job_dir(job.id);
     if (std::string unusable = keep_dataset_intact(job, false); !unusable.empty()) {
         finish_run(job, JobState::failed, unusable);

@@ -13,6 +13,7 @@
 //
 //   worker_events [--jobs 50] [--rate 6000] [--seconds 10] [--idle 0]
 //   worker_events --idle 950     (1,000 jobs watched)
+#include "telemetry.h"
 #include "workerprocess.h"
 
 #include <algorithm>
@@ -21,11 +22,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 using namespace traindeck::test;
 using nlohmann::json;
@@ -164,25 +162,10 @@ int main(int argc, char** argv) {
         });
     };
     std::printf("%zu jobs submitted; streaming starts\n", after.size());
-    // The worker's CPU time (user + system, every thread) over the run: what watching so many jobs costs it.
-    auto worker_cpu_seconds = [&] {
-        std::ifstream stat("/proc/" + std::to_string(worker.pid()) + "/stat");
-        std::string line;
-        std::getline(stat, line);
-        std::istringstream fields(line.substr(line.rfind(')') + 2));
-        std::string field;
-        long long user = 0, system = 0;
-        for (int i = 3; fields >> field; ++i) {
-            if (i == 14)
-                user = std::atoll(field.c_str());
-            if (i == 15) {
-                system = std::atoll(field.c_str());
-                break;
-            }
-        }
-        return static_cast<double>(user + system) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-    };
-    const double cpu_before = worker_cpu_seconds(), started = wall();
+    // The worker's CPU (every thread) over the run, as the worker meters a job's: what watching so many jobs costs.
+    traindeck::worker::Telemetry telemetry;
+    telemetry.sample_process(worker.pid());
+    const double started = wall();
     std::ofstream(start_file).put('\n');
     while (streaming() && std::chrono::steady_clock::now() < deadline) {
         json watched = json::object();
@@ -199,7 +182,7 @@ int main(int argc, char** argv) {
         scan_reply(response.body, wall(), after, streams, timeline);
     }
 
-    const double worker_cpu = (worker_cpu_seconds() - cpu_before) / (wall() - started);
+    const double worker_cpu = telemetry.sample_process(worker.pid()).cpu_percent / 100;
     long delivered = 0, gaps = 0, short_jobs = 0;
     double all_running = 0, first_done = 1e300, first_read = 1e300, last_read = 0;
     for (const auto& [id, stream] : streams) {

@@ -2,6 +2,7 @@
 // every kind of bad input the registration must refuse with a message (and no version).
 #include "inspect.h"
 #include "manifest.h"
+#include "randombytes.h"
 #include "requireall.h"
 
 #include <gtest/gtest.h>
@@ -10,12 +11,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 using namespace traindeck::dataset;
+using traindeck::test::random_bytes;
 namespace fs = std::filesystem;
 
 namespace {
@@ -41,14 +42,6 @@ private:
 void write_bytes(const std::string& path, const std::string& bytes) {
     fs::create_directories(fs::path(path).parent_path());
     std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string random_bytes(size_t size, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::string bytes(size, '\0');
-    for (char& c : bytes)
-        c = static_cast<char>(rng());
-    return bytes;
 }
 
 std::string sha256sum(const std::string& path) {

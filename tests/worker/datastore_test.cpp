@@ -2,6 +2,7 @@
 // damaged or hostile input is refused, and a job reads its dataset version read-only.
 #include "datasetupload.h"
 #include "manifest.h"
+#include "randombytes.h"
 #include "requireall.h"
 #include "workerprocess.h"
 
@@ -258,14 +259,6 @@ private:
 std::string chunk_put(const std::string& hash, const std::string& token, size_t length, const std::string& extra = {}) {
     return "PUT /v1/chunks/" + hash + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
            "\r\nContent-Length: " + std::to_string(length) + "\r\n" + extra + "\r\n";
-}
-
-std::string random_bytes(size_t size, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::string bytes(size, '\0');
-    for (char& c : bytes)
-        c = static_cast<char>(rng());
-    return bytes;
 }
 
 // The worker reads a chunk's body from the socket itself, past httplib (workerserver's bodyreader): it must take
