@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <regex>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 #include <sys/socket.h>
@@ -193,6 +194,24 @@ void store_chunk(dataset::ContentStore& store, const std::string& hash, const st
 }
 
 // Appends "\"events\":[...]" with the job's events after `after` (at most limit) to body; returns the last seq.
+// How many events each ready job (id, events waiting) may put in a reply of at most TOTAL, none more than LIMIT:
+// an equal share each, and what a job leaves of its share goes to the jobs with more waiting (filled from the job
+// with fewest up). Every job with events waiting gets at least one, so none is starved by a crowd.
+std::vector<int64_t> share_reply(const std::vector<std::pair<int64_t, int64_t>>& ready, int64_t total, int64_t limit) {
+    std::vector<size_t> order(ready.size());
+    std::iota(order.begin(), order.end(), size_t(0));
+    std::sort(order.begin(), order.end(), [&ready](size_t a, size_t b) { return ready[a].second < ready[b].second; });
+    std::vector<int64_t> grants(ready.size(), 0);
+    int64_t left = total;
+    for (size_t k = 0; k < order.size(); ++k) {
+        const int64_t share = std::max<int64_t>(left / static_cast<int64_t>(order.size() - k), 1);
+        const int64_t grant = std::min({ready[order[k]].second, share, limit});
+        grants[order[k]] = grant;
+        left = std::max<int64_t>(left - grant, 0);
+    }
+    return grants;
+}
+
 int64_t append_events(Database& db, int64_t job, int64_t after, int64_t limit, std::string& body) {
     Statement select = db.prepare("SELECT seq, time, type, data FROM events WHERE job=? AND seq>? ORDER BY seq LIMIT ?");
     select.bind(1, job).bind(2, after).bind(3, limit);
@@ -529,20 +548,26 @@ void WorkerServer::routes() {
         res.set_content(body, "application/json");
     });
 
-    // Many jobs' events in one long poll: {"after": {"ID": SEQ, ...}, "wait_ms": MS, "limit": N}. Waits until any
-    // job has an event after its SEQ or has ended; answers {"jobs": {"ID": {"events": [...], "next": SEQ, "state":
-    // S}}, "missing": [IDs this worker does not have]} with only the jobs that have news. A console watching a
-    // thousand jobs holds one request, not a thousand.
+    // Many jobs' events in one long poll: {"after": {"ID": SEQ, ...}, "wait_ms": MS, "limit": N, "total": T}. Waits
+    // until any job has an event after its SEQ or has ended; answers {"jobs": {"ID": {"events": [...], "next": SEQ,
+    // "state": S}}, "missing": [IDs this worker does not have]} with only the jobs that have news. A console watching
+    // a thousand jobs holds one request, not a thousand. "limit" caps one job's events in a reply; "total" (optional)
+    // caps the reply's, shared among the jobs with news so that a few busy jobs among many quiet ones get the whole
+    // reply between them (a per-job cap sized for a thousand jobs would hold them to a trickle).
     s.Post(R"(/v1/events/watch)", [this](const httplib::Request& req, httplib::Response& res) {
         const json request = json::parse(req.body, nullptr, false);
         if (!request.is_object() || !request.contains("after") || !request["after"].is_object())
             return error_reply(res, 400, "the body must be {\"after\": {\"JOB_ID\": SEQ, ...}, \"wait_ms\": MS, \"limit\": N}");
         for (const auto& [key, value] : request.items())
-            if (key != "after" && key != "wait_ms" && key != "limit")
-                return error_reply(res, 400, "unknown field \"" + key + "\" (known: after, wait_ms, limit)");
-        if ((request.contains("wait_ms") && !request["wait_ms"].is_number_unsigned()) ||
-            (request.contains("limit") && (!request["limit"].is_number_unsigned() || request["limit"].get<int64_t>() == 0)))
-            return error_reply(res, 400, "wait_ms and limit must be non-negative integers (limit above 0)");
+            if (key != "after" && key != "wait_ms" && key != "limit" && key != "total")
+                return error_reply(res, 400, "unknown field \"" + key + "\" (known: after, wait_ms, limit, total)");
+        const auto positive = [&request](const char* key) {
+            return !request.contains(key) || (request[key].is_number_unsigned() && request[key].get<uint64_t>() > 0);
+        };
+        if ((request.contains("wait_ms") && !request["wait_ms"].is_number_unsigned()) || !positive("limit") ||
+            !positive("total"))
+            return error_reply(res, 400,
+                               "wait_ms, limit and total must be non-negative integers (limit and total above 0)");
         if (request["after"].size() > 10000)
             return error_reply(res, 413, "watch at most 10000 jobs in one request");
         std::map<int64_t, int64_t> after;
@@ -553,10 +578,14 @@ void WorkerServer::routes() {
             after[id] = value.get<int64_t>();
         }
         const int64_t limit = std::min<int64_t>(request.value("limit", int64_t(1000)), 50000);
+        const uint64_t total = std::min<uint64_t>(request.value("total", uint64_t(0)), 1000000);
         const int wait_ms = static_cast<int>(std::min<int64_t>(request.value("wait_ms", int64_t(0)), 60000));
         Database& db = reader(supervisor_.database_path());
         Statement state = db.prepare("SELECT state, next_seq FROM jobs WHERE id=?");
-        const auto news = [&](std::vector<int64_t>& ready, std::vector<int64_t>& missing) {
+        // Each ready job with how many events it has after its SEQ.
+        std::vector<std::pair<int64_t, int64_t>> ready;
+        std::vector<int64_t> missing;
+        const auto news = [&] {
             ready.clear();
             missing.clear();
             for (const auto& [id, seq] : after) {
@@ -564,19 +593,21 @@ void WorkerServer::routes() {
                 state.bind(1, id);
                 if (!state.step())
                     missing.push_back(id);
-                else if (state.integer(1) - 1 > seq || is_finished(state.text_view(0)))
-                    ready.push_back(id);
+                else if (const int64_t waiting = state.integer(1) - 1 - seq;
+                         waiting > 0 || is_finished(state.text_view(0)))
+                    ready.emplace_back(id, std::max<int64_t>(waiting, 0));
             }
         };
-        std::vector<int64_t> ready, missing;
-        news(ready, missing);
+        news();
         if (ready.empty() && wait_ms > 0 && !board_.wait_any(after, wait_ms).empty())
-            news(ready, missing);
+            news();
+        const std::vector<int64_t> grants = total > 0 ? share_reply(ready, static_cast<int64_t>(total), limit)
+                                                      : std::vector<int64_t>(ready.size(), limit);
         std::string body = "{\"jobs\":{";
         for (size_t i = 0; i < ready.size(); ++i) {
-            const int64_t id = ready[i];
+            const int64_t id = ready[i].first;
             body += (i ? ",\"" : "\"") + std::to_string(id) + "\":{";
-            const int64_t last = append_events(db, id, after[id], limit, body);
+            const int64_t last = append_events(db, id, after[id], grants[i], body);
             state.reset();
             state.bind(1, id);
             state.step();

@@ -2149,30 +2149,47 @@ void ConsoleTest::watchingManyJobsHoldsOneRequest() {
     QTemporaryDir temp;
     const QString certificate = make_certificate(temp.path());
     QVERIFY2(certificate.isEmpty(), qPrintable(certificate));
-    // A worker with 300 jobs, each with two metric steps and its end; it answers the multi-job watch only.
+    // A worker with 300 jobs, each with two metric steps and its end; it answers the multi-job watch only, and
+    // refuses its "total" field, as a worker from before that field does.
     constexpr int kJobs = 300;
     FakeWorker box;
     const QString started = box.start(temp.filePath("cert.pem"), temp.filePath("key.pem"));
     QVERIFY2(started.isEmpty(), qPrintable(started));
     box.answer("GET", "/v1/health", {200, kHealth});
     box.answer("GET", "/v1/resources", {200, R"({"cpus":1})"});
-    std::atomic<int> largest{0};
-    box.route("POST", "/v1/events/watch", [&largest](const FakeWorker::Request& request) -> FakeWorker::Reply {
-        const QJsonObject after = QJsonDocument::fromJson(request.body).object().value("after").toObject();
-        largest = std::max(largest.load(), static_cast<int>(after.size()));
-        QJsonObject jobs;
-        for (auto it = after.begin(); it != after.end(); ++it) {
-            const qint64 seen = it.value().toInteger();
-            QJsonArray events;
-            for (qint64 seq = seen + 1; seq <= 3; ++seq)
-                events.append(seq < 3 ? QJsonObject{{"seq", seq}, {"time", double(seq)}, {"type", "record"},
-                                                    {"data", QJsonObject{{"type", "metric"}, {"step", seq}, {"loss", 1.0 / double(seq)}}}}
-                                      : QJsonObject{{"seq", seq}, {"time", 3.0}, {"type", "state"},
-                                                    {"data", QJsonObject{{"state", "succeeded"}, {"reason", ""}}}});
-            jobs[it.key()] = QJsonObject{{"events", events}, {"next", std::max<qint64>(seen, 3)}, {"state", "succeeded"}};
-        }
-        return {200, QJsonDocument(QJsonObject{{"jobs", jobs}, {"missing", QJsonArray()}}).toJson(QJsonDocument::Compact)};
-    });
+    std::atomic<int> largest{0}, refused{0};
+    box.route(
+        "POST", "/v1/events/watch", [&largest, &refused](const FakeWorker::Request& request) -> FakeWorker::Reply {
+            const QJsonObject asked = QJsonDocument::fromJson(request.body).object();
+            if (asked.contains("total")) {
+                ++refused;
+                return {400, R"x({"error":"unknown field \"total\" (known: after, wait_ms, limit)"})x"};
+            }
+            const QJsonObject after = asked.value("after").toObject();
+            largest = std::max(largest.load(), static_cast<int>(after.size()));
+            QJsonObject jobs;
+            for (auto it = after.begin(); it != after.end(); ++it) {
+                const qint64 seen = it.value().toInteger();
+                QJsonArray events;
+                for (qint64 seq = seen + 1; seq <= 3; ++seq)
+                    events.append(
+                        seq < 3
+                            ? QJsonObject{{"seq", seq},
+                                          {"time", double(seq)},
+                                          {"type", "record"},
+                                          {"data",
+                                           QJsonObject{{"type", "metric"}, {"step", seq}, {"loss", 1.0 / double(seq)}}}}
+                            : QJsonObject{{"seq", seq},
+                                          {"time", 3.0},
+                                          {"type", "state"},
+                                          {"data", QJsonObject{{"state", "succeeded"}, {"reason", ""}}}});
+                jobs[it.key()] =
+                    QJsonObject{{"events", events}, {"next", std::max<qint64>(seen, 3)}, {"state", "succeeded"}};
+            }
+            return {
+                200,
+                QJsonDocument(QJsonObject{{"jobs", jobs}, {"missing", QJsonArray()}}).toJson(QJsonDocument::Compact)};
+        });
     QList<qint64> ids;
     {
         Catalog seed;
@@ -2196,8 +2213,10 @@ void ConsoleTest::watchingManyJobsHoldsOneRequest() {
         return window.jobs().rowCount() == kJobs;
     };
     QTRY_VERIFY_WITH_TIMEOUT(all_finished(), 60000);
-    // One request carried every job, and no job was asked about on its own.
+    // One request carried every job, and no job was asked about on its own; "total" was offered once, and not again
+    // once refused.
     QCOMPARE(largest.load(), kJobs);
+    QCOMPARE(refused.load(), 1);
     QCOMPARE(box.count("/v1/jobs/"), 0);
     // Not a thread per job: a handful beside the window's own (the watcher, the connection pool, the writer).
     const int threads = thread_count() - threads_before;

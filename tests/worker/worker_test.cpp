@@ -950,3 +950,57 @@ TEST(Worker, OneLongPollWatchesManyJobs) {
     EXPECT_EQ(worker.client().post("/v1/events/watch", json{{"after", json::object()}, {"wait", 5}}).status, 400);
     EXPECT_EQ(worker.client().post("/v1/events/watch", std::string("[]")).status, 400);
 }
+
+// "total" caps a whole reply and is shared among the jobs with news: a job with few events takes all of them, what
+// it leaves goes to the busy one, "limit" still caps each job, and every job with news gets at least one.
+TEST(Worker, AWatchSharesItsReplyAmongTheJobsWithNews) {
+    WorkerProcess worker;
+    const int64_t busy = worker.submit({{"argv", {"/usr/bin/seq", "1", "3000"}}, {"capture", false}});
+    const int64_t small = worker.submit({{"argv", {"/usr/bin/seq", "1", "5"}}, {"capture", false}});
+    const int64_t done = worker.submit({{"argv", {"true"}}, {"capture", false}});
+    ASSERT_GT(busy, 0);
+    ASSERT_GT(small, 0);
+    ASSERT_GT(done, 0);
+    const size_t busy_events = worker.drain(busy).size(), small_events = worker.drain(small).size();
+    const int64_t done_last = worker.drain(done).back()["seq"].get<int64_t>();
+    ASSERT_GT(busy_events, 3000u);
+    ASSERT_LT(small_events, 40u);
+    const json after = {{std::to_string(busy), 0}, {std::to_string(small), 0}, {std::to_string(done), done_last}};
+    const auto watch = [&](const json& extra) {
+        json request{{"after", after}};
+        request.update(extra);
+        const auto reply = worker.client().post("/v1/events/watch", request);
+        EXPECT_EQ(reply.status, 200) << reply.body;
+        std::map<int64_t, size_t> counts;
+        const json body = reply.json();
+        for (const auto& [id, answer] : body["jobs"].items()) {
+            counts[std::stoll(id)] = answer["events"].size();
+            if (!answer["events"].empty()) {
+                EXPECT_EQ(answer["next"], answer["events"].back()["seq"]) << id;
+            }
+        }
+        return counts;
+    };
+    // 100 in all: the small job has fewer than its half, and the busy one gets the rest. The ended job with nothing
+    // new is still answered (with no events), so the console learns it ended.
+    std::map<int64_t, size_t> counts = watch({{"total", 100}, {"limit", 1000}});
+    EXPECT_EQ(counts, (std::map<int64_t, size_t>{{busy, 100 - small_events}, {small, small_events}, {done, 0}}));
+    // A per-job limit below the share still holds.
+    counts = watch({{"total", 1000}, {"limit", 30}});
+    EXPECT_EQ(counts, (std::map<int64_t, size_t>{{busy, 30}, {small, small_events}, {done, 0}}));
+    // A budget smaller than the jobs with news: one event each, none starved.
+    counts = watch({{"total", 1}, {"limit", 1000}});
+    EXPECT_EQ(counts, (std::map<int64_t, size_t>{{busy, 1}, {small, 1}, {done, 0}}));
+    // Without "total", as an older console asks: "limit" a job.
+    counts = watch({{"limit", 500}});
+    EXPECT_EQ(counts, (std::map<int64_t, size_t>{{busy, 500}, {small, small_events}, {done, 0}}));
+    // With budget enough, everything the busy job wrote in one reply.
+    EXPECT_EQ(watch({{"total", 100000}, {"limit", 50000}})[busy], busy_events);
+    for (const json& bad : {json{{"total", 0}}, json{{"total", -5}}, json{{"total", "many"}}, json{{"limit", 0}}}) {
+        json request{{"after", after}};
+        request.update(bad);
+        const auto reply = worker.client().post("/v1/events/watch", request);
+        EXPECT_EQ(reply.status, 400) << bad.dump();
+        EXPECT_NE(reply.body.find("total"), std::string::npos) << reply.body;
+    }
+}
