@@ -56,6 +56,16 @@ inline void apply_chart_palette(QChart* chart, const QPalette& palette) {
     }
 }
 
+// Gives a series new points, unless it holds these already. Qt Charts rebuilds a line's whole geometry on any
+// replace, stroking it for mouse hits (QPainterPathStroker, most of a redraw's time at 2,000 points a curve), and a
+// refresh that found nothing new (a finished run, a chart left open) need not pay for that. Returns whether it did.
+inline bool replace_points(QXYSeries* series, const QList<QPointF>& points) {
+    if (series->count() == points.size() && series->points() == points)
+        return false;
+    series->replace(points);
+    return true;
+}
+
 // Re-themes a chart view's chart when the application's palette changes (Settings → Appearance, or the system's).
 class ChartPaletteFollower : public QObject {
 public:

@@ -749,11 +749,11 @@ void JobDetailView::draw(const RefreshData& data) {
                 p.setY(std::max(p.y(), 1e-6));
         return points;
     };
-    loss_->replace(positive(smooth(loss.last, weight)));
+    replace_points(loss_, positive(smooth(loss.last, weight)));
     loss_view->setSummaries(loss_, summaries_of(own, loss));
-    loss_min_->replace(positive(loss.min));
-    loss_max_->replace(positive(loss.max));
-    val_accuracy_->replace(accuracy.last);
+    replace_points(loss_min_, positive(loss.min));
+    replace_points(loss_max_, positive(loss.max));
+    replace_points(val_accuracy_, accuracy.last);
     loss_view->setSummaries(val_accuracy_, summaries_of(own, accuracy));
     double overlay_end = 0, overlay_low = 1e300, overlay_high = -1e300;
     for (auto& [id, series] : overlays_) {
@@ -766,7 +766,7 @@ void JobDetailView::draw(const RefreshData& data) {
         other.last = on_axis(sources, other.last);
         other.min = on_axis(sources, other.min);
         other.max = on_axis(sources, other.max);
-        series->replace(positive(smooth(other.last, weight)));
+        replace_points(series, positive(smooth(other.last, weight)));
         loss_view->setSummaries(series, summaries_of(sources, other));
         for (const QPointF& p : other.last) {
             overlay_end = std::max(overlay_end, p.x());
@@ -830,9 +830,9 @@ void JobDetailView::draw(const RefreshData& data) {
                            curve.max[i].y(), curve.last[i].y()});
         return out;
     };
-    cpu_->replace(seconds(cpu.last, origin));
+    replace_points(cpu_, seconds(cpu.last, origin));
     system_view->setSummaries(cpu_, telemetry_summaries(cpu));
-    spend_->replace(seconds(spend.last, origin, kSpendLogFloor));
+    replace_points(spend_, seconds(spend.last, origin, kSpendLogFloor));
     system_view->setSummaries(spend_, telemetry_summaries(spend));
     // GPU utilisation and memory (% of the card) share the percent axis, on the same time axis as the CPU.
     const auto system_axes_now = system_chart_->axes();
@@ -846,7 +846,7 @@ void JobDetailView::draw(const RefreshData& data) {
             series->attachAxis(system_axes_now[0]);
             series->attachAxis(system_axes_now[1]);
         }
-        series->replace(seconds(gpu.last, origin));
+        replace_points(series, seconds(gpu.last, origin));
         system_view->setSummaries(series, telemetry_summaries(gpu));
     }
     const auto system_axes = system_chart_->axes();
@@ -863,7 +863,7 @@ void JobDetailView::draw(const RefreshData& data) {
     const double budget = data.budget;
     budget_->setVisible(budget > 0); // no legend entry for an uncapped job
     if (budget > 0) {
-        budget_->replace(QVector<QPointF>{{0, budget}, {time_end, budget}});
+        replace_points(budget_, QVector<QPointF>{{0, budget}, {time_end, budget}});
         spend_high = std::max(spend_high, budget);
     } else {
         budget_->clear();
