@@ -820,6 +820,7 @@ void WorkerBackend::watch_all() {
                 client = template_->fork();
                 client->set_abort(watch_wake_);
                 client_endpoint = endpoint_;
+                shared_budget = true; // a worker found again may be a newer one
             }
         }
         // At most about 20,000 events in one reply, shared by the worker among the jobs that have news; the rest come

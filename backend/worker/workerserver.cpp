@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <regex>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <sstream>
 
@@ -193,10 +194,10 @@ void store_chunk(dataset::ContentStore& store, const std::string& hash, const st
     reply(res, status, {{"stored", hash}});
 }
 
-// Appends "\"events\":[...]" with the job's events after `after` (at most limit) to body; returns the last seq.
-// How many events each ready job (id, events waiting) may put in a reply of at most TOTAL, none more than LIMIT:
-// an equal share each, and what a job leaves of its share goes to the jobs with more waiting (filled from the job
-// with fewest up). Every job with events waiting gets at least one, so none is starved by a crowd.
+// How many events each ready job (id, events waiting) may put in a reply of TOTAL, none more than LIMIT: an equal
+// share each, and what a job leaves of its share goes to the jobs with more waiting (filled from the job with fewest
+// up). Every job with events waiting gets at least one, so none is starved by a crowd: a reply holds at most the
+// larger of TOTAL and the number of jobs with news.
 std::vector<int64_t> share_reply(const std::vector<std::pair<int64_t, int64_t>>& ready, int64_t total, int64_t limit) {
     std::vector<size_t> order(ready.size());
     std::iota(order.begin(), order.end(), size_t(0));
@@ -212,6 +213,7 @@ std::vector<int64_t> share_reply(const std::vector<std::pair<int64_t, int64_t>>&
     return grants;
 }
 
+// Appends "\"events\":[...]" with the job's events after `after` (at most limit) to body; returns the last seq.
 int64_t append_events(Database& db, int64_t job, int64_t after, int64_t limit, std::string& body) {
     Statement select = db.prepare("SELECT seq, time, type, data FROM events WHERE job=? AND seq>? ORDER BY seq LIMIT ?");
     select.bind(1, job).bind(2, after).bind(3, limit);
@@ -552,8 +554,9 @@ void WorkerServer::routes() {
     // until any job has an event after its SEQ or has ended; answers {"jobs": {"ID": {"events": [...], "next": SEQ,
     // "state": S}}, "missing": [IDs this worker does not have]} with only the jobs that have news. A console watching
     // a thousand jobs holds one request, not a thousand. "limit" caps one job's events in a reply; "total" (optional)
-    // caps the reply's, shared among the jobs with news so that a few busy jobs among many quiet ones get the whole
-    // reply between them (a per-job cap sized for a thousand jobs would hold them to a trickle).
+    // is the reply's budget, shared among the jobs with news (each gets at least one), so that a few busy jobs among
+    // many quiet ones get the whole reply between them (a per-job cap sized for a thousand jobs would hold them to a
+    // trickle).
     s.Post(R"(/v1/events/watch)", [this](const httplib::Request& req, httplib::Response& res) {
         const json request = json::parse(req.body, nullptr, false);
         if (!request.is_object() || !request.contains("after") || !request["after"].is_object())
@@ -573,13 +576,14 @@ void WorkerServer::routes() {
         std::map<int64_t, int64_t> after;
         for (const auto& [key, value] : request["after"].items()) {
             int64_t id = 0;
-            if (!parse_int(key, id) || id <= 0 || !value.is_number_unsigned())
+            if (!parse_int(key, id) || id <= 0 || !value.is_number_unsigned() ||
+                value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
                 return error_reply(res, 400, "\"after\" maps job ids to the last seq seen (non-negative integers)");
             after[id] = value.get<int64_t>();
         }
-        const int64_t limit = std::min<int64_t>(request.value("limit", int64_t(1000)), 50000);
+        const auto limit = static_cast<int64_t>(std::min<uint64_t>(request.value("limit", uint64_t(1000)), 50000));
         const uint64_t total = std::min<uint64_t>(request.value("total", uint64_t(0)), 1000000);
-        const int wait_ms = static_cast<int>(std::min<int64_t>(request.value("wait_ms", int64_t(0)), 60000));
+        const int wait_ms = static_cast<int>(std::min<uint64_t>(request.value("wait_ms", uint64_t(0)), 60000));
         Database& db = reader(supervisor_.database_path());
         Statement state = db.prepare("SELECT state, next_seq FROM jobs WHERE id=?");
         // Each ready job with how many events it has after its SEQ.

@@ -165,6 +165,7 @@ def workerserver():
             request("POST /v1/jobs/1/cancel"),
             request("POST /v1/jobs/1/resume", '{"budget": 2}'),
             request("POST /v1/events/watch", '{"after": {"1": 0, "2": 5}, "wait_ms": 10, "limit": 100}'),
+            request("POST /v1/events/watch", '{"after": {"1": 0, "2": 5}, "wait_ms": 10, "limit": 100, "total": 150}'),
             request("GET /v1/jobs"))
     session("command-job", request("POST /v1/jobs", json.dumps({"argv": ["/bin/true"], "env": {"A": "1"}, "priority": 3})),
             request("GET /v1/jobs/2/events?after=abc"), request("POST /v1/jobs/999/cancel"))

@@ -99,6 +99,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <functional>
+#include <mutex>
 #include <numeric>
 #include <thread>
 
@@ -556,6 +557,7 @@ private slots:
     void brokenMetricLinesNeverStopTheStream();
     void unrepairedEventsAreRepairedByTheConsole();
     void watchingManyJobsHoldsOneRequest();
+    void aWatchAsksForASharedReplyAndKeepsAskingAfterOtherRefusals();
     void localWorkerIsFoundAgainOnANewPort();
     void localWorkerTheConsoleStartedIsStartedAgain();
     void runsAreQueriedGroupedComparedAndKeptTidy();
@@ -2229,6 +2231,88 @@ void ConsoleTest::watchingManyJobsHoldsOneRequest() {
     console.writer->flush();
     for (const qint64 id : {ids.front(), ids[kJobs / 2], ids.back()})
         QCOMPARE(loss_steps(temp.filePath("catalog.db"), id), (QList<int64_t>{1, 2}));
+}
+
+// A worker that takes "total" is asked for a reply of 20,000 events in all, shared among the jobs with news. A 400
+// for any other reason (here the first answer) is not taken for an older worker: "total" is still asked for after it.
+void ConsoleTest::aWatchAsksForASharedReplyAndKeepsAskingAfterOtherRefusals() {
+    TRAINDECK_REQUIRE(have_openssl(), kNeedOpenssl);
+    QTemporaryDir temp;
+    const QString certificate = make_certificate(temp.path());
+    QVERIFY2(certificate.isEmpty(), qPrintable(certificate));
+    constexpr int kJobs = 3;
+    FakeWorker box;
+    const QString started = box.start(temp.filePath("cert.pem"), temp.filePath("key.pem"));
+    QVERIFY2(started.isEmpty(), qPrintable(started));
+    box.answer("GET", "/v1/health", {200, kHealth});
+    box.answer("GET", "/v1/resources", {200, R"({"cpus":1})"});
+    std::mutex asked_mutex;
+    QList<QPair<qint64, qint64>> asked; // (total, limit) of each watch; -1 where absent
+    box.route("POST", "/v1/events/watch", [&](const FakeWorker::Request& request) -> FakeWorker::Reply {
+        const QJsonObject body = QJsonDocument::fromJson(request.body).object();
+        bool first = false;
+        {
+            std::lock_guard lock(asked_mutex);
+            first = asked.isEmpty();
+            asked.append({body.contains("total") ? body.value("total").toInteger() : -1,
+                          body.contains("limit") ? body.value("limit").toInteger() : -1});
+        }
+        if (first)
+            return {
+                400,
+                R"x({"error":"wait_ms, limit and total must be non-negative integers (limit and total above 0)"})x"};
+        QJsonObject jobs;
+        const QJsonObject after = body.value("after").toObject();
+        for (auto it = after.begin(); it != after.end(); ++it) {
+            const qint64 seen = it.value().toInteger();
+            QJsonArray events;
+            for (qint64 seq = seen + 1; seq <= 2; ++seq)
+                events.append(seq < 2
+                                  ? QJsonObject{{"seq", seq},
+                                                {"time", 1.0},
+                                                {"type", "record"},
+                                                {"data", QJsonObject{{"type", "metric"}, {"step", 1}, {"loss", 0.5}}}}
+                                  : QJsonObject{{"seq", seq},
+                                                {"time", 2.0},
+                                                {"type", "state"},
+                                                {"data", QJsonObject{{"state", "succeeded"}, {"reason", ""}}}});
+            jobs[it.key()] =
+                QJsonObject{{"events", events}, {"next", std::max<qint64>(seen, 2)}, {"state", "succeeded"}};
+        }
+        return {200,
+                QJsonDocument(QJsonObject{{"jobs", jobs}, {"missing", QJsonArray()}}).toJson(QJsonDocument::Compact)};
+    });
+    QList<qint64> ids;
+    {
+        Catalog seed;
+        QCOMPARE(QString::fromStdString(seed.open(temp.filePath("catalog.db").toStdString())), QString());
+        for (int j = 1; j <= kJobs; ++j)
+            ids << seed.add_job("job " + std::to_string(j), "local", std::to_string(j), nlohmann::json::object());
+    }
+    BackendFactory* factory = remote_factory();
+    QVERIFY(factory);
+    Backend* backend = factory->create(nullptr);
+    const QString opened = open_remote(*backend, box.url(), "token");
+    QVERIFY2(opened.isEmpty(), qPrintable(opened));
+    Console console;
+    QVERIFY(console.openWith(temp.filePath("catalog.db"), backend));
+    MainWindow& window = *console.window;
+    const auto all_finished = [&] {
+        for (int row = 0; row < window.jobs().rowCount(); ++row)
+            if (state_of(window, row) != "succeeded")
+                return false;
+        return window.jobs().rowCount() == kJobs;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(all_finished(), 60000);
+    std::lock_guard lock(asked_mutex);
+    QVERIFY2(asked.size() >= 2, qPrintable(QString("%1 watch requests").arg(asked.size())));
+    for (const auto& [total, limit] : asked) {
+        QCOMPARE(total, qint64(20000));
+        QCOMPARE(limit, qint64(20000));
+    }
+    console.writer->flush();
+    for (const qint64 id : ids)
+        QCOMPARE(loss_steps(temp.filePath("catalog.db"), id), (QList<int64_t>{1}));
 }
 
 void ConsoleTest::localWorkerIsFoundAgainOnANewPort() {
