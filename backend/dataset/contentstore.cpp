@@ -40,12 +40,15 @@ bool write_all(int fd, const char* data, size_t size, int& saved_errno) {
     return true;
 }
 
-// Every dirty page of the store's file system on disk: one call for many files written at once.
-void sync_file_system(const std::string& dir) {
-    if (const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
-        ::syncfs(fd);
-        ::close(fd);
-    }
+// Every dirty page of the store's file system on disk: one call for many files written at once. Returns 0, or
+// the errno of a write-back that failed (EIO, ENOSPC): what was written is then not known to be on disk.
+int sync_file_system(const std::string& dir) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    const int saved = ::syncfs(fd) == 0 ? 0 : errno;
+    ::close(fd);
+    return saved;
 }
 
 int space_status(int error_number) { return error_number == ENOSPC || error_number == EDQUOT ? 507 : 500; }
@@ -153,7 +156,11 @@ int ContentStore::put_chunks(const std::vector<std::pair<std::string, std::strin
     }
     if (written.empty())
         return 0;
-    sync_file_system(dir_); // every chunk's bytes are on disk before any has its name
+    // Every chunk's bytes are on disk before any has its name.
+    if (const int saved = sync_file_system(dir_); saved != 0) {
+        drop();
+        return saved;
+    }
     std::error_code ec;
     for (const auto& [temp, final_path] : written) {
         fs::create_directories(fs::path(final_path).parent_path(), ec);
@@ -163,8 +170,9 @@ int ContentStore::put_chunks(const std::vector<std::pair<std::string, std::strin
             return saved;
         }
     }
-    sync_file_system(dir_); // and the names
-    return 0;
+    // And the names: a failure is said (the sender is not told the chunks are safe), though the names stay, since
+    // another upload may have been acknowledged for the same chunk meanwhile.
+    return sync_file_system(dir_);
 }
 
 bool ContentStore::read_chunk(const std::string& hash, std::string& bytes) const {
@@ -298,7 +306,11 @@ int ContentStore::build(const Manifest& manifest, std::vector<std::string>& miss
         return 500;
     }
     // The version's bytes are on disk before its name says it is complete.
-    sync_file_system(dir_);
+    if (const int saved = sync_file_system(dir_); saved != 0) {
+        remove_tree(build);
+        error = "cannot write the version to disk (" + std::string(std::strerror(saved)) + ")";
+        return space_status(saved);
+    }
     if (::rename(build.c_str(), (dir_ + "/datasets/" + version).c_str()) != 0) {
         const int saved = errno;
         remove_tree(build);

@@ -74,15 +74,18 @@ void ingest_line(OutputStream stream, std::string_view line, int64_t& warnings, 
                           {"count", warnings}}));
 }
 
-size_t ingest_text(OutputStream stream, std::string_view text, int64_t& warnings, const EventSink& sink) {
+size_t ingest_text(OutputStream stream, std::string_view text, int64_t& warnings, const EventSink& sink, bool at_end) {
     size_t start = 0;
     for (;;) {
         size_t end = text.find('\n', start);
         if (end == std::string_view::npos) {
-            // An unfinished line waits for its newline, unless it is absurdly long.
-            if (text.size() - start < kMaxLine)
+            // An unfinished line waits for its newline, unless it is absurdly long or its stream has ended.
+            if (at_end && start < text.size())
+                end = std::min(text.size(), start + kMaxLine);
+            else if (text.size() - start < kMaxLine)
                 break;
-            end = start + kMaxLine;
+            else
+                end = start + kMaxLine;
         }
         ingest_line(stream, text.substr(start, end - start), warnings, sink);
         start = end + (end < text.size() && text[end] == '\n' ? 1 : 0);

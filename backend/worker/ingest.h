@@ -32,7 +32,9 @@ using EventSink = std::function<void(const char* type, std::string_view data)>;
 void ingest_line(OutputStream stream, std::string_view line, int64_t& warnings, const EventSink& sink);
 
 // Every complete line at the start of `text` (and pieces of kMaxLine of an absurdly long one); an unfinished
-// last line waits for its newline. Returns how many bytes were consumed: the next read starts there.
-size_t ingest_text(OutputStream stream, std::string_view text, int64_t& warnings, const EventSink& sink);
+// last line waits for its newline, unless `at_end` (text runs to the end of a stream that is written no more): then
+// it is a line too. Returns how many bytes were consumed: the next read starts there.
+size_t ingest_text(OutputStream stream, std::string_view text, int64_t& warnings, const EventSink& sink,
+                   bool at_end = false);
 
 } // namespace traindeck::worker

@@ -213,6 +213,7 @@ int run_job_shim(const std::string& job_dir) {
         capture_code_part(job_dir, capture, argv_words, environment, cwd);
 
     const pid_t child = ::fork();
+    const int fork_error = errno;
     if (child == 0) {
         // The job gets the default dispositions before it may receive anything; a stop sent to the group from
         // here on ends it, even before exec.
@@ -242,15 +243,21 @@ int run_job_shim(const std::string& job_dir) {
         ::_exit(127);
     }
     ::close(exec_pipe[1]);
-    if (child > 0) {
-        g_early_signal = 0;
-        ::sigprocmask(SIG_UNBLOCK, &stops, nullptr); // what was pending while no job existed is delivered here
-        if (g_early_signal)
-            ::kill(child, g_early_signal);
+    if (child < 0) {
+        // No job: said so as its end, never as an exit code of 0 (a run that did nothing is no success), and no pid
+        // file: -1 there would be "every process" to the worker's kill and to this shim's.
+        const std::string why = std::string("cannot start the job: fork failed: ") + std::strerror(fork_error);
+        ::close(exec_pipe[0]);
+        write_file_atomically(job_dir + "/exit_status.json", json{{"exec_error", why}}.dump(), 0600, error);
+        return 1;
     }
+    g_early_signal = 0;
+    ::sigprocmask(SIG_UNBLOCK, &stops, nullptr); // what was pending while no job existed is delivered here
+    if (g_early_signal)
+        ::kill(child, g_early_signal);
     write_file_atomically(job_dir + "/pid", std::to_string(child) + "\n", 0600, error);
     std::thread environment_capture;
-    if (capture.is_object() && child > 0)
+    if (capture.is_object())
         environment_capture = std::thread(capture_environment_part, job_dir, capture, argv_words, environment, cwd);
     std::string exec_error;
     char buffer[512];
@@ -269,7 +276,7 @@ int run_job_shim(const std::string& job_dir) {
     // stop request once a second; under Slurm, where the request file is how a stop reaches the job, ten times.
     int status = 0;
     const std::string signal_file = job_dir + "/signal";
-    const int job_ended = child > 0 ? static_cast<int>(::syscall(SYS_pidfd_open, child, 0)) : -1;
+    const int job_ended = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
     const int look_ms = job_ended >= 0 && !std::getenv("SLURM_JOB_ID") ? 1000 : 100;
     bool woken = false;
     for (;;) {

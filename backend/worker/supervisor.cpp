@@ -917,7 +917,7 @@ void Supervisor::start_job(Job& job) {
     add_state_event(job);
 }
 
-void Supervisor::ingest(Job& job) {
+void Supervisor::ingest(Job& job, bool run_ended) {
     const std::string dir = job_dir(job.id);
     const EventSink sink = [&](const char* type, std::string_view data) { add_event(job, type, data); };
     for (int stream = 0; stream < 3; ++stream) {
@@ -929,17 +929,22 @@ void Supervisor::ingest(Job& job) {
         // Read straight into one buffer that lives as long as the supervisor: no copies, no allocation per tick.
         std::string& buffer = read_buffer_;
         buffer.clear();
+        bool whole = false; // read to the file's end
         for (;;) {
             const size_t have = buffer.size();
             buffer.resize(have + 65536);
             const ssize_t n = ::pread(fd, buffer.data() + have, 65536, job.offsets[stream] + static_cast<off_t>(have));
             buffer.resize(have + static_cast<size_t>(std::max<ssize_t>(n, 0)));
-            if (n <= 0)
+            if (n <= 0) {
+                whole = n == 0;
                 break;
+            }
             if (buffer.size() > 8 * kMaxLine)
                 break; // the rest next tick
         }
-        if (const size_t consumed = ingest_text(OutputStream(stream), buffer, job.warnings, sink); consumed > 0) {
+        // Once the run has ended its files grow no more: a last line without its newline is a line.
+        if (const size_t consumed = ingest_text(OutputStream(stream), buffer, job.warnings, sink, run_ended && whole);
+            consumed > 0) {
             job.offsets[stream] += static_cast<int64_t>(consumed);
             job.dirty = true;
         }
@@ -954,7 +959,7 @@ void Supervisor::ingest_all(Job& job) {
     // has no next tick. Bounded as the tick's reading is, by the backlog a failing database may hold in memory.
     for (;;) {
         const int64_t before = job.offsets[0] + job.offsets[1] + job.offsets[2];
-        ingest(job);
+        ingest(job, true);
         if (job.offsets[0] + job.offsets[1] + job.offsets[2] == before || pending_text_.size() > (256u << 20))
             return;
     }

@@ -93,7 +93,7 @@ private:
     std::unique_ptr<Job> job_from_row(const Statement& select);
     void start_job(Job& job);
     std::string keep_dataset_intact(Job& job, bool after_run);
-    void ingest(Job& job);
+    void ingest(Job& job, bool run_ended = false);
     // Everything the job has written that is not read yet (a run that ended).
     void ingest_all(Job& job);
     void ingest_captures(Job& job, const std::string& dir);

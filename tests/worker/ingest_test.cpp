@@ -23,12 +23,15 @@ struct Collected {
     size_t consumed = 0;
 };
 
-Collected ingest(OutputStream stream, std::string_view text, int64_t warnings = 0) {
+Collected ingest(OutputStream stream, std::string_view text, int64_t warnings = 0, bool at_end = false) {
     Collected out;
     out.warnings = warnings;
-    out.consumed = ingest_text(stream, text, out.warnings, [&](const char* type, std::string_view data) {
-        out.events.push_back({type, std::string(data)});
-    });
+    out.consumed = ingest_text(
+        stream, text, out.warnings,
+        [&](const char* type, std::string_view data) {
+            out.events.push_back({type, std::string(data)});
+        },
+        at_end);
     return out;
 }
 
@@ -105,6 +108,17 @@ TEST(Ingest, AnUnfinishedLineWaitsForItsNewline) {
     const Collected out = ingest(OutputStream::metrics, text);
     ASSERT_EQ(out.events.size(), 1u);
     EXPECT_EQ(out.consumed, 12u); // the next read starts at {"step": 2
+}
+
+TEST(Ingest, AtAStreamsEndAnUnfinishedLineIsALine) {
+    const std::string text = "{\"step\": 1}\n{\"step\": 2}";
+    const Collected out = ingest(OutputStream::metrics, text, 0, true);
+    ASSERT_EQ(out.events.size(), 2u);
+    EXPECT_EQ(out.events[1].data, "{\"step\": 2}");
+    EXPECT_EQ(out.consumed, text.size());
+    // Nothing left, nothing made up.
+    EXPECT_EQ(ingest(OutputStream::metrics, "{\"step\": 1}\n", 0, true).events.size(), 1u);
+    EXPECT_EQ(ingest(OutputStream::metrics, "", 0, true).consumed, 0u);
 }
 
 TEST(Ingest, AnAbsurdlyLongLineIsCutAndItsLogEventTruncated) {

@@ -69,6 +69,8 @@ protected:
         ASSERT_TRUE(started_error_.empty()) << "the test cluster did not start:\n" << started_error_;
         ::setenv("SLURM_CONF", slurm_conf().c_str(), 1);
     }
+    // Not left for the tests that follow in this process: a worker passes it on to its jobs.
+    void TearDown() override { ::unsetenv("SLURM_CONF"); }
     std::vector<std::string> rest_args() const {
         return {"--executor", "slurm", "--slurm-conf", slurm_conf(), "--slurm-rest", "http://127.0.0.1:" + std::to_string(kRestPort),
                 "--slurm-token-file", cluster_dir() + "/jwt.token", "--slurm-user", "root", "--stop-grace", "20"};

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -951,21 +952,64 @@ TEST(Worker, OneLongPollWatchesManyJobs) {
     EXPECT_EQ(worker.client().post("/v1/events/watch", std::string("[]")).status, 400);
 }
 
+// A job's last line is kept even when it has no newline (a print with end="", a crash mid-line): at the run's end
+// what is left of each stream is a line. Metrics too. Before, it waited forever for a newline that never came.
+TEST(Worker, AJobsLastLineWithoutANewlineIsKept) {
+    WorkerProcess worker;
+    const int64_t id = worker.submit(
+        {{"argv",
+          {"/bin/sh", "-c",
+           "echo first; printf 'last words'; printf '{\"type\": \"metric\", \"step\": 7, \"loss\": 0.25}' >&3"}},
+         {"capture", false}});
+    ASSERT_GT(id, 0);
+    const auto events = worker.drain(id);
+    EXPECT_EQ(worker.job(id)["state"], "succeeded");
+    std::vector<std::string> lines;
+    for (const auto& e : of_type(events, "log"))
+        lines.push_back(e["data"]["line"]);
+    EXPECT_EQ(lines, (std::vector<std::string>{"first", "last words"}));
+    const auto metrics = of_type(events, "record", "metric");
+    ASSERT_EQ(metrics.size(), 1u);
+    EXPECT_EQ(metrics[0]["data"]["step"], 7);
+    EXPECT_EQ(metrics[0]["data"]["loss"], 0.25);
+}
+
+// A shim that cannot fork its job (the machine out of processes: fork() fails with EAGAIN in the shim alone,
+// through a preloaded library) ends the job failed, saying why. It used to record exit code 0: a success.
+TEST(Worker, AJobWhoseShimCannotForkFailsAndSaysWhy) {
+    WorkerProcess worker({}, {}, {std::string("LD_PRELOAD=") + TRAINDECK_TEST_FAILFORK});
+    const int64_t id = worker.submit({{"argv", {"/bin/true"}}, {"capture", false}});
+    ASSERT_GT(id, 0) << worker.last_error;
+    const json job = worker.wait_for_state(id, {"failed", "succeeded"});
+    ASSERT_FALSE(job.is_null());
+    EXPECT_EQ(job["state"], "failed") << job.dump();
+    EXPECT_NE(job.dump().find("fork failed: Resource temporarily unavailable"), std::string::npos) << job.dump();
+    // The worker itself still starts jobs' shims and answers.
+    EXPECT_EQ(worker.client().get("/v1/health").status, 200);
+}
+
 // "total" caps a whole reply and is shared among the jobs with news: a job with few events takes all of them, what
 // it leaves goes to the busy one, "limit" still caps each job, and every job with news gets at least one.
 TEST(Worker, AWatchSharesItsReplyAmongTheJobsWithNews) {
     WorkerProcess worker;
     const int64_t busy = worker.submit({{"argv", {"/usr/bin/seq", "1", "3000"}}, {"capture", false}});
+    const int64_t busier = worker.submit({{"argv", {"/usr/bin/seq", "1", "4000"}}, {"capture", false}});
     const int64_t small = worker.submit({{"argv", {"/usr/bin/seq", "1", "5"}}, {"capture", false}});
     const int64_t done = worker.submit({{"argv", {"true"}}, {"capture", false}});
     ASSERT_GT(busy, 0);
+    ASSERT_GT(busier, 0);
     ASSERT_GT(small, 0);
     ASSERT_GT(done, 0);
     const size_t busy_events = worker.drain(busy).size(), small_events = worker.drain(small).size();
+    const size_t busier_events = worker.drain(busier).size();
     const int64_t done_last = worker.drain(done).back()["seq"].get<int64_t>();
     ASSERT_GT(busy_events, 3000u);
+    ASSERT_GT(busier_events, 4000u);
     ASSERT_LT(small_events, 40u);
-    const json after = {{std::to_string(busy), 0}, {std::to_string(small), 0}, {std::to_string(done), done_last}};
+    const json after = {{std::to_string(busy), 0},
+                        {std::to_string(busier), 0},
+                        {std::to_string(small), 0},
+                        {std::to_string(done), done_last}};
     const auto watch = [&](const json& extra) {
         json request{{"after", after}};
         request.update(extra);
@@ -981,21 +1025,30 @@ TEST(Worker, AWatchSharesItsReplyAmongTheJobsWithNews) {
         }
         return counts;
     };
-    // 100 in all: the small job has fewer than its half, and the busy one gets the rest. The ended job with nothing
-    // new is still answered (with no events), so the console learns it ended.
-    std::map<int64_t, size_t> counts = watch({{"total", 100}, {"limit", 1000}});
-    EXPECT_EQ(counts, (std::map<int64_t, size_t>{{busy, 100 - small_events}, {small, small_events}, {done, 0}}));
+    // 300 in all: the small job has fewer than its third, and the two busy ones share the rest equally. The ended
+    // job with nothing new is still answered (with no events), so the console learns it ended.
+    const size_t half = (300 - small_events) / 2;
+    std::map<int64_t, size_t> counts = watch({{"total", 300}, {"limit", 1000}});
+    EXPECT_EQ(counts[small], small_events);
+    EXPECT_EQ(counts[done], 0u);
+    EXPECT_GE(counts[busy], half);
+    EXPECT_LE(counts[busy], half + 1);
+    EXPECT_GE(counts[busier], half);
+    EXPECT_LE(counts[busier], half + 1);
+    EXPECT_EQ(counts[busy] + counts[busier] + counts[small], 300u);
     // A per-job limit below the share still holds.
     counts = watch({{"total", 1000}, {"limit", 30}});
-    EXPECT_EQ(counts, (std::map<int64_t, size_t>{{busy, 30}, {small, small_events}, {done, 0}}));
+    EXPECT_EQ(counts, (std::map<int64_t, size_t>{{busy, 30}, {busier, 30}, {small, small_events}, {done, 0}}));
     // A budget smaller than the jobs with news: one event each, none starved.
     counts = watch({{"total", 1}, {"limit", 1000}});
-    EXPECT_EQ(counts, (std::map<int64_t, size_t>{{busy, 1}, {small, 1}, {done, 0}}));
+    EXPECT_EQ(counts, (std::map<int64_t, size_t>{{busy, 1}, {busier, 1}, {small, 1}, {done, 0}}));
     // Without "total", as an older console asks: "limit" a job.
     counts = watch({{"limit", 500}});
-    EXPECT_EQ(counts, (std::map<int64_t, size_t>{{busy, 500}, {small, small_events}, {done, 0}}));
-    // With budget enough, everything the busy job wrote in one reply.
-    EXPECT_EQ(watch({{"total", 100000}, {"limit", 50000}})[busy], busy_events);
+    EXPECT_EQ(counts, (std::map<int64_t, size_t>{{busy, 500}, {busier, 500}, {small, small_events}, {done, 0}}));
+    // With budget enough, everything each job wrote in one reply.
+    counts = watch({{"total", 100000}, {"limit", 50000}});
+    EXPECT_EQ(counts, (std::map<int64_t, size_t>{
+                          {busy, busy_events}, {busier, busier_events}, {small, small_events}, {done, 0}}));
     for (const json& bad : {json{{"total", 0}}, json{{"total", -5}}, json{{"total", "many"}}, json{{"limit", 0}}}) {
         json request{{"after", after}};
         request.update(bad);
@@ -1003,4 +1056,11 @@ TEST(Worker, AWatchSharesItsReplyAmongTheJobsWithNews) {
         EXPECT_EQ(reply.status, 400) << bad.dump();
         EXPECT_NE(reply.body.find("total"), std::string::npos) << reply.body;
     }
+    // Numbers past a signed 64-bit integer are refused or capped, never wrapped around.
+    EXPECT_EQ(worker.client()
+                  .post("/v1/events/watch", json{{"after", {{std::to_string(busy), uint64_t(1) << 63}}}, {"total", 10}})
+                  .status,
+              400);
+    counts = watch({{"total", 300}, {"limit", std::numeric_limits<uint64_t>::max()}, {"wait_ms", uint64_t(1) << 63}});
+    EXPECT_EQ(counts[busy] + counts[busier] + counts[small], 300u);
 }
