@@ -959,12 +959,17 @@ void Supervisor::ingest(Job& job, bool run_ended) {
     ingest_captures(job, dir);
 }
 
-void Supervisor::ingest_all(Job& job) {
+void Supervisor::ingest_all(Job& job, bool exited) {
     // ingest reads up to about 8 long lines' worth of each file at a time ("the rest next tick"); a run that ends
     // has no next tick. Bounded as the tick's reading is, by the backlog a failing database may hold in memory.
+    // The files are opened again first: on a shared file system (a Slurm node's job folder over NFS) a file held
+    // open since the run began may show a size from seconds ago, and its end would be taken for the run's end.
+    // Only a run whose shim recorded its end (exited) has its unfinished last line taken as a line: a shim that
+    // vanished may have left its job writing.
+    job.close_files();
     for (;;) {
         const int64_t before = job.offsets[0] + job.offsets[1] + job.offsets[2];
-        ingest(job, true);
+        ingest(job, exited);
         if (job.offsets[0] + job.offsets[1] + job.offsets[2] == before || pending_text_.size() > (256u << 20))
             return;
     }
@@ -1045,7 +1050,7 @@ void Supervisor::check_exit(Job& job) {
     const ExitContext context{job.stop, job.restarts, job.request.max_restarts, job.preempted_by, job.request.budget,
                               config_.currency};
     if (status.present) {
-        ingest_all(job); // everything the job wrote comes before its end
+        ingest_all(job, true); // everything the job wrote comes before its end
         end_run(job, classify_exit(status, context));
         return;
     }
@@ -1056,7 +1061,7 @@ void Supervisor::check_exit(Job& job) {
         job.dirty = true;
     }
     if (check.ended && !read_exit_status(dir).present) {
-        ingest_all(job);
+        ingest_all(job, false);
         end_run(job, classify_vanished(check.what, context));
     }
 }

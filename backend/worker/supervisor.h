@@ -95,7 +95,7 @@ private:
     std::string keep_dataset_intact(Job& job, bool after_run);
     void ingest(Job& job, bool run_ended = false);
     // Everything the job has written that is not read yet (a run that ended).
-    void ingest_all(Job& job);
+    void ingest_all(Job& job, bool exited); // exited: the shim recorded the run's end
     void ingest_captures(Job& job, const std::string& dir);
     bool copy_code_snapshot(Job& job, const std::string& dir, std::string& error);
     void check_exit(Job& job);

@@ -978,11 +978,14 @@ TEST(Worker, AJobsLastLineWithoutANewlineIsKept) {
 // through a preloaded library) ends the job failed, saying why. It used to record exit code 0: a success.
 TEST(Worker, AJobWhoseShimCannotForkFailsAndSaysWhy) {
     WorkerProcess worker({}, {}, {std::string("LD_PRELOAD=") + TRAINDECK_TEST_FAILFORK});
-    const int64_t id = worker.submit({{"argv", {"/bin/true"}}, {"capture", false}});
+    const int64_t id = worker.submit({{"argv", {"/bin/true"}}, {"capture", false}, {"max_restarts", 2}});
     ASSERT_GT(id, 0) << worker.last_error;
     const json job = worker.wait_for_state(id, {"failed", "succeeded"});
     ASSERT_FALSE(job.is_null());
     EXPECT_EQ(job["state"], "failed") << job.dump();
+    // Not retried (a job that never started is not a crash to restart from), and no pid was ever recorded.
+    EXPECT_EQ(job["restarts"], 0) << job.dump();
+    EXPECT_FALSE(fs::exists(worker.state_dir() + "/jobs/" + std::to_string(id) + "/pid"));
     EXPECT_NE(job.dump().find("fork failed: Resource temporarily unavailable"), std::string::npos) << job.dump();
     // The worker itself still starts jobs' shims and answers.
     EXPECT_EQ(worker.client().get("/v1/health").status, 200);
