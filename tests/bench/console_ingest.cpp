@@ -89,7 +89,7 @@ struct Setup {
 
 // One round through the console's path: a fresh catalog, the backend connected, every job watched. Seconds, or a
 // negative number when it could not run (the reason printed).
-double console_round(Setup& setup, const QString& url, int jobs, int round) {
+double console_round(Setup& setup, const QString& url, int jobs, long total, int round) {
     const QString catalog_path = setup.temp.filePath(QString("console-%1.db").arg(round));
     std::vector<int64_t> ids;
     {
@@ -143,10 +143,14 @@ double console_round(Setup& setup, const QString& url, int jobs, int round) {
         std::fprintf(stderr, "the console did not take every job's events within 10 minutes\n");
         return -1;
     }
-    // Every point is there: four series a job, each with every step.
-    Statement points = reader.db().prepare("SELECT count(*) FROM series");
-    if (points.step() && points.integer(0) < jobs * 4) {
-        std::fprintf(stderr, "only %lld series in the catalog\n", static_cast<long long>(points.integer(0)));
+    // Every point is there: each job's four metrics at every step.
+    Statement points = reader.db().prepare(
+        "SELECT coalesce(sum(count), 0) FROM metric_chunks JOIN series ON series.id = metric_chunks.series "
+        "WHERE series.name IN ('loss', 'accuracy', 'lr', 'samples_per_s')");
+    const int64_t expected = 4 * static_cast<int64_t>(jobs) * total;
+    if (!points.step() || points.integer(0) != expected) {
+        std::fprintf(stderr, "the catalog holds %lld metric points, not %lld\n",
+                     static_cast<long long>(points.integer(0)), static_cast<long long>(expected));
         return -1;
     }
     return seconds;
@@ -257,8 +261,8 @@ int main(int argc, char** argv) {
         // Alternated, each side first in turn.
         for (int side = 0; side < 2; ++side) {
             const bool console_side = (side == 0) == (round % 2 == 0);
-            const double seconds =
-                console_side ? console_round(setup, url, jobs, round) : storage_round(setup, chunks, jobs, round);
+            const double seconds = console_side ? console_round(setup, url, jobs, total, round)
+                                                : storage_round(setup, chunks, jobs, round);
             if (seconds < 0)
                 return 2;
             (console_side ? console_rates : storage_rates).push_back(points / seconds);
