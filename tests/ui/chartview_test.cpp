@@ -59,6 +59,29 @@ struct TwoCurves {
 
 } // namespace
 
+// A refresh that found nothing new leaves a series as it is (Qt Charts would rebuild and stroke its whole line); a
+// change anywhere, or in the number of points, replaces them.
+TEST(ChartView, ReplacePointsReplacesOnlyWhatChanged) {
+    QLineSeries series;
+    int replaced = 0;
+    QObject::connect(&series, &QXYSeries::pointsReplaced, [&replaced] { ++replaced; });
+    const QList<QPointF> points{{0, 1}, {10, 0.5}, {20, 0.25}};
+    EXPECT_TRUE(replace_points(&series, points));
+    EXPECT_EQ(replaced, 1);
+    EXPECT_FALSE(replace_points(&series, points));
+    EXPECT_EQ(replaced, 1);
+    QList<QPointF> moved = points;
+    moved[1].setY(0.4);
+    EXPECT_TRUE(replace_points(&series, moved));
+    EXPECT_EQ(replaced, 2);
+    EXPECT_EQ(series.points(), moved);
+    EXPECT_TRUE(replace_points(&series, moved.mid(0, 2)));
+    EXPECT_EQ(series.count(), 2);
+    EXPECT_TRUE(replace_points(&series, {}));
+    EXPECT_EQ(series.count(), 0);
+    EXPECT_FALSE(replace_points(&series, {}));
+}
+
 TEST(ChartView, TheCrosshairSaysEachVisibleCurvesValueNearestTheMouse) {
     TwoCurves curves;
     const QString text = curves.view->crosshairText(curves.at(10, 0.5));
