@@ -2144,61 +2144,85 @@ bool is_one_to(const QList<int64_t>& steps, int64_t last) {
     return true;
 }
 
+// A stand-in worker over HTTPS (a fresh certificate in dir) that answers its health and resources. "" or why not.
+QString start_watched_box(FakeWorker& box, const QTemporaryDir& dir) {
+    if (QString certificate = make_certificate(dir.path()); !certificate.isEmpty())
+        return certificate;
+    if (QString started = box.start(dir.filePath("cert.pem"), dir.filePath("key.pem")); !started.isEmpty())
+        return started;
+    box.answer("GET", "/v1/health", {200, kHealth});
+    box.answer("GET", "/v1/resources", {200, R"({"cpus":1})"});
+    return {};
+}
+
+// A watch's answer for the jobs in `after` (ID: last seq seen), each of which reported `metrics` loss steps (seq and
+// step 1..metrics) and then succeeded (seq metrics + 1): what each has after its seq.
+QByteArray finished_jobs_reply(const QJsonObject& after, qint64 metrics) {
+    QJsonObject jobs;
+    for (auto it = after.begin(); it != after.end(); ++it) {
+        const qint64 seen = it.value().toInteger();
+        QJsonArray events;
+        for (qint64 seq = seen + 1; seq <= metrics + 1; ++seq)
+            events.append(
+                seq <= metrics
+                    ? QJsonObject{{"seq", seq},
+                                  {"time", double(seq)},
+                                  {"type", "record"},
+                                  {"data", QJsonObject{{"type", "metric"}, {"step", seq}, {"loss", 1.0 / double(seq)}}}}
+                    : QJsonObject{{"seq", seq},
+                                  {"time", double(seq)},
+                                  {"type", "state"},
+                                  {"data", QJsonObject{{"state", "succeeded"}, {"reason", ""}}}});
+        jobs[it.key()] = QJsonObject{{"events", events}, {"next", std::max(seen, metrics + 1)}, {"state", "succeeded"}};
+    }
+    return QJsonDocument(QJsonObject{{"jobs", jobs}, {"missing", QJsonArray()}}).toJson(QJsonDocument::Compact);
+}
+
+// `count` jobs in a new catalog, as a console that submitted them to its worker ("local", remote ids 1 to count)
+// has them; their ids (none when the catalog cannot be made).
+QList<qint64> seed_submitted_jobs(const QString& catalog_path, int count) {
+    Catalog seed;
+    if (!seed.open(catalog_path.toStdString()).empty())
+        return {};
+    QList<qint64> ids;
+    for (int j = 1; j <= count; ++j)
+        ids << seed.add_job("job " + std::to_string(j), "local", std::to_string(j), nlohmann::json::object());
+    return ids;
+}
+
+// Whether the window lists exactly `count` jobs and every one succeeded.
+bool all_succeeded(MainWindow& window, int count) {
+    for (int row = 0; row < window.jobs().rowCount(); ++row)
+        if (state_of(window, row) != "succeeded")
+            return false;
+    return window.jobs().rowCount() == count;
+}
+
 } // namespace
 
 void ConsoleTest::watchingManyJobsHoldsOneRequest() {
     TRAINDECK_REQUIRE(have_openssl(), kNeedOpenssl);
     QTemporaryDir temp;
-    const QString certificate = make_certificate(temp.path());
-    QVERIFY2(certificate.isEmpty(), qPrintable(certificate));
     // A worker with 300 jobs, each with two metric steps and its end; it answers the multi-job watch only, and
     // refuses its "total" field, as a worker from before that field does.
     constexpr int kJobs = 300;
     FakeWorker box;
-    const QString started = box.start(temp.filePath("cert.pem"), temp.filePath("key.pem"));
+    const QString started = start_watched_box(box, temp);
     QVERIFY2(started.isEmpty(), qPrintable(started));
-    box.answer("GET", "/v1/health", {200, kHealth});
-    box.answer("GET", "/v1/resources", {200, R"({"cpus":1})"});
     std::atomic<int> largest{0}, refused{0};
-    box.route(
-        "POST", "/v1/events/watch", [&largest, &refused](const FakeWorker::Request& request) -> FakeWorker::Reply {
-            const QJsonObject asked = QJsonDocument::fromJson(request.body).object();
-            if (asked.contains("total")) {
-                ++refused;
-                return {400, R"x({"error":"unknown field \"total\" (known: after, wait_ms, limit)"})x"};
-            }
-            const QJsonObject after = asked.value("after").toObject();
-            largest = std::max(largest.load(), static_cast<int>(after.size()));
-            QJsonObject jobs;
-            for (auto it = after.begin(); it != after.end(); ++it) {
-                const qint64 seen = it.value().toInteger();
-                QJsonArray events;
-                for (qint64 seq = seen + 1; seq <= 3; ++seq)
-                    events.append(
-                        seq < 3
-                            ? QJsonObject{{"seq", seq},
-                                          {"time", double(seq)},
-                                          {"type", "record"},
-                                          {"data",
-                                           QJsonObject{{"type", "metric"}, {"step", seq}, {"loss", 1.0 / double(seq)}}}}
-                            : QJsonObject{{"seq", seq},
-                                          {"time", 3.0},
-                                          {"type", "state"},
-                                          {"data", QJsonObject{{"state", "succeeded"}, {"reason", ""}}}});
-                jobs[it.key()] =
-                    QJsonObject{{"events", events}, {"next", std::max<qint64>(seen, 3)}, {"state", "succeeded"}};
-            }
-            return {
-                200,
-                QJsonDocument(QJsonObject{{"jobs", jobs}, {"missing", QJsonArray()}}).toJson(QJsonDocument::Compact)};
-        });
-    QList<qint64> ids;
-    {
-        Catalog seed;
-        QCOMPARE(QString::fromStdString(seed.open(temp.filePath("catalog.db").toStdString())), QString());
-        for (int j = 1; j <= kJobs; ++j)
-            ids << seed.add_job("job " + std::to_string(j), "local", std::to_string(j), nlohmann::json::object());
-    }
+    box.route("POST", "/v1/events/watch",
+              [&largest, &refused](const FakeWorker::Request& request) -> FakeWorker::Reply {
+                  const QJsonObject asked = QJsonDocument::fromJson(request.body).object();
+                  if (asked.contains("total")) {
+                      ++refused;
+                      return {400, R"x({"error":"unknown field \"total\" (known: after, wait_ms, limit)"})x"};
+                  }
+                  const QJsonObject after = asked.value("after").toObject();
+                  largest = std::max(largest.load(), static_cast<int>(after.size()));
+                  return {200, finished_jobs_reply(after, 2)};
+              });
+    const QList<qint64> ids = seed_submitted_jobs(temp.filePath("catalog.db"), kJobs);
+    QCOMPARE(ids.size(), kJobs);
     BackendFactory* factory = remote_factory();
     QVERIFY(factory);
     Backend* backend = factory->create(nullptr);
@@ -2207,14 +2231,7 @@ void ConsoleTest::watchingManyJobsHoldsOneRequest() {
     const int threads_before = thread_count();
     Console console;
     QVERIFY(console.openWith(temp.filePath("catalog.db"), backend));
-    MainWindow& window = *console.window;
-    const auto all_finished = [&] {
-        for (int row = 0; row < window.jobs().rowCount(); ++row)
-            if (state_of(window, row) != "succeeded")
-                return false;
-        return window.jobs().rowCount() == kJobs;
-    };
-    QTRY_VERIFY_WITH_TIMEOUT(all_finished(), 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(all_succeeded(*console.window, kJobs), 60000);
     // One request carried every job, and no job was asked about on its own; "total" was offered once, and not again
     // once refused.
     QCOMPARE(largest.load(), kJobs);
@@ -2235,17 +2252,15 @@ void ConsoleTest::watchingManyJobsHoldsOneRequest() {
 
 // A worker that takes "total" is asked for a reply of 20,000 events in all, shared among the jobs with news. A 400
 // for any other reason (here the first answer) is not taken for an older worker: "total" is still asked for after it.
+// A worker that takes "total" is asked for a reply of 20,000 events in all, shared among the jobs with news. A 400
+// for any other reason (here the first answer) is not taken for an older worker: "total" is still asked for after it.
 void ConsoleTest::aWatchAsksForASharedReplyAndKeepsAskingAfterOtherRefusals() {
     TRAINDECK_REQUIRE(have_openssl(), kNeedOpenssl);
     QTemporaryDir temp;
-    const QString certificate = make_certificate(temp.path());
-    QVERIFY2(certificate.isEmpty(), qPrintable(certificate));
     constexpr int kJobs = 3;
     FakeWorker box;
-    const QString started = box.start(temp.filePath("cert.pem"), temp.filePath("key.pem"));
+    const QString started = start_watched_box(box, temp);
     QVERIFY2(started.isEmpty(), qPrintable(started));
-    box.answer("GET", "/v1/health", {200, kHealth});
-    box.answer("GET", "/v1/resources", {200, R"({"cpus":1})"});
     std::mutex asked_mutex;
     QList<QPair<qint64, qint64>> asked; // (total, limit) of each watch; -1 where absent
     box.route("POST", "/v1/events/watch", [&](const FakeWorker::Request& request) -> FakeWorker::Reply {
@@ -2261,34 +2276,10 @@ void ConsoleTest::aWatchAsksForASharedReplyAndKeepsAskingAfterOtherRefusals() {
             return {
                 400,
                 R"x({"error":"wait_ms, limit and total must be non-negative integers (limit and total above 0)"})x"};
-        QJsonObject jobs;
-        const QJsonObject after = body.value("after").toObject();
-        for (auto it = after.begin(); it != after.end(); ++it) {
-            const qint64 seen = it.value().toInteger();
-            QJsonArray events;
-            for (qint64 seq = seen + 1; seq <= 2; ++seq)
-                events.append(seq < 2
-                                  ? QJsonObject{{"seq", seq},
-                                                {"time", 1.0},
-                                                {"type", "record"},
-                                                {"data", QJsonObject{{"type", "metric"}, {"step", 1}, {"loss", 0.5}}}}
-                                  : QJsonObject{{"seq", seq},
-                                                {"time", 2.0},
-                                                {"type", "state"},
-                                                {"data", QJsonObject{{"state", "succeeded"}, {"reason", ""}}}});
-            jobs[it.key()] =
-                QJsonObject{{"events", events}, {"next", std::max<qint64>(seen, 2)}, {"state", "succeeded"}};
-        }
-        return {200,
-                QJsonDocument(QJsonObject{{"jobs", jobs}, {"missing", QJsonArray()}}).toJson(QJsonDocument::Compact)};
+        return {200, finished_jobs_reply(body.value("after").toObject(), 1)};
     });
-    QList<qint64> ids;
-    {
-        Catalog seed;
-        QCOMPARE(QString::fromStdString(seed.open(temp.filePath("catalog.db").toStdString())), QString());
-        for (int j = 1; j <= kJobs; ++j)
-            ids << seed.add_job("job " + std::to_string(j), "local", std::to_string(j), nlohmann::json::object());
-    }
+    const QList<qint64> ids = seed_submitted_jobs(temp.filePath("catalog.db"), kJobs);
+    QCOMPARE(ids.size(), kJobs);
     BackendFactory* factory = remote_factory();
     QVERIFY(factory);
     Backend* backend = factory->create(nullptr);
@@ -2296,14 +2287,7 @@ void ConsoleTest::aWatchAsksForASharedReplyAndKeepsAskingAfterOtherRefusals() {
     QVERIFY2(opened.isEmpty(), qPrintable(opened));
     Console console;
     QVERIFY(console.openWith(temp.filePath("catalog.db"), backend));
-    MainWindow& window = *console.window;
-    const auto all_finished = [&] {
-        for (int row = 0; row < window.jobs().rowCount(); ++row)
-            if (state_of(window, row) != "succeeded")
-                return false;
-        return window.jobs().rowCount() == kJobs;
-    };
-    QTRY_VERIFY_WITH_TIMEOUT(all_finished(), 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(all_succeeded(*console.window, kJobs), 60000);
     std::lock_guard lock(asked_mutex);
     QVERIFY2(asked.size() >= 2, qPrintable(QString("%1 watch requests").arg(asked.size())));
     for (const auto& [total, limit] : asked) {
