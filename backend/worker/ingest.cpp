@@ -80,12 +80,9 @@ size_t ingest_text(OutputStream stream, std::string_view text, int64_t& warnings
         size_t end = text.find('\n', start);
         if (end == std::string_view::npos) {
             // An unfinished line waits for its newline, unless it is absurdly long or its stream has ended.
-            if (at_end && start < text.size())
-                end = std::min(text.size(), start + kMaxLine);
-            else if (text.size() - start < kMaxLine)
+            if (start == text.size() || (!at_end && text.size() - start < kMaxLine))
                 break;
-            else
-                end = start + kMaxLine;
+            end = std::min(text.size(), start + kMaxLine);
         }
         ingest_line(stream, text.substr(start, end - start), warnings, sink);
         start = end + (end < text.size() && text[end] == '\n' ? 1 : 0);
