@@ -26,7 +26,7 @@ namespace traindeck {
 
 class Catalog {
 public:
-    static constexpr int kSchemaVersion = 12;
+    static constexpr int kSchemaVersion = 13;
 
     // Opens or creates; migrates an older schema; refuses a damaged or newer file with a message that says what
     // to do. read_only connections are for readers (views, item models).

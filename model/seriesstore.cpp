@@ -1,6 +1,9 @@
 #include "seriesstore.h"
 
+#include "chunkcoding.h"
+
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,11 +14,11 @@
 namespace traindeck {
 namespace {
 
-std::vector<MetricPoint> decode(std::string_view blob) {
-    std::vector<MetricPoint> points(blob.size() / sizeof(MetricPoint));
-    std::memcpy(points.data(), blob.data(), points.size() * sizeof(MetricPoint));
-    return points;
-}
+using namespace chunk_coding;
+
+constexpr uint8_t kCodedChunk = 1; // a coded chunk's first byte (the format's number)
+
+std::vector<MetricPoint> decode(std::string_view blob) { return SeriesStore::decode_chunk(blob); }
 
 // Replaces the point at p.step, or inserts it in step order.
 void put(std::vector<MetricPoint>& points, const MetricPoint& p) {
@@ -40,6 +43,81 @@ void merge(Bucket& bucket, const MetricPoint& p) {
 }
 
 } // namespace
+
+std::string& SeriesStore::encode_chunk(std::span<const MetricPoint> points, std::string& out) {
+    // At most 10 bytes a step, 1 a value's head and 8 its bytes; 8 more at the end, where the last value's bytes are
+    // written whole and only the significant ones kept.
+    out.resize(1 + 10 + points.size() * 19 + 8);
+    char* at = out.data();
+    *at++ = static_cast<char>(kCodedChunk);
+    at = put_varint(at, points.size());
+    uint64_t step = 0, bits = 0;
+    for (const MetricPoint& p : points) {
+        // Differences in unsigned arithmetic: steps at int64's ends wrap there and back instead of overflowing.
+        at = put_varint(at, zigzag(static_cast<int64_t>(static_cast<uint64_t>(p.step) - step)));
+        step = static_cast<uint64_t>(p.step);
+        uint64_t value = 0;
+        std::memcpy(&value, &p.value, 8);
+        const uint64_t change = value ^ bits;
+        bits = value;
+        if (change == 0) {
+            *at++ = 0;
+            continue;
+        }
+        const int low = __builtin_ctzll(change) / 8, high = __builtin_clzll(change) / 8, kept = 8 - low - high;
+        *at++ = static_cast<char>(kept << 4 | low);
+        const uint64_t significant = change >> (8 * low);
+        std::memcpy(at, &significant, 8); // little-endian (static_assert below): the kept bytes come first
+        at += kept;
+    }
+    size_t size = static_cast<size_t>(at - out.data());
+    if (size % sizeof(MetricPoint) == 0)
+        out[size++] = 0; // never a multiple of 16: that is a packed chunk
+    out.resize(size);
+    return out;
+}
+
+std::vector<MetricPoint> SeriesStore::decode_chunk(std::string_view blob, bool* damaged) {
+    static_assert(std::endian::native == std::endian::little, "chunks are little-endian in memory and on disk");
+    if (damaged)
+        *damaged = false;
+    if (blob.size() % sizeof(MetricPoint) == 0) { // packed (format 0)
+        std::vector<MetricPoint> points(blob.size() / sizeof(MetricPoint));
+        std::memcpy(points.data(), blob.data(), points.size() * sizeof(MetricPoint));
+        return points;
+    }
+    std::vector<MetricPoint> points;
+    ChunkReader in{blob.data(), blob.data() + blob.size()};
+    const uint8_t format = in.byte();
+    const uint64_t count = in.varint();
+    // Each point takes at least two bytes: a count past that is damage, not a size to reserve.
+    bool ok = in.ok && format == kCodedChunk && count <= blob.size() / 2;
+    if (ok)
+        points.reserve(count);
+    uint64_t step = 0, bits = 0;
+    for (uint64_t i = 0; ok && i < count; ++i) {
+        step += static_cast<uint64_t>(unzigzag(in.varint()));
+        const uint8_t head = in.byte();
+        const int kept = head >> 4, low = head & 15;
+        if (!in.ok || kept + low > 8 || (kept == 0 && low != 0) || in.end - in.at < kept) {
+            ok = false;
+            break;
+        }
+        uint64_t significant = 0;
+        std::memcpy(&significant, in.at, static_cast<size_t>(kept));
+        in.at += kept;
+        bits ^= kept == 0 ? 0 : significant << (8 * low);
+        MetricPoint& p = points.emplace_back();
+        p.step = static_cast<int64_t>(step);
+        std::memcpy(&p.value, &bits, 8);
+    }
+    // What follows the points: nothing, or the one zero byte that keeps the size off a multiple of 16.
+    if (ok && !(in.at == in.end || (in.end - in.at == 1 && *in.at == 0)))
+        ok = false;
+    if (damaged)
+        *damaged = !ok;
+    return points;
+}
 
 SeriesStore::Chunk& SeriesStore::open_chunk(int64_t series) {
     auto it = open_.find(series);
@@ -78,7 +156,8 @@ void SeriesStore::store(int64_t series, const Chunk& chunk) {
     upsert.step();
     upsert_data.reset();
     upsert_data.bind(1, series).bind(2, chunk.index);
-    upsert_data.bind_blob_static(3, chunk.points.data(), chunk.points.size() * sizeof(MetricPoint));
+    encode_chunk(chunk.points, coded_);
+    upsert_data.bind_blob_static(3, coded_.data(), coded_.size());
     upsert_data.step();
 }
 

@@ -1,10 +1,10 @@
 #pragma once
 // Metric series in the catalog, stored as chunks of up to 512 points (step, value) in one BLOB each
-// (metric_chunk_data), with each chunk's min/max/last in a small table of its own (metric_chunks) so that
-// scanning summaries never touches the blobs. Appends touch one row pair per series per batch. A chart query
-// over many points groups whole chunks into buckets (bucket edges fall on chunk edges, and every bucket says
-// which steps it covers); zoomed in, it decodes the chunks and buckets points exactly. Either way each bucket's
-// min, max and last are exact for the steps it reports — nothing is silently dropped.
+// (metric_chunk_data, coded by encode_chunk: about 6 bytes a point), with each chunk's min/max/last in a small table of
+// its own (metric_chunks) so that scanning summaries never touches the blobs. Appends touch one row pair per series per
+// batch. A chart query over many points groups whole chunks into buckets (bucket edges fall on chunk edges, and every
+// bucket says which steps it covers); zoomed in, it decodes the chunks and buckets points exactly. Either way each
+// bucket's min, max and last are exact for the steps it reports — nothing is silently dropped.
 #include "sqlitedb.h"
 
 #include <cstdint>
@@ -12,6 +12,8 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace traindeck {
@@ -69,6 +71,18 @@ public:
     // Empties that cache (benches time a first read with it).
     static void forget_summaries();
 
+    // A chunk's bytes (format 1, schema 13): a byte 1, the point count (varint), then each point's step (zigzag
+    // varint of its difference from the step before; the first from 0) and value: its bits XOR the value before's
+    // (0 for the first) as a head byte kept << 4 | low, where low is how many zero bytes the change has below its
+    // kept significant bytes, then those kept bytes, least significant first (head 0: the same value). A double made
+    // from a float32 has 29 zero bits at the bottom: about 6 bytes a point where packed points take 16. The size is
+    // never a multiple of 16 (a zero byte is added when it would be): that is format 0, schema 12's packed points,
+    // which the catalog still holds for chunks not written since; decode_chunk reads both. Returns out.
+    static std::string& encode_chunk(std::span<const MetricPoint> points, std::string& out);
+    // The chunk's points; a damaged chunk (a catalog file changed outside SQLite) gives the points before the damage
+    // and sets *damaged, never reads past the blob.
+    static std::vector<MetricPoint> decode_chunk(std::string_view blob, bool* damaged = nullptr);
+
 private:
     struct Chunk {
         int64_t index = -1;
@@ -84,6 +98,7 @@ private:
     Database& db_;
     std::map<int64_t, Chunk> open_; // the last chunk of each series, as stored
     Statement upsert_, upsert_data_; // prepared on first use, finalized with the store
+    std::string coded_;              // the chunk store() writes, coded
 };
 
 } // namespace traindeck

@@ -118,7 +118,7 @@ struct TrainerRun {
     bool finished = false;   // it reported "finished"
 };
 
-// The points of one catalog series, decoded straight from its chunks (metric_chunk_data: packed MetricPoint),
+// The points of one catalog series, decoded straight from its chunks (metric_chunk_data, SeriesStore::decode_chunk),
 // in chunk order, with each chunk's summary row checked against its blob.
 std::vector<MetricPoint> catalog_points(Database& db, int64_t job, const std::string& name, std::string* problem) {
     Statement series = db.prepare("SELECT id FROM series WHERE job=? AND name=?");
@@ -137,9 +137,9 @@ std::vector<MetricPoint> catalog_points(Database& db, int64_t job, const std::st
     while (chunks.step()) {
         ++chunk_rows;
         const std::string_view blob = chunks.text_view(4);
-        std::vector<MetricPoint> points(blob.size() / sizeof(MetricPoint));
-        std::memcpy(points.data(), blob.data(), points.size() * sizeof(MetricPoint));
-        if (points.empty() || static_cast<int64_t>(points.size()) != chunks.integer(3) ||
+        bool damaged = false;
+        const std::vector<MetricPoint> points = SeriesStore::decode_chunk(blob, &damaged);
+        if (damaged || points.empty() || static_cast<int64_t>(points.size()) != chunks.integer(3) ||
             points.front().step != chunks.integer(1) || points.back().step != chunks.integer(2))
             *problem = "series \"" + name + "\" chunk " + std::to_string(chunks.integer(0)) +
                        ": its summary row does not match its points";

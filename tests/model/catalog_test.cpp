@@ -11,11 +11,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 using namespace traindeck;
@@ -325,6 +327,193 @@ TEST(Catalog, OutOfOrderStepsAreKeptAndChunksStaySmall) {
     ASSERT_TRUE(chunks.step());
     EXPECT_EQ(chunks.integer(0), 3);
     EXPECT_EQ(chunks.integer(1), 999) << "the filled chunk, sealed at its size, takes no new step";
+}
+
+// The points' bits, for comparing values exactly (NaN included).
+std::vector<std::pair<int64_t, uint64_t>> bits_of(const std::vector<MetricPoint>& points) {
+    std::vector<std::pair<int64_t, uint64_t>> out;
+    for (const MetricPoint& p : points) {
+        uint64_t bits = 0;
+        std::memcpy(&bits, &p.value, 8);
+        out.emplace_back(p.step, bits);
+    }
+    return out;
+}
+
+// A chunk's points come back bit for bit, whatever the steps and values: float32 noise as training writes it,
+// repeats, NaN, infinities, -0, subnormals, any 64-bit pattern, steps at int64's ends and strides of any size. A
+// coded chunk's size is never a multiple of 16 (that is a packed chunk of schema 12), and a loss curve takes under 7
+// bytes a point (16 packed).
+TEST(SeriesStore, ChunksAreCodedBitForBitAndSmall) {
+    std::mt19937_64 random(17);
+    const double specials[] = {0.0,
+                               -0.0,
+                               std::nan(""),
+                               -std::numeric_limits<double>::quiet_NaN(),
+                               std::numeric_limits<double>::infinity(),
+                               -std::numeric_limits<double>::infinity(),
+                               std::numeric_limits<double>::denorm_min(),
+                               std::numeric_limits<double>::max(),
+                               std::numeric_limits<double>::lowest(),
+                               1.0};
+    std::string coded;
+    std::set<size_t> size_mod_16;
+    for (int round = 0; round < 2000; ++round) {
+        const size_t count = 1 + random() % SeriesStore::kChunkPoints;
+        std::vector<MetricPoint> points(count);
+        int64_t step = round % 3 == 0   ? std::numeric_limits<int64_t>::min()
+                       : round % 3 == 1 ? static_cast<int64_t>(random() % 1000) - 500
+                                        : std::numeric_limits<int64_t>::max() - static_cast<int64_t>(count) * 3;
+        for (size_t i = 0; i < count; ++i) {
+            points[i].step = step;
+            step += round % 5 == 0 ? 1 + static_cast<int64_t>(random() % 3) : 1;
+            switch (round % 4) {
+            case 0: // float32 noise, as a training loop logs it
+                points[i].value = static_cast<float>(2.0 / (1 + i) + 0.01 * static_cast<double>(random() % 1000));
+                break;
+            case 1: // a repeated value with a change now and then
+                points[i].value = random() % 17 == 0 ? static_cast<double>(i) : 0.001;
+                break;
+            case 2:
+                points[i].value = specials[random() % std::size(specials)];
+                break;
+            default: {
+                const uint64_t any = random();
+                std::memcpy(&points[i].value, &any, 8);
+            }
+            }
+        }
+        SeriesStore::encode_chunk(points, coded);
+        ASSERT_NE(coded.size() % 16, 0u) << "round " << round;
+        size_mod_16.insert(coded.size() % 16);
+        bool damaged = true;
+        const auto back = SeriesStore::decode_chunk(coded, &damaged);
+        ASSERT_FALSE(damaged) << "round " << round;
+        ASSERT_EQ(bits_of(back), bits_of(points)) << "round " << round << ", " << count << " points";
+    }
+    EXPECT_EQ(size_mod_16.size(), 15u) << "every size but multiples of 16 is met";
+
+    std::vector<MetricPoint> loss(SeriesStore::kChunkPoints);
+    for (int i = 0; i < SeriesStore::kChunkPoints; ++i)
+        loss[static_cast<size_t>(i)] = {1000 + i, static_cast<float>(2.3 * std::exp(-i / 300.0) +
+                                                                     0.05 * static_cast<double>(random() % 100) / 100)};
+    SeriesStore::encode_chunk(loss, coded);
+    EXPECT_LT(coded.size(), 7u * loss.size());
+}
+
+// A damaged coded chunk (a catalog file changed outside SQLite) gives the points before the damage and says so;
+// nothing is read past it.
+TEST(SeriesStore, ADamagedChunkGivesThePointsBeforeItsDamage) {
+    std::vector<MetricPoint> points;
+    for (int64_t step = 1; step <= 100; ++step)
+        points.push_back({step, static_cast<float>(1.0 / static_cast<double>(step))});
+    std::string coded;
+    SeriesStore::encode_chunk(points, coded);
+    const auto expect_prefix = [&](const std::string& blob, const std::string& what) -> size_t {
+        bool damaged = false;
+        // A copy of exactly the blob's bytes on the heap: a read past it is one past an allocation.
+        const std::unique_ptr<char[]> copy(new char[blob.size()]);
+        std::memcpy(copy.get(), blob.data(), blob.size());
+        const auto back = SeriesStore::decode_chunk(std::string_view(copy.get(), blob.size()), &damaged);
+        EXPECT_TRUE(damaged) << what;
+        EXPECT_LE(back.size(), points.size()) << what;
+        const auto kept = static_cast<long>(std::min(back.size(), points.size()));
+        EXPECT_EQ(bits_of(back), bits_of({points.begin(), points.begin() + kept})) << what;
+        return back.size();
+    };
+    size_t most = 0;
+    for (size_t size = 1; size < coded.size(); ++size)
+        if (size % 16 != 0) // a multiple of 16 is a packed chunk's size: read as one, as schema 12 wrote them
+            most = std::max(most, expect_prefix(coded.substr(0, size), "cut to " + std::to_string(size) + " bytes"));
+    EXPECT_EQ(most, points.size() - 1) << "a chunk cut short keeps what it still holds";
+    std::string wrong = coded;
+    wrong[0] = 2; // a format this build does not know
+    EXPECT_EQ(expect_prefix(wrong, "format 2"), 0u);
+    wrong = coded;
+    wrong[1] = static_cast<char>(0x7f); // 127 points said, 100 there
+    EXPECT_EQ(expect_prefix(wrong, "a count past its points"), 100u);
+    wrong = coded;
+    wrong[3] = static_cast<char>(0x9f); // the first value's head: 9 bytes kept, 15 below them
+    EXPECT_EQ(expect_prefix(wrong, "a value's head past 8 bytes"), 0u);
+    wrong = coded + std::string(coded.size() % 16 == 15 ? 2 : 1, 'x');
+    EXPECT_EQ(expect_prefix(wrong, "bytes after the points"), 100u);
+}
+
+// A catalog of schema 12 holds packed chunks (16 bytes a point). Opened by this build it is migrated without
+// rewriting them; they read as before, read-only too; the open chunk is coded when points are added to it, and the
+// sealed one stays packed until written again (a step older than the open chunk's).
+TEST(Catalog, PackedChunksOfSchema12AreReadAndCodedWhenWrittenAgain) {
+    TempCatalog temp;
+    int64_t series = 0;
+    std::vector<MetricPoint> truth;
+    {
+        Catalog catalog;
+        ASSERT_EQ(catalog.open(temp.path()), "");
+        series = catalog.series(catalog.add_job("old", "local", "1", json::object()), "loss", true);
+        // What schema 12's SeriesStore wrote: a sealed chunk of 512 points and an open one of 100, packed.
+        for (int64_t step = 1; step <= 612; ++step)
+            truth.push_back({step, 1.0 / static_cast<double>(step)});
+        Statement chunk = catalog.db().prepare("INSERT INTO metric_chunks(series, chunk, first_step, last_step, count, "
+                                               "min, max, last) VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
+        Statement data = catalog.db().prepare("INSERT INTO metric_chunk_data(series, chunk, data) VALUES(?, ?, ?)");
+        for (int64_t index : {0, 1}) {
+            const size_t first = index == 0 ? 0 : 512, end = index == 0 ? 512 : 612;
+            chunk.reset();
+            chunk.bind(1, series).bind(2, index).bind(3, truth[first].step).bind(4, truth[end - 1].step);
+            chunk.bind(5, static_cast<int64_t>(end - first)).bind(6, truth[end - 1].value).bind(7, truth[first].value);
+            chunk.bind(8, truth[end - 1].value);
+            chunk.step();
+            data.reset();
+            data.bind(1, series).bind(2, index);
+            data.bind_blob_static(3, truth.data() + first, (end - first) * sizeof(MetricPoint));
+            data.step();
+        }
+        catalog.db().exec("PRAGMA user_version=12");
+    }
+    const auto blob_sizes = [&](Database& db) {
+        std::vector<int64_t> sizes;
+        Statement select = db.prepare("SELECT length(data) FROM metric_chunk_data WHERE series=? ORDER BY chunk");
+        select.bind(1, series);
+        while (select.step())
+            sizes.push_back(select.integer(0));
+        return sizes;
+    };
+    {
+        Catalog old;
+        ASSERT_EQ(old.open(temp.path(), true), "");
+        EXPECT_EQ(old.schema_version(), 12);
+        EXPECT_EQ(bits_of(SeriesStore::points(old.db(), series, 0, 10'000)), bits_of(truth));
+    }
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    EXPECT_EQ(catalog.schema_version(), Catalog::kSchemaVersion);
+    EXPECT_EQ(blob_sizes(catalog.db()), (std::vector<int64_t>{int64_t{512} * 16, int64_t{100} * 16})) << "migrating rewrites nothing";
+    EXPECT_EQ(bits_of(SeriesStore::points(catalog.db(), series, 0, 10'000)), bits_of(truth));
+    const auto buckets = SeriesStore::query(catalog.db(), series, 1, 612, 612);
+    ASSERT_EQ(buckets.size(), 612u);
+    EXPECT_EQ(buckets[300].last, truth[300].value);
+
+    std::vector<MetricPoint> more;
+    for (int64_t step = 613; step <= 700; ++step)
+        more.push_back({step, static_cast<double>(step)});
+    catalog.db().exec("BEGIN");
+    SeriesStore(catalog.db()).append(series, more);
+    catalog.db().exec("COMMIT");
+    truth.insert(truth.end(), more.begin(), more.end());
+    auto sizes = blob_sizes(catalog.db());
+    ASSERT_EQ(sizes.size(), 2u);
+    EXPECT_EQ(sizes[0], 512 * 16) << "the sealed chunk, not written, stays packed";
+    EXPECT_NE(sizes[1] % 16, 0) << "the open chunk is written coded";
+    EXPECT_LT(sizes[1], 188 * 16 / 2);
+    EXPECT_EQ(bits_of(SeriesStore::points(catalog.db(), series, 0, 10'000)), bits_of(truth));
+
+    catalog.db().exec("BEGIN");
+    SeriesStore(catalog.db()).append(series, std::vector<MetricPoint>{{5, 5.0}}); // into the sealed chunk
+    catalog.db().exec("COMMIT");
+    truth[4].value = 5.0;
+    sizes = blob_sizes(catalog.db());
+    EXPECT_NE(sizes[0] % 16, 0) << "the sealed chunk written again is coded";
+    EXPECT_EQ(bits_of(SeriesStore::points(catalog.db(), series, 0, 10'000)), bits_of(truth));
 }
 
 TEST(Catalog, BucketsAreExactMinMaxLastAtAnyZoom) {
