@@ -46,6 +46,39 @@ TEST(Crc32c, SliceByEightAgreesWithBitAtATimeAtEveryLengthAndAlignment) {
         }
 }
 
+// Long inputs are cut into three blocks whose CRCs are computed side by side and joined (768 bytes and more, 24 KB
+// and more): lengths around those sizes and their multiples, at every alignment, against the tables.
+TEST(Crc32c, TheThreeWayLoopAgreesWithTheTablesAtTheBlockSizes) {
+    std::mt19937 random(23);
+    std::string buffer(3 * 3 * 8192 + 3 * 256 + 64, '\0');
+    for (char& c : buffer)
+        c = static_cast<char>(random());
+    const size_t sizes[] = {767,
+                            768,
+                            769,
+                            775,
+                            776,
+                            1535,
+                            1536,
+                            1800,
+                            2304,
+                            24575,
+                            24576,
+                            24577,
+                            24576 + 768,
+                            24576 + 768 + 13,
+                            2 * 24576 + 2 * 768 + 7,
+                            buffer.size() - 8};
+    for (const size_t length : sizes)
+        for (size_t offset = 0; offset < 8; ++offset) {
+            const std::string_view piece(buffer.data() + offset, length);
+            ASSERT_EQ(crc32c(piece), crc32c_tables(piece.data(), piece.size())) << length << " at " << offset;
+            ASSERT_EQ(crc32c(piece, 0x12345678u), crc32c_tables(piece.data(), piece.size(), 0x12345678u)) << length;
+        }
+    const std::string some = buffer.substr(0, 4000);
+    EXPECT_EQ(crc32c(some), reference_crc32c(some));
+}
+
 TEST(Crc32c, ContinuesOverPiecesAndMasksAsTfRecordDoes) {
     const std::string a = "hello, ", b = "tfrecord";
     EXPECT_EQ(crc32c(b, crc32c(a)), crc32c(a + b));

@@ -29,7 +29,9 @@ namespace {
 using test::TempCatalog;
 
 json metric(int64_t seq, int64_t step, double loss) {
-    return {{"seq", seq}, {"time", 1.0 * seq}, {"type", "record"},
+    return {{"seq", seq},
+            {"time", 1.0 * seq},
+            {"type", "record"},
             {"data", {{"type", "metric"}, {"step", step}, {"loss", loss}, {"lr", 0.1}}}};
 }
 
@@ -487,7 +489,8 @@ TEST(Catalog, PackedChunksOfSchema12AreReadAndCodedWhenWrittenAgain) {
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
     EXPECT_EQ(catalog.schema_version(), Catalog::kSchemaVersion);
-    EXPECT_EQ(blob_sizes(catalog.db()), (std::vector<int64_t>{int64_t{512} * 16, int64_t{100} * 16})) << "migrating rewrites nothing";
+    EXPECT_EQ(blob_sizes(catalog.db()), (std::vector<int64_t>{int64_t{512} * 16, int64_t{100} * 16}))
+        << "migrating rewrites nothing";
     EXPECT_EQ(bits_of(SeriesStore::points(catalog.db(), series, 0, 10'000)), bits_of(truth));
     const auto buckets = SeriesStore::query(catalog.db(), series, 1, 612, 612);
     ASSERT_EQ(buckets.size(), 612u);
@@ -579,13 +582,21 @@ TEST(Catalog, TelemetryLogsAndJobSummaryAreIngested) {
     ASSERT_EQ(catalog.open(temp.path()), "");
     const int64_t job = catalog.add_job("j", "local", "1", json::object());
     CatalogWriter writer(catalog);
-    writer.post(job, {json{{"seq", 1}, {"time", 10.0}, {"type", "state"}, {"data", {{"state", "running"}, {"reason", "started"}}}},
-                      json{{"seq", 2}, {"time", 11.0}, {"type", "telemetry"},
-                           {"data", {{"cpu_percent", 97.5}, {"spend", 0.25},
-                                     {"gpus", {{{"index", 0}, {"utilization", 88}, {"memory_used_mb", 20}, {"memory_total_mb", 80}}}}}}},
-                      json{{"seq", 3}, {"time", 11.5}, {"type", "log"}, {"data", {{"stream", "stdout"}, {"line", "epoch 1"}}}},
-                      json{{"seq", 4}, {"time", 12.0}, {"type", "record"},
-                           {"data", {{"type", "eval"}, {"split", "val"}, {"step", 10}, {"accuracy", 0.8}, {"loss", 0.5}}}}});
+    writer.post(
+        job,
+        {json{{"seq", 1}, {"time", 10.0}, {"type", "state"}, {"data", {{"state", "running"}, {"reason", "started"}}}},
+         json{{"seq", 2},
+              {"time", 11.0},
+              {"type", "telemetry"},
+              {"data",
+               {{"cpu_percent", 97.5},
+                {"spend", 0.25},
+                {"gpus", {{{"index", 0}, {"utilization", 88}, {"memory_used_mb", 20}, {"memory_total_mb", 80}}}}}}},
+         json{{"seq", 3}, {"time", 11.5}, {"type", "log"}, {"data", {{"stream", "stdout"}, {"line", "epoch 1"}}}},
+         json{{"seq", 4},
+              {"time", 12.0},
+              {"type", "record"},
+              {"data", {{"type", "eval"}, {"split", "val"}, {"step", 10}, {"accuracy", 0.8}, {"loss", 0.5}}}}});
     writer.flush();
     Statement row = catalog.db().prepare("SELECT state, reason, spend, accuracy, last_seq FROM jobs WHERE id=?");
     row.bind(1, job);
@@ -597,9 +608,10 @@ TEST(Catalog, TelemetryLogsAndJobSummaryAreIngested) {
     EXPECT_EQ(row.integer(4), 4);
     EXPECT_EQ(catalog.series_names(job),
               (std::vector<std::string>{"telemetry/cpu_percent", "telemetry/gpu0/memory_percent",
-                                        "telemetry/gpu0/memory_used_mb", "telemetry/gpu0/utilization", "telemetry/spend",
-                                        "val/accuracy", "val/loss"}));
-    const auto memory = SeriesStore::points(catalog.db(), catalog.series(job, "telemetry/gpu0/memory_percent", false), 0, 1 << 30);
+                                        "telemetry/gpu0/memory_used_mb", "telemetry/gpu0/utilization",
+                                        "telemetry/spend", "val/accuracy", "val/loss"}));
+    const auto memory =
+        SeriesStore::points(catalog.db(), catalog.series(job, "telemetry/gpu0/memory_percent", false), 0, 1 << 30);
     ASSERT_EQ(memory.size(), 1u);
     EXPECT_EQ(memory[0].value, 25.0);
     Statement log = catalog.db().prepare("SELECT line FROM job_logs WHERE job=?");
@@ -689,12 +701,20 @@ TEST(Catalog, AlertsForNanFailureBudgetAndIdle) {
     ASSERT_EQ(catalog.open(temp.path()), "");
     const int64_t job = catalog.add_job("j", "local", "1", json::object());
     catalog.db().exec("BEGIN");
-    catalog.ingest(job, {json{{"seq", 1}, {"time", 1.0}, {"type", "warning"},
-                              {"data", {{"alert", "budget_80"}, {"message", "80% of the budget spent"}}}},
-                         json{{"seq", 2}, {"time", 2.0}, {"type", "warning"}, {"data", {{"message", "metrics line is not JSON"}}}},
-                         json{{"seq", 3}, {"time", 3.0}, {"type", "record"},
-                              {"data", {{"type", "event"}, {"event", "nan_loss"}, {"step", 7}}}},
-                         json{{"seq", 4}, {"time", 4.0}, {"type", "state"}, {"data", {{"state", "failed"}, {"reason", "exit code 4"}}}}});
+    catalog.ingest(
+        job, {json{{"seq", 1},
+                   {"time", 1.0},
+                   {"type", "warning"},
+                   {"data", {{"alert", "budget_80"}, {"message", "80% of the budget spent"}}}},
+              json{{"seq", 2}, {"time", 2.0}, {"type", "warning"}, {"data", {{"message", "metrics line is not JSON"}}}},
+              json{{"seq", 3},
+                   {"time", 3.0},
+                   {"type", "record"},
+                   {"data", {{"type", "event"}, {"event", "nan_loss"}, {"step", 7}}}},
+              json{{"seq", 4},
+                   {"time", 4.0},
+                   {"type", "state"},
+                   {"data", {{"state", "failed"}, {"reason", "exit code 4"}}}}});
     catalog.db().exec("COMMIT");
     const auto alerts = catalog.take_alerts();
     ASSERT_EQ(alerts.size(), 3u); // a plain warning is not an alert
@@ -714,7 +734,8 @@ TEST(Catalog, BackendsKeepAddressAndPinButNoToken) {
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
     catalog.add_backend({"gpu-box", "worker", "https://gpu-box:7878", "sha256//abc="});
-    catalog.add_backend({"gpu-box", "worker", "https://gpu-box:7979", "sha256//def="}); // re-added: updated, not doubled
+    catalog.add_backend(
+        {"gpu-box", "worker", "https://gpu-box:7979", "sha256//def="}); // re-added: updated, not doubled
     const auto rows = catalog.backends();
     ASSERT_EQ(rows.size(), 1u);
     EXPECT_EQ(rows[0].url, "https://gpu-box:7979");
@@ -726,7 +747,6 @@ TEST(Catalog, BackendsKeepAddressAndPinButNoToken) {
 }
 
 namespace {
-
 
 // What the writer reported to its handler, in order (it calls from its own thread).
 struct Reports {

@@ -126,7 +126,7 @@ TEST(ReadRuns, EachFixtureFolderIsReadByTheImporterItsContentNames) {
     ASSERT_TRUE(store && read);
     EXPECT_EQ(read->runs.size(), store->runs.size());
     EXPECT_EQ(read->notes, store->notes);
-    auto with_deleted = read_runs(kFixtures + "/mlflow/packt-hpt-mlruns", {.include_deleted = true});
+    auto with_deleted = read_runs(kFixtures + "/mlflow/packt-hpt-mlruns", {.format = "", .include_deleted = true});
     ASSERT_TRUE(with_deleted);
     EXPECT_GT(with_deleted->runs.size(), read->runs.size());
 }
