@@ -8,6 +8,9 @@
 #include "tfrecord.h"
 
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
 
 using namespace traindeck::importers;
 using namespace traindeck::test;
@@ -294,6 +297,92 @@ std::string shape(std::initializer_list<int64_t> dims) {
 }
 
 } // namespace
+
+namespace {
+
+// What a run holds after its events, bit for bit (NaN values and wall times included).
+std::string what_run_holds(const ImportedRun& run) {
+    std::string out = "records " + std::to_string(run.records);
+    const auto bits = [](double v) {
+        uint64_t b = 0;
+        std::memcpy(&b, &v, 8);
+        return std::to_string(b);
+    };
+    out += " started " + bits(run.started) + " finished " + bits(run.finished);
+    for (const auto& [tag, points] : run.scalars) {
+        out += "\n[" + tag + "]";
+        for (const ScalarPoint& p : points)
+            out += " " + std::to_string(p.step) + "=" + bits(p.value) + "@" + bits(p.wall_time);
+    }
+    for (const auto& [what, n] : run.other_records)
+        out += "\nother " + what + " " + std::to_string(n);
+    return out;
+}
+
+} // namespace
+
+// A scalar event takes one of three paths: its bytes matched as every writer lays them out, the fields read in any
+// order, or the general decoder. Each random event is decoded as it is and again with an unknown Event field after
+// it (which only the general decoder accepts, and ignores): the runs must hold the same, whatever the step (absent,
+// 0, large, negative), tag (empty, up to 127 bytes and longer), value, wall time, field order, and whether the tag is
+// the hparams plugin's placeholder.
+TEST(TfEvents, EveryScalarPathReadsAnEventAsTheGeneralDecoderDoes) {
+    std::mt19937_64 random(29);
+    TagPlugins plugins_fast, plugins_general;
+    plugins_fast["_hparams_/session_start_info"] = plugins_general["_hparams_/session_start_info"] = "hparams";
+    ImportedRun fast, general;
+    std::string why;
+    int plain = 0;
+    for (int i = 0; i < 20000; ++i) {
+        const int64_t steps[] = {0,
+                                 1,
+                                 static_cast<int64_t>(random() % 1'000'000),
+                                 static_cast<int64_t>(random() >> 2),
+                                 -static_cast<int64_t>(random() % 1000) - 1,
+                                 std::numeric_limits<int64_t>::max()};
+        const int64_t step = steps[random() % std::size(steps)];
+        const size_t tag_sizes[] = {0, 1, 5, 20, 118, 119, 120, 127, 128, 200};
+        std::string tag(tag_sizes[random() % std::size(tag_sizes)], 'a');
+        for (char& c : tag)
+            c = static_cast<char>('a' + random() % 26);
+        if (random() % 50 == 0)
+            tag = "_hparams_/session_start_info";
+        const uint32_t value_bits = static_cast<uint32_t>(random());
+        float value = 0;
+        std::memcpy(&value, &value_bits, 4);
+        const double wall_times[] = {0.0, 1.7e9 + static_cast<double>(random() % 100000) / 7, -5.0, std::nan("")};
+        const double wall_time = wall_times[random() % std::size(wall_times)];
+
+        ProtoWriter fields;
+        const bool tag_last = random() % 10 == 0;
+        if (!tag_last)
+            fields.bytes(1, tag);
+        fields.fixed32(2, value);
+        if (tag_last)
+            fields.bytes(1, tag);
+        const std::string summary = ProtoWriter().bytes(1, fields.data()).take();
+        ProtoWriter event;
+        const bool step_first = random() % 10 == 0, with_step = step != 0 || random() % 2 == 0;
+        if (step_first && with_step)
+            event.varint(2, static_cast<uint64_t>(step));
+        event.fixed64(1, wall_time);
+        if (!step_first && with_step)
+            event.varint(2, static_cast<uint64_t>(step));
+        event.bytes(5, summary);
+        const std::string record = event.data();
+        const std::string unknown_after = ProtoWriter(event).varint(15, 1).take();
+
+        ASSERT_TRUE(decode_event(record, fast, plugins_fast, why, 0, 0)) << why;
+        ASSERT_TRUE(decode_event(unknown_after, general, plugins_general, why, 0, 0)) << why;
+        plain += !step_first && !tag_last && step >= 0 && tag.size() < 119 ? 1 : 0;
+        if (i % 1000 == 999) {
+            ASSERT_EQ(what_run_holds(fast), what_run_holds(general)) << "after event " << i;
+        }
+    }
+    EXPECT_EQ(what_run_holds(fast), what_run_holds(general));
+    EXPECT_GT(fast.scalars.size(), 1000u);
+    EXPECT_GT(plain, 5000) << "a third of the events are laid out as writers lay them out";
+}
 
 TEST(TfEvents, Tf2TensorSummariesAsScalarsHistogramsAndImages) {
     TempDir dir;
