@@ -470,8 +470,15 @@ int cmd_export(Cli& cli) {
             const std::string target = path->toStdString();
             if (const Status status = importers::write_metric_file(target, *exported, is_csv); !status)
                 return cli.fail(kFailed, QString::fromStdString(status.error()));
-            written.push_back({{"format", is_csv ? "csv" : "jsonl"}, {"path", target}, {"points", points}});
+            json entry = {{"format", is_csv ? "csv" : "jsonl"}, {"path", target}, {"points", points}};
             text += QString("%1 points written to %2\n").arg(points).arg(QString::fromStdString(target));
+            if (!is_csv)
+                for (const auto& [tag, name] : importers::jsonl_renamed_tags(*exported)) {
+                    entry["renamed"][tag] = name;
+                    text += QString("  the tag \"%1\" is written as \"%2\": \"%1\" is a JSONL line's own key\n")
+                                .arg(QString::fromStdString(tag), QString::fromStdString(name));
+                }
+            written.push_back(std::move(entry));
         }
         if (tensorboard) {
             auto file = importers::write_tensorboard_scalars(tensorboard_folder, *exported);

@@ -2,6 +2,7 @@
 
 #include "atomicfile.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -81,11 +82,26 @@ std::string encode_metric_csv(const ImportedRun& run) {
     return out;
 }
 
+std::map<std::string, std::string> jsonl_renamed_tags(const ImportedRun& run) {
+    std::map<std::string, std::string> renamed;
+    for (const char* own : {"step", "time", "type", "v"}) {
+        if (!run.scalars.contains(std::string_view(own)))
+            continue;
+        std::string name = own;
+        while (run.scalars.contains(name))
+            name += '_';
+        renamed[own] = name;
+    }
+    return renamed;
+}
+
 std::string encode_metric_jsonl(const ImportedRun& run) {
     std::string out;
     if (run.config.is_object() && !run.config.empty())
         out += json{{"type", "config"}, {"config", run.config}}.dump() + "\n";
-    const Table table = table_of(run);
+    Table table = table_of(run);
+    for (const auto& [tag, name] : jsonl_renamed_tags(run))
+        std::replace(table.tags.begin(), table.tags.end(), tag, name);
     for (const auto& [step, row] : table.rows) {
         json line = {{"type", "metric"}, {"step", step}};
         if (row.first > 0)

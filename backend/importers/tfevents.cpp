@@ -1047,6 +1047,17 @@ std::string encode_scalar_event(const std::string& tag, int64_t step, float valu
     return tfrecord_frame(encode_event(wall_time, step, 5, summary));
 }
 
+std::string encode_double_scalar_event(const std::string& tag, int64_t step, double value, double wall_time) {
+    char bytes[8];
+    std::memcpy(bytes, &value, 8); // tensor_content: little-endian, as the reader and TensorFlow take it
+    const std::string scalars = ProtoWriter().bytes(1, ProtoWriter().bytes(1, "scalars").data()).take();
+    const std::string tensor =
+        ProtoWriter().varint(1, kDouble).bytes(2, "").bytes(4, std::string_view(bytes, 8)).take();
+    const std::string summary_value = ProtoWriter().bytes(1, tag).bytes(9, scalars).bytes(8, tensor).take();
+    const std::string summary = ProtoWriter().bytes(1, summary_value).take();
+    return tfrecord_frame(encode_event(wall_time, step, 5, summary));
+}
+
 Expected<std::string> write_tensorboard_scalars(const std::string& folder, const ImportedRun& run) {
     namespace fs = std::filesystem;
     std::error_code ec;
@@ -1090,9 +1101,15 @@ Expected<std::string> write_tensorboard_scalars(const std::string& folder, const
             entries.push_back({&tag, &p});
     std::stable_sort(entries.begin(), entries.end(),
                      [](const Entry& a, const Entry& b) { return a.point->step < b.point->step; });
-    for (const Entry& e : entries)
-        out += encode_scalar_event(*e.tag, e.point->step, static_cast<float>(e.point->value),
-                                   e.point->wall_time > 0 ? e.point->wall_time : first_time);
+    for (const Entry& e : entries) {
+        const double value = e.point->value, time = e.point->wall_time > 0 ? e.point->wall_time : first_time;
+        // simple_value is a float: a value a float holds exactly goes there, any other as a double tensor (it was
+        // cut to a float, and 1e300 became infinity).
+        if (static_cast<double>(static_cast<float>(value)) == value || std::isnan(value))
+            out += encode_scalar_event(*e.tag, e.point->step, static_cast<float>(value), time);
+        else
+            out += encode_double_scalar_event(*e.tag, e.point->step, value, time);
+    }
     AtomicFile file(path);
     if (!file.write(out) || file.commit() != 0)
         return Error{"writing " + path + " failed: " + std::strerror(file.error_number()) +

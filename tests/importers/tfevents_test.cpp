@@ -466,6 +466,12 @@ TEST(TfEvents, TheExportersFileReadsBackPointForPointWithItsConfig) {
     run.scalars["train/loss"] = {
         {1, 2.5, 1700000001.0}, {2, 2.0, 1700000002.0}, {2, 1.75, 1700000003.0}, {3, NAN, 1700000004.0}};
     run.scalars["val/accuracy"] = {{-1, 0.5, 1700000000.5}, {3, INFINITY, 1700000004.0}};
+    // Values a float does not hold: written as double tensors, read back bit for bit (they were cut to floats).
+    run.scalars["train/lr"] = {{1, 0.1, 1700000001.0},
+                               {2, 1.0 / 3, 1700000002.0},
+                               {3, 1e300, 1700000004.0},
+                               {4, -4.9e-324, 1700000005.0},
+                               {5, 0.25, 1700000006.0}};
     auto path = write_tensorboard_scalars(dir.file("logdir/run-a"), run);
     ASSERT_TRUE(path) << path.error();
     EXPECT_TRUE(is_event_file_name(std::filesystem::path(*path).filename().string()));
@@ -485,7 +491,7 @@ TEST(TfEvents, TheExportersFileReadsBackPointForPointWithItsConfig) {
             if (std::isnan(points[i].value))
                 EXPECT_TRUE(std::isnan(got[i].value));
             else
-                EXPECT_EQ(got[i].value, static_cast<float>(points[i].value)) << tag << " " << i;
+                EXPECT_EQ(got[i].value, points[i].value) << tag << " " << i;
             EXPECT_DOUBLE_EQ(got[i].wall_time, points[i].wall_time);
         }
     }

@@ -105,6 +105,30 @@ TEST(RunExport, TagsWithCommasAndQuotesSurviveTheCsv) {
     EXPECT_EQ(by_step(back), by_step(run));
 }
 
+// Tags named as the formats' own columns: JSONL writes them renamed (they overwrote the line's step, time and type),
+// CSV as they are (its reader takes the first step and time columns); both read back every point at its step.
+TEST(RunExport, TagsNamedAsTheFormatsOwnColumnsKeepTheirPoints) {
+    ImportedRun run;
+    run.scalars["loss"] = {{1, 0.5, 100}, {2, 0.25, 101}};
+    run.scalars["step"] = {{1, 7.0, 100}, {2, 8.0, 101}};
+    run.scalars["step_"] = {{2, 9.0, 101}};
+    run.scalars["time"] = {{1, 3.5, 100}};
+    run.scalars["type"] = {{2, 1.0, 101}};
+    run.scalars["v"] = {{1, 2.0, 100}};
+    const auto renamed = jsonl_renamed_tags(run);
+    EXPECT_EQ(renamed, (std::map<std::string, std::string>{
+                           {"step", "step__"}, {"time", "time_"}, {"type", "type_"}, {"v", "v_"}}));
+    auto expected = by_step(run);
+    const ImportedRun csv = parse_metric_csv(encode_metric_csv(run), "run.csv");
+    EXPECT_TRUE(csv.damage.empty());
+    EXPECT_EQ(by_step(csv), expected);
+    const ImportedRun jsonl = parse_metric_jsonl(encode_metric_jsonl(run), "run.jsonl");
+    EXPECT_TRUE(jsonl.damage.empty());
+    for (const auto& [tag, name] : renamed)
+        expected[name] = expected.extract(tag).mapped();
+    EXPECT_EQ(by_step(jsonl), expected);
+}
+
 TEST(ReadRuns, EachFixtureFolderIsReadByTheImporterItsContentNames) {
     REQUIRE_FIXTURES();
     const std::vector<std::pair<std::string, std::string>> cases = {
