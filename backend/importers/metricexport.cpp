@@ -84,7 +84,9 @@ std::string encode_metric_csv(const ImportedRun& run) {
 
 std::map<std::string, std::string> jsonl_renamed_tags(const ImportedRun& run) {
     std::map<std::string, std::string> renamed;
-    for (const char* own : {"step", "time", "type", "v"}) {
+    // The reader's other time keys too: "time" is left out of a line whose step has no time, and one of them would be
+    // taken for it. Its other step keys are safe: "step" is on every line and comes first.
+    for (const char* own : {"step", "time", "timestamp", "wall_time", "_timestamp", "type", "v"}) {
         if (!run.scalars.contains(std::string_view(own)))
             continue;
         std::string name = own;

@@ -17,8 +17,9 @@ namespace traindeck::importers {
 
 std::string encode_metric_csv(const ImportedRun& run);
 std::string encode_metric_jsonl(const ImportedRun& run);
-// A JSONL line's own keys ("step", "time", "type", "v") as tags would overwrite them (a tag "step" moved every point
-// to its value's step): such a tag is written under its name and "_" (as many as make it no other tag's name). Tag ->
+// A JSONL line's own keys ("step", "time", "type", "v", and the reader's other time keys "timestamp", "wall_time",
+// "_timestamp") as tags would overwrite them or be taken for them (a tag "step" moved every point to its value's
+// step): such a tag is written under its name and "_" (as many as make it no other tag's name). Tag ->
 // the name written, for those. CSV needs none: its reader takes the first "step" and "time" columns as its own and
 // any later one as a tag.
 std::map<std::string, std::string> jsonl_renamed_tags(const ImportedRun& run);

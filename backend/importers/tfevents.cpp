@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cerrno>
 #include <cstring>
@@ -424,10 +425,15 @@ bool parse_hparams(std::string_view content, DecodedValue& out, std::string& why
     return true;
 }
 
+// A Summary.Value field of TrainDeck's own: the exact double of a value its exporter wrote as simple_value, a float
+// (TensorBoard's scalars are floats: its data server reads no DT_DOUBLE tensor). Readers that do not know the field
+// skip it, as protobuf's rules have them do; far from Summary.Value's own numbers (1-9).
+constexpr uint32_t kExactValueField = 7747;
+
 bool decode_value(std::string_view bytes, const TagPlugins& plugins, DecodedValue& out, std::string& why) {
     ProtoReader reader(bytes);
     ProtoField f;
-    bool has_simple = false;
+    bool has_simple = false, has_exact = false;
     std::string_view histo, image, tensor, metadata_content;
     bool has_histo = false, has_image = false, has_tensor = false, has_metadata = false, has_other = false;
     while (reader.next(f)) {
@@ -439,7 +445,14 @@ bool decode_value(std::string_view bytes, const TagPlugins& plugins, DecodedValu
             if (f.type != WireType::fixed32)
                 return why = "simple_value is not a float", false;
             has_simple = true;
-            out.scalar = f.as_float();
+            if (!has_exact)
+                out.scalar = f.as_float();
+            break;
+        case kExactValueField: // TrainDeck's exporter: the value simple_value holds as a float, exactly
+            if (f.type == WireType::fixed64) {
+                has_exact = true;
+                out.scalar = f.as_double();
+            }
             break;
         case 3:
         case 6:
@@ -599,10 +612,8 @@ bool is_event_file_name(std::string_view file_name) { return file_name.find("tfe
 
 namespace {
 
-// The event most of a logdir is: Event{wall_time, step, summary{value{tag, simple_value}}}, as every writer writes a
-// scalar. Decoded here, straight into the run, without the general path's list of decoded values (a third of the
-// reading's time went to that bookkeeping). False, with nothing kept, for anything else: the general path takes it.
-// Keeps a scalar decoded by either fast path. False for the hparams plugin's placeholder (the general path counts it).
+// Keeps a scalar decoded by a fast path (decode_simple_scalar's or decode_plain_scalar's). False for the hparams
+// plugin's placeholder (the general path counts it).
 bool keep_scalar(ImportedRun& run, const TagPlugins& plugins, double wall_time, int64_t step, std::string_view tag,
                  float scalar) {
     if (!plugins.empty())
@@ -619,6 +630,8 @@ bool keep_scalar(ImportedRun& run, const TagPlugins& plugins, double wall_time, 
     it->second.push_back({step, scalar, wall_time});
     return true;
 }
+
+} // namespace
 
 // That event in the bytes every protobuf writer gives it (fields in number order, lengths under 128 bytes):
 //   09 <wall_time: 8 bytes> [10 <step: varint of up to 9 bytes; the field is left out when 0>]
@@ -660,6 +673,11 @@ bool decode_plain_scalar(std::string_view record, ImportedRun& run, const TagPlu
                        std::string_view(reinterpret_cast<const char*>(p + 6), tag), scalar);
 }
 
+namespace {
+
+// The event most of a logdir is: Event{wall_time, step, summary{value{tag, simple_value}}}, as every writer writes a
+// scalar. Decoded here, straight into the run, without the general path's list of decoded values (a third of the
+// reading's time went to that bookkeeping). False, with nothing kept, for anything else: the general path takes it.
 bool decode_simple_scalar(std::string_view record, ImportedRun& run, const TagPlugins& plugins) {
     if (decode_plain_scalar(record, run, plugins))
         return true;
@@ -1047,13 +1065,14 @@ std::string encode_scalar_event(const std::string& tag, int64_t step, float valu
     return tfrecord_frame(encode_event(wall_time, step, 5, summary));
 }
 
-std::string encode_double_scalar_event(const std::string& tag, int64_t step, double value, double wall_time) {
-    char bytes[8];
-    std::memcpy(bytes, &value, 8); // tensor_content: little-endian, as the reader and TensorFlow take it
-    const std::string scalars = ProtoWriter().bytes(1, ProtoWriter().bytes(1, "scalars").data()).take();
-    const std::string tensor =
-        ProtoWriter().varint(1, kDouble).bytes(2, "").bytes(4, std::string_view(bytes, 8)).take();
-    const std::string summary_value = ProtoWriter().bytes(1, tag).bytes(9, scalars).bytes(8, tensor).take();
+std::string encode_exact_scalar_event(const std::string& tag, int64_t step, double value, double wall_time) {
+    constexpr float kInfinity = std::numeric_limits<float>::infinity();
+    // Past a float's range the float is infinity (the cast would be undefined there).
+    const float shown = std::isfinite(value) && std::fabs(value) > std::numeric_limits<float>::max()
+                            ? (value > 0 ? kInfinity : -kInfinity)
+                            : static_cast<float>(value);
+    const std::string summary_value =
+        ProtoWriter().bytes(1, tag).fixed32(2, shown).fixed64(kExactValueField, value).take();
     const std::string summary = ProtoWriter().bytes(1, summary_value).take();
     return tfrecord_frame(encode_event(wall_time, step, 5, summary));
 }
@@ -1103,12 +1122,18 @@ Expected<std::string> write_tensorboard_scalars(const std::string& folder, const
                      [](const Entry& a, const Entry& b) { return a.point->step < b.point->step; });
     for (const Entry& e : entries) {
         const double value = e.point->value, time = e.point->wall_time > 0 ? e.point->wall_time : first_time;
-        // simple_value is a float: a value a float holds exactly goes there, any other as a double tensor (it was
-        // cut to a float, and 1e300 became infinity).
-        if (static_cast<double>(static_cast<float>(value)) == value || std::isnan(value))
+        // simple_value is a float: a value a float holds bit for bit goes there alone; any other goes there as the
+        // nearest float, with its exact bits beside it (it was cut to a float, and 1e300 became infinity).
+        bool exact_as_float = !std::isfinite(value) || std::fabs(value) <= std::numeric_limits<float>::max();
+        if (exact_as_float) {
+            // The bits, not ==: -0 and 0 are equal, and a NaN's payload would be lost.
+            exact_as_float = std::bit_cast<uint64_t>(static_cast<double>(static_cast<float>(value))) ==
+                             std::bit_cast<uint64_t>(value);
+        }
+        if (exact_as_float)
             out += encode_scalar_event(*e.tag, e.point->step, static_cast<float>(value), time);
         else
-            out += encode_double_scalar_event(*e.tag, e.point->step, value, time);
+            out += encode_exact_scalar_event(*e.tag, e.point->step, value, time);
     }
     AtomicFile file(path);
     if (!file.write(out) || file.commit() != 0)

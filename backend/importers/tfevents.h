@@ -61,16 +61,19 @@ Expected<std::vector<ImportedRun>> read_tensorboard_logdir(const std::string& pa
 
 // The exporter: one event file in `folder` (created if need be) named events.out.tfevents.<time>.<host>.<pid>.<n>
 // with a file_version event, the run's config as hparams session_start_info when it is a flat object, and every
-// scalar point as its own event (points of all tags ordered by step, each tag's points keeping their order; a value
-// a float holds as simple_value, any other as a double tensor, so every value reads back bit for bit). Returns
-// the file's path. Written atomically: a reader never sees half a file.
+// scalar point as its own event (points of all tags ordered by step, each tag's points keeping their order; each
+// value as simple_value, with its exact bits beside it where a float does not hold them: encode_exact_scalar_event,
+// so every value reads back bit for bit). Returns the file's path. Written atomically: a reader never sees half a file.
 Expected<std::string> write_tensorboard_scalars(const std::string& folder, const ImportedRun& run);
 
 // Single framed records, for writers that append (the exporter, tests that grow a file).
 std::string encode_file_version_event(double wall_time);
 std::string encode_scalar_event(const std::string& tag, int64_t step, float value, double wall_time);
-// The same value as TF2 writes a scalar: a 0-d DT_DOUBLE tensor of the scalars plugin, for a value a float does not
-// hold exactly.
-std::string encode_double_scalar_event(const std::string& tag, int64_t step, double value, double wall_time);
+// A value a float does not hold bit for bit: simple_value is its nearest float (what TensorBoard shows: its scalars
+// are floats, and its data server reads no DT_DOUBLE tensor), and a field of TrainDeck's own in the same
+// Summary.Value holds its exact bits; other readers skip that field, the importer prefers it.
+std::string encode_exact_scalar_event(const std::string& tag, int64_t step, double value, double wall_time);
+// The byte-matched path of decode_event for the common scalar event (for the tests: which events it takes).
+bool decode_plain_scalar(std::string_view record, ImportedRun& run, const TagPlugins& plugins);
 
 } // namespace traindeck::importers

@@ -374,7 +374,12 @@ TEST(TfEvents, EveryScalarPathReadsAnEventAsTheGeneralDecoderDoes) {
 
         ASSERT_TRUE(decode_event(record, fast, plugins_fast, why, 0, 0)) << why;
         ASSERT_TRUE(decode_event(unknown_after, general, plugins_general, why, 0, 0)) << why;
-        plain += !step_first && !tag_last && step >= 0 && tag.size() < 119 ? 1 : 0;
+        // The byte-matched path takes exactly the events laid out as writers lay them out (not the placeholder).
+        const bool laid_out_plainly = !(step_first && with_step) && !tag_last && step >= 0 && tag.size() < 119 &&
+                                      tag != "_hparams_/session_start_info";
+        ImportedRun scratch;
+        ASSERT_EQ(decode_plain_scalar(record, scratch, plugins_fast), laid_out_plainly) << "event " << i;
+        plain += laid_out_plainly ? 1 : 0;
         if (i % 1000 == 999) {
             ASSERT_EQ(what_run_holds(fast), what_run_holds(general)) << "after event " << i;
         }
@@ -475,6 +480,49 @@ TEST(TfEvents, TheExportersFileReadsBackPointForPointWithItsConfig) {
     auto path = write_tensorboard_scalars(dir.file("logdir/run-a"), run);
     ASSERT_TRUE(path) << path.error();
     EXPECT_TRUE(is_event_file_name(std::filesystem::path(*path).filename().string()));
+
+    // What TensorBoard reads: simple_value, the nearest float (also for 1e300: infinity); the exact bits ride in a
+    // field of TrainDeck's own, which other readers skip.
+    const std::string bytes = read_file(*path);
+    std::vector<std::pair<float, double>> lr_values;
+    std::vector<Damage> damage;
+    scan_tfrecords(
+        bytes, *path,
+        [&](uint64_t, std::string_view event) {
+            ProtoReader reader(event);
+            ProtoField f;
+            while (reader.next(f))
+                if (f.number == 5) {
+                    ProtoReader list(f.bytes);
+                    ProtoField v;
+                    while (list.next(v)) {
+                        ProtoReader fields(v.bytes);
+                        ProtoField g;
+                        std::string_view tag;
+                        float shown = 0;
+                        double exact = NAN;
+                        while (fields.next(g)) {
+                            if (g.number == 1)
+                                tag = g.bytes;
+                            else if (g.number == 2)
+                                shown = g.as_float();
+                            else if (g.type == WireType::fixed64)
+                                exact = g.as_double();
+                        }
+                        if (tag == "train/lr")
+                            lr_values.emplace_back(shown, exact);
+                    }
+                }
+        },
+        damage);
+    EXPECT_TRUE(damage.empty());
+    ASSERT_EQ(lr_values.size(), 5u);
+    EXPECT_EQ(lr_values[0].first, 0.1f);
+    EXPECT_EQ(lr_values[0].second, 0.1);
+    EXPECT_EQ(lr_values[2].first, std::numeric_limits<float>::infinity());
+    EXPECT_EQ(lr_values[2].second, 1e300);
+    EXPECT_EQ(lr_values[4].first, 0.25f);
+    EXPECT_TRUE(std::isnan(lr_values[4].second)) << "a float-exact value goes out as simple_value alone";
 
     auto back = read_tensorboard_logdir(dir.file("logdir"));
     ASSERT_TRUE(back) << back.error();

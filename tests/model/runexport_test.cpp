@@ -115,9 +115,11 @@ TEST(RunExport, TagsNamedAsTheFormatsOwnColumnsKeepTheirPoints) {
     run.scalars["time"] = {{1, 3.5, 100}};
     run.scalars["type"] = {{2, 1.0, 101}};
     run.scalars["v"] = {{1, 2.0, 100}};
+    run.scalars["timestamp"] = {{3, 42.0, 0}}; // step 3 has no time: the line has no "time" to come first
     const auto renamed = jsonl_renamed_tags(run);
-    EXPECT_EQ(renamed, (std::map<std::string, std::string>{
-                           {"step", "step__"}, {"time", "time_"}, {"type", "type_"}, {"v", "v_"}}));
+    EXPECT_EQ(renamed,
+              (std::map<std::string, std::string>{
+                  {"step", "step__"}, {"time", "time_"}, {"timestamp", "timestamp_"}, {"type", "type_"}, {"v", "v_"}}));
     auto expected = by_step(run);
     const ImportedRun csv = parse_metric_csv(encode_metric_csv(run), "run.csv");
     EXPECT_TRUE(csv.damage.empty());
