@@ -144,6 +144,53 @@ void JobTableModel::refresh() {
         emit dataChanged(index(0, Elapsed), index(static_cast<int>(rows_.size()) - 1, Eta), {Qt::DisplayRole});
 }
 
+void JobTableModel::poll() {
+    if (!error_.isEmpty() || !loaded_ || details_loading_) {
+        refresh();
+        return;
+    }
+    if (!rows_.empty())
+        emit dataChanged(index(0, Elapsed), index(static_cast<int>(rows_.size()) - 1, Eta), {Qt::DisplayRole});
+    if (polling_)
+        return;
+    polling_ = true;
+    QPointer<JobTableModel> self(this);
+    QThreadPool::globalInstance()->start([self, path = catalog_path_.toStdString(), since = revision_] {
+        auto changed = std::make_shared<std::vector<RunRecord>>();
+        int64_t revision = 0;
+        Catalog catalog;
+        std::string error = catalog.open(path, true);
+        if (error.empty()) {
+            try {
+                *changed = catalog.runs(since, &revision);
+            } catch (const std::exception& e) {
+                error = e.what();
+            }
+        }
+        QMetaObject::invokeMethod(
+            QCoreApplication::instance(),
+            [self, changed, revision, error] {
+                if (!self)
+                    return;
+                self->polling_ = false;
+                if (!error.empty()) {
+                    self->read_error_ = QString::fromStdString(error);
+                    return;
+                }
+                if (revision <= self->revision_)
+                    return; // nothing new, or a refresh() read past it meanwhile
+                self->revision_ = revision;
+                self->read_error_.clear();
+                if (changed->empty())
+                    return;
+                self->merge(std::move(*changed));
+                self->relayout();
+                emit self->runsChanged();
+            },
+            Qt::QueuedConnection);
+    });
+}
+
 void JobTableModel::load_details() {
     details_loading_ = true;
     QPointer<JobTableModel> self(this);

@@ -98,8 +98,17 @@ public:
     // Every run in the catalog (not deleted), shown or not, by id.
     const std::vector<RunRecord>& allRuns() const { return runs_; }
 
+    // Whether a poll()'s read is under way.
+    bool polling() const { return polling_; }
+
 public slots:
+    // Reads what changed in the catalog since the last read, before it returns.
     void refresh();
+    // The same read on a pool thread, through a connection of its own, merged when it is back (the window's timer: the
+    // GUI thread never waits on the catalog file, a checkpoint or a locked catalog holding it up to SQLite's busy
+    // timeout). The clocks move at once. Before the first read, and while the background details load, it is
+    // refresh(). One read at a time; a read that a refresh() overtook is dropped (the model has all it held).
+    void poll();
 
 signals:
     // Runs were added, changed or removed (a refresh that found changes, the background details arriving): what
@@ -128,7 +137,7 @@ private:
     std::vector<int> rows_;                     // positions in runs_, as shown
     std::vector<int64_t> shown_ids_;            // the rows' ids while positions in runs_ are being moved
     int64_t revision_ = 0;
-    bool loaded_ = false, background_ = false, details_loaded_ = false, details_loading_ = false;
+    bool loaded_ = false, background_ = false, details_loaded_ = false, details_loading_ = false, polling_ = false;
     QString catalog_path_;
     RunQuery query_;
     QString query_text_;

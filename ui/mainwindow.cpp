@@ -394,7 +394,7 @@ MainWindow::MainWindow(const QString& catalog_path, JobSync& sync, Backend& back
     refresh_timer_->start(5000);
     updateResources();
     follow_timer_ = new QTimer(this);
-    connect(follow_timer_, &QTimer::timeout, jobs_, &JobTableModel::refresh);
+    connect(follow_timer_, &QTimer::timeout, jobs_, &JobTableModel::poll);
     follow_timer_->start(1000);
     connect(jobs_, &JobTableModel::runsChanged, this, &MainWindow::watchNewRuns);
     setAcceptDrops(true);

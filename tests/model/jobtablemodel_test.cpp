@@ -205,6 +205,52 @@ TEST(JobTableModel, ArchivedRunsHideUnlessAskedForAndDeletedOnesGo) {
     EXPECT_EQ(names(model), (QStringList{"deleted", "kept"}));
 }
 
+// The window's timer polls: the read of what changed runs on a pool thread (the GUI thread never waits on the catalog
+// file, or on a catalog another process holds locked, up to SQLite's 5 s busy timeout). poll() returns with the read
+// under way and the rows as they were; the new run arrives through the event loop. A second poll while one is under
+// way starts no other read. A refresh() that reads past a poll's answer makes it stale: it is dropped.
+TEST(JobTableModel, APollReadsOnAPoolThreadAndMergesWhenItsAnswerIsBack) {
+    int argc = 1;
+    char name[] = "model_tests";
+    char* argv[] = {name, nullptr};
+    QCoreApplication app(argc, argv);
+    test::TempCatalog temp;
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    catalog.add_job("first", "local", "1", nlohmann::json::object());
+    JobTableModel model(QString::fromStdString(temp.path()));
+    model.refresh();
+    ASSERT_EQ(model.rowCount(), 1);
+    int changes = 0;
+    QObject::connect(&model, &JobTableModel::runsChanged, [&] { ++changes; });
+    const auto wait_for_poll = [&] {
+        for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+             model.polling() && std::chrono::steady_clock::now() < deadline;)
+            QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 100);
+        ASSERT_FALSE(model.polling());
+    };
+
+    catalog.add_job("second", "local", "2", nlohmann::json::object());
+    model.poll();
+    EXPECT_TRUE(model.polling());
+    EXPECT_EQ(model.rowCount(), 1) << "read before poll() returned";
+    model.poll(); // under way: no second read
+    wait_for_poll();
+    EXPECT_EQ(model.error(), "");
+    EXPECT_EQ(model.rowCount(), 2);
+    EXPECT_EQ(changes, 1);
+
+    // A poll overtaken by a refresh: its answer holds nothing the model lacks, and is dropped.
+    catalog.add_job("third", "local", "3", nlohmann::json::object());
+    model.poll();
+    model.refresh();
+    EXPECT_EQ(model.rowCount(), 3);
+    EXPECT_EQ(changes, 2);
+    wait_for_poll();
+    EXPECT_EQ(model.rowCount(), 3);
+    EXPECT_EQ(changes, 2) << "the stale answer was merged again";
+}
+
 TEST(JobTableModel, SpendToReachIsWhatARunHadSpentWhenItsMetricFirstGotThere) {
     int argc = 1;
     char name[] = "model_tests";
