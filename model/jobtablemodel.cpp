@@ -154,74 +154,59 @@ void JobTableModel::poll() {
     if (polling_)
         return;
     polling_ = true;
-    QPointer<JobTableModel> self(this);
-    QThreadPool::globalInstance()->start([self, path = catalog_path_.toStdString(), since = revision_] {
-        auto changed = std::make_shared<std::vector<RunRecord>>();
-        int64_t revision = 0;
-        Catalog catalog;
-        std::string error = catalog.open(path, true);
-        if (error.empty()) {
-            try {
-                *changed = catalog.runs(since, &revision);
-            } catch (const std::exception& e) {
-                error = e.what();
-            }
+    read_in_background(revision_, [this](std::vector<RunRecord> changed, int64_t revision, const std::string& error) {
+        polling_ = false;
+        if (!error.empty()) {
+            read_error_ = QString::fromStdString(error);
+            return;
         }
-        QMetaObject::invokeMethod(
-            QCoreApplication::instance(),
-            [self, changed, revision, error] {
-                if (!self)
-                    return;
-                self->polling_ = false;
-                if (!error.empty()) {
-                    self->read_error_ = QString::fromStdString(error);
-                    return;
-                }
-                if (revision <= self->revision_)
-                    return; // nothing new, or a refresh() read past it meanwhile
-                self->revision_ = revision;
-                self->read_error_.clear();
-                if (changed->empty())
-                    return;
-                self->merge(std::move(*changed));
-                self->relayout();
-                emit self->runsChanged();
-            },
-            Qt::QueuedConnection);
+        if (revision <= revision_)
+            return; // nothing new, or a refresh() read past it meanwhile
+        revision_ = revision;
+        read_error_.clear();
+        if (changed.empty())
+            return;
+        merge(std::move(changed));
+        relayout();
+        emit runsChanged();
     });
 }
 
 void JobTableModel::load_details() {
     details_loading_ = true;
+    read_in_background(0, [this](std::vector<RunRecord> runs, int64_t revision, const std::string& error) {
+        details_loading_ = false;
+        if (!error.empty()) {
+            read_error_ = QString::fromStdString(error);
+            return; // the next refresh tries again, in the foreground
+        }
+        details_loaded_ = true;
+        revision_ = revision;
+        merge(std::move(runs));
+        relayout();
+        emit runsChanged();
+    });
+}
+
+void JobTableModel::read_in_background(int64_t since, ReadDone done) {
     QPointer<JobTableModel> self(this);
-    QThreadPool::globalInstance()->start([self, path = catalog_path_.toStdString()] {
+    QThreadPool::globalInstance()->start([self, path = catalog_path_.toStdString(), since, done = std::move(done)] {
         auto runs = std::make_shared<std::vector<RunRecord>>();
         int64_t revision = 0;
-        std::string error;
         Catalog catalog;
-        error = catalog.open(path, true);
+        std::string error = catalog.open(path, true);
         if (error.empty()) {
             try {
-                *runs = catalog.runs(0, &revision);
+                *runs = catalog.runs(since, &revision);
             } catch (const std::exception& e) {
                 error = e.what();
             }
         }
         QMetaObject::invokeMethod(
             QCoreApplication::instance(),
-            [self, runs, revision, error] {
-                if (!self)
-                    return;
-                self->details_loading_ = false;
-                if (!error.empty()) {
-                    self->read_error_ = QString::fromStdString(error);
-                    return; // the next refresh tries again, in the foreground
-                }
-                self->details_loaded_ = true;
-                self->revision_ = revision;
-                self->merge(std::move(*runs));
-                self->relayout();
-                emit self->runsChanged();
+            [self, runs, revision, error, done] {
+                if (self)
+                    done(std::move(*runs), revision, error);
             },
             Qt::QueuedConnection);
     });

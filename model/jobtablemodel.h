@@ -19,7 +19,9 @@
 #include <QStringList>
 #include <QVector>
 
+#include <functional>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -119,6 +121,10 @@ signals:
 private:
     void merge(std::vector<RunRecord> changed);
     void load_details();
+    // Reads the runs changed after `since` on a pool thread, through a connection of its own; done gets them, the
+    // catalog's revision and any error on the GUI thread, unless the model is gone by then.
+    using ReadDone = std::function<void(std::vector<RunRecord> runs, int64_t revision, const std::string& error)>;
+    void read_in_background(int64_t since, ReadDone done);
     // Reads on a pool thread what each run that lacks one had spent to reach each spend-to-reach column's target;
     // its cells say "…" until the answer comes (then the table sorts again).
     void load_reach();
