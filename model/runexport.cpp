@@ -9,7 +9,9 @@ namespace traindeck {
 
 using importers::ImportedRun;
 
-Expected<ImportedRun> run_from_catalog(Catalog& catalog, int64_t job) {
+namespace {
+
+Expected<ImportedRun> read_run(Catalog& catalog, int64_t job) {
     Database& db = catalog.db();
     Statement select = db.prepare("SELECT name, state, started, finished FROM jobs WHERE id=?");
     select.bind(1, job);
@@ -44,6 +46,28 @@ Expected<ImportedRun> run_from_catalog(Catalog& catalog, int64_t job) {
         }
     }
     return run;
+}
+
+} // namespace
+
+Expected<ImportedRun> run_from_catalog(Catalog& catalog, int64_t job) {
+    // One read transaction (unless the caller is in one): a run a job or an import is adding to reads as of one
+    // commit, its config, every curve and their times together, not a curve from before a commit and the next from
+    // after it.
+    Database& db = catalog.db();
+    const bool own_transaction = sqlite3_get_autocommit(db.handle()) != 0;
+    if (own_transaction)
+        db.exec("BEGIN");
+    try {
+        auto run = read_run(catalog, job);
+        if (own_transaction)
+            db.exec("COMMIT");
+        return run;
+    } catch (...) {
+        if (own_transaction)
+            db.exec("ROLLBACK");
+        throw;
+    }
 }
 
 } // namespace traindeck
