@@ -1031,7 +1031,14 @@ std::vector<Catalog::SavedView> Catalog::views() {
     return out;
 }
 
-std::vector<RunRecord> Catalog::runs(int64_t after_revision, int64_t* revision_out, bool details) {
+std::optional<RunRecord> Catalog::run(int64_t id) {
+    std::vector<RunRecord> found = runs(0, nullptr, true, id);
+    if (found.empty())
+        return std::nullopt;
+    return std::move(found.front());
+}
+
+std::vector<RunRecord> Catalog::runs(int64_t after_revision, int64_t* revision_out, bool details, int64_t only) {
     // One read transaction: the revision and the rows are of the same snapshot, so nothing committed between the
     // two reads is skipped next time.
     const bool own_transaction = sqlite3_get_autocommit(db_.handle()) != 0;
@@ -1040,7 +1047,8 @@ std::vector<RunRecord> Catalog::runs(int64_t after_revision, int64_t* revision_o
     std::vector<RunRecord> runs;
     try {
         const int64_t now = revision();
-        const std::string changed = after_revision > 0 ? " changed > ?1" : " 1";
+        const std::string changed =
+            std::string(after_revision > 0 ? " changed > ?1" : " 1") + (only > 0 ? " AND id = ?2" : "");
         {
             Statement select =
                 db_.prepare("SELECT id, name, state, reason, backend, note, progress, spend, created, started, "
@@ -1048,6 +1056,8 @@ std::vector<RunRecord> Catalog::runs(int64_t after_revision, int64_t* revision_o
                             changed + " ORDER BY id");
             if (after_revision > 0)
                 select.bind(1, after_revision);
+            if (only > 0)
+                select.bind(2, only);
             while (select.step()) {
                 RunRecord run;
                 run.id = select.integer(0);
@@ -1071,13 +1081,18 @@ std::vector<RunRecord> Catalog::runs(int64_t after_revision, int64_t* revision_o
             }
         }
         if (details && !runs.empty()) {
-            const std::string of_changed =
-                after_revision > 0 ? " WHERE job IN (SELECT id FROM jobs WHERE changed > ?1)" : "";
+            // One run's rows by its key (after_revision only chose whether it is there); else the changed runs'.
+            const std::string of_changed = only > 0 ? " WHERE job = ?2"
+                                           : after_revision > 0
+                                               ? " WHERE job IN (SELECT id FROM jobs WHERE changed > ?1)"
+                                               : "";
             // Rows come in job order (each table's key starts with the job), as runs do: a cursor finds each row's run
             // without a lookup; a row out of order is found by a binary search.
             auto each = [&](const std::string& sql, auto&& fn) {
                 Statement select = db_.prepare(sql + of_changed + " ORDER BY job");
-                if (after_revision > 0)
+                if (only > 0)
+                    select.bind(2, only);
+                else if (after_revision > 0)
                     select.bind(1, after_revision);
                 size_t at = 0;
                 while (select.step()) {

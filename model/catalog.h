@@ -15,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -136,7 +137,10 @@ public:
     // deleted ones included (flagged, so a reader drops them); and the revision to ask after next time. Every
     // change to a job (ingest, config, hygiene) moves it to a new revision, so a reader re-reads only those runs.
     // details = false: the jobs' own fields only (a table's first paint), no config, summaries or tags.
-    std::vector<RunRecord> runs(int64_t after_revision, int64_t* revision, bool details = true);
+    // only > 0: that run alone (when it changed after after_revision), read by its key.
+    std::vector<RunRecord> runs(int64_t after_revision, int64_t* revision, bool details = true, int64_t only = 0);
+    // One run with its details, deleted or not; nullopt when the catalog has none of that id.
+    std::optional<RunRecord> run(int64_t id);
     int64_t revision(); // a counter: it only grows (purging deleted runs does not move it back)
 
     // At the start of a write transaction: when another connection (another process: traindeck-cli beside the

@@ -44,23 +44,29 @@ std::optional<RunRecord> Cli::findRun(const QString& name, int* exit) {
     *exit = kFailed;
     if (!openCatalog())
         return std::nullopt;
-    int64_t revision = 0;
-    std::vector<RunRecord> runs;
+    bool is_id = false;
+    const qint64 id = name.toLongLong(&is_id);
+    // The runs of that id or name by the jobs table's columns, then the one found with its details: not every run of
+    // the catalog with theirs (10,000 runs took seconds).
+    std::vector<int64_t> found;
+    std::optional<RunRecord> run;
     try {
-        runs = catalog_.runs(0, &revision, true);
+        Statement select = catalog_.db().prepare(is_id ? "SELECT id FROM jobs WHERE id=? AND deleted=0 ORDER BY id"
+                                                       : "SELECT id FROM jobs WHERE name=? AND deleted=0 ORDER BY id");
+        if (is_id)
+            select.bind(1, static_cast<int64_t>(id));
+        else
+            select.bind(1, name.toStdString());
+        while (select.step())
+            found.push_back(select.integer(0));
+        if (found.size() == 1)
+            run = catalog_.run(found.front());
     } catch (const std::exception& e) {
         fail(kFailed, QString("the catalog %1 could not be read: %2").arg(catalog_path_, e.what()));
         return std::nullopt;
     }
-    bool is_id = false;
-    const qint64 id = name.toLongLong(&is_id);
-    std::vector<const RunRecord*> found;
-    for (const RunRecord& run : runs) {
-        if (run.deleted)
-            continue;
-        if (is_id ? run.id == id : QString::fromStdString(run.name) == name)
-            found.push_back(&run);
-    }
+    if (found.size() == 1 && (!run || run->deleted))
+        found.clear(); // deleted or purged between the two reads
     *exit = kNotFound;
     if (found.empty()) {
         fail(kNotFound, QString("no run %1 in %2 (name a run by its id or its exact name; `ls` lists them)")
@@ -69,8 +75,8 @@ std::optional<RunRecord> Cli::findRun(const QString& name, int* exit) {
     }
     if (found.size() > 1) {
         QStringList ids;
-        for (const RunRecord* run : found)
-            ids << QString::number(run->id);
+        for (const int64_t found_id : found)
+            ids << QString::number(found_id);
         fail(kUsage, QString("%1 runs are named \"%2\" (ids %3): name one by its id")
                          .arg(found.size())
                          .arg(name, ids.join(", ")));
@@ -78,7 +84,7 @@ std::optional<RunRecord> Cli::findRun(const QString& name, int* exit) {
         return std::nullopt;
     }
     *exit = kOk;
-    return *found.front();
+    return run;
 }
 
 std::vector<Cli::BackendInfo> Cli::backends() {

@@ -1086,6 +1086,23 @@ TEST(Catalog, RunsAfterARevisionAreOnlyTheRunsThatChanged) {
     EXPECT_GT(next, revision);
     EXPECT_TRUE(catalog.runs(next, nullptr).empty());
     EXPECT_EQ(find_run(catalog.runs(0, nullptr), a)->tags.size(), 0u);
+
+    // One run by its id, with its details, as the whole list has it; none for an id the catalog lacks.
+    catalog.add_tags(b, {"tuned"});
+    const std::optional<RunRecord> one = catalog.run(b);
+    ASSERT_TRUE(one);
+    const std::vector<RunRecord> all = catalog.runs(0, nullptr);
+    const RunRecord* listed = find_run(all, b);
+    ASSERT_NE(listed, nullptr);
+    EXPECT_EQ(one->name, "b");
+    EXPECT_EQ(one->tags, listed->tags);
+    EXPECT_EQ(one->summaries.at("loss").count, 3);
+    EXPECT_EQ(one->summaries.size(), listed->summaries.size());
+    EXPECT_EQ(one->config.size(), listed->config.size());
+    EXPECT_TRUE(catalog.run(c)->summaries.empty()) << "another run's rows";
+    EXPECT_FALSE(catalog.run(c + 100));
+    EXPECT_EQ(catalog.runs(next, nullptr, true, a).size(), 0u) << "a has not changed since";
+    EXPECT_EQ(catalog.runs(next, nullptr, true, b).size(), 1u);
 }
 
 TEST(Catalog, HygieneSurvivesReopeningAndDeletionCanBeUndoneUntilPurged) {
