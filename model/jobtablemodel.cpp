@@ -114,8 +114,7 @@ void JobTableModel::refresh() {
         return;
     if (details_loading_) {
         // The first full read is still on its way: it brings everything up to its own revision.
-        if (!rows_.empty())
-            emit dataChanged(index(0, Elapsed), index(static_cast<int>(rows_.size()) - 1, Eta), {Qt::DisplayRole});
+        move_clocks();
         return;
     }
     try {
@@ -139,7 +138,10 @@ void JobTableModel::refresh() {
         read_error_ = QString::fromUtf8(e.what());
         return;
     }
-    // Nothing changed in the catalog: only the clocks move.
+    move_clocks(); // nothing changed in the catalog
+}
+
+void JobTableModel::move_clocks() {
     if (!rows_.empty())
         emit dataChanged(index(0, Elapsed), index(static_cast<int>(rows_.size()) - 1, Eta), {Qt::DisplayRole});
 }
@@ -149,8 +151,7 @@ void JobTableModel::poll() {
         refresh();
         return;
     }
-    if (!rows_.empty())
-        emit dataChanged(index(0, Elapsed), index(static_cast<int>(rows_.size()) - 1, Eta), {Qt::DisplayRole});
+    move_clocks();
     if (polling_)
         return;
     polling_ = true;

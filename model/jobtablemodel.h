@@ -121,6 +121,8 @@ signals:
 private:
     void merge(std::vector<RunRecord> changed);
     void load_details();
+    // Only the clocks move (elapsed, ETA): their cells are repainted.
+    void move_clocks();
     // Reads the runs changed after `since` on a pool thread, through a connection of its own; done gets them, the
     // catalog's revision and any error on the GUI thread, unless the model is gone by then.
     using ReadDone = std::function<void(std::vector<RunRecord> runs, int64_t revision, const std::string& error)>;
