@@ -18,7 +18,7 @@ packages=(
   # engine (image folders: libpng, libjpeg-turbo, and stb_image_resize's header)
   libopenblas-dev zlib1g-dev libpng-dev libturbojpeg0-dev libstb-dev
   # worker, client, catalog
-  nlohmann-json3-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev
+  nlohmann-json3-dev libsimdjson-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev
   # console
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libqt6sql6-sqlite qt6-tools-dev qtkeychain-qt6-dev libgl-dev
   # export

@@ -3,15 +3,18 @@
 #include "base64.h"
 #include "clock.h"
 #include "jobstate.h"
+#include "jsondom.h"
 #include "runconfig.h"
 
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 namespace traindeck {
@@ -582,237 +585,415 @@ json evaluation_to_keep(const json& record, std::string& why, std::string& examp
 
 } // namespace
 
-int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
-    int64_t last = 0, offset = 0;
-    {
+// One ingest() of a job's events: what it gathers over the batch (points per series, the job's latest figures, its
+// state) and writes when the batch is done; event() takes one event as nlohmann::json, plain_metric() the common
+// one straight from simdjson's DOM.
+class Catalog::Ingestion {
+public:
+    Ingestion(Catalog& catalog, int64_t job)
+        : catalog_(catalog), db_(catalog.db_), job_(job),
+          alert_(db_.prepare("INSERT INTO alerts(job, kind, message, time) VALUES(?, ?, ?, ?)")),
+          log_(db_.prepare("INSERT OR IGNORE INTO job_logs(job, seq, time, stream, line) VALUES(?, ?, ?, ?, ?)")),
+          capture_(db_.prepare("INSERT OR IGNORE INTO captures(job, seq, part, time, data) VALUES(?, ?, ?, ?, ?)")),
+          same_alert_(db_.prepare("SELECT 1 FROM alerts WHERE job=? AND kind='evaluation_dropped' AND message=?")),
+          evaluation_(db_.prepare("INSERT OR IGNORE INTO evaluations(job, seq, split, step, epoch, time, data) "
+                                  "VALUES(?, ?, ?, ?, ?, ?, ?)")),
+          same_capture_(db_.prepare("SELECT data FROM captures WHERE job=? AND part=? ORDER BY seq DESC LIMIT 1")),
+          checkpoint_(
+              db_.prepare("INSERT INTO checkpoints(job, step, path, created) SELECT ?1, ?2, ?3, ?4 "
+                          "WHERE NOT EXISTS (SELECT 1 FROM checkpoints WHERE job=?1 AND step=?2 AND path=?3)")) {
         Statement select = db_.prepare("SELECT last_seq, seq_offset FROM jobs WHERE id=?");
         select.bind(1, job);
         if (select.step()) {
-            last = select.integer(0);
-            offset = select.integer(1);
+            last_ = select.integer(0);
+            offset_ = select.integer(1);
         }
     }
-    // Points gathered per series name, appended in one go per batch. Most records repeat the same few keys, so
-    // the last key's list is remembered to skip the map lookup.
-    std::map<std::string, std::vector<MetricPoint>, std::less<>> points;
-    auto add_point = [&](std::string_view name, int64_t step, double value) {
-        auto it = points.find(name);
-        if (it == points.end())
-            it = points.emplace(std::string(name), std::vector<MetricPoint>()).first;
+
+    void event(const json& event);
+    bool plain_metric(simdjson::dom::object event);
+    // Writes what the batch gathered; the job's new last_seq.
+    int64_t finish();
+    int checkpoints() const { return checkpoints_; }
+
+private:
+    // Points gathered per series name, appended in one go per batch.
+    void add_point(std::string_view name, int64_t step, double value) {
+        auto it = points_.find(name);
+        if (it == points_.end())
+            it = points_.emplace(std::string(name), std::vector<MetricPoint>()).first;
         it->second.push_back({step, value});
-    };
-    const json* state_update = nullptr;
-    double state_time = 0, first_running = 0;
-    Statement alert = db_.prepare("INSERT INTO alerts(job, kind, message, time) VALUES(?, ?, ?, ?)");
-    auto raise = [&](const std::string& kind, const std::string& message, double time) {
-        alert.reset();
-        alert.bind(1, job).bind(2, kind).bind(3, message).bind(4, time);
-        alert.step();
-        alerts_.push_back({job, kind, message});
-    };
-    double loss = NAN, accuracy = NAN, progress = NAN, spend = NAN;
-    Statement log = db_.prepare("INSERT OR IGNORE INTO job_logs(job, seq, time, stream, line) VALUES(?, ?, ?, ?, ?)");
-    Statement capture = db_.prepare("INSERT OR IGNORE INTO captures(job, seq, part, time, data) VALUES(?, ?, ?, ?, ?)");
-    Statement same_alert = db_.prepare("SELECT 1 FROM alerts WHERE job=? AND kind='evaluation_dropped' AND message=?");
+    }
+    void raise(const std::string& kind, const std::string& message, double time) {
+        alert_.reset();
+        alert_.bind(1, job_).bind(2, kind).bind(3, message).bind(4, time);
+        alert_.step();
+        catalog_.alerts_.push_back({job_, kind, message});
+    }
     // Once per job and reason: a script sending 300 classes each epoch gets one alert, not 300.
-    auto evaluation_dropped = [&](const std::string& message, double time) {
-        same_alert.reset();
-        same_alert.bind(1, job).bind(2, message);
-        if (!same_alert.step())
+    void evaluation_dropped(const std::string& message, double time) {
+        same_alert_.reset();
+        same_alert_.bind(1, job_).bind(2, message);
+        if (!same_alert_.step())
             raise("evaluation_dropped", message, time);
-    };
-    Statement evaluation = db_.prepare(
-        "INSERT OR IGNORE INTO evaluations(job, seq, split, step, epoch, time, data) VALUES(?, ?, ?, ?, ?, ?, ?)");
-    Statement same_capture = db_.prepare("SELECT data FROM captures WHERE job=? AND part=? ORDER BY seq DESC LIMIT 1");
-    Statement checkpoint =
-        db_.prepare("INSERT INTO checkpoints(job, step, path, created) SELECT ?1, ?2, ?3, ?4 "
-                    "WHERE NOT EXISTS (SELECT 1 FROM checkpoints WHERE job=?1 AND step=?2 AND path=?3)");
-    for (const json& event : events) {
-        int64_t seq_number = 0;
-        if (!integer_at(event, "seq", seq_number))
-            continue;
-        const int64_t seq = seq_number + offset;
-        if (seq <= last)
-            continue; // already ingested: re-delivery
-        last = seq;
-        const std::string* type = string_at(event, "type");
-        const auto data_it = event.find("data");
-        if (!type || data_it == event.end() || !data_it->is_object())
-            continue;
-        const json& data = *data_it;
-        double event_time = 0;
-        number_at(event, "time", event_time);
-        if (*type == "record") {
-            const std::string* record = string_at(data, "type");
-            if (is(record, "event") && is(string_at(data, "event"), "nan_loss"))
-                raise("nan_loss", "the loss became NaN or infinite; the job stopped without a checkpoint", event_time);
-            if (is(record, "config")) {
-                if (const auto config = data.find("config"); config != data.end() && config->is_object())
-                    if (const std::string left_out = set_config(job, *config); !left_out.empty())
-                        raise("config_truncated", "the job's config record was too large: " + left_out, event_time);
-                if (const auto goals = data.find("goals"); goals != data.end() && goals->is_object())
-                    for (auto it = goals->begin(); it != goals->end(); ++it)
-                        if (it->is_string())
-                            set_goal(job, it.key(), goal_from(it->get_ref<const std::string&>()));
-                continue;
+    }
+    // The seq an event takes in the catalog's numbering; false for one ingested already (a re-delivery).
+    bool take_seq(int64_t seq_number, int64_t& seq) {
+        seq = seq_number + offset_;
+        if (seq <= last_)
+            return false;
+        last_ = seq;
+        return true;
+    }
+
+    Catalog& catalog_;
+    Database& db_;
+    const int64_t job_;
+    int64_t last_ = 0, offset_ = 0;
+    std::map<std::string, std::vector<MetricPoint>, std::less<>> points_;
+    std::optional<json> state_update_;
+    double state_time_ = 0, first_running_ = 0;
+    double loss_ = NAN, accuracy_ = NAN, progress_ = NAN, spend_ = NAN;
+    int checkpoints_ = 0;
+    Statement alert_, log_, capture_, same_alert_, evaluation_, same_capture_, checkpoint_;
+};
+
+void Catalog::Ingestion::event(const json& event) {
+    int64_t seq_number = 0, seq = 0;
+    if (!integer_at(event, "seq", seq_number) || !take_seq(seq_number, seq))
+        return; // no seq, or already ingested: re-delivery
+    const std::string* type = string_at(event, "type");
+    const auto data_it = event.find("data");
+    if (!type || data_it == event.end() || !data_it->is_object())
+        return;
+    const json& data = *data_it;
+    double event_time = 0;
+    number_at(event, "time", event_time);
+    if (*type == "record") {
+        const std::string* record = string_at(data, "type");
+        if (is(record, "event") && is(string_at(data, "event"), "nan_loss"))
+            raise("nan_loss", "the loss became NaN or infinite; the job stopped without a checkpoint", event_time);
+        if (is(record, "config")) {
+            if (const auto config = data.find("config"); config != data.end() && config->is_object())
+                if (const std::string left_out = catalog_.set_config(job_, *config); !left_out.empty())
+                    raise("config_truncated", "the job's config record was too large: " + left_out, event_time);
+            if (const auto goals = data.find("goals"); goals != data.end() && goals->is_object())
+                for (auto it = goals->begin(); it != goals->end(); ++it)
+                    if (it->is_string())
+                        catalog_.set_goal(job_, it.key(), goal_from(it->get_ref<const std::string&>()));
+            return;
+        }
+        int64_t step = 0;
+        if (!integer_at(data, "step", step))
+            return;
+        if (is(record, "checkpoint")) {
+            const std::string* path = string_at(data, "path");
+            checkpoint_.reset();
+            checkpoint_.bind(1, job_).bind(2, step).bind(3, path ? *path : "").bind(4, event_time);
+            checkpoint_.step();
+            ++checkpoints_;
+            return;
+        }
+        if (is(record, "metric")) {
+            for (auto it = data.begin(); it != data.end(); ++it) {
+                const std::string& key = it.key();
+                // A null (a value the worker dropped as out of range) or a string is no point on a curve.
+                if (it->is_number() && key != "step" && key != "time" && key != "v" && key != "epoch" &&
+                    std::isfinite(it->get<double>()))
+                    add_point(key, step, it->get<double>());
             }
-            int64_t step = 0;
-            if (!integer_at(data, "step", step))
-                continue;
-            if (is(record, "checkpoint")) {
-                const std::string* path = string_at(data, "path");
-                checkpoint.reset();
-                checkpoint.bind(1, job).bind(2, step).bind(3, path ? *path : "").bind(4, event_time);
-                checkpoint.step();
-                continue;
-            }
-            if (is(record, "metric")) {
-                for (auto it = data.begin(); it != data.end(); ++it) {
-                    const std::string& key = it.key();
-                    // A null (a value the worker dropped as out of range) or a string is no point on a curve.
-                    if (it->is_number() && key != "step" && key != "time" && key != "v" && key != "epoch" &&
-                        std::isfinite(it->get<double>()))
-                        add_point(key, step, it->get<double>());
-                }
-                // When the step was reached, for the wall-time, relative-time and spend x-axes (xaxis.h).
-                double record_time = event_time;
-                number_at(data, "time", record_time);
-                if (record_time > 0 && std::isfinite(record_time))
-                    add_point("_time", step, record_time);
-                number_at(data, "loss", loss);
-                number_at(data, "progress", progress);
-            } else if (is(record, "eval")) {
-                const std::string* split_name = string_at(data, "split");
-                const std::string split = split_name ? *split_name : "val";
-                double value = 0;
-                // A regression reports its error as rmse and mae and its fit as r2, beside loss (its MSE).
-                for (const char* key : {"loss", "accuracy", "rmse", "mae", "r2"})
-                    if (number_at(data, key, value))
-                        add_point(split + "/" + key, step, value);
-                if (split == "val")
-                    number_at(data, "accuracy", accuracy);
-                if (data.contains("confusion") || data.contains("pairs")) {
-                    std::string why, examples_why;
-                    if (const json kept = evaluation_to_keep(data, why, examples_why); !kept.is_null()) {
-                        int64_t epoch = 0;
-                        integer_at(data, "epoch", epoch);
-                        evaluation.reset();
-                        evaluation.bind(1, job).bind(2, seq).bind(3, split).bind(4, step).bind(5, epoch);
-                        evaluation.bind(6, event_time).bind(7, kept.dump());
-                        evaluation.step();
-                        if (!examples_why.empty())
-                            evaluation_dropped("an eval record's examples were not kept: " + examples_why, event_time);
-                    } else {
-                        evaluation_dropped(std::string("an eval record's ") +
-                                               (data.contains("confusion") ? "confusion matrix" : "pairs") +
-                                               " was not kept: " + why,
-                                           event_time);
-                    }
-                }
-            }
-        } else if (*type == "telemetry") {
-            int64_t t = 0; // telemetry is keyed by milliseconds
-            if (!integer_at(event, "time", t, 1000.0))
-                continue;
+            // When the step was reached, for the wall-time, relative-time and spend x-axes (xaxis.h).
+            double record_time = event_time;
+            number_at(data, "time", record_time);
+            if (record_time > 0 && std::isfinite(record_time))
+                add_point("_time", step, record_time);
+            number_at(data, "loss", loss_);
+            number_at(data, "progress", progress_);
+        } else if (is(record, "eval")) {
+            const std::string* split_name = string_at(data, "split");
+            const std::string split = split_name ? *split_name : "val";
             double value = 0;
-            for (const char* key : {"cpu_percent", "rss_mb", "spend"})
+            // A regression reports its error as rmse and mae and its fit as r2, beside loss (its MSE).
+            for (const char* key : {"loss", "accuracy", "rmse", "mae", "r2"})
                 if (number_at(data, key, value))
-                    add_point(std::string("telemetry/") + key, t, value);
-            if (const auto gpus = data.find("gpus"); gpus != data.end() && gpus->is_array())
-                for (const auto& gpu : *gpus) {
-                    int64_t index = 0;
-                    if (!gpu.is_object() || !integer_at(gpu, "index", index) || index < 0 || index > 1024)
-                        continue;
-                    const std::string prefix = "telemetry/gpu" + std::to_string(index) + "/";
-                    for (const char* key : {"utilization", "memory_used_mb", "power_w", "temperature_c"})
-                        if (number_at(gpu, key, value))
-                            add_point(prefix + key, t, value);
-                    double used = 0, total = 0;
-                    if (number_at(gpu, "memory_used_mb", used) && number_at(gpu, "memory_total_mb", total) && total > 0)
-                        add_point(prefix + "memory_percent", t, 100.0 * used / total);
+                    add_point(split + "/" + key, step, value);
+            if (split == "val")
+                number_at(data, "accuracy", accuracy_);
+            if (data.contains("confusion") || data.contains("pairs")) {
+                std::string why, examples_why;
+                if (const json kept = evaluation_to_keep(data, why, examples_why); !kept.is_null()) {
+                    int64_t epoch = 0;
+                    integer_at(data, "epoch", epoch);
+                    evaluation_.reset();
+                    evaluation_.bind(1, job_).bind(2, seq).bind(3, split).bind(4, step).bind(5, epoch);
+                    evaluation_.bind(6, event_time).bind(7, kept.dump());
+                    evaluation_.step();
+                    if (!examples_why.empty())
+                        evaluation_dropped("an eval record's examples were not kept: " + examples_why, event_time);
+                } else {
+                    evaluation_dropped(std::string("an eval record's ") +
+                                           (data.contains("confusion") ? "confusion matrix" : "pairs") +
+                                           " was not kept: " + why,
+                                       event_time);
                 }
-            number_at(data, "spend", spend);
-        } else if (*type == "log") {
-            double time = 0;
-            number_at(event, "time", time);
-            const std::string* stream = string_at(data, "stream");
-            const std::string* line = string_at(data, "line");
-            log.reset();
-            log.bind(1, job).bind(2, seq).bind(3, time).bind(4, stream ? *stream : "").bind(5, line ? *line : "");
-            log.step();
-        } else if (*type == "state") {
-            state_update = &data;
-            state_time = event_time;
-            if (is(string_at(data, "state"), "running") && first_running == 0)
-                first_running = event_time;
-            if (is(string_at(data, "state"), "failed")) {
-                const std::string* reason = string_at(data, "reason");
-                raise("failed", "job failed: " + (reason ? *reason : std::string("no reason given")), event_time);
             }
-        } else if (*type == "capture") {
-            const std::string* part = string_at(data, "part");
-            if (is(part, "code") || is(part, "environment")) {
-                // A run that restarts with nothing changed (a re-adopted worker's re-send, a resume) adds no row.
-                const std::string text = data.dump();
-                same_capture.reset();
-                same_capture.bind(1, job).bind(2, *part);
-                if (same_capture.step() && same_capture.text_view(0) == text)
+        }
+    } else if (*type == "telemetry") {
+        int64_t t = 0; // telemetry is keyed by milliseconds
+        if (!integer_at(event, "time", t, 1000.0))
+            return;
+        double value = 0;
+        for (const char* key : {"cpu_percent", "rss_mb", "spend"})
+            if (number_at(data, key, value))
+                add_point(std::string("telemetry/") + key, t, value);
+        if (const auto gpus = data.find("gpus"); gpus != data.end() && gpus->is_array())
+            for (const auto& gpu : *gpus) {
+                int64_t index = 0;
+                if (!gpu.is_object() || !integer_at(gpu, "index", index) || index < 0 || index > 1024)
                     continue;
-                capture.reset();
-                capture.bind(1, job).bind(2, seq).bind(3, *part).bind(4, event_time).bind(5, text);
-                capture.step();
+                const std::string prefix = "telemetry/gpu" + std::to_string(index) + "/";
+                for (const char* key : {"utilization", "memory_used_mb", "power_w", "temperature_c"})
+                    if (number_at(gpu, key, value))
+                        add_point(prefix + key, t, value);
+                double used = 0, total = 0;
+                if (number_at(gpu, "memory_used_mb", used) && number_at(gpu, "memory_total_mb", total) && total > 0)
+                    add_point(prefix + "memory_percent", t, 100.0 * used / total);
             }
-        } else if (*type == "warning") {
-            const std::string* kind = string_at(data, "alert");
-            const std::string* message = string_at(data, "message");
-            if (kind)
-                raise(*kind, message ? *message : *kind, event_time);
+        number_at(data, "spend", spend_);
+    } else if (*type == "log") {
+        double time = 0;
+        number_at(event, "time", time);
+        const std::string* stream = string_at(data, "stream");
+        const std::string* line = string_at(data, "line");
+        log_.reset();
+        log_.bind(1, job_).bind(2, seq).bind(3, time).bind(4, stream ? *stream : "").bind(5, line ? *line : "");
+        log_.step();
+    } else if (*type == "state") {
+        state_update_ = data;
+        state_time_ = event_time;
+        if (is(string_at(data, "state"), "running") && first_running_ == 0)
+            first_running_ = event_time;
+        if (is(string_at(data, "state"), "failed")) {
+            const std::string* reason = string_at(data, "reason");
+            raise("failed", "job failed: " + (reason ? *reason : std::string("no reason given")), event_time);
+        }
+    } else if (*type == "capture") {
+        const std::string* part = string_at(data, "part");
+        if (is(part, "code") || is(part, "environment")) {
+            // A run that restarts with nothing changed (a re-adopted worker's re-send, a resume) adds no row.
+            const std::string text = data.dump();
+            same_capture_.reset();
+            same_capture_.bind(1, job_).bind(2, *part);
+            if (same_capture_.step() && same_capture_.text_view(0) == text)
+                return;
+            capture_.reset();
+            capture_.bind(1, job_).bind(2, seq).bind(3, *part).bind(4, event_time).bind(5, text);
+            capture_.step();
+        }
+    } else if (*type == "warning") {
+        const std::string* kind = string_at(data, "alert");
+        const std::string* message = string_at(data, "message");
+        if (kind)
+            raise(*kind, message ? *message : *kind, event_time);
+    }
+}
+
+namespace {
+
+// A number of simdjson's DOM as nlohmann's get<double>() gives it; false for any other element.
+bool dom_number(simdjson::dom::element element, double& out) {
+    switch (element.type()) {
+    case simdjson::dom::element_type::INT64:
+        out = static_cast<double>(element.get_int64().value_unsafe());
+        return true;
+    case simdjson::dom::element_type::UINT64:
+        out = static_cast<double>(element.get_uint64().value_unsafe());
+        return true;
+    case simdjson::dom::element_type::DOUBLE:
+        out = element.get_double().value_unsafe();
+        return true;
+    default:
+        return false;
+    }
+}
+
+// integer_at's rule for a DOM number: finite, within ±2^53.
+bool dom_integer(simdjson::dom::element element, int64_t& out) {
+    double value = 0;
+    if (!dom_number(element, value) || !std::isfinite(value) || std::fabs(value) > 9007199254740992.0)
+        return false;
+    out = static_cast<int64_t>(value);
+    return true;
+}
+
+bool dom_is_string(simdjson::dom::element element, std::string_view expected) {
+    std::string_view text;
+    return element.get_string().get(text) == simdjson::SUCCESS && text == expected;
+}
+
+} // namespace
+
+// What event() does with {"seq": N, "time": T, "type": "record", "data": {"type": "metric", "step": S, ...}}, read
+// straight from the DOM (no nlohmann::json built): nearly every event a training job sends. Any other event, or one
+// with anything out of the ordinary (a key given twice, whose meaning nlohmann and simdjson differ on; a seq or step
+// that is not a plain number; a "time" that is not a number; over 64 keys) returns false with nothing done, for
+// event() to take. tests/model: Catalog.TheFastPathIngestsWhatTheGeneralOneDoes.
+bool Catalog::Ingestion::plain_metric(simdjson::dom::object event) {
+    constexpr size_t kMostKeys = 64;
+    std::optional<simdjson::dom::element> seq_element, time_element, type_element, data_element;
+    for (const simdjson::dom::key_value_pair field : event) {
+        std::optional<simdjson::dom::element>* slot = field.key == "seq"    ? &seq_element
+                                                      : field.key == "time" ? &time_element
+                                                      : field.key == "type" ? &type_element
+                                                      : field.key == "data" ? &data_element
+                                                                            : nullptr;
+        if (slot) {
+            if (*slot)
+                return false;
+            *slot = field.value;
         }
     }
-    for (auto& [name, list] : points) {
-        const int64_t series_id = series(job, name, true);
-        store_->append(series_id, list);
+    int64_t seq_number = 0;
+    double event_time = 0;
+    simdjson::dom::object data;
+    if (!seq_element || !dom_integer(*seq_element, seq_number) || !type_element ||
+        !dom_is_string(*type_element, "record") || !data_element ||
+        data_element->get_object().get(data) != simdjson::SUCCESS || data.size() > kMostKeys ||
+        (time_element && !dom_number(*time_element, event_time)))
+        return false;
+    std::array<std::string_view, kMostKeys> keys;
+    size_t count = 0;
+    std::optional<simdjson::dom::element> record, step_element, record_time_element;
+    for (const simdjson::dom::key_value_pair field : data) {
+        for (size_t i = 0; i < count; ++i)
+            if (keys[i] == field.key)
+                return false;
+        keys[count++] = field.key;
+        if (field.key == "type")
+            record = field.value;
+        else if (field.key == "step")
+            step_element = field.value;
+        else if (field.key == "time")
+            record_time_element = field.value;
+    }
+    int64_t step = 0;
+    if (!record || !dom_is_string(*record, "metric") || !step_element || !dom_integer(*step_element, step))
+        return false;
+    int64_t seq = 0;
+    if (!take_seq(seq_number, seq))
+        return true; // already ingested: re-delivery
+    double value = 0;
+    for (const simdjson::dom::key_value_pair field : data) {
+        // A null (a value the worker dropped as out of range) or a string is no point on a curve.
+        if (field.key != "step" && field.key != "time" && field.key != "v" && field.key != "epoch" &&
+            dom_number(field.value, value) && std::isfinite(value))
+            add_point(field.key, step, value);
+    }
+    double record_time = event_time;
+    if (record_time_element)
+        dom_number(*record_time_element, record_time);
+    if (record_time > 0 && std::isfinite(record_time))
+        add_point("_time", step, record_time);
+    for (const simdjson::dom::key_value_pair field : data)
+        if (field.key == "loss")
+            dom_number(field.value, loss_);
+        else if (field.key == "progress")
+            dom_number(field.value, progress_);
+    return true;
+}
+
+int64_t Catalog::Ingestion::finish() {
+    for (auto& [name, list] : points_) {
+        const int64_t series_id = catalog_.series(job_, name, true);
+        catalog_.store_->append(series_id, list);
         if (name.empty() || name[0] != '_') // "_time" and the like are the catalog's own, not curves with a summary
-            summarise(job, series_id, name, list);
+            catalog_.summarise(job_, series_id, name, list);
     }
     Statement update =
         db_.prepare("UPDATE jobs SET last_seq=?, loss=COALESCE(?, loss), accuracy=COALESCE(?, accuracy), "
                     "progress=COALESCE(?, progress), spend=COALESCE(?, spend), state=COALESCE(?, state), "
                     "reason=COALESCE(?, reason), changed=? WHERE id=?");
-    update.bind(1, last);
+    update.bind(1, last_);
     auto bind_number = [&](int index, double value) {
         if (std::isnan(value))
             update.bind_null(index);
         else
             update.bind(index, value);
     };
-    bind_number(2, loss);
-    bind_number(3, accuracy);
-    bind_number(4, progress);
-    bind_number(5, spend);
-    if (state_update) {
-        const std::string* state = string_at(*state_update, "state");
-        const std::string* reason = string_at(*state_update, "reason");
+    bind_number(2, loss_);
+    bind_number(3, accuracy_);
+    bind_number(4, progress_);
+    bind_number(5, spend_);
+    const std::string* state = state_update_ ? string_at(*state_update_, "state") : nullptr;
+    if (state_update_) {
+        const std::string* reason = string_at(*state_update_, "reason");
         update.bind(6, state ? *state : "unknown").bind(7, reason ? *reason : "");
     } else {
         update.bind_null(6);
         update.bind_null(7);
     }
-    update.bind(8, next_revision()).bind(9, job);
+    update.bind(8, catalog_.next_revision()).bind(9, job_);
     update.step();
-    if (const std::string* state = state_update ? string_at(*state_update, "state") : nullptr) {
+    if (state) {
         // When it first ran and when it ended, by the worker's clock (a resumed job keeps its first start; one that
         // runs again after it ended has no end yet).
-        if (first_running > 0) {
+        if (first_running_ > 0) {
             Statement started = db_.prepare("UPDATE jobs SET started=? WHERE id=? AND started=0");
-            started.bind(1, first_running).bind(2, job);
+            started.bind(1, first_running_).bind(2, job_);
             started.step();
         }
         Statement finished = db_.prepare("UPDATE jobs SET finished=? WHERE id=?");
-        finished.bind(1, is_finished(*state) ? state_time : 0.0).bind(2, job);
+        finished.bind(1, is_finished(*state) ? state_time_ : 0.0).bind(2, job_);
         finished.step();
     }
-    return last;
+    return last_;
+}
+
+int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
+    Ingestion ingestion(*this, job);
+    for (const json& event : events)
+        ingestion.event(event);
+    return ingestion.finish();
+}
+
+Catalog::Ingested Catalog::ingest_text(int64_t job, std::string_view events) {
+    Ingested ingested;
+    // One parser per thread (the writer's, in the console), its buffers kept for the next batch.
+    thread_local simdjson::dom::parser parser;
+    simdjson::dom::element parsed;
+    if (const simdjson::error_code code = parser.parse(events.data(), events.size()).get(parsed);
+        code != simdjson::SUCCESS) {
+        // What simdjson refuses and nlohmann reads (an integer past uint64, nesting past 1,024 levels) goes the
+        // general way.
+        const json fallback = json::parse(events, nullptr, false);
+        if (!fallback.is_array()) {
+            ingested.error = std::string("the events are not a JSON array (") + simdjson::error_message(code) + ")";
+            return ingested;
+        }
+        Ingestion ingestion(*this, job);
+        for (const json& event : fallback)
+            ingestion.event(event);
+        ingested.last_seq = ingestion.finish();
+        ingested.checkpoints = ingestion.checkpoints();
+        return ingested;
+    }
+    simdjson::dom::array array;
+    if (parsed.get_array().get(array) != simdjson::SUCCESS) {
+        ingested.error = "the events are not a JSON array";
+        return ingested;
+    }
+    Ingestion ingestion(*this, job);
+    for (const simdjson::dom::element element : array) {
+        simdjson::dom::object object;
+        if (element.get_object().get(object) == simdjson::SUCCESS && ingestion.plain_metric(object)) {
+            ++ingested.plain;
+            continue;
+        }
+        ingestion.event(nlohmann_of(element));
+    }
+    ingested.last_seq = ingestion.finish();
+    ingested.checkpoints = ingestion.checkpoints();
+    return ingested;
 }
 
 void Catalog::append_points(int64_t job, const std::string& name, const std::vector<MetricPoint>& points) {

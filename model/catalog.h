@@ -19,6 +19,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -45,6 +46,18 @@ public:
     // points on series named by their keys ("loss", "val/accuracy", "telemetry/cpu_percent", ...). Call inside a
     // transaction (CatalogWriter does). Returns the job's new last_seq.
     int64_t ingest(int64_t job, const std::vector<nlohmann::json>& events);
+    // The same from the events' JSON text, a worker's "events" array as it came: simdjson reads it, the plain metric
+    // records straight into points (no nlohmann::json built for them) and the rest as ingest() takes them; text that
+    // simdjson refuses and nlohmann reads (an integer past uint64, nesting past 1,024 levels) is read by nlohmann.
+    // error says why when the text is no JSON array (nothing is ingested then). checkpoints: the checkpoint records new
+    // to the catalog; plain: the events taken the fast way (tests, benches).
+    struct Ingested {
+        int64_t last_seq = 0;
+        int checkpoints = 0;
+        int plain = 0;
+        std::string error;
+    };
+    Ingested ingest_text(int64_t job, std::string_view events);
     int64_t last_seq(int64_t job);
     // Points of one series as a reader already has them (an imported run's; a worker's come through ingest()): appended
     // in order, a step already stored replaced (SeriesStore's rule), the summary kept as ingest keeps it. Non-finite
@@ -151,6 +164,8 @@ public:
     void discard_caches();
 
 private:
+    class Ingestion; // one ingest()'s batch (catalog.cpp)
+
     void migrate(int from);
     void touch(int64_t job); // the job's rows changed: a new revision
     int64_t next_revision(); // moves the catalog's revision counter on and returns it (never falls back)

@@ -156,35 +156,39 @@ void JobSync::onEvents(const QString& remote_id, const QByteArray& events, bool 
         if (!select.step())
             return; // a job this catalog did not submit
         const int64_t job = select.integer(0);
-        const nlohmann::json parsed = nlohmann::json::parse(events.constData(), events.constData() + events.size(), nullptr, false);
-        if (!parsed.is_array())
-            return;
-        // The parsed array's own vector (array_t): get<std::vector<json>>() copied every event, a third of this
-        // path's allocations (tests/bench/console_ingest).
-        catalog.ingest(job, parsed.get_ref<const nlohmann::json::array_t&>());
+        // The array as the backend handed it on: the catalog reads it (simdjson; the plain metric records without
+        // building them as nlohmann::json: tests/bench/console_ingest).
+        const Catalog::Ingested ingested =
+            catalog.ingest_text(job, std::string_view(events.constData(), static_cast<size_t>(events.size())));
         // take_alerts() holds only what this ingest raised: the writer thread runs one lambda at a time.
         const auto alerts = catalog.take_alerts();
         // A job that may move to another worker has each new checkpoint copied to the console.
-        bool checkpointed = false;
-        for (const auto& event : parsed)
-            if (event.is_object() && event.value("type", "") == "record" && event.contains("data") &&
-                event["data"].is_object() && event["data"].value("type", "") == "checkpoint")
-                checkpointed = true;
+        bool checkpointed = ingested.checkpoints > 0;
         if (checkpointed) {
             Statement migrate = catalog.db().prepare("SELECT migrate FROM jobs WHERE id=?");
             migrate.bind(1, job);
             checkpointed = migrate.step() && migrate.integer(0) != 0;
         }
+        const QString unreadable = QString::fromStdString(ingested.error);
         const QString remote_id = QString::fromStdString(remote);
-        QMetaObject::invokeMethod(self, [self, alerts, checkpointed, job, remote_id] {
-            if (!self)
-                return;
-            for (const auto& a : alerts)
-                emit self->alertRaised(a.job, QString::fromStdString(a.kind), QString::fromStdString(a.message));
-            emit self->catalogChanged();
-            if (checkpointed)
-                self->syncCheckpoint(job, remote_id);
-        }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            self,
+            [self, alerts, checkpointed, job, remote_id, unreadable] {
+                if (!self)
+                    return;
+                if (!unreadable.isEmpty())
+                    emit self->failed(
+                        tr("The events of run %1 from %2 were not read: %3; they are asked for again after a "
+                           "restart of the console")
+                            .arg(job)
+                            .arg(self->backend_name_, unreadable));
+                for (const auto& a : alerts)
+                    emit self->alertRaised(a.job, QString::fromStdString(a.kind), QString::fromStdString(a.message));
+                emit self->catalogChanged();
+                if (checkpointed)
+                    self->syncCheckpoint(job, remote_id);
+            },
+            Qt::QueuedConnection);
     });
 }
 

@@ -10,6 +10,7 @@
 #include "portlistener.h"
 #include "process.h"
 #include "remotename.h"
+#include "watchreply.h"
 
 #include <QCoreApplication>
 #include <QDir>
@@ -23,6 +24,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include <unistd.h>
 
@@ -855,27 +857,37 @@ void WorkerBackend::watch_all() {
             return;
         }
         std::string problem = response.ok() ? std::string() : response.message();
-        nlohmann::json reply;
-        if (problem.empty()) {
+        // The plain reply read fast (each job's events handed on as the worker wrote them); any other, or one that
+        // needs repair, read with nlohmann as before.
+        std::optional<std::vector<client::WatchedJob>> parts;
+        if (problem.empty())
+            parts = client::read_watch_reply(response.body);
+        if (problem.empty() && !parts) {
             std::string why;
-            reply = parse_reply(response.body, &why);
+            const nlohmann::json reply = parse_reply(response.body, &why);
             if (!reply.is_object() || !reply.contains("jobs") || !reply["jobs"].is_object())
                 problem = "the worker's answer to a watch of " + std::to_string(jobs) + " jobs is not {\"jobs\": {...}} (" +
                           (why.empty() ? "not readable" : why) + "); retrying";
+            else {
+                parts = client::watched_jobs_of(reply["jobs"]);
+                if (reply.contains("missing") && reply["missing"].is_array() && !reply["missing"].empty() &&
+                    !told_missing) {
+                    // Jobs the worker does not know (its state folder was replaced?): kept, in case it is the wrong
+                    // worker for now.
+                    told_missing = true;
+                    qWarning("%s does not know job(s) %s; still watching them", qPrintable(describe()),
+                             reply["missing"].dump().c_str());
+                }
+            }
         }
         if (!problem.empty()) {
             watching.failed(*this, response, problem);
             continue;
         }
         watching.answered(*this);
-        if (reply.contains("missing") && reply["missing"].is_array() && !reply["missing"].empty() && !told_missing) {
-            // Jobs the worker does not know (its state folder was replaced?): kept, in case it is the wrong worker for now.
-            told_missing = true;
-            qWarning("%s does not know job(s) %s; still watching them", qPrintable(describe()), reply["missing"].dump().c_str());
-        }
         bool news = false;
-        for (const auto& [key, job] : reply["jobs"].items()) {
-            const QString id = QString::fromStdString(key);
+        for (client::WatchedJob& part : *parts) {
+            const QString id = QString::fromStdString(part.id);
             qint64 seq = 0;
             {
                 std::lock_guard lock(streams_mutex_);
@@ -884,15 +896,18 @@ void WorkerBackend::watch_all() {
                     continue; // not a job we asked about
                 seq = it->second;
             }
-            const JobNews job_news = read_news(job, seq);
-            deliver(id, *job_news.events, job_news.finished);
-            news = news || !job_news.events->empty();
+            const qint64 next = std::max<qint64>(seq, part.next.value_or(seq));
+            const bool finished = part.count == 0 && is_finished(part.state);
+            // The array goes on as it came; the catalog's writer reads it.
+            if (part.count > 0 || finished)
+                emit eventsArrived(id, QByteArray::fromStdString(part.events), finished);
+            news = news || part.count > 0;
             std::lock_guard lock(streams_mutex_);
-            if (job_news.finished) {
+            if (finished) {
                 watched_.erase(id); // watch() again after a resume
-                ended_[id] = job_news.next;
+                ended_[id] = next;
             } else if (const auto it = watched_.find(id); it != watched_.end())
-                it->second = std::max(it->second, job_news.next);
+                it->second = std::max(it->second, next);
         }
         // A worker long-polls (wait_ms); one that answers "nothing yet" at once must not be asked in a tight loop.
         if (!news && std::chrono::steady_clock::now() - started < std::chrono::milliseconds(200))

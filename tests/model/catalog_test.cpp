@@ -8,7 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -16,8 +19,10 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 using namespace traindeck;
@@ -574,6 +579,305 @@ TEST(Catalog, BucketsAreExactMinMaxLastAtAnyZoom) {
             ++i;
         }
     }
+}
+
+namespace {
+
+// Every row of the tables a job's events write, as text (REALs by their bits), less what differs between two catalogs
+// by design: a job's creation time and a series' random rewrite counter.
+std::string catalog_contents(Catalog& catalog) {
+    std::string out;
+    for (const char* table : {"jobs", "series", "metric_chunks", "metric_chunk_data", "metric_summaries", "job_logs",
+                              "checkpoints", "alerts", "job_config", "captures", "evaluations"}) {
+        sqlite3_stmt* select = nullptr;
+        const std::string sql = std::string("SELECT * FROM ") + table;
+        if (sqlite3_prepare_v2(catalog.db().handle(), sql.c_str(), -1, &select, nullptr) != SQLITE_OK)
+            return "cannot read " + std::string(table) + ": " + catalog.db().error();
+        out += std::string(table) + ":\n";
+        while (sqlite3_step(select) == SQLITE_ROW) {
+            for (int column = 0; column < sqlite3_column_count(select); ++column) {
+                const std::string name = sqlite3_column_name(select, column);
+                if ((std::string(table) == "jobs" && name == "created") ||
+                    (std::string(table) == "series" && name == "rewrites"))
+                    continue;
+                out += name + "=";
+                switch (sqlite3_column_type(select, column)) {
+                case SQLITE_INTEGER:
+                    out += std::to_string(sqlite3_column_int64(select, column));
+                    break;
+                case SQLITE_FLOAT:
+                    out += "bits " + std::to_string(std::bit_cast<uint64_t>(sqlite3_column_double(select, column)));
+                    break;
+                case SQLITE_NULL:
+                    out += "null";
+                    break;
+                default:
+                    out += std::string(static_cast<const char*>(sqlite3_column_blob(select, column)),
+                                       static_cast<size_t>(sqlite3_column_bytes(select, column)));
+                }
+                out += ' ';
+            }
+            out += '\n';
+        }
+        sqlite3_finalize(select);
+    }
+    return out;
+}
+
+// The first line where two catalogs' contents differ, with both versions of it; "" when they are the same.
+std::string first_difference(const std::string& one, const std::string& other) {
+    std::istringstream one_lines(one), other_lines(other);
+    std::string a, b;
+    for (int line = 1;; ++line) {
+        const bool more = static_cast<bool>(std::getline(one_lines, a)),
+                   other_more = static_cast<bool>(std::getline(other_lines, b));
+        if (!more && !other_more)
+            return "";
+        if (more != other_more || a != b)
+            return "line " + std::to_string(line) + ":\n  " + (more ? a : "(none)") + "\n  " +
+                   (other_more ? b : "(none)");
+    }
+}
+
+// A number as a worker may write one: small and huge integers, any double's bits, the edges of ±2^53 and of zero.
+std::string random_number(std::mt19937_64& random) {
+    char text[64];
+    switch (random() % 9) {
+    case 0:
+        return std::to_string(static_cast<int64_t>(random() % 2001) - 1000);
+    case 1:
+        return std::to_string(static_cast<int64_t>(random()));
+    case 2:
+        return std::to_string(random());
+    case 3: {
+        double value = 0;
+        do
+            value = std::bit_cast<double>(random());
+        while (!std::isfinite(value));
+        std::snprintf(text, sizeof(text), "%.17g", value);
+        return text;
+    }
+    case 4: {
+        const char* const edges[] = {"-0",
+                                     "-0.0",
+                                     "0.0",
+                                     "4.9e-324",
+                                     "9007199254740993",
+                                     "-9007199254740992",
+                                     "1E2",
+                                     "2.5e+3",
+                                     "1.7976931348623157e308"};
+        return edges[random() % std::size(edges)];
+    }
+    default:
+        std::snprintf(text, sizeof(text), "%.17g", std::uniform_real_distribution<double>(-2, 2)(random));
+        return text;
+    }
+}
+
+std::string random_value(std::mt19937_64& random) {
+    const char* const others[] = {"null", "true", "\"text\"", "[1,2]", "{\"k\":1}", "\"0.5\""};
+    return random() % 6 ? random_number(random) : others[random() % std::size(others)];
+}
+
+// An object's text from its fields (keys as JSON string contents, values as JSON), in a random order.
+std::string object_text(std::vector<std::pair<std::string, std::string>> fields, std::mt19937_64& random) {
+    std::shuffle(fields.begin(), fields.end(), random);
+    std::string text = "{";
+    for (size_t i = 0; i < fields.size(); ++i)
+        text += (i ? ",\"" : "\"") + fields[i].first + "\":" + fields[i].second;
+    return text + "}";
+}
+
+// One event as a worker (or a buggy one) writes it; plain: whether it is the metric record Catalog's fast path takes.
+std::string random_event(std::mt19937_64& random, int64_t& next_seq, bool& plain) {
+    int64_t seq = next_seq++;
+    if (random() % 10 == 0)
+        seq -= static_cast<int64_t>(random() % 6); // a re-delivery
+    const std::string step = std::to_string(seq * 10);
+    const std::string time = random_number(random);
+    const unsigned kind = static_cast<unsigned>(random() % 21);
+    plain = false;
+    auto event = [&](std::string type, std::string data, std::vector<std::pair<std::string, std::string>> more = {}) {
+        more.emplace_back("seq", std::to_string(seq));
+        more.emplace_back("type", std::move(type));
+        more.emplace_back("data", std::move(data));
+        if (random() % 8)
+            more.emplace_back("time", time);
+        return object_text(more, random);
+    };
+    if (kind < 11) { // a metric record, plain or with one thing out of the ordinary
+        const char* const names[] = {"loss", "accuracy", "lr", "val/loss",      "gr\\u00e9", "progress",
+                                     "time", "epoch",    "v",  "samples_per_s", "a\\\"b"};
+        std::vector<std::pair<std::string, std::string>> data{{"type", "\"metric\""}, {"step", step}};
+        std::vector<size_t> order(std::size(names));
+        std::iota(order.begin(), order.end(), 0);
+        std::shuffle(order.begin(), order.end(), random);
+        for (size_t i = 0; i < 1 + random() % 5; ++i)
+            data.emplace_back(names[order[i]], random_value(random));
+        std::vector<std::pair<std::string, std::string>> more;
+        if (random() % 3 == 0)
+            more.emplace_back("worker", "\"w1\""); // a key the catalog does not read
+        plain = true;
+        switch (kind) {
+        case 0:
+            data.emplace_back(data.back().first, random_value(random)); // a key twice
+            plain = false;
+            break;
+        case 1: {
+            const char* const seqs[] = {"\"7\"", "1e300", "1e16", "null"};
+            more.emplace_back("seq", seqs[random() % std::size(seqs)]); // a seq twice, or not a number
+            plain = false;
+            break;
+        }
+        case 2: {
+            const char* const steps[] = {"\"3\"", "1e300", "-9007199254740994", "null", "[]"};
+            data[1].second = steps[random() % std::size(steps)];
+            plain = false;
+            break;
+        }
+        case 3:
+            more.emplace_back("time", "\"noon\"");
+            plain = false;
+            break;
+        case 4:
+            data[1].second = step + ".0"; // a step written as a double: still plain
+            break;
+        default:
+            break;
+        }
+        std::string text = event("\"record\"", object_text(data, random), more);
+        return text;
+    }
+    switch (kind) {
+    case 11:
+        return event("\"log\"",
+                     object_text({{"stream", "\"stdout\""}, {"line", "\"step " + step + " \\u00e9\""}}, random));
+    case 12: {
+        const char* const states[] = {"\"running\"", "\"failed\"", "\"succeeded\"", "\"held\"", "7"};
+        return event("\"state\"",
+                     object_text({{"state", states[random() % std::size(states)]}, {"reason", "\"r\""}}, random));
+    }
+    case 13:
+        return event(
+            "\"telemetry\"",
+            object_text({{"cpu_percent", random_number(random)},
+                         {"spend", random_number(random)},
+                         {"gpus", "[{\"index\":0,\"utilization\":" + random_number(random) +
+                                      ",\"memory_used_mb\":10,\"memory_total_mb\":" + random_number(random) + "}]"}},
+                        random));
+    case 14:
+        return event(
+            "\"record\"",
+            object_text({{"type", "\"checkpoint\""}, {"step", step}, {"path", "\"/c/" + step + "\""}}, random));
+    case 15:
+        return event("\"record\"", object_text({{"type", "\"eval\""},
+                                                {"step", step},
+                                                {"split", random() % 2 ? "\"val\"" : "\"test\""},
+                                                {"loss", random_value(random)},
+                                                {"accuracy", random_value(random)},
+                                                {"confusion", random() % 2 ? "[[3,1],[0,4]]" : "[[1,2]]"}},
+                                               random));
+    case 16:
+        return event("\"record\"", object_text({{"type", "\"config\""},
+                                                {"config", "{\"lr\":" + random_number(random) + ",\"layers\":[1,2]}"},
+                                                {"goals", "{\"accuracy\":\"max\"}"}},
+                                               random));
+    case 17:
+        return event("\"warning\"",
+                     object_text({{"alert", "\"idle_gpu\""}, {"message", "\"idle " + step + "\""}}, random));
+    case 18:
+        return event("\"record\"",
+                     object_text({{"type", "\"event\""}, {"event", "\"nan_loss\""}, {"step", step}}, random));
+    case 19:
+        return event(
+            "\"capture\"",
+            object_text({{"part", "\"code\""}, {"files", "[\"train.py\"]"}, {"commit", "\"c" + step + "\""}}, random));
+    default: {
+        const char* const odd[] = {"42",   "\"x\"",        "[]",
+                                   "null", R"({"seq":1})", R"({"seq":"x","type":"record","data":[1]})"};
+        --next_seq;
+        return odd[random() % std::size(odd)];
+    }
+    }
+}
+
+} // namespace
+
+// Catalog::ingest_text's fast path (plain metric records read straight from simdjson's DOM, every other event
+// converted to nlohmann::json) against ingest() of what nlohmann parses from the same text: 300 batches of random
+// events, every kind the catalog reads, plain and odd, some batches with a number simdjson refuses (2^64: the whole
+// batch goes nlohmann's way). The two catalogs must hold the same rows, every point's bits included.
+TEST(Catalog, TheFastPathIngestsWhatTheGeneralOneDoes) {
+    TempCatalog fast_temp, general_temp;
+    Catalog fast, general;
+    ASSERT_EQ(fast.open(fast_temp.path()), "");
+    ASSERT_EQ(general.open(general_temp.path()), "");
+    const int64_t job = fast.add_job("job", "local", "1", json::object());
+    ASSERT_EQ(general.add_job("job", "local", "1", json::object()), job);
+    CatalogWriter fast_writer(fast), general_writer(general);
+    std::mt19937_64 random(23);
+    int64_t next_seq = 1;
+    int expected_plain = 0, plain = 0, refused = 0;
+    std::vector<std::string> fast_alerts, general_alerts;
+    for (int batch = 0; batch < 300; ++batch) {
+        std::string text = "[";
+        int batch_plain = 0;
+        for (int i = 0, n = static_cast<int>(random() % 40); i < n; ++i) {
+            bool event_plain = false;
+            text += (i ? "," : "") + random_event(random, next_seq, event_plain);
+            batch_plain += event_plain ? 1 : 0;
+        }
+        if (batch % 25 == 7) {
+            text += text.size() > 1 ? "," : "";
+            text += R"({"seq":)" + std::to_string(next_seq++) +
+                    R"(,"type":"record","data":{"type":"metric","step":1,"loss":18446744073709551616}})";
+            ++refused;
+        } else
+            expected_plain += batch_plain;
+        text += "]";
+        fast_writer.post([&, text](Catalog& catalog) {
+            const Catalog::Ingested ingested = catalog.ingest_text(job, text);
+            EXPECT_EQ(ingested.error, "") << text;
+            plain += ingested.plain;
+            for (const auto& alert : catalog.take_alerts())
+                fast_alerts.push_back(alert.kind + ": " + alert.message);
+        });
+        general_writer.post([&, text](Catalog& catalog) {
+            const json parsed = json::parse(text);
+            catalog.ingest(job, parsed.get_ref<const json::array_t&>());
+            for (const auto& alert : catalog.take_alerts())
+                general_alerts.push_back(alert.kind + ": " + alert.message);
+        });
+    }
+    ASSERT_EQ(fast_writer.flush(), "");
+    ASSERT_EQ(general_writer.flush(), "");
+    EXPECT_EQ(refused, 12);
+    EXPECT_EQ(plain, expected_plain);
+    EXPECT_GT(plain, 1000);
+    const std::string contents = catalog_contents(fast), general_contents = catalog_contents(general);
+    EXPECT_EQ(first_difference(contents, general_contents), "");
+    EXPECT_EQ(fast_alerts, general_alerts);
+    EXPECT_GT(fast_alerts.size(), 10u);
+    EXPECT_EQ(fast.last_seq(job), general.last_seq(job));
+    // Not empty alike: the curves, logs, checkpoints and evaluations are there.
+    EXPECT_GT(SeriesStore::points(fast.db(), fast.series(job, "loss", false), INT64_MIN, INT64_MAX).size(), 300u);
+    EXPECT_GT(SeriesStore::points(fast.db(), fast.series(job, "gré", false), INT64_MIN, INT64_MAX).size(), 100u);
+    for (const char* table : {"job_logs", "checkpoints", "evaluations", "metric_summaries", "captures"}) {
+        Statement rows = fast.db().prepare(std::string("SELECT count(*) FROM ") + table);
+        ASSERT_TRUE(rows.step());
+        EXPECT_GT(rows.integer(0), 5) << table;
+    }
+    // And text that is no JSON array ingests nothing and says so.
+    fast_writer.post([&](Catalog& catalog) {
+        for (const char* bad : {"{\"seq\":1}", "[{\"seq\":1", "", "[1e999"}) {
+            const Catalog::Ingested ingested = catalog.ingest_text(job, bad);
+            EXPECT_NE(ingested.error, "") << bad;
+            EXPECT_EQ(ingested.last_seq, 0) << bad;
+        }
+    });
+    ASSERT_EQ(fast_writer.flush(), "");
+    EXPECT_EQ(first_difference(catalog_contents(fast), contents), "");
 }
 
 TEST(Catalog, TelemetryLogsAndJobSummaryAreIngested) {
