@@ -9,9 +9,34 @@
 #include "importedrun.h"
 
 #include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
 
 namespace traindeck {
 
 Expected<importers::ImportedRun> run_from_catalog(Catalog& catalog, int64_t job);
+
+// Export back, as traindeck-cli export and the console's Export runs… write it: one run's curves as a CSV or JSONL
+// file, or as a TensorBoard run folder (one event file).
+enum class RunExportFormat { csv, jsonl, tensorboard };
+
+struct RunExportResult {
+    int64_t job = 0;
+    std::string path; // the file written (for TensorBoard, the event file in the run's folder)
+    int64_t points = 0;
+    std::map<std::string, std::string> renamed; // JSONL: tags written under another name (jsonl_renamed_tags)
+};
+
+// `path` is the file for CSV and JSONL, the run's folder for TensorBoard. A folder that holds event files already is
+// refused with nothing written: TensorBoard reads a folder's event files as one run, so every point would show twice.
+Expected<RunExportResult> export_run(Catalog& catalog, int64_t job, RunExportFormat format, const std::string& path);
+
+// Where each of a selection of runs goes under `folder`: its name with only letters, digits, "-", "_" and "." (any
+// other byte below 0x80 "_"; UTF-8 letters kept), "run-ID" before it when it is empty or would be a hidden name, and
+// "-ID" after it when another run of the selection comes to the same name; ".csv" or ".jsonl" after that, nothing for
+// a TensorBoard run folder. A name never leaves `folder`. jobs: (id, name) in the selection's order.
+std::vector<std::string> export_paths(const std::string& folder,
+                                      const std::vector<std::pair<int64_t, std::string>>& jobs, RunExportFormat format);
 
 } // namespace traindeck

@@ -68,6 +68,8 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <optional>
+#include <tuple>
 
 namespace traindeck {
 
@@ -1097,6 +1099,9 @@ void MainWindow::showTableMenu(const QPoint& at) {
     menu.addActions({action("clone"), action("cancel"), action("resume"), action("rerun"), action("export_model")});
     menu.addSeparator();
     menu.addActions({action("compare_selected"), action("export_series")});
+    QMenu* export_runs = menu.addMenu(tr("Export runs as"));
+    export_runs->addActions(
+        {action("export_runs_csv"), action("export_runs_jsonl"), action("export_runs_tensorboard")});
     menu.exec(table_->viewport()->mapToGlobal(at));
 }
 
@@ -1279,6 +1284,55 @@ void MainWindow::exportCurrentSeriesCsv() {
         },
         [this, path](const QString& error) {
             addAlert(error.isEmpty() ? tr("Series written to %1").arg(path) : error);
+        });
+}
+
+void MainWindow::exportRuns(const QList<qint64>& ids, RunExportFormat format, const QString& folder) {
+    if (ids.isEmpty())
+        return;
+    // Every point of every run: read and written off the GUI thread, through a connection of its own.
+    const std::string catalog_path = reader_.path();
+    run_in_background(
+        this,
+        [catalog_path, ids, format, folder] {
+            Catalog catalog;
+            if (const std::string error = catalog.open(catalog_path, true); !error.empty())
+                return tr("Nothing was exported: %1").arg(QString::fromStdString(error));
+            if (!QDir().mkpath(folder))
+                return tr("Nothing was exported: cannot create the folder %1; check its parent's permissions")
+                    .arg(folder);
+            std::vector<std::pair<int64_t, std::string>> selection;
+            for (const qint64 id : ids) {
+                const std::optional<RunRecord> run = catalog.run(id);
+                selection.emplace_back(id, run ? run->name : std::string());
+            }
+            const std::vector<std::string> paths = export_paths(folder.toStdString(), selection, format);
+            QStringList problems;
+            int64_t points = 0;
+            int written = 0;
+            for (size_t i = 0; i < selection.size(); ++i) {
+                auto result = export_run(catalog, selection[i].first, format, paths[i]);
+                if (!result) {
+                    problems << tr("run %1: %2").arg(selection[i].first).arg(QString::fromStdString(result.error()));
+                    continue;
+                }
+                ++written;
+                points += result->points;
+                for (const auto& [tag, renamed] : result->renamed)
+                    problems << tr("run %1: the tag “%2” is written as “%3” (“%2” is a JSONL line's own key)")
+                                    .arg(selection[i].first)
+                                    .arg(QString::fromStdString(tag), QString::fromStdString(renamed));
+            }
+            QString summary =
+                (written == 1 ? tr("1 run exported to %1") : tr("%1 runs exported to %2").arg(written)).arg(folder) +
+                tr(" (%1 points)").arg(QLocale().toString(static_cast<qlonglong>(points)));
+            if (!problems.isEmpty())
+                summary += "; " + problems.join("; ");
+            return summary;
+        },
+        [this](const QString& summary) {
+            addAlert(summary);
+            emit runsExported(summary);
         });
 }
 
@@ -1692,6 +1746,25 @@ void MainWindow::createActions() {
                                  tr("Export table…"), tr("Write the runs table as shown (filtered, sorted) to CSV"),
                                  QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
     connect(export_table, &QAction::triggered, this, &MainWindow::exportTableCsv);
+    // Export back (issue 17): the selected runs, as files other tools read.
+    for (const auto& [name, format, label, tip] :
+         {std::tuple{"export_runs_csv", RunExportFormat::csv, tr("Export runs as CSV…"),
+                     tr("Write every curve of the selected runs as CSV, a file a run, into a folder")},
+          std::tuple{"export_runs_jsonl", RunExportFormat::jsonl, tr("Export runs as JSONL…"),
+                     tr("Write every curve of the selected runs as JSONL, a file a run, into a folder")},
+          std::tuple{
+              "export_runs_tensorboard", RunExportFormat::tensorboard, tr("Export runs as TensorBoard logdir…"),
+              tr("Write the selected runs' curves as TensorBoard event files, a folder a run, into a logdir")}}) {
+        QAction* export_runs =
+            on_runs(make(name, action_icon("document-export", QStyle::SP_DialogSaveButton), label, tip));
+        connect(export_runs, &QAction::triggered, this, [this, chosen = format] {
+            const QList<qint64> ids = selectedIds();
+            const QString folder = QFileDialog::getExistingDirectory(
+                this, ids.size() == 1 ? tr("Export the run into") : tr("Export %1 runs into").arg(ids.size()));
+            if (!folder.isEmpty())
+                exportRuns(ids, chosen, folder);
+        });
+    }
     QAction* export_series =
         on_runs(make("export_series", action_icon("document-save-as", QStyle::SP_DialogSaveButton),
                      tr("Export series as CSV…"), tr("Write every point of every curve of the current run to CSV")));
@@ -1869,7 +1942,8 @@ void MainWindow::createActions() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addActions({new_job, new_sweep, import_runs});
     file->addSeparator();
-    file->addActions({export_model, export_table, export_series});
+    file->addActions({export_model, export_table, export_series, action("export_runs_csv"), action("export_runs_jsonl"),
+                      action("export_runs_tensorboard")});
     file->addAction(open_model);
     file->addSeparator();
     file->addAction(quit);

@@ -12,6 +12,7 @@
 #include "jobmigrator.h"
 #include "jobsync.h"
 #include "jobtablemodel.h"
+#include "runexport.h"
 #include "settingsdialog.h"
 
 #include <QHash>
@@ -131,6 +132,10 @@ public:
     QList<QAction*> menuActions() const;
     // Import runs…: the dialog; given paths (a drop on the window), it imports them at once.
     class ImportDialog* importPaths(const QStringList& paths);
+    // Export runs as…: the runs `ids` (the selection) written under `folder` off the GUI thread, each a CSV or JSONL
+    // file or a TensorBoard run folder named after it (export_paths), as traindeck-cli export writes a selection;
+    // the alerts panel says what was written (and runsExported says it too, with it).
+    void exportRuns(const QList<qint64>& ids, RunExportFormat format, const QString& folder);
     // A dropped path: a folder of class folders of images (directly, or as train/ and test/) is registered as a
     // dataset version and New job opens on it (non-modal) with defaults from the images; anything else imports.
     // Looked at off the GUI thread; `opened` (tests) gets the dialog, or null when the path went to the importer.
@@ -147,6 +152,8 @@ signals:
     void removeBackendRequested(const QString& name);
     void addSshHostRequested();
     void addCloudProviderRequested();
+    // exportRuns() is done: what the alerts panel says of it.
+    void runsExported(const QString& summary);
 
 public slots:
     void refresh();

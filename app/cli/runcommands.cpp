@@ -34,15 +34,6 @@ namespace {
 
 json number_or_null(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
 
-QString safe_folder_name(const RunRecord& run) {
-    QString name;
-    for (const QChar c : QString::fromStdString(run.name))
-        name += c.isLetterOrNumber() || c == '-' || c == '_' || c == '.' ? c : QChar('_');
-    if (name.isEmpty() || name.startsWith('.'))
-        name = QString("run-%1").arg(run.id) + name;
-    return name;
-}
-
 std::string number_cell(double value) { return std::isfinite(value) ? number_text(value) : std::string("-"); }
 
 json run_json(const RunRecord& run, bool details) {
@@ -436,56 +427,69 @@ int cmd_export(Cli& cli) {
     const bool no_int8 = take_flag(args, "--no-int8");
     if (const QString unknown = unknown_option(args); !unknown.isEmpty())
         return cli.fail(kUsage, unknown);
-    if (args.size() != 1 || (!csv && !jsonl && !tensorboard && !onnx))
-        return cli.fail(kUsage, "usage: traindeck-cli export RUN (--csv FILE | --jsonl FILE | --tensorboard DIR | "
-                                "--onnx DIR [--no-int8])...");
+    if (args.isEmpty() || (!csv && !jsonl && !tensorboard && !onnx))
+        return cli.fail(kUsage,
+                        "usage: traindeck-cli export RUN... (--csv FILE|DIR | --jsonl FILE|DIR | --tensorboard DIR | "
+                        "--onnx DIR [--no-int8])...");
+    if (onnx && args.size() > 1)
+        return cli.fail(kUsage, "--onnx exports one run's model: name one run");
     int exit = kOk;
-    const std::optional<RunRecord> run = cli.findRun(args[0], &exit);
-    if (!run)
-        return exit;
+    std::vector<RunRecord> runs;
+    for (const QString& name : args) {
+        std::optional<RunRecord> run = cli.findRun(name, &exit);
+        if (!run)
+            return exit;
+        runs.push_back(std::move(*run));
+    }
+    const RunRecord* const run = &runs.front();
     json written = json::array();
     QString text;
-    // One folder a run, named after it with only safe characters: a name never escapes the folder given.
-    const std::string tensorboard_folder =
-        tensorboard ? QDir(*tensorboard).filePath(safe_folder_name(*run)).toStdString() : std::string();
-    if (tensorboard) {
-        // A folder's event files are one run to TensorBoard (and to our importer): an export beside an earlier one
-        // would show every point twice. Refused before anything is written.
-        const QStringList earlier =
-            QDir(QString::fromStdString(tensorboard_folder)).entryList({"*tfevents*"}, QDir::Files | QDir::Hidden);
-        if (!earlier.isEmpty())
-            return cli.fail(kFailed, QString("%1 already holds %2 (an earlier export?): TensorBoard reads a folder's "
-                                             "event files as one run, so every point would show twice; remove it or "
-                                             "export to another folder; nothing was written")
-                                         .arg(QString::fromStdString(tensorboard_folder), earlier.join(", ")));
+    // One run: --csv and --jsonl name its file. A selection: they name a folder, as --tensorboard does, with a file (a
+    // run folder) a run named after it (export_paths: no name leaves the folder).
+    std::vector<std::pair<int64_t, std::string>> selection;
+    selection.reserve(runs.size());
+    for (const RunRecord& each : runs)
+        selection.emplace_back(each.id, each.name);
+    std::vector<std::pair<RunExportFormat, std::vector<std::string>>> plans;
+    for (const auto& [path, format] : {std::pair{csv, RunExportFormat::csv}, std::pair{jsonl, RunExportFormat::jsonl},
+                                       std::pair{tensorboard, RunExportFormat::tensorboard}}) {
+        if (!path)
+            continue;
+        std::vector<std::string> targets = export_paths(path->toStdString(), selection, format);
+        if (runs.size() == 1 && format != RunExportFormat::tensorboard)
+            targets = {path->toStdString()};
+        else if (!QDir().mkpath(*path))
+            return cli.fail(kFailed, QString("cannot create the folder %1; check its parent's permissions").arg(*path));
+        // A run folder with event files from an earlier export is refused before anything is written (export_run).
+        if (format == RunExportFormat::tensorboard)
+            for (const std::string& target : targets)
+                if (const QStringList earlier =
+                        QDir(QString::fromStdString(target)).entryList({"*tfevents*"}, QDir::Files | QDir::Hidden);
+                    !earlier.isEmpty())
+                    return cli.fail(kFailed,
+                                    QString("%1 already holds %2 (an earlier export?): TensorBoard reads a "
+                                            "folder's event files as one run, so every point would show twice; "
+                                            "remove it or export to another folder; nothing was written")
+                                        .arg(QString::fromStdString(target), earlier.join(", ")));
+        plans.emplace_back(format, std::move(targets));
     }
-    if (csv || jsonl || tensorboard) {
-        auto exported = run_from_catalog(cli.catalog(), run->id);
-        if (!exported)
-            return cli.fail(kFailed, QString::fromStdString(exported.error()));
-        const int64_t points = exported->scalar_points();
-        for (const auto& [path, is_csv] : {std::pair{csv, true}, std::pair{jsonl, false}}) {
-            if (!path)
-                continue;
-            const std::string target = path->toStdString();
-            if (const Status status = importers::write_metric_file(target, *exported, is_csv); !status)
-                return cli.fail(kFailed, QString::fromStdString(status.error()));
-            json entry = {{"format", is_csv ? "csv" : "jsonl"}, {"path", target}, {"points", points}};
-            text += QString("%1 points written to %2\n").arg(points).arg(QString::fromStdString(target));
-            if (!is_csv)
-                for (const auto& [tag, name] : importers::jsonl_renamed_tags(*exported)) {
-                    entry["renamed"][tag] = name;
-                    text += QString("  the tag \"%1\" is written as \"%2\": \"%1\" is a JSONL line's own key\n")
-                                .arg(QString::fromStdString(tag), QString::fromStdString(name));
-                }
+    for (const auto& [format, targets] : plans) {
+        for (size_t i = 0; i < runs.size(); ++i) {
+            auto result = export_run(cli.catalog(), runs[i].id, format, targets[i]);
+            if (!result)
+                return cli.fail(kFailed, QString::fromStdString(result.error()));
+            const char* format_name = format == RunExportFormat::csv     ? "csv"
+                                      : format == RunExportFormat::jsonl ? "jsonl"
+                                                                         : "tensorboard";
+            json entry = {
+                {"run", runs[i].id}, {"format", format_name}, {"path", result->path}, {"points", result->points}};
+            text += QString("%1 points written to %2\n").arg(result->points).arg(QString::fromStdString(result->path));
+            for (const auto& [tag, renamed] : result->renamed) {
+                entry["renamed"][tag] = renamed;
+                text += QString("  the tag \"%1\" is written as \"%2\": \"%1\" is a JSONL line's own key\n")
+                            .arg(QString::fromStdString(tag), QString::fromStdString(renamed));
+            }
             written.push_back(std::move(entry));
-        }
-        if (tensorboard) {
-            auto file = importers::write_tensorboard_scalars(tensorboard_folder, *exported);
-            if (!file)
-                return cli.fail(kFailed, QString::fromStdString(file.error()));
-            written.push_back({{"format", "tensorboard"}, {"path", *file}, {"points", points}});
-            text += QString("%1 points written to %2\n").arg(points).arg(QString::fromStdString(*file));
         }
     }
     if (onnx) {

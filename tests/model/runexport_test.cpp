@@ -218,3 +218,18 @@ TEST(ReadRuns, RunByRunGivesWhatReadRunsGivesAndStopsWhenAsked) {
     auto wrong = read_runs_each(kFixtures + "/tfevents", {.format = "neptune"}, [](ImportedRun&&) { return true; });
     EXPECT_FALSE(wrong);
 }
+
+// A selection's files: named after each run, never outside the folder, never two alike.
+TEST(RunExport, ASelectionsNamesStayInTheFolderAndNeverClash) {
+    const std::vector<std::pair<int64_t, std::string>> runs = {
+        {1, "mlp lr=0.1"}, {2, "../../etc/passwd"}, {3, ""},      {4, ".hidden"}, {5, "gré/x"}, {6, "twin"},
+        {7, "twin"},       {8, "twin-6"},           {9, "a\\b:c"}};
+    const std::vector<std::string> csv = export_paths("/out", runs, RunExportFormat::csv);
+    EXPECT_EQ(csv, (std::vector<std::string>{"/out/mlp_lr_0.1.csv", "/out/run-2.._.._etc_passwd.csv", "/out/run-3.csv",
+                                             "/out/run-4.hidden.csv", "/out/gré_x.csv", "/out/twin-6.csv",
+                                             "/out/twin-7.csv", "/out/twin-6-8.csv", "/out/a_b_c.csv"}));
+    for (const std::string& path : csv)
+        EXPECT_EQ(std::filesystem::path(path).parent_path(), "/out") << path;
+    EXPECT_EQ(export_paths("/out", {{1, "a"}}, RunExportFormat::tensorboard), std::vector<std::string>{"/out/a"});
+    EXPECT_EQ(export_paths("/out", {{1, "a"}}, RunExportFormat::jsonl), std::vector<std::string>{"/out/a.jsonl"});
+}

@@ -3235,6 +3235,40 @@ void ConsoleTest::commandLineSharesTheCatalogWithAnOpenConsole() {
     QCOMPARE(held, qint64(1029));
     QCOMPARE(back_runs[0].toObject()["points_added"].toInteger(), held);
 
+    // A selection: both runs, each a file of its own in a folder (JSONL) and a run folder of its own in a logdir,
+    // which imports back as two runs with every point each.
+    Result selection = cli({"--json", "export", QString::number(imported_id), QString::number(held_id), "--jsonl",
+                            temp.filePath("jsonl"), "--tensorboard", temp.filePath("selection")});
+    QCOMPARE(selection.code, 0);
+    QMultiMap<QString, qint64> exported_points;
+    for (const QJsonValue entry : json_of(selection.out).array())
+        if (entry["format"].toString() == "tensorboard")
+            exported_points.insert(QFileInfo(QFileInfo(entry["path"].toString()).path()).fileName(),
+                                   entry["points"].toInteger());
+    const QString imported_name = imported_run["name"].toString();
+    QCOMPARE(exported_points.keys(), (QStringList{"from_the_cli", imported_name}));
+    QCOMPARE(exported_points.value(imported_name), held);
+    QVERIFY(exported_points.value("from_the_cli") >= 5);
+    QVERIFY(QFile::exists(temp.filePath("jsonl/from_the_cli.jsonl")));
+    QVERIFY(QFile::exists(temp.filePath("jsonl/" + imported_name + ".jsonl")));
+    Result selection_back = cli({"--json", "import", temp.filePath("selection")});
+    QCOMPARE(selection_back.code, 0);
+    QMultiMap<QString, qint64> imported_points;
+    for (const QJsonValue entry : json_of(selection_back.out).array()[0].toObject()["runs"].toArray())
+        imported_points.insert(QFileInfo(entry["source"].toString()).fileName(), entry["points_added"].toInteger());
+    QCOMPARE(imported_points, exported_points);
+    // And from the window (Export runs as…): the same files, written off the GUI thread, said in the alerts.
+    QSignalSpy exported(&window, &MainWindow::runsExported);
+    window.exportRuns({imported_id, held_id}, RunExportFormat::csv, temp.filePath("window csv"));
+    QTRY_COMPARE_WITH_TIMEOUT(exported.count(), 1, 30000);
+    const QString summary = exported.at(0).at(0).toString();
+    QVERIFY2(summary.startsWith("2 runs exported to " + temp.filePath("window csv")), qPrintable(summary));
+    QFile window_csv(temp.filePath("window csv/" + imported_name + ".csv"));
+    QVERIFY(window_csv.open(QIODevice::ReadOnly));
+    QVERIFY(window_csv.readLine().startsWith("step,time,epoch,hp_metric,"));
+    QVERIFY(QFile::exists(temp.filePath("window csv/from_the_cli.csv")));
+    QVERIFY(any_contains(window.alerts(), summary));
+
     // Errors: each its exit code and a message on stderr.
     Result missing = cli({"show", "99999"});
     QCOMPARE(missing.code, 4);
