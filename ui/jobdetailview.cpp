@@ -749,25 +749,32 @@ void JobDetailView::draw(const RefreshData& data) {
                 p.setY(std::max(p.y(), 1e-6));
         return points;
     };
-    replace_points(loss_, positive(smooth(loss.last, weight)));
-    loss_view->setSummaries(loss_, summaries_of(own, loss));
-    replace_points(loss_min_, positive(loss.min));
-    replace_points(loss_max_, positive(loss.max));
-    replace_points(val_accuracy_, accuracy.last);
-    loss_view->setSummaries(val_accuracy_, summaries_of(own, accuracy));
-    double overlay_end = 0, overlay_low = 1e300, overlay_high = -1e300;
+    // Each curve's points and what they stand for, all made before any curve gets them (below).
+    std::vector<std::pair<QXYSeries*, QVector<QPointF>>> given{{loss_, positive(smooth(loss.last, weight))},
+                                                               {loss_min_, positive(loss.min)},
+                                                               {loss_max_, positive(loss.max)},
+                                                               {val_accuracy_, accuracy.last}};
+    std::vector<std::pair<QXYSeries*, QVector<PointSummary>>> summaries{{loss_, summaries_of(own, loss)},
+                                                                        {val_accuracy_, summaries_of(own, accuracy)}};
+    double overlay_end = 0, overlay_low = 1e300, overlay_high = -1e300, first = 1e300;
     for (auto& [id, series] : overlays_) {
         const auto read = std::find_if(data.overlays.begin(), data.overlays.end(),
                                        [job = id](const RefreshOverlay& overlay) { return overlay.job == job; });
-        if (read == data.overlays.end())
-            continue; // overlaid since the read began: the next refresh draws it
+        if (read == data.overlays.end()) {
+            // Overlaid since the read began: the next refresh draws it.
+            if (series->count() > 0)
+                first = std::min(first, series->at(0).x());
+            continue;
+        }
         CatalogReader::Curve other = read->loss;
         const RefreshSources& sources = read->sources;
         other.last = on_axis(sources, other.last);
         other.min = on_axis(sources, other.min);
         other.max = on_axis(sources, other.max);
-        replace_points(series, positive(smooth(other.last, weight)));
-        loss_view->setSummaries(series, summaries_of(sources, other));
+        given.emplace_back(series, positive(smooth(other.last, weight)));
+        summaries.emplace_back(series, summaries_of(sources, other));
+        if (!given.back().second.isEmpty())
+            first = std::min(first, given.back().second.front().x());
         for (const QPointF& p : other.last) {
             overlay_end = std::max(overlay_end, p.x());
             overlay_low = std::min(overlay_low, p.y());
@@ -775,10 +782,19 @@ void JobDetailView::draw(const RefreshData& data) {
         }
     }
     coverage_->setText(tr("%1 points in %2 buckets").arg(loss.points).arg(loss.last.size()));
+    // Qt Charts rebuilds a curve's whole geometry when its points change, and again for every curve when an axis's
+    // range does: a live run's chart has both each refresh, and paid for the curves twice. The curves about to get
+    // new points are emptied first, so the axes' change rebuilds nothing of them, then given their points: one
+    // rebuild each (tests/bench/catalog_and_chart, "chart redraw, live").
+    std::erase_if(given, [](const std::pair<QXYSeries*, QVector<QPointF>>& curve) {
+        return curve.first->count() == curve.second.size() && curve.first->points() == curve.second;
+    });
+    for (const auto& curve : given)
+        curve.first->clear();
 
     // Axes fit everything drawn: this job's band and curves and the overlaid jobs' curves.
     const auto axes = loss_chart_->axes();
-    double first = 1e300, end = overlay_end, low = overlay_low, high = overlay_high;
+    double end = overlay_end, low = overlay_low, high = overlay_high;
     for (const QPointF& p : loss.min) {
         first = std::min(first, p.x());
         low = std::min(low, p.y());
@@ -787,9 +803,6 @@ void JobDetailView::draw(const RefreshData& data) {
         end = std::max(end, p.x());
         high = std::max(high, p.y());
     }
-    for (const auto& [id, series] : overlays_)
-        if (series->count() > 0)
-            first = std::min(first, series->at(0).x());
     if (!accuracy.last.isEmpty())
         end = std::max(end, accuracy.last.back().x());
     // A chart the user zoomed keeps the view chosen while its job goes on (double-click shows everything again).
@@ -803,6 +816,10 @@ void JobDetailView::draw(const RefreshData& data) {
         const auto [accuracy_low, accuracy_high] = accuracy_range(accuracy);
         fit(axes[2], accuracy_low, accuracy_high);
     }
+    for (const auto& curve : given)
+        curve.first->replace(curve.second);
+    for (auto& curve : summaries)
+        loss_view->setSummaries(curve.first, std::move(curve.second));
 
     const CatalogReader::Curve& cpu = data.cpu;
     const CatalogReader::Curve& spend = data.spend;
