@@ -1,6 +1,7 @@
 #include "chartview.h"
 
 #include "axisticks.h"
+#include "curvelayer.h"
 
 #include <QDateTime>
 #include <QDateTimeAxis>
@@ -126,13 +127,20 @@ QString ChartView::crosshairText(const QPointF& at) const {
         if (!series->isVisible() || series->name().isEmpty())
             continue;
         const QPointF value = chart()->mapToValue(in_chart, series);
+        // A curve the chart's CurveLayer draws: its points are there, not in the series.
+        const QList<QPointF>* drawn = curves_ ? curves_->points(series) : nullptr;
         if (auto* area = qobject_cast<QAreaSeries*>(series)) {
             // A band: its low and high edges there (the bucket's min and max).
             // A bucket of one point has no spread to tell: its curve's line says its value.
-            if (area->lowerSeries() && area->upperSeries() && area->lowerSeries()->count() > 0 &&
-                area->upperSeries()->count() > 0) {
-                const double low = nearest_to(area->lowerSeries()->points(), value.x()).y();
-                const double high = nearest_to(area->upperSeries()->points(), value.x()).y();
+            const QList<QPointF> upper = drawn                 ? *drawn
+                                         : area->upperSeries() ? area->upperSeries()->points()
+                                                               : QList<QPointF>();
+            const QList<QPointF> lower = drawn                 ? *curves_->lower(series)
+                                         : area->lowerSeries() ? area->lowerSeries()->points()
+                                                               : QList<QPointF>();
+            if (!lower.isEmpty() && !upper.isEmpty()) {
+                const double low = nearest_to(lower, value.x()).y();
+                const double high = nearest_to(upper, value.x()).y();
                 if (low != high)
                     lines << QStringLiteral("%1: %2 – %3")
                                  .arg(series->name(), QString::number(low, 'g', 6), QString::number(high, 'g', 6));
@@ -140,9 +148,11 @@ QString ChartView::crosshairText(const QPointF& at) const {
             continue;
         }
         auto* xy = qobject_cast<QXYSeries*>(series);
-        if (!xy || xy->count() == 0)
+        if (!xy)
             continue;
-        const QList<QPointF> points = xy->points();
+        const QList<QPointF> points = drawn ? *drawn : xy->points();
+        if (points.isEmpty())
+            continue;
         const qsizetype index = nearest_index(points, value.x());
         const QPointF nearest = points[index];
         const QAbstractAxis* x_axis = nullptr;

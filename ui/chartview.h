@@ -101,6 +101,8 @@ public:
     // The tooltip of a crosshair showing, said again for what is drawn now: a live chart's points and axes move
     // under a mouse that rests (the owner calls it after each refresh).
     void updateCrosshair();
+    // The chart's own drawing of its long curves (curvelayer.h), whose points the crosshair reads there.
+    void setCurveLayer(const class CurveLayer* curves) { curves_ = curves; }
     // Without a crosshair (a scatter, whose points say their run when hovered): the rest stays (zoom, legend, keys).
     void setCrosshairEnabled(bool enabled) { crosshair_enabled_ = enabled; }
     // Connects the legend's markers not connected yet (series come and go); done on every press, before the legend
@@ -123,6 +125,7 @@ private:
     class QGraphicsLineItem* crosshair_ = nullptr;
     QPointF mouse_; // where the crosshair is, in the view's coordinates
     bool crosshair_enabled_ = true;
+    const class CurveLayer* curves_ = nullptr;
     void showCrosshair(const QPointF& at, const QPoint& tooltip_at);
     QHash<const QXYSeries*, QVector<PointSummary>> summaries_;
     void toggle(QLegendMarker* marker); // hides or shows its series, the label struck out meanwhile

@@ -6,6 +6,7 @@
 #include "background.h"
 #include "chartexport.h"
 #include "chartview.h"
+#include "curvelayer.h"
 #include "histogramheatmap.h"
 #include "imagestrip.h"
 #include "money.h"
@@ -337,6 +338,8 @@ JobDetailView::JobDetailView(const QString& catalog_path, QWidget* parent)
     loss_chart_->addSeries(loss_);
     loss_chart_->addSeries(val_accuracy_);
     loss_view_ = make_chart_view(loss_chart_);
+    curves_ = new CurveLayer(loss_chart_);
+    static_cast<ChartView*>(loss_view_)->setCurveLayer(curves_);
 
     system_chart_ = new QChart;
     system_chart_->setTitle(tr("CPU, GPU and spend"));
@@ -514,6 +517,7 @@ void JobDetailView::rebuildAxes() {
 
 void JobDetailView::setOverlays(const QList<QPair<qint64, QString>>& jobs) {
     for (auto& [id, series] : overlays_) {
+        curves_->remove(series);
         loss_chart_->removeSeries(series);
         delete series;
     }
@@ -546,7 +550,10 @@ QStringList JobDetailView::systemCurveNames() const {
 
 void JobDetailView::setXAxis(XAxis axis) { x_axis_->setCurrentIndex(x_axis_->findData(static_cast<int>(axis))); }
 
-QVector<QPointF> JobDetailView::lossPoints() const { return loss_->points(); }
+QVector<QPointF> JobDetailView::lossPoints() const {
+    const QList<QPointF>* drawn = curves_->points(loss_);
+    return drawn ? *drawn : QVector<QPointF>();
+}
 
 void JobDetailView::setNote(const QString& markdown) {
     note_->setText(markdown);
@@ -627,6 +634,8 @@ void JobDetailView::showJob(qint64 job, const QString& title) {
         // Nothing of the last run stays under the new one's title while its curves are read.
         for (QLineSeries* series : {loss_, loss_min_, loss_max_, val_accuracy_, cpu_, spend_, budget_})
             series->clear();
+        curves_->setPoints(loss_, {});
+        curves_->setBand(loss_band_, {}, {});
         coverage_->clear();
     }
     job_ = job;
@@ -749,11 +758,11 @@ void JobDetailView::draw(const RefreshData& data) {
                 p.setY(std::max(p.y(), 1e-6));
         return points;
     };
-    // Each curve's points and what they stand for, all made before any curve gets them (below).
-    std::vector<std::pair<QXYSeries*, QVector<QPointF>>> given{{loss_, positive(smooth(loss.last, weight))},
-                                                               {loss_min_, positive(loss.min)},
-                                                               {loss_max_, positive(loss.max)},
-                                                               {val_accuracy_, accuracy.last}};
+    // The long curves (the loss, its band, the overlaid runs' losses) are drawn by the chart's CurveLayer, which
+    // builds nothing ahead of the paint (curvelayer.h); the validation accuracy, a point an evaluation, by Qt Charts.
+    curves_->setPoints(loss_, positive(smooth(loss.last, weight)));
+    curves_->setBand(loss_band_, positive(loss.max), positive(loss.min));
+    std::vector<std::pair<QXYSeries*, QVector<QPointF>>> given{{val_accuracy_, accuracy.last}};
     std::vector<std::pair<QXYSeries*, QVector<PointSummary>>> summaries{{loss_, summaries_of(own, loss)},
                                                                         {val_accuracy_, summaries_of(own, accuracy)}};
     double overlay_end = 0, overlay_low = 1e300, overlay_high = -1e300, first = 1e300;
@@ -762,8 +771,8 @@ void JobDetailView::draw(const RefreshData& data) {
                                        [job = id](const RefreshOverlay& overlay) { return overlay.job == job; });
         if (read == data.overlays.end()) {
             // Overlaid since the read began: the next refresh draws it.
-            if (series->count() > 0)
-                first = std::min(first, series->at(0).x());
+            if (const QList<QPointF>* drawn = curves_->points(series); drawn && !drawn->isEmpty())
+                first = std::min(first, drawn->front().x());
             continue;
         }
         CatalogReader::Curve other = read->loss;
@@ -771,10 +780,11 @@ void JobDetailView::draw(const RefreshData& data) {
         other.last = on_axis(sources, other.last);
         other.min = on_axis(sources, other.min);
         other.max = on_axis(sources, other.max);
-        given.emplace_back(series, positive(smooth(other.last, weight)));
+        const QList<QPointF> drawn = positive(smooth(other.last, weight));
+        if (!drawn.isEmpty())
+            first = std::min(first, drawn.front().x());
+        curves_->setPoints(series, drawn);
         summaries.emplace_back(series, summaries_of(sources, other));
-        if (!given.back().second.isEmpty())
-            first = std::min(first, given.back().second.front().x());
         for (const QPointF& p : other.last) {
             overlay_end = std::max(overlay_end, p.x());
             overlay_low = std::min(overlay_low, p.y());
@@ -783,9 +793,8 @@ void JobDetailView::draw(const RefreshData& data) {
     }
     coverage_->setText(tr("%1 points in %2 buckets").arg(loss.points).arg(loss.last.size()));
     // Qt Charts rebuilds a curve's whole geometry when its points change, and again for every curve when an axis's
-    // range does: a live run's chart has both each refresh, and paid for the curves twice. The curves about to get
-    // new points are emptied first, so the axes' change rebuilds nothing of them, then given their points: one
-    // rebuild each (tests/bench/catalog_and_chart, "chart redraw, live").
+    // range does: a live run's chart has both each refresh. The curves it draws that are about to get new points are
+    // emptied first, so the axes' change rebuilds nothing of them, then given their points: one rebuild each.
     std::erase_if(given, [](const std::pair<QXYSeries*, QVector<QPointF>>& curve) {
         return curve.first->count() == curve.second.size() && curve.first->points() == curve.second;
     });

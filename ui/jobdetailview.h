@@ -100,6 +100,7 @@ private:
     QChartView* loss_view_;
     QChartView* system_view_;
     QChart* loss_chart_;
+    class CurveLayer* curves_ = nullptr; // draws the loss, its band and the overlays (curvelayer.h)
     QChart* system_chart_;
     QLineSeries* loss_;
     QLineSeries* loss_min_;

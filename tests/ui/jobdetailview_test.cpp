@@ -286,6 +286,50 @@ TEST_F(JobDetailExport, AZoomHoldsWhileTheJobGoesOnWithTheVisibleRangesOwnTicks)
     EXPECT_EQ(time->categoriesLabels().last(), "0:45");
 }
 
+// The loss is painted by the chart's CurveLayer (its series holds the legend entry, pen and axes, no points): pixels of
+// its colour where its points map to, none once the series is hidden (as a click on its legend entry hides it), and
+// back when it is shown again.
+TEST_F(JobDetailExport, TheLossIsPaintedWhereItsPointsAreAndHidesWithItsSeries) {
+    JobDetailView view(path("catalog.db"));
+    view.resize(800, 800);
+    view.show();
+    ASSERT_TRUE(drawn(view, [&] { view.showJob(job_, "cnn seed 3"); }));
+    ChartView* loss_view = nullptr;
+    for (ChartView* each : view.findChildren<ChartView*>())
+        if (each->chart() == view.chart(JobDetailView::Chart::loss))
+            loss_view = each;
+    ASSERT_TRUE(loss_view);
+    QChart* chart = loss_view->chart();
+    QLineSeries* loss = line_named(chart, "train loss");
+    ASSERT_TRUE(loss);
+    EXPECT_EQ(loss->count(), 0);
+    const QVector<QPointF> points = view.lossPoints();
+    ASSERT_GT(points.size(), 100);
+    ASSERT_EQ(loss->color(), QColor(31, 119, 180));
+    // Of every tenth point, those with a pixel of the curve's blue within two pixels of where it maps to (an
+    // antialiased line of a pixel blends it with the white; the band's pale blue and the grid's grey are not it).
+    const auto on_curve = [&](const QImage& image) {
+        int found = 0;
+        for (qsizetype i = 0; i < points.size(); i += 10) {
+            const QPoint at = loss_view->mapFromScene(chart->mapToScene(chart->mapToPosition(points[i], loss)));
+            bool near = false;
+            for (int dx = -2; dx <= 2 && !near; ++dx)
+                for (int dy = -2; dy <= 2 && !near; ++dy) {
+                    const QColor pixel = image.pixelColor(at + QPoint(dx, dy));
+                    near = pixel.blue() - pixel.red() > 40;
+                }
+            found += near ? 1 : 0;
+        }
+        return found;
+    };
+    const int sampled = static_cast<int>((points.size() + 9) / 10);
+    EXPECT_GT(on_curve(loss_view->grab().toImage()), sampled * 9 / 10);
+    loss->setVisible(false);
+    EXPECT_EQ(on_curve(loss_view->grab().toImage()), 0);
+    loss->setVisible(true);
+    EXPECT_GT(on_curve(loss_view->grab().toImage()), sampled * 9 / 10);
+}
+
 // The crosshair over a run of 3000 steps drawn in fewer buckets: each point says the bucket's steps, how many points
 // it holds and their exact min, max and last, read back from the catalog (the loss falls, so a bucket's max is its
 // first step's loss and its min and last its last step's); the telemetry's points say their span of time.
@@ -304,17 +348,19 @@ TEST_F(JobDetailExport, TheCrosshairSaysWhatEachBucketHolds) {
     }
     ASSERT_TRUE(loss_view && system_view);
     QChart* chart = loss_view->chart();
+    // The series holds the legend entry, pen and axes; its points are drawn by the chart's CurveLayer.
     QLineSeries* loss = line_named(chart, "train loss");
     ASSERT_TRUE(loss);
-    ASSERT_GT(loss->count(), 100);
-    ASSERT_LT(loss->count(), kSteps) << "drawn in buckets";
+    QVector<QPointF> points = view.lossPoints();
+    ASSERT_GT(points.size(), 100);
+    ASSERT_LT(points.size(), kSteps) << "drawn in buckets";
     // The mouse on the pixel of the middle point; a pixel spans more steps than a bucket, so the point the crosshair
     // reads is the one nearest to where that pixel lies on the step axis.
     const QPoint mouse =
-        loss_view->mapFromScene(chart->mapToScene(chart->mapToPosition(loss->at(loss->count() / 2), loss)));
+        loss_view->mapFromScene(chart->mapToScene(chart->mapToPosition(points.at(points.size() / 2), loss)));
     const double mouse_step = chart->mapToValue(chart->mapFromScene(loss_view->mapToScene(mouse)), loss).x();
-    QPointF middle = loss->at(0);
-    for (const QPointF& point : loss->points())
+    QPointF middle = points.at(0);
+    for (const QPointF& point : points)
         if (std::abs(point.x() - mouse_step) < std::abs(middle.x() - mouse_step))
             middle = point;
     const QString text = loss_view->crosshairText(mouse);
@@ -345,9 +391,10 @@ TEST_F(JobDetailExport, TheCrosshairSaysWhatEachBucketHolds) {
     ASSERT_TRUE(x_axis);
     ASSERT_TRUE(
         drawn(view, [&] { x_axis->setCurrentIndex(x_axis->findData(static_cast<int>(XAxis::relative_time))); }));
-    ASSERT_GT(loss->count(), 100);
+    points = view.lossPoints();
+    ASSERT_GT(points.size(), 100);
     const QString timed = loss_view->crosshairText(
-        loss_view->mapFromScene(chart->mapToScene(chart->mapToPosition(loss->at(loss->count() / 2), loss))));
+        loss_view->mapFromScene(chart->mapToScene(chart->mapToPosition(points.at(points.size() / 2), loss))));
     EXPECT_TRUE(QRegularExpression("train loss: [0-9.]+  \\(last [0-9.]+, min [0-9.]+, max [0-9.]+ of [0-9]+ points, "
                                    "seconds since start [^–]+–[^)]+\\)")
                     .match(timed)
