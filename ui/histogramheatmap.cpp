@@ -25,6 +25,7 @@ HistogramHeatmap::HistogramHeatmap(QWidget* parent) : QWidget(parent) {
 void HistogramHeatmap::setHistograms(const QString& name, std::vector<Histogram> histograms) {
     name_ = name;
     histograms_ = std::move(histograms);
+    grid_.reset();
     setAccessibleDescription(caption());
     update();
 }
@@ -121,6 +122,40 @@ QString HistogramHeatmap::caption() const {
 
 QRect HistogramHeatmap::plotArea() const { return rect().adjusted(kMargin + 16, 8, -12, -kCaption); }
 
+const HistogramHeatmap::Grid& HistogramHeatmap::gridFor(int width) {
+    if (!grid_ || grid_width_ != width) {
+        grid_ = grid(histograms_, width, kRows);
+        grid_width_ = width;
+        ++grids_made_;
+        cells_ = QImage();
+    }
+    return *grid_;
+}
+
+const QImage& HistogramHeatmap::cells(const Grid& g) {
+    // From the base colour to the highlight colour: readable in the light and the dark palette (made again when the
+    // palette changes).
+    const QColor base = palette().color(QPalette::Base), ink = palette().color(QPalette::Highlight);
+    if (!cells_.isNull() && cells_base_ == base.rgb() && cells_ink_ == ink.rgb())
+        return cells_;
+    cells_ = QImage(g.columns, g.rows, QImage::Format_RGB32);
+    cells_.fill(base);
+    for (int c = 0; c < g.columns; ++c)
+        for (int r = 0; r < g.rows; ++r) {
+            const double share = g.share[static_cast<size_t>(c) * g.rows + r];
+            if (share <= 0)
+                continue;
+            const double t = std::sqrt(share); // small shares stay visible
+            const QColor colour = QColor::fromRgbF(base.redF() + (ink.redF() - base.redF()) * t,
+                                                   base.greenF() + (ink.greenF() - base.greenF()) * t,
+                                                   base.blueF() + (ink.blueF() - base.blueF()) * t);
+            cells_.setPixelColor(c, g.rows - 1 - r, colour); // row 0, the lowest values, at the bottom
+        }
+    cells_base_ = base.rgb();
+    cells_ink_ = ink.rgb();
+    return cells_;
+}
+
 void HistogramHeatmap::paintEvent(QPaintEvent*) {
     QPainter painter(this);
     const QPalette& pal = palette();
@@ -131,24 +166,10 @@ void HistogramHeatmap::paintEvent(QPaintEvent*) {
         painter.drawText(rect(), Qt::AlignCenter, caption());
         return;
     }
-    const Grid g = grid(histograms_, area.width(), kRows);
-    // From the base colour to the highlight colour: readable in the light and the dark palette.
-    const QColor base = pal.color(QPalette::Base), ink = pal.color(QPalette::Highlight);
-    const double column_width = static_cast<double>(area.width()) / g.columns;
-    const double row_height = static_cast<double>(area.height()) / g.rows;
-    for (int c = 0; c < g.columns; ++c)
-        for (int r = 0; r < g.rows; ++r) {
-            const double share = g.share[static_cast<size_t>(c) * g.rows + r];
-            if (share <= 0)
-                continue;
-            const double t = std::sqrt(share); // small shares stay visible
-            const QColor colour = QColor::fromRgbF(base.redF() + (ink.redF() - base.redF()) * t,
-                                                   base.greenF() + (ink.greenF() - base.greenF()) * t,
-                                                   base.blueF() + (ink.blueF() - base.blueF()) * t);
-            painter.fillRect(QRectF(area.left() + c * column_width, area.bottom() + 1 - (r + 1) * row_height,
-                                    column_width + 0.5, row_height + 0.5),
-                             colour);
-        }
+    const Grid& g = gridFor(area.width());
+    // A pixel a cell, scaled without smoothing: each cell a flat rectangle, as it was drawn cell by cell before (a
+    // column of a wide map is a few pixels, 64 rows over the height).
+    painter.drawImage(QRectF(area.left(), area.top(), area.width(), area.height()), cells(g));
     painter.setPen(pal.color(QPalette::Mid));
     painter.drawRect(area.adjusted(0, 0, -1, -1));
     painter.setPen(pal.color(QPalette::Text));
@@ -174,7 +195,7 @@ void HistogramHeatmap::mouseMoveEvent(QMouseEvent* event) {
         QToolTip::hideText();
         return;
     }
-    const Grid g = grid(histograms_, area.width(), kRows);
+    const Grid& g = gridFor(area.width());
     const int c = std::clamp(static_cast<int>((event->position().x() - area.left()) * g.columns / area.width()), 0,
                              g.columns - 1);
     const int r =

@@ -6,8 +6,10 @@
 // share of the step's values there).
 #include "histogramstore.h"
 
+#include <QImage>
 #include <QWidget>
 
+#include <optional>
 #include <vector>
 
 namespace traindeck {
@@ -29,6 +31,9 @@ public:
         double low = 0, high = 1;
     };
     static Grid grid(const std::vector<Histogram>& histograms, int columns, int rows);
+    // How many grids the widget has made (tests): one a set of histograms and width, however often it paints or the
+    // cursor moves.
+    int gridsMade() const { return grids_made_; }
 
 protected:
     void paintEvent(QPaintEvent* event) override;
@@ -36,9 +41,17 @@ protected:
 
 private:
     QRect plotArea() const;
+    // The grid for the plot area's width, made once (a paint and every mouse move read it), and its cells as an
+    // image of one pixel a cell in the palette's colours, drawn scaled over the plot area.
+    const Grid& gridFor(int width);
+    const QImage& cells(const Grid& grid);
 
     QString name_;
     std::vector<Histogram> histograms_;
+    std::optional<Grid> grid_;
+    int grid_width_ = -1, grids_made_ = 0;
+    QImage cells_;
+    QRgb cells_base_ = 0, cells_ink_ = 0;
 };
 
 } // namespace traindeck

@@ -3031,6 +3031,45 @@ void ConsoleTest::histogramHeatmapSpreadsEachBucketOverItsValues() {
     QCOMPARE(grid.share[1 * 4 + 2], 1.0);
     // Empty input: an empty grid, nothing invented.
     QCOMPARE(HistogramHeatmap::grid({}, 10, 4).columns, 0);
+
+    // The widget makes its grid once a set of histograms and width, however often it paints or the cursor moves
+    // (a logdir's thousands of steps made it again for each), and paints it: the step whose values are all high is
+    // the highlight colour at the top of its half, the base colour at the bottom.
+    HistogramHeatmap map;
+    map.resize(400, 200);
+    map.setHistograms("weights", {low, high});
+    QImage painted = map.grab().toImage();
+    (void)map.grab();
+    for (int x = 60; x < 380; x += 40)
+        QTest::mouseMove(&map, QPoint(x, 80));
+    QCOMPARE(map.gridsMade(), 1);
+    const QColor ink = map.palette().color(QPalette::Highlight), base = map.palette().color(QPalette::Base);
+    const auto near = [](const QColor& a, const QColor& b) {
+        return std::abs(a.red() - b.red()) + std::abs(a.green() - b.green()) + std::abs(a.blue() - b.blue()) < 12;
+    };
+    // The plot area's right half is step 2: its top rows (values in (2, 4]) full, its bottom rows empty.
+    int inked = 0, blank = 0;
+    for (int y = 0; y < painted.height(); ++y) {
+        inked += near(painted.pixelColor(painted.width() * 3 / 4, y), ink) ? 1 : 0;
+        blank += near(painted.pixelColor(painted.width() * 3 / 4, y), base) ? 1 : 0;
+    }
+    QVERIFY2(inked > 40 && blank > 40, qPrintable(QString("%1 inked, %2 blank").arg(inked).arg(blank)));
+    // The high values above the low ones.
+    int first_inked = -1, last_blank = -1;
+    for (int y = 0; y < painted.height(); ++y) {
+        if (first_inked < 0 && near(painted.pixelColor(painted.width() * 3 / 4, y), ink))
+            first_inked = y;
+        if (near(painted.pixelColor(painted.width() * 3 / 4, y), base))
+            last_blank = y;
+    }
+    QVERIFY2(first_inked >= 0 && first_inked < painted.height() / 3 && last_blank > painted.height() / 2,
+             qPrintable(QString("ink from %1, base to %2").arg(first_inked).arg(last_blank)));
+    map.setHistograms("weights", {low, high, third});
+    (void)map.grab();
+    QCOMPARE(map.gridsMade(), 2);
+    map.resize(300, 200);
+    (void)map.grab();
+    QCOMPARE(map.gridsMade(), 3);
 }
 
 // Live tail: a logdir still being written (appended records, a new run's file) streams into the catalog and the window
