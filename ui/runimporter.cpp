@@ -3,6 +3,7 @@
 #include "runimporter.h"
 
 #include "background.h"
+#include "followeddamage.h"
 #include "readruns.h"
 #include "runimport.h"
 
@@ -83,6 +84,8 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
             std::shared_ptr<Expected<RunImportResult>> result;
             std::shared_ptr<importers::ImportedRun> written;
             bool later = false; // a follow's later pass: only the runs that changed are spoken of
+            // Each piece of damage said once; while following, a file's cut-short end not until following stops.
+            importers::FollowedDamage damage_said;
             const auto take_result = [&] {
                 if (!written)
                     return;
@@ -115,7 +118,7 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                                               .arg(name)
                                               .arg(done.points_added)
                                               .arg(done.points_kept);
-                        for (const importers::Damage& piece : run->damage) {
+                        for (const importers::Damage& piece : damage_said.pass(run->source, run->damage, follow)) {
                             ++summary.damage;
                             progress.lines << tr("  damaged: %1 at byte %2: %3")
                                                   .arg(QString::fromStdString(piece.file))
@@ -196,6 +199,14 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                     // A read that failed (a file replaced while it was read) is tried again at the next look.
                     fingerprints[i] = import_path(path) ? now : 0;
                 }
+            }
+            // A file still ending inside a record when following stops: its writer stopped mid-record, or is slow.
+            for (const importers::Damage& piece : damage_said.finish()) {
+                ++summary.damage;
+                summary.lines << tr("  damaged (still so when following stopped): %1 at byte %2: %3")
+                                     .arg(QString::fromStdString(piece.file))
+                                     .arg(piece.offset)
+                                     .arg(QString::fromStdString(piece.what));
             }
             summary.cancelled = stopped() && !follow;
             return summary;

@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include "catalog.h"
+#include "followeddamage.h"
 #include "jobstate.h"
 #include "metricexport.h"
 #include "readruns.h"
@@ -278,9 +279,10 @@ namespace {
 volatile std::sig_atomic_t g_stop_following = 0;
 
 // One pass over a path: read, import each run (its own transaction), and say what changed. With only_changes (a
-// follow's later passes) runs that gained nothing are not mentioned.
+// follow's later passes) runs that gained nothing are not mentioned. Damage is said as `damage` lets it (each piece
+// once; while following, a file's cut-short end not until following stops with it so).
 json import_path(Cli& cli, const QString& path, const importers::ReadRunsOptions& options, bool only_changes,
-                 QString& text, int& exit) {
+                 bool following, importers::FollowedDamage& damage_said, QString& text, int& exit) {
     const auto started = std::chrono::steady_clock::now();
     json runs = json::array();
     int64_t points = 0, runs_read = 0;
@@ -299,10 +301,11 @@ json import_path(Cli& cli, const QString& path, const importers::ReadRunsOptions
             points += result->points_added;
             if (only_changes && !result->changed)
                 return true;
+            const std::vector<importers::Damage> said = damage_said.pass(run.source, run.damage, following);
             json damage = json::array();
-            for (const importers::Damage& piece : run.damage)
+            for (const importers::Damage& piece : said)
                 damage.push_back({{"file", piece.file}, {"offset", piece.offset}, {"what", piece.what}});
-            if (!run.damage.empty() && exit == kOk)
+            if (!said.empty() && exit == kOk)
                 exit = kDamaged;
             runs.push_back({{"run", result->job},
                             {"name", run.name},
@@ -323,7 +326,7 @@ json import_path(Cli& cli, const QString& path, const importers::ReadRunsOptions
                         .arg(result->points_kept)
                         .arg(result->not_finite ? QString(" (%1 NaN or infinite, not stored)").arg(result->not_finite)
                                                 : QString());
-            for (const importers::Damage& piece : run.damage)
+            for (const importers::Damage& piece : said)
                 text += QString("  damaged: %1 at byte %2: %3\n")
                             .arg(QString::fromStdString(piece.file))
                             .arg(piece.offset)
@@ -381,10 +384,11 @@ int cmd_import(Cli& cli) {
     json report = json::array();
     QString text;
     std::vector<uint64_t> fingerprints;
+    importers::FollowedDamage damage_said;
     for (const QString& path : args) {
         // Taken before reading: a write during the import is seen at the next look.
         fingerprints.push_back(importers::source_fingerprint(QFileInfo(path).absoluteFilePath().toStdString()));
-        report.push_back(import_path(cli, path, options, false, text, exit));
+        report.push_back(import_path(cli, path, options, false, follow, damage_said, text, exit));
     }
     cli.print(report, text);
     if (!follow)
@@ -404,7 +408,7 @@ int cmd_import(Cli& cli) {
             fingerprints[static_cast<size_t>(i)] = now;
             QString changes;
             int pass_exit = kOk;
-            const json pass = import_path(cli, args[i], options, true, changes, pass_exit);
+            const json pass = import_path(cli, args[i], options, true, true, damage_said, changes, pass_exit);
             // A failed pass (a file replaced while read) is tried again at the next look; the worst outcome is kept.
             if (pass.contains("error"))
                 fingerprints[static_cast<size_t>(i)] = 0;
@@ -416,6 +420,25 @@ int cmd_import(Cli& cli) {
                 std::printf("%s", qPrintable(changes));
             std::fflush(stdout);
         }
+    }
+    // A file that still ends inside a record when following stops: its writer stopped mid-record, or is slow.
+    json ends = json::array();
+    QString ends_text;
+    for (const importers::Damage& piece : damage_said.finish()) {
+        ends.push_back({{"file", piece.file}, {"offset", piece.offset}, {"what", piece.what}});
+        ends_text += QString("damaged (still so when following stopped): %1 at byte %2: %3\n")
+                         .arg(QString::fromStdString(piece.file))
+                         .arg(piece.offset)
+                         .arg(QString::fromStdString(piece.what));
+    }
+    if (!ends.empty()) {
+        if (exit == kOk)
+            exit = kDamaged;
+        if (cli.json())
+            std::printf("%s\n", json{{"damage", ends}}.dump().c_str());
+        else
+            std::printf("%s", qPrintable(ends_text));
+        std::fflush(stdout);
     }
     return exit;
 }

@@ -47,6 +47,8 @@ struct Damage {
     std::string file;
     uint64_t offset = 0;
     std::string what;
+    // The file ends inside a record or line: cut short, or a writer is still appending (a live tail: FollowedDamage).
+    bool at_end = false;
 };
 
 struct ImportedRun {

@@ -86,7 +86,8 @@ ImportedRun parse_metric_csv(std::string_view text, const std::string& file) {
             run.damage.push_back({file, line.offset,
                                   where + " has " + std::to_string(cells.size()) + " fields, the header " +
                                       std::to_string(header.size()) +
-                                      (line.complete ? ": skipped" : " (cut short?): skipped")});
+                                      (line.complete ? ": skipped" : " (cut short?): skipped"),
+                                  !line.complete});
             continue;
         }
         int64_t step = row++;
@@ -172,7 +173,8 @@ ImportedRun parse_metric_jsonl(std::string_view text, const std::string& file) {
             run.damage.push_back(
                 {file, line.offset,
                  where + (line.complete ? " is not a JSON object: skipped"
-                                        : " is not a whole JSON object (cut short, or still being written): skipped")});
+                                        : " is not a whole JSON object (cut short, or still being written): skipped"),
+                 !line.complete});
             continue;
         }
         // TrainDeck's own protocol: a config record is the run's config; only metric records carry points.

@@ -215,7 +215,8 @@ ImportedRun read_mlflow_run(const std::string& run_folder, const std::string& ex
                 // MLflow ends every line it writes with a newline: this one is cut short or still being written.
                 run.damage.push_back({path, line.offset,
                                       "line " + std::to_string(line.number) +
-                                          " has no newline (cut short, or still being written): not read"});
+                                          " has no newline (cut short, or still being written): not read",
+                                      true});
             } else if (!parse_mlflow_metric_line(line.text, point, why)) {
                 run.damage.push_back(
                     {path, line.offset, "line " + std::to_string(line.number) + ": " + why + " (skipped)"});

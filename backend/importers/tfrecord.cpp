@@ -26,7 +26,8 @@ TfRecordScan scan_tfrecords(std::string_view bytes, const std::string& file,
         if (left < kHeader) {
             damage.push_back({file, at,
                               "the file ends " + std::to_string(left) +
-                                  " bytes into a record header (cut short, or a writer is still appending)"});
+                                  " bytes into a record header (cut short, or a writer is still appending)",
+                              true});
             scan.stopped_early = true;
             break;
         }
@@ -43,7 +44,8 @@ TfRecordScan scan_tfrecords(std::string_view bytes, const std::string& file,
         if (length > left - kHeader || left - kHeader - length < kFooter) {
             damage.push_back({file, at,
                               "the file ends inside a record of " + std::to_string(length) + " bytes (" +
-                                  std::to_string(left) + " bytes left; cut short, or a writer is still appending)"});
+                                  std::to_string(left) + " bytes left; cut short, or a writer is still appending)",
+                              true});
             scan.stopped_early = true;
             break;
         }

@@ -145,7 +145,8 @@ int64_t scan_wandb_log(std::string_view bytes, const std::string& file,
         if (bytes.size() - at < kChunkHeader) {
             damage.push_back({file, at,
                               "the file ends " + std::to_string(bytes.size() - at) +
-                                  " bytes into a chunk header (cut short, or still being written)"});
+                                  " bytes into a chunk header (cut short, or still being written)",
+                              true});
             drop_fragments("the file ends before its last chunk");
             break;
         }
@@ -163,7 +164,8 @@ int64_t scan_wandb_log(std::string_view bytes, const std::string& file,
                 damage.push_back({file, at,
                                   "the file ends inside a chunk of " + std::to_string(length) + " bytes (" +
                                       std::to_string(bytes.size() - at - kChunkHeader) +
-                                      " there; cut short, or still being written)"});
+                                      " there; cut short, or still being written)",
+                                  true});
                 drop_fragments("the file ends inside it");
                 break;
             }
@@ -178,7 +180,8 @@ int64_t scan_wandb_log(std::string_view bytes, const std::string& file,
             damage.push_back({file, at,
                               "the file ends inside a chunk of " + std::to_string(length) + " bytes (" +
                                   std::to_string(bytes.size() - at - kChunkHeader) +
-                                  " there; cut short, or still being written)"});
+                                  " there; cut short, or still being written)",
+                              true});
             drop_fragments("the file ends inside it");
             break;
         }
@@ -235,7 +238,7 @@ int64_t scan_wandb_log(std::string_view bytes, const std::string& file,
     }
     if (in_fragments)
         damage.push_back({file, fragments_offset,
-                          "the file ends inside a record split over chunks (cut short, or still being written)"});
+                          "the file ends inside a record split over chunks (cut short, or still being written)", true});
     return records;
 }
 

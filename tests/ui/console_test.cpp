@@ -3133,13 +3133,14 @@ void ConsoleTest::aLogdirBeingWrittenStreamsIn() {
     QVERIFY(follow.waitForStarted());
     // -1 while the command line is still creating its catalog: a read-only open can find the file before its
     // tables (seen once under load: "no such table: metric_summaries").
-    const auto points_in_cli_catalog = [&] {
+    const auto points_in_cli_catalog = [&](const char* run = "first") {
         Catalog reader;
         if (!reader.open(cli_catalog.toStdString(), true).empty())
             return int64_t(-1);
         try {
             Statement select = reader.db().prepare("SELECT s.count FROM metric_summaries s JOIN jobs j ON j.id=s.job "
-                                                   "WHERE j.name='first' AND s.name='loss'");
+                                                   "WHERE j.name=? AND s.name='loss'");
+            select.bind(1, std::string(run));
             return select.step() ? select.integer(0) : int64_t(0);
         } catch (const SqliteError&) {
             return int64_t(-1);
@@ -3148,11 +3149,42 @@ void ConsoleTest::aLogdirBeingWrittenStreamsIn() {
     QTRY_COMPARE_WITH_TIMEOUT(points_in_cli_catalog(), int64_t(13), 30000);
     QVERIFY(append(first, 14, 20));
     QTRY_COMPARE_WITH_TIMEOUT(points_in_cli_catalog(), int64_t(20), 30000);
+    // A record half written (its writer is still at it) is no damage: nothing is said of it, and its point comes in
+    // once it is whole. A pass has read it when the second run's new point is in (the runs are read in path order).
+    const std::string record = importers::encode_scalar_event("loss", 21, 1.0f / 21, 1.7e9 + 21);
+    const auto append_bytes = [](const QString& file, const std::string& bytes) {
+        QFile out(file);
+        return out.open(QIODevice::WriteOnly | QIODevice::Append) &&
+               out.write(bytes.data(), static_cast<qint64>(bytes.size())) == static_cast<qint64>(bytes.size());
+    };
+    const QString second = logdir + "/second/events.out.tfevents.1700000001.host.1.0";
+    QTRY_COMPARE_WITH_TIMEOUT(points_in_cli_catalog("second"), int64_t(4), 30000);
+    QVERIFY(append_bytes(first, record.substr(0, record.size() / 2)));
+    QVERIFY(append(second, 5, 5));
+    QTRY_COMPARE_WITH_TIMEOUT(points_in_cli_catalog("second"), int64_t(5), 30000);
+    QVERIFY(append_bytes(first, record.substr(record.size() / 2)));
+    QTRY_COMPARE_WITH_TIMEOUT(points_in_cli_catalog(), int64_t(21), 30000);
+    // Real damage (a record whose data do not match its CRC) is said once, however many passes read it again.
+    std::string damaged = importers::encode_scalar_event("loss", 6, 0.5f, 1.7e9 + 6);
+    damaged[damaged.size() - 6] ^= 0x40;
+    QVERIFY(append_bytes(second, damaged));
+    QVERIFY(append(second, 7, 7));
+    QTRY_COMPARE_WITH_TIMEOUT(points_in_cli_catalog("second"), int64_t(6), 30000);
+    QVERIFY(append(second, 8, 8));
+    QTRY_COMPARE_WITH_TIMEOUT(points_in_cli_catalog("second"), int64_t(7), 30000);
+    // And a record left half written when following stops is said then.
+    QVERIFY(append_bytes(first, record.substr(0, 10)));
+    QVERIFY(append(second, 9, 9));
+    QTRY_COMPARE_WITH_TIMEOUT(points_in_cli_catalog("second"), int64_t(8), 30000);
     follow.terminate();
     QVERIFY(follow.waitForFinished(30000));
     QCOMPARE(follow.exitStatus(), QProcess::NormalExit);
-    QCOMPARE(follow.exitCode(), 0);
-    QVERIFY2(follow.readAllStandardOutput().contains("grew run"), "the follow said nothing of the appended points");
+    const QString said = QString::fromUtf8(follow.readAllStandardOutput());
+    QVERIFY2(said.contains("grew run"), "the follow said nothing of the appended points");
+    QCOMPARE(said.count("damaged"), 2);
+    QCOMPARE(said.count("damaged: " + second), 1);
+    QVERIFY2(said.contains("damaged (still so when following stopped): " + first), qPrintable(said));
+    QCOMPARE(follow.exitCode(), 3); // the damage's exit code
 }
 
 // traindeck-cli beside an open console, on the same catalog and worker: what it imports and submits shows in the
