@@ -691,7 +691,8 @@ void Catalog::Ingestion::event(const json& event) {
             checkpoint_.reset();
             checkpoint_.bind(1, job_).bind(2, step).bind(3, path ? *path : "").bind(4, event_time);
             checkpoint_.step();
-            ++checkpoints_;
+            // Counted when it is not one the catalog has already.
+            checkpoints_ += sqlite3_changes(db_.handle()) > 0 ? 1 : 0;
             return;
         }
         if (is(record, "metric")) {

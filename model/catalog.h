@@ -49,8 +49,8 @@ public:
     // The same from the events' JSON text, a worker's "events" array as it came: simdjson reads it, the plain metric
     // records straight into points (no nlohmann::json built for them) and the rest as ingest() takes them; text that
     // simdjson refuses and nlohmann reads (an integer past uint64, nesting past 1,024 levels) is read by nlohmann.
-    // error says why when the text is no JSON array (nothing is ingested then). checkpoints: the checkpoint records new
-    // to the catalog; plain: the events taken the fast way (tests, benches).
+    // error says why when the text is no JSON array (nothing is ingested then). checkpoints: the checkpoints the
+    // catalog did not have; plain: the events taken the fast way (tests, benches).
     struct Ingested {
         int64_t last_seq = 0;
         int checkpoints = 0;

@@ -109,29 +109,78 @@ Expected<RunExportResult> export_run(Catalog& catalog, int64_t job, RunExportFor
 std::vector<std::string> export_paths(const std::string& folder,
                                       const std::vector<std::pair<int64_t, std::string>>& jobs,
                                       RunExportFormat format) {
+    constexpr size_t kMostBytes = 120;
     std::vector<std::string> names;
     for (const auto& [id, name] : jobs) {
         std::string safe;
-        for (const char c : name) {
-            const auto byte = static_cast<unsigned char>(c);
-            safe += byte >= 0x80 || std::isalnum(byte) || c == '-' || c == '_' || c == '.' ? c : '_';
+        for (size_t i = 0; i < name.size() && safe.size() < kMostBytes;) {
+            const auto byte = static_cast<unsigned char>(name[i]);
+            if (byte < 0x80) {
+                safe += std::isalnum(byte) || byte == '-' || byte == '_' || byte == '.' ? name[i] : '_';
+                ++i;
+                continue;
+            }
+            // A UTF-8 character kept whole (C1 controls, U+0080 to U+009F, are not letters), else one "_" a byte.
+            const size_t length = byte >= 0xF0 && byte < 0xF5   ? 4
+                                  : byte >= 0xE0 && byte < 0xF0 ? 3
+                                  : byte >= 0xC2 && byte < 0xE0 ? 2
+                                                                : 0;
+            bool whole = length > 0 && i + length <= name.size() &&
+                         !(byte == 0xC2 && static_cast<unsigned char>(name[i + 1]) < 0xA0);
+            for (size_t k = 1; whole && k < length; ++k)
+                whole = (static_cast<unsigned char>(name[i + k]) & 0xC0) == 0x80;
+            if (!whole) {
+                safe += '_';
+                ++i;
+                continue;
+            }
+            if (safe.size() + length > kMostBytes)
+                break;
+            safe.append(name, i, length);
+            i += length;
         }
         if (safe.empty() || safe[0] == '.')
             safe.insert(0, "run-" + std::to_string(id));
         names.push_back(safe);
     }
-    std::multiset<std::string> seen(names.begin(), names.end());
+    // Letter case aside (ASCII's), as a case-insensitive file system compares names.
+    const auto folded = [](std::string text) {
+        for (char& c : text)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return text;
+    };
+    std::multiset<std::string> seen;
+    for (const std::string& name : names)
+        seen.insert(folded(name));
     const char* extension = format == RunExportFormat::csv ? ".csv" : format == RunExportFormat::jsonl ? ".jsonl" : "";
     std::vector<std::string> paths;
     std::set<std::string> used;
     for (size_t i = 0; i < names.size(); ++i) {
-        std::string name = seen.count(names[i]) > 1 ? names[i] + "-" + std::to_string(jobs[i].first) : names[i];
+        std::string name = seen.count(folded(names[i])) > 1 ? names[i] + "-" + std::to_string(jobs[i].first) : names[i];
         // Another run's name with "-ID" in it already ("a" twice beside "a-5"), or a run given twice.
-        while (!used.insert(name).second)
+        while (!used.insert(folded(name)).second)
             name += "-" + std::to_string(jobs[i].first);
         paths.push_back((std::filesystem::path(folder) / (name + extension)).string());
     }
     return paths;
+}
+
+std::vector<std::string> existing_exports(const std::vector<std::string>& paths, RunExportFormat format) {
+    std::vector<std::string> existing;
+    for (const std::string& path : paths) {
+        std::error_code error;
+        if (format != RunExportFormat::tensorboard) {
+            if (std::filesystem::exists(path, error))
+                existing.push_back(path);
+            continue;
+        }
+        for (std::filesystem::directory_iterator it(path, error), end; !error && it != end; it.increment(error))
+            if (it->path().filename().string().find("tfevents") != std::string::npos) {
+                existing.push_back(path);
+                break;
+            }
+    }
+    return existing;
 }
 
 } // namespace traindeck

@@ -33,10 +33,16 @@ struct RunExportResult {
 Expected<RunExportResult> export_run(Catalog& catalog, int64_t job, RunExportFormat format, const std::string& path);
 
 // Where each of a selection of runs goes under `folder`: its name with only letters, digits, "-", "_" and "." (any
-// other byte below 0x80 "_"; UTF-8 letters kept), "run-ID" before it when it is empty or would be a hidden name, and
-// "-ID" after it when another run of the selection comes to the same name; ".csv" or ".jsonl" after that, nothing for
-// a TensorBoard run folder. A name never leaves `folder`. jobs: (id, name) in the selection's order.
+// other byte below 0x80, and any byte of invalid UTF-8, "_"; UTF-8 letters kept), at most 120 bytes of it (cut at a
+// character's start), "run-ID" before it when it is empty or would be a hidden name, and "-ID" after it when another
+// run of the selection comes to the same name (letter case aside: some file systems ignore it); ".csv" or ".jsonl"
+// after that, nothing for a TensorBoard run folder. A name never leaves `folder`. jobs: (id, name) in the
+// selection's order.
 std::vector<std::string> export_paths(const std::string& folder,
                                       const std::vector<std::pair<int64_t, std::string>>& jobs, RunExportFormat format);
+// Those of `paths` an export would write over: a file for CSV and JSONL, a run folder holding event files for
+// TensorBoard.
+// A selection's export refuses them, naming them, before it writes anything.
+std::vector<std::string> existing_exports(const std::vector<std::string>& paths, RunExportFormat format);
 
 } // namespace traindeck

@@ -55,15 +55,22 @@ AxisMap axis_map(const QAbstractAxis* axis, double from, double to) {
 
 } // namespace
 
-CurveLayer::CurveLayer(QChart* chart) : QGraphicsObject(chart), chart_(chart) {
-    // Qt Charts' series items sit at z 5 of the chart (its grid under them, its legend over them).
-    setZValue(5);
+CurveLayer::CurveLayer(QChart* chart) : QGraphicsObject(chart), chart_(chart), plot_(chart->plotArea()) {
+    // Qt Charts stacks its items by z: grid 2, axes 3, series 4, legend 5 (chartpresenter_p.h).
+    setZValue(3.5);
     setFlag(QGraphicsItem::ItemHasNoContents, false);
     setAcceptedMouseButtons(Qt::NoButton);
-    connect(chart_, &QChart::plotAreaChanged, this, [this] {
+    connect(chart_, &QChart::plotAreaChanged, this, [this](const QRectF& plot) {
         prepareGeometryChange();
+        plot_ = plot;
         update();
     });
+}
+
+void CurveLayer::axesChanged() {
+    for (const Curve& drawn : curves_)
+        follow(drawn.series);
+    update();
 }
 
 CurveLayer::Curve& CurveLayer::curve(QAbstractSeries* series) {
@@ -102,6 +109,7 @@ void CurveLayer::follow(QAbstractSeries* series) {
 
 void CurveLayer::setPoints(QXYSeries* series, QList<QPointF> points) {
     Curve& drawn = curve(series);
+    follow(series);
     if (drawn.points == points)
         return;
     drawn.points = std::move(points);
@@ -110,6 +118,7 @@ void CurveLayer::setPoints(QXYSeries* series, QList<QPointF> points) {
 
 void CurveLayer::setBand(QAreaSeries* area, QList<QPointF> upper, QList<QPointF> lower) {
     Curve& drawn = curve(area);
+    follow(area);
     if (drawn.points == upper && drawn.lower == lower)
         return;
     drawn.points = std::move(upper);
@@ -134,7 +143,7 @@ const QList<QPointF>* CurveLayer::lower(const QAbstractSeries* series) const {
     return it == curves_.end() ? nullptr : &it->lower;
 }
 
-QRectF CurveLayer::boundingRect() const { return chart_->plotArea(); }
+QRectF CurveLayer::boundingRect() const { return plot_; }
 
 void CurveLayer::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) {
     Q_UNUSED(option);

@@ -23,7 +23,8 @@ namespace traindeck {
 class CurveLayer : public QGraphicsObject {
     Q_OBJECT
 public:
-    // A child of the chart, over its plot area, drawn with the chart's series (above the grid, under the legend).
+    // A child of the chart, over its plot area: above its grid and axes, under its series' own items (the validation
+    // accuracy's points stay on top, as they were) and its legend.
     explicit CurveLayer(QChart* chart);
 
     // `series` (in the chart, attached to its axes, holding no points) is drawn from `points` with its pen.
@@ -31,6 +32,8 @@ public:
     // A band between two edges (upper and lower, point for point in x order): `area`'s own line series hold none; drawn
     // with its brush (and its pen, when it has one).
     void setBand(QAreaSeries* area, QList<QPointF> upper, QList<QPointF> lower);
+    // The series' axes were replaced (another x-axis, a log scale): follow the new ones and paint again.
+    void axesChanged();
     // Forgets a series (before the chart removes it).
     void remove(const QAbstractSeries* series);
     // What is drawn for a series: its points (a band: its upper edge, lower() its lower); nullptr for a series this
@@ -51,6 +54,7 @@ private:
     void follow(QAbstractSeries* series);
 
     QChart* chart_;
+    QRectF plot_; // the plot area as last told to the scene (prepareGeometryChange before it moves)
     std::vector<Curve> curves_;
     QSet<QObject*> followed_; // axes and series whose changes repaint this layer
 };

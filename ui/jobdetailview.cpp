@@ -513,6 +513,10 @@ void JobDetailView::rebuildAxes() {
     fit(time, 0, 1);
     fit(cpu_axis, system_log ? kCpuLogFloor : 0, 100);
     fit(spend_axis, system_log ? kSpendLogFloor : 0, system_log ? 0.01 : 0.0001);
+    // The curves the layer draws are mapped through the new axes from the next paint, which must come even when
+    // their points stay the same (a log scale ticked on a finished run).
+    if (curves_)
+        curves_->axesChanged();
 }
 
 void JobDetailView::setOverlays(const QList<QPair<qint64, QString>>& jobs) {

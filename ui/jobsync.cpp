@@ -177,11 +177,9 @@ void JobSync::onEvents(const QString& remote_id, const QByteArray& events, bool 
                 if (!self)
                     return;
                 if (!unreadable.isEmpty())
-                    emit self->failed(
-                        tr("The events of run %1 from %2 were not read: %3; they are asked for again after a "
-                           "restart of the console")
-                            .arg(job)
-                            .arg(self->backend_name_, unreadable));
+                    emit self->failed(tr("Events of run %1 from %2 were not read and are not in the catalog: %3")
+                                          .arg(job)
+                                          .arg(self->backend_name_, unreadable));
                 for (const auto& a : alerts)
                     emit self->alertRaised(a.job, QString::fromStdString(a.kind), QString::fromStdString(a.message));
                 emit self->catalogChanged();

@@ -1298,15 +1298,24 @@ void MainWindow::exportRuns(const QList<qint64>& ids, RunExportFormat format, co
             Catalog catalog;
             if (const std::string error = catalog.open(catalog_path, true); !error.empty())
                 return tr("Nothing was exported: %1").arg(QString::fromStdString(error));
-            if (!QDir().mkpath(folder))
-                return tr("Nothing was exported: cannot create the folder %1; check its parent's permissions")
-                    .arg(folder);
             std::vector<std::pair<int64_t, std::string>> selection;
             for (const qint64 id : ids) {
                 const std::optional<RunRecord> run = catalog.run(id);
                 selection.emplace_back(id, run ? run->name : std::string());
             }
             const std::vector<std::string> paths = export_paths(folder.toStdString(), selection, format);
+            // The runs' names never go over a file (or a run folder of event files) already there.
+            if (const std::vector<std::string> existing = existing_exports(paths, format); !existing.empty()) {
+                QStringList names;
+                for (const std::string& path : existing)
+                    names << QString::fromStdString(path);
+                return tr("Nothing was exported: %1 already holds what the export would write (an earlier export?); "
+                          "remove it or choose another folder")
+                    .arg(names.join(", "));
+            }
+            if (!QDir().mkpath(folder))
+                return tr("Nothing was exported: cannot create the folder %1; check its parent's permissions")
+                    .arg(folder);
             QStringList problems;
             int64_t points = 0;
             int written = 0;

@@ -467,43 +467,58 @@ int cmd_export(Cli& cli) {
     const RunRecord* const run = &runs.front();
     json written = json::array();
     QString text;
-    // One run: --csv and --jsonl name its file. A selection: they name a folder, as --tensorboard does, with a file (a
-    // run folder) a run named after it (export_paths: no name leaves the folder).
+    // One run: --csv and --jsonl name its file (or a folder that exists). A selection: they name a folder, as
+    // --tensorboard does, with a file (a run folder) a run named after it (export_paths: no name leaves the folder).
     std::vector<std::pair<int64_t, std::string>> selection;
     selection.reserve(runs.size());
     for (const RunRecord& each : runs)
         selection.emplace_back(each.id, each.name);
-    std::vector<std::pair<RunExportFormat, std::vector<std::string>>> plans;
+    struct Plan {
+        RunExportFormat format;
+        QString folder; // "" for one run's named file
+        std::vector<std::string> targets;
+    };
+    std::vector<Plan> plans;
+    QStringList refused;
     for (const auto& [path, format] : {std::pair{csv, RunExportFormat::csv}, std::pair{jsonl, RunExportFormat::jsonl},
                                        std::pair{tensorboard, RunExportFormat::tensorboard}}) {
         if (!path)
             continue;
-        std::vector<std::string> targets = export_paths(path->toStdString(), selection, format);
-        if (runs.size() == 1 && format != RunExportFormat::tensorboard)
-            targets = {path->toStdString()};
-        else if (!QDir().mkpath(*path))
-            return cli.fail(kFailed, QString("cannot create the folder %1; check its parent's permissions").arg(*path));
-        // A run folder with event files from an earlier export is refused before anything is written (export_run).
-        if (format == RunExportFormat::tensorboard)
-            for (const std::string& target : targets)
-                if (const QStringList earlier =
-                        QDir(QString::fromStdString(target)).entryList({"*tfevents*"}, QDir::Files | QDir::Hidden);
-                    !earlier.isEmpty())
-                    return cli.fail(kFailed,
-                                    QString("%1 already holds %2 (an earlier export?): TensorBoard reads a "
-                                            "folder's event files as one run, so every point would show twice; "
-                                            "remove it or export to another folder; nothing was written")
-                                        .arg(QString::fromStdString(target), earlier.join(", ")));
-        plans.emplace_back(format, std::move(targets));
+        Plan plan{format, *path, export_paths(path->toStdString(), selection, format)};
+        const bool named_file = runs.size() == 1 && format != RunExportFormat::tensorboard && !QFileInfo(*path).isDir();
+        if (named_file) {
+            // The file the user named is written (over what is there, as any program saving to a named file).
+            plan.folder.clear();
+            plan.targets = {path->toStdString()};
+        } else {
+            // Names the runs chose never go over a file: refused, with nothing written (for TensorBoard, a run
+            // folder with event files: TensorBoard reads a folder's event files as one run, every point twice).
+            for (const std::string& existing : existing_exports(plan.targets, format))
+                refused << QString::fromStdString(existing);
+        }
+        plans.push_back(std::move(plan));
     }
-    for (const auto& [format, targets] : plans) {
+    if (!refused.isEmpty())
+        return cli.fail(kFailed, QString("%1 already holds what the export would write (an earlier export?)%2; remove "
+                                         "it or export to another folder; nothing was written")
+                                     .arg(refused.join(", "),
+                                          tensorboard ? ": TensorBoard reads a folder's event files as one run, so "
+                                                        "every point would show twice"
+                                                      : ""));
+    for (const Plan& plan : plans)
+        if (!plan.folder.isEmpty() && !QDir().mkpath(plan.folder))
+            return cli.fail(kFailed,
+                            QString("cannot create the folder %1; check its parent's permissions").arg(plan.folder));
+    for (const Plan& plan : plans) {
         for (size_t i = 0; i < runs.size(); ++i) {
-            auto result = export_run(cli.catalog(), runs[i].id, format, targets[i]);
+            auto result = export_run(cli.catalog(), runs[i].id, plan.format, plan.targets[i]);
             if (!result)
-                return cli.fail(kFailed, QString::fromStdString(result.error()));
-            const char* format_name = format == RunExportFormat::csv     ? "csv"
-                                      : format == RunExportFormat::jsonl ? "jsonl"
-                                                                         : "tensorboard";
+                return cli.fail(kFailed, QString("%1 (%2 file(s) written before it)")
+                                             .arg(QString::fromStdString(result.error()))
+                                             .arg(written.size()));
+            const char* format_name = plan.format == RunExportFormat::csv     ? "csv"
+                                      : plan.format == RunExportFormat::jsonl ? "jsonl"
+                                                                              : "tensorboard";
             json entry = {
                 {"run", runs[i].id}, {"format", format_name}, {"path", result->path}, {"points", result->points}};
             text += QString("%1 points written to %2\n").arg(result->points).arg(QString::fromStdString(result->path));

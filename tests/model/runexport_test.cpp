@@ -231,5 +231,36 @@ TEST(RunExport, ASelectionsNamesStayInTheFolderAndNeverClash) {
     for (const std::string& path : csv)
         EXPECT_EQ(std::filesystem::path(path).parent_path(), "/out") << path;
     EXPECT_EQ(export_paths("/out", {{1, "a"}}, RunExportFormat::tensorboard), std::vector<std::string>{"/out/a"});
+    // Invalid UTF-8 and C1 controls become "_", a long name is cut at a character's start, and names that differ only
+    // in letter case are told apart (a case-insensitive file system would take them for one).
+    const std::string long_name = std::string(119, 'x') + "é";
+    EXPECT_EQ(export_paths("/out",
+                           {{1, "a\xff"
+                                "\xc3"
+                                "b\xc2\x85"
+                                "c"},
+                            {2, long_name},
+                            {3, "Twin"},
+                            {4, "twin"}},
+                           RunExportFormat::jsonl),
+              (std::vector<std::string>{"/out/a__b__c.jsonl", "/out/" + std::string(119, 'x') + ".jsonl",
+                                        "/out/Twin-3.jsonl", "/out/twin-4.jsonl"}));
+}
+
+// What a selection's export would write over is found before anything is written.
+TEST(RunExport, ASelectionsExportFindsWhatItWouldWriteOver) {
+    const std::filesystem::path folder = std::filesystem::temp_directory_path() / "traindeck-existing-exports";
+    std::filesystem::remove_all(folder);
+    std::filesystem::create_directories(folder / "b");
+    std::ofstream(folder / "a.csv") << "step\n";
+    std::ofstream(folder / "b" / "events.out.tfevents.1.host") << "x";
+    std::filesystem::create_directories(folder / "c");
+    const std::vector<std::pair<int64_t, std::string>> runs = {{1, "a"}, {2, "b"}, {3, "c"}};
+    EXPECT_EQ(existing_exports(export_paths(folder.string(), runs, RunExportFormat::csv), RunExportFormat::csv),
+              std::vector<std::string>{(folder / "a.csv").string()});
+    EXPECT_EQ(existing_exports(export_paths(folder.string(), runs, RunExportFormat::tensorboard),
+                               RunExportFormat::tensorboard),
+              std::vector<std::string>{(folder / "b").string()});
+    std::filesystem::remove_all(folder);
     EXPECT_EQ(export_paths("/out", {{1, "a"}}, RunExportFormat::jsonl), std::vector<std::string>{"/out/a.jsonl"});
 }

@@ -3339,6 +3339,17 @@ void ConsoleTest::commandLineSharesTheCatalogWithAnOpenConsole() {
     QVERIFY(window_csv.readLine().startsWith("step,time,epoch,hp_metric,"));
     QVERIFY(QFile::exists(temp.filePath("window csv/from_the_cli.csv")));
     QVERIFY(any_contains(window.alerts(), summary));
+    // Again into the same folder: refused, nothing written over (the names are the runs', not the user's).
+    const QDateTime written_at = QFileInfo(window_csv).lastModified();
+    window.exportRuns({imported_id, held_id}, RunExportFormat::csv, temp.filePath("window csv"));
+    QTRY_COMPARE_WITH_TIMEOUT(exported.count(), 2, 30000);
+    const QString refused = exported.at(1).at(0).toString();
+    QVERIFY2(refused.startsWith("Nothing was exported: ") && refused.contains("already holds"), qPrintable(refused));
+    QCOMPARE(QFileInfo(window_csv).lastModified(), written_at);
+    Result twice =
+        cli({"export", QString::number(imported_id), QString::number(held_id), "--jsonl", temp.filePath("jsonl")});
+    QCOMPARE(twice.code, 1);
+    QVERIFY2(twice.err.contains("already holds") && twice.err.contains("nothing was written"), twice.err.constData());
 
     // Errors: each its exit code and a message on stderr.
     Result missing = cli({"show", "99999"});
