@@ -959,8 +959,8 @@ int64_t Catalog::ingest(int64_t job, const std::vector<json>& events) {
 
 Catalog::Ingested Catalog::ingest_text(int64_t job, std::string_view events) {
     Ingested ingested;
-    // One parser per thread (the writer's, in the console), its buffers kept for the next batch.
-    thread_local simdjson::dom::parser parser;
+    // The writer thread's parser, its buffers kept for the next batch.
+    simdjson::dom::parser& parser = thread_parser();
     simdjson::dom::element parsed;
     if (const simdjson::error_code code = parser.parse(events.data(), events.size()).get(parsed);
         code != simdjson::SUCCESS) {

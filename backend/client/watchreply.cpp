@@ -3,6 +3,8 @@
 // them too, but as Debian builds it for any x86-64, its inline code is the library's slow fallback.)
 #include "watchreply.h"
 
+#include "jsondom.h"
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -138,8 +140,8 @@ bool dom_int64(simdjson::dom::element element, int64_t& out) {
 } // namespace
 
 std::optional<std::vector<WatchedJob>> read_watch_reply(const std::string& body) {
-    // One parser per thread (each backend's watch loop has its own), its buffers kept for the next reply.
-    thread_local simdjson::dom::parser parser;
+    // The watch loop thread's parser (each backend has its own thread), its buffers kept for the next reply.
+    simdjson::dom::parser& parser = thread_parser();
     simdjson::dom::element root;
     simdjson::dom::object reply, parts;
     if (parser.parse(body.data(), body.size()).get(root) != simdjson::SUCCESS ||

@@ -6,6 +6,14 @@
 
 namespace traindeck {
 
+simdjson::dom::parser& thread_parser() {
+    constexpr size_t kMostKept = size_t{64} << 20;
+    thread_local simdjson::dom::parser parser;
+    if (parser.capacity() > kMostKept)
+        parser = simdjson::dom::parser();
+    return parser;
+}
+
 nlohmann::json nlohmann_of(simdjson::dom::element element) {
     using simdjson::dom::element_type;
     switch (element.type()) {

@@ -14,4 +14,8 @@ namespace traindeck {
 // reader sees: "-0" is a signed 0 in nlohmann and an unsigned one here; both are 0 and both print "0".)
 nlohmann::json nlohmann_of(simdjson::dom::element element);
 
+// This thread's parser, its buffers kept from one document to the next (a document's elements live in them until the
+// next parse on the thread). Those grown past 64 MB by one large document are let go before the next is read.
+simdjson::dom::parser& thread_parser();
+
 } // namespace traindeck
