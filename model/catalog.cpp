@@ -464,15 +464,16 @@ bool number_at(const json& object, const char* key, double& out) {
 
 // A seq, step or time that becomes an integer: only a finite number within ±2^53 (what a double holds exactly);
 // anything else from a worker (1e300, a value a buggy writer made) is skipped, never cast (that would be undefined).
-bool integer_at(const json& object, const char* key, int64_t& out, double scale = 1.0) {
-    double value = 0;
-    if (!number_at(object, key, value))
-        return false;
-    value *= scale;
+bool whole_number(double value, int64_t& out) {
     if (!std::isfinite(value) || std::fabs(value) > 9007199254740992.0)
         return false;
     out = static_cast<int64_t>(value);
     return true;
+}
+
+bool integer_at(const json& object, const char* key, int64_t& out, double scale = 1.0) {
+    double value = 0;
+    return number_at(object, key, value) && whole_number(value * scale, out);
 }
 
 bool is(const std::string* text, std::string_view expected) { return text && *text == expected; }
@@ -818,13 +819,10 @@ bool dom_number(simdjson::dom::element element, double& out) {
     }
 }
 
-// integer_at's rule for a DOM number: finite, within ±2^53.
+// integer_at's rule for a DOM number.
 bool dom_integer(simdjson::dom::element element, int64_t& out) {
     double value = 0;
-    if (!dom_number(element, value) || !std::isfinite(value) || std::fabs(value) > 9007199254740992.0)
-        return false;
-    out = static_cast<int64_t>(value);
-    return true;
+    return dom_number(element, value) && whole_number(value, out);
 }
 
 bool dom_is_string(simdjson::dom::element element, std::string_view expected) {
@@ -962,35 +960,34 @@ Catalog::Ingested Catalog::ingest_text(int64_t job, std::string_view events) {
     // The writer thread's parser, its buffers kept for the next batch.
     simdjson::dom::parser& parser = thread_parser();
     simdjson::dom::element parsed;
+    simdjson::dom::array array;
+    json fallback;
     if (const simdjson::error_code code = parser.parse(events.data(), events.size()).get(parsed);
         code != simdjson::SUCCESS) {
         // What simdjson refuses and nlohmann reads (an integer past uint64, nesting past 1,024 levels) goes the
         // general way.
-        const json fallback = json::parse(events, nullptr, false);
+        fallback = json::parse(events, nullptr, false);
         if (!fallback.is_array()) {
             ingested.error = std::string("the events are not a JSON array (") + simdjson::error_message(code) + ")";
             return ingested;
         }
-        Ingestion ingestion(*this, job);
-        for (const json& event : fallback)
-            ingestion.event(event);
-        ingested.last_seq = ingestion.finish();
-        ingested.checkpoints = ingestion.checkpoints();
-        return ingested;
-    }
-    simdjson::dom::array array;
-    if (parsed.get_array().get(array) != simdjson::SUCCESS) {
+    } else if (parsed.get_array().get(array) != simdjson::SUCCESS) {
         ingested.error = "the events are not a JSON array";
         return ingested;
     }
     Ingestion ingestion(*this, job);
-    for (const simdjson::dom::element element : array) {
-        simdjson::dom::object object;
-        if (element.get_object().get(object) == simdjson::SUCCESS && ingestion.plain_metric(object)) {
-            ++ingested.plain;
-            continue;
+    if (fallback.is_array()) {
+        for (const json& event : fallback)
+            ingestion.event(event);
+    } else {
+        for (const simdjson::dom::element element : array) {
+            simdjson::dom::object object;
+            if (element.get_object().get(object) == simdjson::SUCCESS && ingestion.plain_metric(object)) {
+                ++ingested.plain;
+                continue;
+            }
+            ingestion.event(nlohmann_of(element));
         }
-        ingestion.event(nlohmann_of(element));
     }
     ingested.last_seq = ingestion.finish();
     ingested.checkpoints = ingestion.checkpoints();

@@ -54,6 +54,15 @@ Expected<ImportedRun> read_run(Catalog& catalog, int64_t job) {
     return run;
 }
 
+// The name of an event file in `folder` ("" when it holds none, or is not there).
+std::string event_file_in(const std::string& folder) {
+    std::error_code error;
+    for (std::filesystem::directory_iterator it(folder, error), end; !error && it != end; it.increment(error))
+        if (it->path().filename().string().find("tfevents") != std::string::npos)
+            return it->path().filename().string();
+    return {};
+}
+
 } // namespace
 
 Expected<ImportedRun> run_from_catalog(Catalog& catalog, int64_t job) {
@@ -77,14 +86,11 @@ Expected<ImportedRun> run_from_catalog(Catalog& catalog, int64_t job) {
 }
 
 Expected<RunExportResult> export_run(Catalog& catalog, int64_t job, RunExportFormat format, const std::string& path) {
-    if (format == RunExportFormat::tensorboard) {
-        std::error_code error;
-        for (std::filesystem::directory_iterator it(path, error), end; !error && it != end; it.increment(error))
-            if (it->path().filename().string().find("tfevents") != std::string::npos)
-                return Error{path + " already holds " + it->path().filename().string() +
-                             " (an earlier export?): TensorBoard reads a folder's event files as one run, so every "
-                             "point would show twice; remove it or export to another folder; nothing was written"};
-    }
+    if (format == RunExportFormat::tensorboard)
+        if (const std::string earlier = event_file_in(path); !earlier.empty())
+            return Error{path + " already holds " + earlier +
+                         " (an earlier export?): TensorBoard reads a folder's event files as one run, so every "
+                         "point would show twice; remove it or export to another folder; nothing was written"};
     auto run = run_from_catalog(catalog, job);
     if (!run)
         return Error{run.error()};
@@ -169,16 +175,9 @@ std::vector<std::string> existing_exports(const std::vector<std::string>& paths,
     std::vector<std::string> existing;
     for (const std::string& path : paths) {
         std::error_code error;
-        if (format != RunExportFormat::tensorboard) {
-            if (std::filesystem::exists(path, error))
-                existing.push_back(path);
-            continue;
-        }
-        for (std::filesystem::directory_iterator it(path, error), end; !error && it != end; it.increment(error))
-            if (it->path().filename().string().find("tfevents") != std::string::npos) {
-                existing.push_back(path);
-                break;
-            }
+        if (format == RunExportFormat::tensorboard ? !event_file_in(path).empty()
+                                                   : std::filesystem::exists(path, error))
+            existing.push_back(path);
     }
     return existing;
 }

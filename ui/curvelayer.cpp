@@ -53,6 +53,13 @@ AxisMap axis_map(const QAbstractAxis* axis, double from, double to) {
     return map;
 }
 
+// The curve drawn for a series in `curves` (const or not), or nullptr.
+template <typename Curves>
+auto* find_curve(Curves& curves, const QAbstractSeries* series) {
+    const auto it = std::find_if(curves.begin(), curves.end(), [series](const auto& c) { return c.series == series; });
+    return it == curves.end() ? nullptr : &*it;
+}
+
 } // namespace
 
 CurveLayer::CurveLayer(QChart* chart) : QGraphicsObject(chart), chart_(chart), plot_(chart->plotArea()) {
@@ -74,12 +81,9 @@ void CurveLayer::axesChanged() {
 }
 
 CurveLayer::Curve& CurveLayer::curve(QAbstractSeries* series) {
-    const auto it =
-        std::find_if(curves_.begin(), curves_.end(), [series](const Curve& c) { return c.series == series; });
-    if (it != curves_.end())
-        return *it;
+    if (Curve* known = find_curve(curves_, series))
+        return *known;
     curves_.push_back({series, {}, {}});
-    follow(series);
     return curves_.back();
 }
 
@@ -132,15 +136,13 @@ void CurveLayer::remove(const QAbstractSeries* series) {
 }
 
 const QList<QPointF>* CurveLayer::points(const QAbstractSeries* series) const {
-    const auto it =
-        std::find_if(curves_.begin(), curves_.end(), [series](const Curve& c) { return c.series == series; });
-    return it == curves_.end() ? nullptr : &it->points;
+    const Curve* drawn = find_curve(curves_, series);
+    return drawn ? &drawn->points : nullptr;
 }
 
 const QList<QPointF>* CurveLayer::lower(const QAbstractSeries* series) const {
-    const auto it =
-        std::find_if(curves_.begin(), curves_.end(), [series](const Curve& c) { return c.series == series; });
-    return it == curves_.end() ? nullptr : &it->lower;
+    const Curve* drawn = find_curve(curves_, series);
+    return drawn ? &drawn->lower : nullptr;
 }
 
 QRectF CurveLayer::boundingRect() const { return plot_; }

@@ -766,7 +766,6 @@ void JobDetailView::draw(const RefreshData& data) {
     // builds nothing ahead of the paint (curvelayer.h); the validation accuracy, a point an evaluation, by Qt Charts.
     curves_->setPoints(loss_, positive(smooth(loss.last, weight)));
     curves_->setBand(loss_band_, positive(loss.max), positive(loss.min));
-    std::vector<std::pair<QXYSeries*, QVector<QPointF>>> given{{val_accuracy_, accuracy.last}};
     std::vector<std::pair<QXYSeries*, QVector<PointSummary>>> summaries{{loss_, summaries_of(own, loss)},
                                                                         {val_accuracy_, summaries_of(own, accuracy)}};
     double overlay_end = 0, overlay_low = 1e300, overlay_high = -1e300, first = 1e300;
@@ -797,13 +796,10 @@ void JobDetailView::draw(const RefreshData& data) {
     }
     coverage_->setText(tr("%1 points in %2 buckets").arg(loss.points).arg(loss.last.size()));
     // Qt Charts rebuilds a curve's whole geometry when its points change, and again for every curve when an axis's
-    // range does: a live run's chart has both each refresh. The curves it draws that are about to get new points are
-    // emptied first, so the axes' change rebuilds nothing of them, then given their points: one rebuild each.
-    std::erase_if(given, [](const std::pair<QXYSeries*, QVector<QPointF>>& curve) {
-        return curve.first->count() == curve.second.size() && curve.first->points() == curve.second;
-    });
-    for (const auto& curve : given)
-        curve.first->clear();
+    // range does: a live run's chart has both each refresh. The validation accuracy, the curve it draws here, is
+    // emptied first when it gets new points, so the axes' change rebuilds nothing of it, then given them: one rebuild.
+    if (val_accuracy_->points() != accuracy.last)
+        val_accuracy_->clear();
 
     // Axes fit everything drawn: this job's band and curves and the overlaid jobs' curves.
     const auto axes = loss_chart_->axes();
@@ -829,8 +825,7 @@ void JobDetailView::draw(const RefreshData& data) {
         const auto [accuracy_low, accuracy_high] = accuracy_range(accuracy);
         fit(axes[2], accuracy_low, accuracy_high);
     }
-    for (const auto& curve : given)
-        curve.first->replace(curve.second);
+    replace_points(val_accuracy_, accuracy.last);
     for (auto& curve : summaries)
         loss_view->setSummaries(curve.first, std::move(curve.second));
 
