@@ -38,6 +38,15 @@ std::string run(const std::string& command) {
     return out;
 }
 
+// What squeue says of a finished job once Slurm has settled it. The worker learns that the job's program ended
+// from the job itself; Slurm may still show COMPLETING while its node tidies up, so this waits for that to pass.
+std::string settled(const std::string& slurm, const std::string& format) {
+    const std::string state = "squeue -h -t all -j " + slurm + " -o '%T'";
+    for (int i = 0; i < 1200 && run(state) == "COMPLETING\n"; ++i)
+        ::usleep(100000);
+    return run("squeue -h -t all -j " + slurm + " -o '" + format + "'");
+}
+
 bool fashion_mnist() { return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"); }
 
 class Slurm : public ::testing::Test {
@@ -117,8 +126,7 @@ TEST_F(Slurm, BuiltinJobThroughSlurmrestdStreamsEveryEvent) {
     // Slurm ran it with the resources asked for.
     const std::string slurm = slurm_id(worker, id);
     ASSERT_FALSE(slurm.empty());
-    const std::string shown = run("squeue -h -t all -j " + slurm + " -o '%T|%C|%m|%l'");
-    EXPECT_EQ(shown, "COMPLETED|2|500M|7:00\n");
+    EXPECT_EQ(settled(slurm, "%T|%C|%m|%l"), "COMPLETED|2|500M|7:00\n");
     // The worker reports the cluster's size, not the login node's.
     const json resources = worker.client().get("/v1/resources").json();
     EXPECT_EQ(resources["cpus"], 8) << resources.dump();
@@ -143,7 +151,7 @@ TEST_F(Slurm, PyTorchExampleThroughSbatch) {
     // The job saw its Slurm allocation.
     const std::string slurm = slurm_id(worker, id);
     ASSERT_FALSE(slurm.empty());
-    EXPECT_EQ(run("squeue -h -t all -j " + slurm + " -o '%T'"), "COMPLETED\n");
+    EXPECT_EQ(settled(slurm, "%T"), "COMPLETED\n");
 }
 
 TEST_F(Slurm, CancelReachesTheJobOnItsNodeAndKeepsTheCheckpoint) {
