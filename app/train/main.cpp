@@ -5,6 +5,7 @@
 #include "gpumodel.h"
 #include "jobspec.h"
 #include "metricswriter.h"
+#include "onednn.h"
 #include "process.h"
 #include "sweepcommand.h"
 #include "trainer.h"
@@ -342,8 +343,9 @@ int main(int argc, char** argv) {
             print_usage();
             return kExitDone;
         } else if (arg == "--version") {
-            std::printf("traindeck-train %s\nBLAS: %s\nGPU: %s\n", TRAINDECK_VERSION, blas_description(),
-                        TRAINDECK_CUDA_BUILD);
+            // The capture reads the whole BLAS line as the engine's maths: oneDNN's kernels run the convolutions.
+            std::printf("traindeck-train %s\nBLAS: %s; %s\nGPU: %s\n", TRAINDECK_VERSION, blas_description(),
+                        onednn::description().c_str(), TRAINDECK_CUDA_BUILD);
             return kExitDone;
         } else if (arg == "--checkpoint-dir") {
             checkpoint_dir = value();

@@ -1,6 +1,7 @@
 #include "layers.h"
 
 #include "gemm.h"
+#include "onednn.h"
 #include "parallel.h"
 #include "rng.h"
 
@@ -39,6 +40,39 @@ inline void max_channels(float* __restrict best, const float* __restrict v, int 
     }
 }
 
+inline void narrow_winners(uint8_t* __restrict out, const int32_t* __restrict winner, int n) {
+    for (int i = 0; i < n; ++i)
+        out[i] = static_cast<uint8_t>(winner[i]);
+}
+
+inline void place_recorded(float* __restrict dx, const uint8_t* __restrict winner, const float* __restrict grad,
+                           uint8_t k, int n) {
+    for (int i = 0; i < n; ++i) {
+        const float g = grad[i];
+        dx[i] = winner[i] == k ? g : 0.0f;
+    }
+}
+
+inline void route_recorded(float* __restrict dx, const uint8_t* __restrict winner, const float* __restrict grad,
+                           uint8_t k, int n) {
+    for (int i = 0; i < n; ++i) {
+        const float g = grad[i];
+        dx[i] += winner[i] == k ? g : 0.0f;
+    }
+}
+
+inline void relu_values(float* __restrict y, const float* __restrict x, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+inline void relu_gradients(float* __restrict dx, const float* __restrict dy, const float* __restrict y, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        const float g = dy[i];
+        dx[i] = y[i] > 0.0f ? g : 0.0f;
+    }
+}
+
 inline void mark_winner(int32_t* __restrict winner, const float* __restrict v, const float* __restrict out, int32_t k,
                         int n) {
     for (int i = 0; i < n; ++i) {
@@ -52,6 +86,15 @@ inline void route_gradient(float* __restrict dx, const int32_t* __restrict winne
     for (int i = 0; i < n; ++i) {
         const float g = grad[i];
         dx[i] += winner[i] == k ? g : 0.0f;
+    }
+}
+
+// The same where no other window reaches dx: it is written, not added to, and needs no clearing first.
+inline void place_gradient(float* __restrict dx, const int32_t* __restrict winner, const float* __restrict grad,
+                           int32_t k, int n) {
+    for (int i = 0; i < n; ++i) {
+        const float g = grad[i];
+        dx[i] = winner[i] == k ? g : 0.0f;
     }
 }
 } // namespace // namespace
@@ -132,6 +175,22 @@ void col2im_nhwc(float* dx, const float* dcols, const Conv2dShape& s) {
 
 void conv2d_forward(float* y, float* cols, const float* x, const float* weight, const float* bias,
                     const Conv2dShape& s) {
+    if (onednn::runs(s))
+        onednn::conv2d_forward(y, x, weight, bias, s);
+    else
+        conv2d_forward_im2col(y, cols, x, weight, bias, s);
+}
+
+void conv2d_backward(float* dx, float* dweight, float* dbias, float* dcols, const float* dy, const float* x,
+                     const float* cols, const float* weight, const Conv2dShape& s) {
+    if (onednn::runs(s))
+        onednn::conv2d_backward(dx, dweight, dbias, dy, x, weight, s);
+    else
+        conv2d_backward_im2col(dx, dweight, dbias, dcols, dy, cols, weight, s);
+}
+
+void conv2d_forward_im2col(float* y, float* cols, const float* x, const float* weight, const float* bias,
+                           const Conv2dShape& s) {
     im2col_nhwc(cols, x, s);
     const size_t positions = s.positions();
     for (size_t p = 0; p < positions; ++p)
@@ -140,8 +199,8 @@ void conv2d_forward(float* y, float* cols, const float* x, const float* weight, 
          y, s.out_c);
 }
 
-void conv2d_backward(float* dx, float* dweight, float* dbias, float* dcols, const float* dy, const float* cols,
-                     const float* weight, const Conv2dShape& s) {
+void conv2d_backward_im2col(float* dx, float* dweight, float* dbias, float* dcols, const float* dy, const float* cols,
+                            const float* weight, const Conv2dShape& s) {
     const int positions = static_cast<int>(s.positions());
     gemm(true, false, s.out_c, s.patch(), positions, 1.0f, dy, s.out_c, cols, s.patch(), 1.0f, dweight, s.patch());
     for (int p = 0; p < positions; ++p) {
@@ -155,13 +214,18 @@ void conv2d_backward(float* dx, float* dweight, float* dbias, float* dcols, cons
     }
 }
 
-void maxpool_forward(float* y, const float* x, int batch, int h, int w, int c, int size, int stride) {
+void maxpool_forward(float* y, const float* x, int batch, int h, int w, int c, int size, int stride, uint8_t* winners) {
     const int oh_count = (h - size) / stride + 1, ow_count = (w - size) / stride + 1;
+    if (size * size > kMaxRecordedWindow)
+        winners = nullptr;
     // Channels are innermost (NHWC), so each window step is an element-wise max of two channel vectors.
     parallel_for(batch, [=](size_t first, size_t last) {
+        std::vector<int32_t> window_winner(winners ? c : 0);
         for (size_t b = first; b < last; ++b) {
             const float* image = x + b * h * w * c;
-            float* out = y + b * oh_count * ow_count * c;
+            const size_t out_offset = b * oh_count * ow_count * c;
+            float* out = y + out_offset;
+            uint8_t* winner = winners ? winners + out_offset : nullptr;
             for (int oh = 0; oh < oh_count; ++oh) {
                 for (int ow = 0; ow < ow_count; ++ow, out += c) {
                     const float* start =
@@ -170,6 +234,16 @@ void maxpool_forward(float* y, const float* x, int batch, int h, int w, int c, i
                     for (int kh = 0; kh < size; ++kh)
                         for (int kw = kh == 0 ? 1 : 0; kw < size; ++kw)
                             max_channels(out, start + (static_cast<size_t>(kh) * w + kw) * c, c);
+                    if (!winner)
+                        continue;
+                    // The first input equal to the maximum, found as backward would find it (while the window is
+                    // still in cache).
+                    std::fill(window_winner.begin(), window_winner.end(), size * size);
+                    for (int k = size * size - 1; k >= 0; --k)
+                        mark_winner(window_winner.data(), start + (static_cast<size_t>(k / size) * w + k % size) * c,
+                                    out, k, c);
+                    narrow_winners(winner, window_winner.data(), c);
+                    winner += c;
                 }
             }
         }
@@ -177,30 +251,60 @@ void maxpool_forward(float* y, const float* x, int batch, int h, int w, int c, i
 }
 
 void maxpool_backward(float* dx, const float* dy, const float* x, const float* y, int batch, int h, int w, int c,
-                      int size, int stride) {
+                      int size, int stride, const uint8_t* winners) {
     const int oh_count = (h - size) / stride + 1, ow_count = (w - size) / stride + 1;
     const int window = size * size;
+    if (window > kMaxRecordedWindow)
+        winners = nullptr;
     // The gradient goes to the first input of each window that equals the window's maximum: the input forward
     // picked. Recomputing that is cheaper than storing an index per output. Two branch-free passes per window
     // (find the winner per channel, then write) keep the channel loops vectorised.
+    // Windows that tile the image (size == stride, the usual 2x2 pool) each own their inputs: the gradient is
+    // written in place, and only the rows and columns past the last window are cleared, not the whole image first.
+    const bool tiled = size == stride;
     parallel_for(batch, [=](size_t first, size_t last) {
         std::vector<int32_t> winner(c);
         for (size_t b = first; b < last; ++b) {
             const size_t image_offset = b * h * w * c;
-            std::memset(dx + image_offset, 0, sizeof(float) * h * w * c);
+            if (!tiled) {
+                std::memset(dx + image_offset, 0, sizeof(float) * h * w * c);
+            } else {
+                const int covered_h = oh_count * stride, covered_w = ow_count * stride;
+                for (int ih = 0; ih < covered_h && covered_w < w; ++ih)
+                    std::memset(dx + image_offset + (static_cast<size_t>(ih) * w + covered_w) * c, 0,
+                                sizeof(float) * (w - covered_w) * c);
+                std::memset(dx + image_offset + static_cast<size_t>(covered_h) * w * c, 0,
+                            sizeof(float) * (h - covered_h) * w * c);
+            }
             const float* out = y + b * oh_count * ow_count * c;
             const float* grad = dy + b * oh_count * ow_count * c;
+            const uint8_t* recorded = winners ? winners + b * oh_count * ow_count * c : nullptr;
             for (int oh = 0; oh < oh_count; ++oh) {
                 for (int ow = 0; ow < ow_count; ++ow, out += c, grad += c) {
                     const size_t corner =
                         image_offset + (static_cast<size_t>(oh) * stride * w + static_cast<size_t>(ow) * stride) * c;
+                    if (recorded) {
+                        for (int k = 0; k < window; ++k) {
+                            float* target = dx + corner + (static_cast<size_t>(k / size) * w + k % size) * c;
+                            if (tiled)
+                                place_recorded(target, recorded, grad, static_cast<uint8_t>(k), c);
+                            else
+                                route_recorded(target, recorded, grad, static_cast<uint8_t>(k), c);
+                        }
+                        recorded += c;
+                        continue;
+                    }
                     std::fill(winner.begin(), winner.end(), window);
                     for (int k = window - 1; k >= 0; --k) // last to first, so the first match stays
                         mark_winner(winner.data(), x + corner + (static_cast<size_t>(k / size) * w + k % size) * c, out,
                                     k, c);
-                    for (int k = 0; k < window; ++k)
-                        route_gradient(dx + corner + (static_cast<size_t>(k / size) * w + k % size) * c, winner.data(),
-                                       grad, k, c);
+                    for (int k = 0; k < window; ++k) {
+                        float* target = dx + corner + (static_cast<size_t>(k / size) * w + k % size) * c;
+                        if (tiled)
+                            place_gradient(target, winner.data(), grad, k, c);
+                        else
+                            route_gradient(target, winner.data(), grad, k, c);
+                    }
                 }
             }
         }
@@ -381,21 +485,12 @@ void add_forward(float* y, const float* a, const float* b, size_t n) {
 
 void relu_forward(float* y, const float* x, size_t n) {
     parallel_for(
-        n,
-        [&](size_t first, size_t last) {
-            for (size_t i = first; i < last; ++i)
-                y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-        },
-        kElementwiseGrain);
+        n, [&](size_t first, size_t last) { relu_values(y + first, x + first, last - first); }, kElementwiseGrain);
 }
 
 void relu_backward(float* dx, const float* dy, const float* y, size_t n) {
     parallel_for(
-        n,
-        [&](size_t first, size_t last) {
-            for (size_t i = first; i < last; ++i)
-                dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
-        },
+        n, [&](size_t first, size_t last) { relu_gradients(dx + first, dy + first, y + first, last - first); },
         kElementwiseGrain);
 }
 

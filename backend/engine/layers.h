@@ -30,17 +30,31 @@ struct Conv2dShape {
 void im2col_nhwc(float* cols, const float* x, const Conv2dShape& s);
 // Scatter-add of cols back onto dx (dx is overwritten).
 void col2im_nhwc(float* dx, const float* dcols, const Conv2dShape& s);
-// Weights are [O, K, K, C]; y is [B, OH, OW, O]. cols is scratch of size positions()*patch(), kept for backward.
+// Weights are [O, K, K, C]; y is [B, OH, OW, O]. Where oneDNN has a kernel for the shape (onednn::runs) it
+// convolves and cols is not touched (it may be null); otherwise cols is scratch of size positions()*patch() for the
+// im2col rows, kept for backward.
 void conv2d_forward(float* y, float* cols, const float* x, const float* weight, const float* bias, const Conv2dShape& s);
-// dcols is scratch of the same size as cols; dx may be null (first layer).
-void conv2d_backward(float* dx, float* dweight, float* dbias, float* dcols, const float* dy, const float* cols,
-                     const float* weight, const Conv2dShape& s);
+// x and cols are forward's; dcols is scratch of the same size as cols (both unused where oneDNN runs the shape);
+// dx may be null (first layer).
+void conv2d_backward(float* dx, float* dweight, float* dbias, float* dcols, const float* dy, const float* x,
+                     const float* cols, const float* weight, const Conv2dShape& s);
+// The engine's own convolution (im2col + gemm) whatever oneDNN offers: the reference the oneDNN path is tested
+// against. cols and dcols are required.
+void conv2d_forward_im2col(float* y, float* cols, const float* x, const float* weight, const float* bias,
+                           const Conv2dShape& s);
+void conv2d_backward_im2col(float* dx, float* dweight, float* dbias, float* dcols, const float* dy, const float* cols,
+                            const float* weight, const Conv2dShape& s);
 
 // Max-pool over size×size windows with the given stride, NHWC. Backward routes each output's gradient to
 // the first input of its window that equals the output (the one forward picked); dx is overwritten.
-void maxpool_forward(float* y, const float* x, int batch, int h, int w, int c, int size, int stride);
+// When forward is given `winners` (one byte an output; windows of at most kMaxRecordedWindow inputs) it records
+// which input of each window won, and backward given the same bytes reads them instead of x and y, which it then
+// ignores: a pass over the small output instead of the large input.
+constexpr int kMaxRecordedWindow = 255;
+void maxpool_forward(float* y, const float* x, int batch, int h, int w, int c, int size, int stride,
+                     uint8_t* winners = nullptr);
 void maxpool_backward(float* dx, const float* dy, const float* x, const float* y, int batch, int h, int w, int c,
-                      int size, int stride);
+                      int size, int stride, const uint8_t* winners = nullptr);
 
 // Average-pool over size×size windows with the given stride, NHWC (no padding); dx is overwritten.
 void avgpool_forward(float* y, const float* x, int batch, int h, int w, int c, int size, int stride);

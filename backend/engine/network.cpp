@@ -1,8 +1,10 @@
 #include "network.h"
 
+#include "onednn.h"
 #include "rng.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -22,6 +24,10 @@ Conv2dShape conv_shape(const Layer& layer, int batch) {
 }
 
 bool is_alias(const LayerSpec& spec) { return spec.type == LayerType::flatten; }
+
+double seconds_since(std::chrono::steady_clock::time_point started) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
 
 } // namespace
 
@@ -65,7 +71,8 @@ Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShap
             const Conv2dShape cs = conv_shape(layer, 1);
             layer.weight = add_tensor("weight", static_cast<size_t>(s.out) * cs.patch(), true);
             layer.bias = add_tensor("bias", s.out, false);
-            max_cols = std::max(max_cols, cs.positions() * cs.patch()); // per sample
+            if (!onednn::runs(cs))                                          // the im2col path's rows; oneDNN needs none
+                max_cols = std::max(max_cols, cs.positions() * cs.patch()); // per sample
         } else if (s.type == LayerType::batchnorm) {
             // Over channels: an image's last axis, or every feature of a flat vector.
             const size_t channels = layer.in.channels;
@@ -94,7 +101,8 @@ Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShap
         net.doutputs_[i].assign(out_count, 0.0f);
         if (layer.spec.type == LayerType::conv2d) {
             const Conv2dShape cs = conv_shape(layer, max_batch);
-            net.scratch_[i].assign(cs.positions() * cs.patch(), 0.0f);
+            if (!onednn::runs(cs))
+                net.scratch_[i].assign(cs.positions() * cs.patch(), 0.0f);
         } else if (layer.spec.type == LayerType::dropout) {
             net.scratch_[i].assign(out_count, 0.0f);
         } else if (layer.spec.type == LayerType::batchnorm) {
@@ -102,6 +110,11 @@ Expected<Network> Network::build(const std::vector<LayerSpec>& specs, SampleShap
         }
     }
     net.dcols_.assign(max_cols * max_batch, 0.0f);
+    net.layer_times_.assign(n, {});
+    net.winners_.resize(n);
+    for (size_t i = 0; i < n; ++i)
+        if (net.layers_[i].spec.type == LayerType::maxpool)
+            net.winners_[i].assign(net.layers_[i].out.size() * max_batch, 0);
     return net;
 }
 
@@ -167,6 +180,7 @@ const float* Network::run_forward(const float* x, int batch, bool training, Rng&
             continue; // NHWC samples are already contiguous rows
         float* y = outputs_[i].data();
         const size_t in_count = layer.in.size() * batch;
+        const auto started = std::chrono::steady_clock::now();
         if (hook && layer.has_weights())
             input = (*hook)(i, input, in_count);
         if (type == LayerType::linear) {
@@ -175,7 +189,7 @@ const float* Network::run_forward(const float* x, int batch, bool training, Rng&
             conv2d_forward(y, scratch_[i].data(), input, p + layer.weight, p + layer.bias, conv_shape(layer, batch));
         } else if (type == LayerType::maxpool) {
             maxpool_forward(y, input, batch, layer.in.height, layer.in.width, layer.in.channels, layer.spec.size,
-                            layer.spec.stride);
+                            layer.spec.stride, training ? winners_[i].data() : nullptr);
         } else if (type == LayerType::avgpool) {
             avgpool_forward(y, input, batch, layer.in.height, layer.in.width, layer.in.channels, layer.spec.size,
                             layer.spec.stride);
@@ -204,6 +218,8 @@ const float* Network::run_forward(const float* x, int batch, bool training, Rng&
             else
                 std::memcpy(y, input, sizeof(float) * in_count);
         }
+        if (training)
+            layer_times_[i].forward += seconds_since(started);
         input = y;
     }
     return input;
@@ -220,21 +236,22 @@ void Network::backward(const float* x, const float* dlogits, int batch) {
         // The first layer's input gradient is never needed: skipping it saves a whole gemm.
         float* dx = dinput_of(i);
         const size_t in_count = layer.in.size() * batch;
+        const auto started = std::chrono::steady_clock::now();
         if (type == LayerType::flatten) {
             // dx is dy's own buffer (a flatten owns none): nothing moves.
         } else if (type == LayerType::linear) {
             linear_backward(dx, g + layer.weight, g + layer.bias, dy, input, p + layer.weight, batch,
                             static_cast<int>(layer.in.size()), layer.spec.out);
         } else if (type == LayerType::conv2d) {
-            conv2d_backward(dx, g + layer.weight, g + layer.bias, dcols_.data(), dy, scratch_[i].data(), p + layer.weight,
-                            conv_shape(layer, batch));
+            conv2d_backward(dx, g + layer.weight, g + layer.bias, dcols_.data(), dy, input, scratch_[i].data(),
+                            p + layer.weight, conv_shape(layer, batch));
         } else if (type == LayerType::batchnorm) {
             batchnorm_backward(dx, g + layer.weight, g + layer.bias, dy, scratch_[i].data(),
                                scratch_[i].data() + in_count, p + layer.weight, in_count / layer.in.channels,
                                layer.in.channels);
         } else if (dx && type == LayerType::maxpool) {
             maxpool_backward(dx, dy, input, outputs_[i].data(), batch, layer.in.height, layer.in.width,
-                             layer.in.channels, layer.spec.size, layer.spec.stride);
+                             layer.in.channels, layer.spec.size, layer.spec.stride, winners_[i].data());
         } else if (dx && type == LayerType::avgpool) {
             avgpool_backward(dx, dy, batch, layer.in.height, layer.in.width, layer.in.channels, layer.spec.size,
                              layer.spec.stride);
@@ -249,6 +266,7 @@ void Network::backward(const float* x, const float* dlogits, int batch) {
         } else if (dx && type == LayerType::dropout) {
             dropout_backward(dx, dy, scratch_[i].data(), in_count);
         }
+        layer_times_[i].backward += seconds_since(started);
         if (!dx)
             break;
         // This layer's input also fed the adds that name it: their output gradients join its gradient here, after
@@ -263,14 +281,30 @@ void Network::backward(const float* x, const float* dlogits, int batch) {
 
 double Network::forward_flops_per_sample() const {
     double flops = 0.0;
-    for (const Layer& layer : layers_) {
-        if (layer.spec.type == LayerType::linear)
-            flops += 2.0 * layer.in.size() * layer.spec.out;
-        else if (layer.spec.type == LayerType::conv2d)
-            flops += 2.0 * layer.out.height * layer.out.width * layer.spec.out * layer.spec.kernel * layer.spec.kernel *
-                     layer.in.channels;
-    }
+    for (size_t i = 0; i < layers_.size(); ++i)
+        flops += forward_flops_per_sample(i);
     return flops;
+}
+
+double Network::forward_flops_per_sample(size_t i) const {
+    const Layer& layer = layers_[i];
+    if (layer.spec.type == LayerType::linear)
+        return 2.0 * layer.in.size() * layer.spec.out;
+    if (layer.spec.type == LayerType::conv2d)
+        return 2.0 * layer.out.height * layer.out.width * layer.spec.out * layer.spec.kernel * layer.spec.kernel *
+               layer.in.channels;
+    return 0.0;
+}
+
+std::vector<std::string> Network::convolution_kernels() const {
+    std::vector<std::string> kernels;
+    for (const Layer& layer : layers_) {
+        if (layer.spec.type != LayerType::conv2d)
+            continue;
+        const Conv2dShape s = conv_shape(layer, max_batch_);
+        kernels.push_back(onednn::runs(s) ? std::string("oneDNN ") + onednn::kernel_name(s) : "im2col + BLAS");
+    }
+    return kernels;
 }
 
 std::string Network::describe() const {

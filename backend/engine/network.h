@@ -62,6 +62,17 @@ public:
     int max_batch() const { return max_batch_; }
     // Multiply-adds of one sample's forward pass (for FLOP/s reports).
     double forward_flops_per_sample() const;
+    // The same for one layer (0 for a layer without weights).
+    double forward_flops_per_sample(size_t layer) const;
+    // Where each convolution runs: "oneDNN <its kernel>" or "im2col + BLAS", one entry a conv2d layer in order.
+    std::vector<std::string> convolution_kernels() const;
+
+    // Seconds each layer has spent in training passes (forward with training set, and backward) since the network
+    // was built: the trainer reports them so the slowest layer type is visible.
+    struct LayerTime {
+        double forward = 0.0, backward = 0.0;
+    };
+    const std::vector<LayerTime>& layer_times() const { return layer_times_; }
     std::string describe() const;
 
 private:
@@ -80,6 +91,8 @@ private:
     std::vector<std::vector<float>> outputs_, doutputs_, scratch_;
     std::vector<float> dcols_; // shared by all convolutions' backward passes
     std::vector<std::vector<size_t>> skips_; // per layer: the add layers that read its input (their "from")
+    std::vector<LayerTime> layer_times_;
+    std::vector<std::vector<uint8_t>> winners_; // per max-pool layer: which input of each window won (training)
     SampleShape input_;
     int classes_ = 0;
     int max_batch_ = 0;

@@ -396,6 +396,27 @@ std::unique_ptr<Model> make_model(Network& net, const JobSpec& spec, const Train
     return std::make_unique<CpuModel>(net, spec.optimizer, spec.label_smoothing);
 }
 
+// Each layer's share of this process's training time on the CPU (all zero when a GPU trained), with what it computes
+// a sample, so that a reader can put each layer type's GFLOP/s against the machine's ceiling.
+json layer_profile(const Network& net, long samples) {
+    json layers = json::array();
+    bool after_first = false; // the first layer that computes anything passes no gradient back to the input
+    for (size_t i = 0; i < net.layers().size(); ++i) {
+        const Layer& layer = net.layers()[i];
+        if (layer.spec.type == LayerType::flatten)
+            continue; // moves nothing
+        layers.push_back({{"index", i},
+                          {"type", to_string(layer.spec.type)},
+                          {"samples", samples},
+                          {"forward_seconds", net.layer_times()[i].forward},
+                          {"backward_seconds", net.layer_times()[i].backward},
+                          {"forward_flops_per_sample", net.forward_flops_per_sample(i)},
+                          {"input_gradient", after_first}});
+        after_first = true;
+    }
+    return layers;
+}
+
 } // namespace
 
 std::vector<std::string> known_class_names(const DataSpec& spec, const Dataset& train) {
@@ -548,7 +569,8 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
                    {"task", spec.task},
                    {"total_steps", total_steps},
                    {"resumed_from_step", state.step},
-                   {"threads", compute_threads()}});
+                   {"threads", compute_threads()},
+                   {"convolutions", net.convolution_kernels()}});
     metrics.log("model " + net.describe());
     if (static_cast<size_t>(classes) > kMaxConfusionClasses)
         metrics.log("confusion matrices are not reported: " + std::to_string(classes) + " classes (at most " +
@@ -595,6 +617,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
     };
 
     long samples_since_log = 0;
+    long samples_this_process = 0; // what the layers' times cover (a resumed run's earlier steps are not among them)
     double seconds_since_log = 0.0;
     // Early stopping: patience used up (also after a resume of a run that had already stopped).
     const EarlyStoppingSpec& early = spec.early_stopping;
@@ -687,6 +710,7 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
             epoch_seconds += step_seconds;
             epoch_samples += static_cast<long>(window_samples);
             samples_since_log += static_cast<long>(window_samples);
+            samples_this_process += static_cast<long>(window_samples);
             seconds_since_log += step_seconds;
 
             if (state.step % spec.log_every == 0 || state.batch_in_epoch == batches_per_epoch) {
@@ -843,9 +867,13 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
             std::snprintf(line, sizeof(line), "test loss %.4f  test accuracy %.2f%%", test.loss, 100.0 * test.accuracy);
         metrics.log(line);
     }
-    metrics.write({{"type", "status"}, {"state", "finished"}, {"step", state.step}, {"train_seconds", state.train_seconds},
+    metrics.write({{"type", "status"},
+                   {"state", "finished"},
+                   {"step", state.step},
+                   {"train_seconds", state.train_seconds},
                    {"samples_per_s", state.train_seconds > 0 ? state.samples_seen / state.train_seconds : 0.0},
-                   {"forward_flops_per_sample", net.forward_flops_per_sample()}});
+                   {"forward_flops_per_sample", net.forward_flops_per_sample()},
+                   {"layers", layer_profile(net, samples_this_process)}});
     return {kExitDone, {}};
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/types.h>
+
 namespace traindeck::bench {
 
 inline double median(std::vector<double> values) {
@@ -29,15 +31,24 @@ inline std::vector<nlohmann::json> run_json_lines(const std::string& command, co
         std::fprintf(stderr, "cannot run: %s\n", command.c_str());
         std::exit(2);
     }
-    char buffer[1 << 16];
-    while (std::fgets(buffer, sizeof(buffer), pipe)) {
-        const std::string line(buffer);
+    // Whole lines however long (an evaluation record with its example thumbnails runs to hundreds of KB; a
+    // fixed buffer cut those into pieces that did not parse, and the test accuracy read as never sent).
+    char* buffer = nullptr;
+    size_t capacity = 0;
+    size_t unreadable = 0;
+    for (ssize_t length; (length = ::getline(&buffer, &capacity, pipe)) >= 0;) {
+        const std::string line(buffer, static_cast<size_t>(length));
         if (line.rfind(prefix, 0) != 0 || line.find('{') == std::string::npos)
             continue;
         nlohmann::json record = nlohmann::json::parse(line.substr(prefix.size()), nullptr, false);
-        if (!record.is_discarded())
+        if (record.is_discarded())
+            ++unreadable;
+        else
             records.push_back(record);
     }
+    std::free(buffer);
+    if (unreadable > 0)
+        std::fprintf(stderr, "%zu record line(s) that were not JSON: %s\n", unreadable, command.c_str());
     if (const int status = ::pclose(pipe); status != 0) {
         std::fprintf(stderr, "failed (status %d): %s\n", status, command.c_str());
         std::exit(2);

@@ -1,13 +1,17 @@
 // Every layer's backward pass against central finite differences of its forward pass,
 // first layer by layer, then through a whole network with every layer type.
 #include "layers.h"
+#include "gemm.h"
 #include "network.h"
+#include "onednn.h"
 #include "rng.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <string>
 #include <vector>
 
 using namespace traindeck::engine;
@@ -82,7 +86,8 @@ TEST(Layers, Conv2dGradientsWithPaddingAndStride) {
             return dot(y, probe);
         };
         loss();
-        conv2d_backward(dx.data(), dw.data(), db.data(), dcols.data(), probe.data(), cols.data(), w.data(), s);
+        conv2d_backward(dx.data(), dw.data(), db.data(), dcols.data(), probe.data(), x.data(), cols.data(), w.data(),
+                        s);
         expect_gradient(x, dx, loss, "conv dx");
         expect_gradient(w, dw, loss, "conv dW");
         expect_gradient(b, db, loss, "conv db");
@@ -109,20 +114,99 @@ TEST(Layers, Conv2dMatchesDirectConvolution) {
         }
 }
 
+// oneDNN's kernels against the engine's own im2col + gemm, on the shapes the engine meets: a first layer of one
+// channel, the CNN preset's second layer, padding and stride, a 1x1 shortcut, batches that do not split evenly among
+// the threads and a batch of one. The weight gradients must add onto what is there (gradient accumulation).
+TEST(Layers, OneDnnConvolutionsMatchTheEnginesOwn) {
+    set_compute_threads(2);
+    Rng rng(21);
+    const std::vector<Conv2dShape> shapes = {
+        {.batch = 5, .in_h = 28, .in_w = 28, .in_c = 1, .out_c = 32, .kernel = 3},
+        {.batch = 7, .in_h = 13, .in_w = 13, .in_c = 32, .out_c = 64, .kernel = 3},
+        {.batch = 3, .in_h = 9, .in_w = 8, .in_c = 6, .out_c = 8, .kernel = 3, .stride = 2, .pad = 1},
+        {.batch = 4, .in_h = 8, .in_w = 8, .in_c = 8, .out_c = 16, .kernel = 1, .stride = 2},
+        {.batch = 1, .in_h = 6, .in_w = 5, .in_c = 3, .out_c = 4, .kernel = 3, .pad = 1},
+    };
+    for (const Conv2dShape& s : shapes) {
+        SCOPED_TRACE(testing::Message() << s.in_h << "x" << s.in_w << "x" << s.in_c << " -> " << s.out_c << " k"
+                                        << s.kernel << " s" << s.stride << " p" << s.pad << " batch " << s.batch);
+        ASSERT_TRUE(onednn::runs(s)) << "oneDNN has no JIT kernel for this shape on this CPU";
+        EXPECT_NE(std::string(onednn::kernel_name(s)), "");
+        const auto x = random_vector(size_t(s.batch) * s.in_h * s.in_w * s.in_c, rng);
+        const auto w = random_vector(size_t(s.out_c) * s.patch(), rng);
+        const auto b = random_vector(s.out_c, rng);
+        const auto dy = random_vector(s.positions() * s.out_c, rng);
+        const auto dw0 = random_vector(w.size(), rng), db0 = random_vector(b.size(), rng);
+        std::vector<float> cols(s.positions() * s.patch()), dcols(cols.size());
+        std::vector<float> y_own(dy.size()), dx_own(x.size()), dw_own = dw0, db_own = db0;
+        conv2d_forward_im2col(y_own.data(), cols.data(), x.data(), w.data(), b.data(), s);
+        conv2d_backward_im2col(dx_own.data(), dw_own.data(), db_own.data(), dcols.data(), dy.data(), cols.data(),
+                               w.data(), s);
+        std::vector<float> y(dy.size(), NAN), dx(x.size(), NAN), dw = dw0, db = db0;
+        conv2d_forward(y.data(), nullptr, x.data(), w.data(), b.data(), s);
+        conv2d_backward(dx.data(), dw.data(), db.data(), nullptr, dy.data(), x.data(), nullptr, w.data(), s);
+        auto expect_close = [](const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+            size_t far = 0;
+            for (size_t i = 0; i < want.size(); ++i)
+                far += !(std::abs(got[i] - want[i]) <= 1e-4f * std::max(1.0f, std::abs(want[i])));
+            EXPECT_EQ(far, 0u) << what << ": " << far << " of " << want.size() << " differ";
+        };
+        expect_close(y, y_own, "output");
+        expect_close(dx, dx_own, "input gradient");
+        expect_close(dw, dw_own, "weight gradient");
+        expect_close(db, db_own, "bias gradient");
+        // The same inputs give the same bits: a resumed run goes on exactly.
+        std::vector<float> dx_again(x.size()), dw_again = dw0, db_again = db0;
+        conv2d_backward(dx_again.data(), dw_again.data(), db_again.data(), nullptr, dy.data(), x.data(), nullptr,
+                        w.data(), s);
+        EXPECT_EQ(dx_again, dx);
+        EXPECT_EQ(dw_again, dw);
+        EXPECT_EQ(db_again, db);
+        // The first layer's input gradient is not asked for.
+        std::vector<float> dw_first = dw0, db_first = db0;
+        conv2d_backward(nullptr, dw_first.data(), db_first.data(), nullptr, dy.data(), x.data(), nullptr, w.data(), s);
+        EXPECT_EQ(dw_first, dw);
+    }
+    set_compute_threads(1);
+}
+
 TEST(Layers, MaxPoolActivationsAndSoftmaxGradients) {
     Rng rng(5);
-    {
-        const int batch = 2, h = 4, w = 6, c = 3;
-        auto x = random_vector(size_t(batch) * h * w * c, rng);
-        const size_t out_count = size_t(batch) * 2 * 3 * c;
+    // Windows that tile the image exactly, tile it with a row and a column left over, overlap, and leave gaps. dx
+    // starts as NaN: whatever no window reaches must still come out 0.
+    struct Pool {
+        int h, w, size, stride;
+    };
+    for (const Pool p : {Pool{4, 6, 2, 2}, Pool{5, 7, 2, 2}, Pool{7, 7, 3, 2}, Pool{7, 8, 2, 3}}) {
+        SCOPED_TRACE(testing::Message() << p.h << "x" << p.w << " size " << p.size << " stride " << p.stride);
+        const int batch = 2, c = 3;
+        auto x = random_vector(size_t(batch) * p.h * p.w * c, rng);
+        const size_t out_count = size_t(batch) * ((p.h - p.size) / p.stride + 1) * ((p.w - p.size) / p.stride + 1) * c;
         const auto probe = random_vector(out_count, rng);
-        std::vector<float> y(out_count), dx(x.size());
+        std::vector<float> y(out_count), dx(x.size(), NAN);
         auto loss = [&] {
-            maxpool_forward(y.data(), x.data(), batch, h, w, c, 2, 2);
+            maxpool_forward(y.data(), x.data(), batch, p.h, p.w, c, p.size, p.stride);
             return dot(y, probe);
         };
         loss();
-        maxpool_backward(dx.data(), probe.data(), x.data(), y.data(), batch, h, w, c, 2, 2);
+        maxpool_backward(dx.data(), probe.data(), x.data(), y.data(), batch, p.h, p.w, c, p.size, p.stride);
+        // Winners recorded by forward give the same bits without x and y, ties included (inputs rounded to 0.5
+        // steps: equal values in most windows, where the first must win as it does when backward looks for it).
+        for (const bool ties : {false, true}) {
+            std::vector<float> tx = x;
+            if (ties)
+                for (float& v : tx)
+                    v = std::round(v * 2.0f) / 2.0f;
+            std::vector<float> ty(out_count), ty_recorded(out_count), tdx(x.size(), NAN), tdx_recorded(x.size(), NAN);
+            std::vector<uint8_t> winners(out_count, 77);
+            maxpool_forward(ty.data(), tx.data(), batch, p.h, p.w, c, p.size, p.stride);
+            maxpool_forward(ty_recorded.data(), tx.data(), batch, p.h, p.w, c, p.size, p.stride, winners.data());
+            EXPECT_EQ(ty_recorded, ty);
+            maxpool_backward(tdx.data(), probe.data(), tx.data(), ty.data(), batch, p.h, p.w, c, p.size, p.stride);
+            maxpool_backward(tdx_recorded.data(), probe.data(), nullptr, nullptr, batch, p.h, p.w, c, p.size, p.stride,
+                             winners.data());
+            EXPECT_EQ(tdx_recorded, tdx) << (ties ? "with ties" : "without ties");
+        }
         expect_gradient(x, dx, loss, "maxpool dx", 1e-3f);
     }
     {

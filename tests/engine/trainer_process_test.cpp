@@ -227,6 +227,56 @@ TEST_F(Trainer, SigtermWritesCheckpointAndExits75ThenResumesExactly) {
     EXPECT_EQ(final_params(dir.file("whole")), final_params(dir.file("split")));
 }
 
+// Convolutions run in oneDNN and the run says so; TRAINDECK_ONEDNN=0 runs the engine's own im2col path, which
+// computes the same model (the first steps' losses agree to rounding). The profile covers every layer that computes.
+TEST_F(Trainer, ConvolutionsRunInOneDnnUnlessTurnedOffAndTheProfileSaysWhereTimeWent) {
+    const json cnn = {
+        {"model", "cnn"},   {"conv", {8, 16}}, {"fc", {32}}, {"data", {{"dataset", "fashion-mnist"}, {"limit", 640}}},
+        {"batch_size", 64}, {"epochs", 1},     {"seed", 5}};
+    const std::string spec = write_spec(dir, "cnn.json", cnn);
+    const ProcessResult onednn = run_trainer({spec, "--checkpoint-dir", dir.file("onednn"), "--threads", "2"});
+    ASSERT_EQ(onednn.exit_code, 0) << onednn.err;
+    const ProcessResult own =
+        run_trainer({spec, "--checkpoint-dir", dir.file("own"), "--threads", "2"}, {"TRAINDECK_ONEDNN=0"});
+    ASSERT_EQ(own.exit_code, 0) << own.err;
+
+    const json ran_in = onednn.records("status").front()["convolutions"];
+    ASSERT_EQ(ran_in.size(), 2u) << ran_in.dump();
+    for (const auto& where : ran_in)
+        EXPECT_TRUE(where.get<std::string>().starts_with("oneDNN ")) << ran_in.dump();
+    EXPECT_EQ(own.records("status").front()["convolutions"], json::array({"im2col + BLAS", "im2col + BLAS"}));
+
+    const auto ours = curve(onednn), theirs = curve(own);
+    ASSERT_EQ(ours.size(), theirs.size());
+    ASSERT_GE(ours.size(), 2u);
+    for (long step : {ours.begin()->first, std::next(ours.begin())->first}) {
+        const double a = std::get<0>(ours.at(step)), b = std::get<0>(theirs.at(step));
+        EXPECT_NEAR(a, b, 1e-4 * std::abs(b)) << "step " << step;
+    }
+
+    const json layers = onednn.records("status").back()["layers"];
+    ASSERT_EQ(onednn.records("status").back()["state"], "finished");
+    std::vector<std::string> types;
+    for (const auto& layer : layers) {
+        types.push_back(layer["type"]);
+        EXPECT_EQ(layer["samples"], 576) << layer.dump(); // 640 less the 10 % validation split
+        EXPECT_GT(layer["forward_seconds"].get<double>(), 0.0) << layer.dump();
+        EXPECT_GT(layer["backward_seconds"].get<double>(), 0.0) << layer.dump();
+        EXPECT_EQ(layer["input_gradient"], &layer != &layers.front()) << layer.dump();
+        EXPECT_EQ(layer["forward_flops_per_sample"].get<double>() > 0,
+                  layer["type"] == "conv2d" || layer["type"] == "linear")
+            << layer.dump();
+    }
+    const std::vector<std::string> expected = {"conv2d", "maxpool", "relu", "conv2d", "maxpool",
+                                               "relu",   "linear",  "relu", "linear"};
+    EXPECT_EQ(types, expected);
+    // The first convolution: 26x26 outputs of 8 channels, a 3x3 patch of 1 channel each, two FLOPs a multiply-add.
+    EXPECT_EQ(layers.front()["forward_flops_per_sample"], 2.0 * 26 * 26 * 8 * 9);
+
+    const ProcessResult version = run_trainer({"--version"});
+    EXPECT_NE(version.out.find("; oneDNN 2."), std::string::npos) << version.out;
+}
+
 TEST_F(Trainer, ResumeRefusesACheckpointOfAnotherSpec) {
     const std::string spec = write_spec(dir, "mlp.json", kSmallMlp);
     ASSERT_EQ(run_trainer({spec, "--checkpoint-dir", dir.file("ck"), "--set", "max_steps=3"}).exit_code, 0);

@@ -697,8 +697,8 @@ int main(int argc, char** argv) {
         mlp_bf16 = train_gpu(mlp, GpuOptions{true, 1, 0, {}});
         report("MLP training bf16: losses", max_relative_error(mlp_bf16.losses, mlp_cpu.losses), 5e-2);
     });
-    // cuDNN convolutions (padding, stride, several channels) and max-pool against the engine's im2col path; then the
-    // same under autocast, where the convolutions run TF32 (looser).
+    // cuDNN convolutions (padding, stride, several channels) and max-pool against the engine's CPU path (oneDNN); then
+    // the same under autocast, where the convolutions run TF32 (looser).
     const std::vector<LayerSpec> cnn = {{.type = LayerType::conv2d, .out = 8, .kernel = 3, .padding = 1},
                                         {.type = LayerType::relu},
                                         {.type = LayerType::maxpool, .stride = 2, .size = 2},
