@@ -559,13 +559,18 @@ int main(int argc, char** argv) {
     options.stop_requested = &g_stop;
 
     // The GPU path throws GpuError for a failed CUDA/cuBLAS/cuDNN/NCCL call (on this thread, the only one that
-    // drives it); the CPU path and every other failure come back as TrainResult values.
+    // drives it); the CPU path throws only when oneDNN fails or memory runs out (the engine's threads hand their
+    // exceptions to this one); every other failure comes back as a TrainResult value.
     TrainResult result;
     try {
         result = train(*spec, options, metrics);
     } catch (const GpuError& error) {
         result = {kExitGpuFailed, std::string("GPU: ") + error.what()};
         metrics.write({{"type", "error"}, {"exit_code", kExitGpuFailed}, {"message", result.message}});
+    } catch (const std::exception& error) {
+        // oneDNN's errors (dnnl::error) and running out of memory on the CPU path.
+        result = {kExitCpuFailed, std::string("CPU: ") + error.what()};
+        metrics.write({{"type", "error"}, {"exit_code", kExitCpuFailed}, {"message", result.message}});
     }
     if (!ranks.empty()) {
         const int before = result.exit_code;

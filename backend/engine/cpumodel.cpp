@@ -4,6 +4,7 @@
 #include "cpumodel.h"
 
 #include "layers.h"
+#include "parallel.h"
 
 #include <algorithm>
 
@@ -27,7 +28,10 @@ void CpuModel::read_parameters(std::vector<float>& params, std::vector<std::vect
 }
 
 void CpuModel::zero_grads() {
-    std::fill(net_.grads().begin(), net_.grads().end(), 0.0f);
+    float* grads = net_.grads().data();
+    parallel_for(
+        net_.grads().size(), [grads](size_t first, size_t last) { std::fill(grads + first, grads + last, 0.0f); },
+        32768);
     loss_sum_ = 0.0;
     correct_ = 0;
 }

@@ -172,6 +172,7 @@ const float* Network::forward(const float* x, int batch, const WeightedInputHook
 
 const float* Network::run_forward(const float* x, int batch, bool training, Rng& rng, const WeightedInputHook* hook) {
     const float* input = x;
+    winners_recorded_ = training;
     float* p = params_.data();
     for (size_t i = 0; i < layers_.size(); ++i) {
         Layer& layer = layers_[i];
@@ -251,7 +252,8 @@ void Network::backward(const float* x, const float* dlogits, int batch) {
                                layer.in.channels);
         } else if (dx && type == LayerType::maxpool) {
             maxpool_backward(dx, dy, input, outputs_[i].data(), batch, layer.in.height, layer.in.width,
-                             layer.in.channels, layer.spec.size, layer.spec.stride, winners_[i].data());
+                             layer.in.channels, layer.spec.size, layer.spec.stride,
+                             winners_recorded_ ? winners_[i].data() : nullptr);
         } else if (dx && type == LayerType::avgpool) {
             avgpool_backward(dx, dy, batch, layer.in.height, layer.in.width, layer.in.channels, layer.spec.size,
                              layer.spec.stride);

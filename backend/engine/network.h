@@ -93,6 +93,7 @@ private:
     std::vector<std::vector<size_t>> skips_; // per layer: the add layers that read its input (their "from")
     std::vector<LayerTime> layer_times_;
     std::vector<std::vector<uint8_t>> winners_; // per max-pool layer: which input of each window won (training)
+    bool winners_recorded_ = false;             // the last forward was a training pass, which recorded them
     SampleShape input_;
     int classes_ = 0;
     int max_batch_ = 0;

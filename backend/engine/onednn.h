@@ -20,8 +20,9 @@ void conv2d_forward(float* y, const float* x, const float* weight, const float* 
 void conv2d_backward(float* dx, float* dweight, float* dbias, const float* dy, const float* x, const float* weight,
                      const Conv2dShape& s);
 
-// oneDNN's name for the kernel it picked for the shape's forward pass ("brgconv:avx512_core", ...); "" when none.
-const char* kernel_name(const Conv2dShape& s);
+// oneDNN's name for the kernel that runs the forward pass of the shape's batch (its first share, on one thread:
+// "brgconv:avx512_core", ...); "" when oneDNN does not run the shape.
+std::string kernel_name(const Conv2dShape& s);
 
 // "oneDNN 2.6.3 (avx512_core_bf16 kernels)", or that it is turned off: part of the engine's build as a run's
 // environment records it, since the kernels decide a run's bits.

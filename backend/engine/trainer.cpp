@@ -390,7 +390,10 @@ std::unique_ptr<Model> make_model(Network& net, const JobSpec& spec, const Train
         error = "data-parallel training needs the GPU path, which cannot run here: " + reason;
         return nullptr;
     }
-    metrics.write({{"type", "event"}, {"event", "device"}, {"message", "training on CPU: " + reason}});
+    metrics.write({{"type", "event"},
+                   {"event", "device"},
+                   {"message", "training on CPU: " + reason},
+                   {"convolutions", net.convolution_kernels()}});
     if (options.device == "cuda")
         metrics.log("training on CPU: " + reason);
     return std::make_unique<CpuModel>(net, spec.optimizer, spec.label_smoothing);
@@ -557,20 +560,22 @@ TrainResult train(const JobSpec& spec, const TrainOptions& options, MetricsWrite
         config["data"]["channels"] = data.train.channels;
     }
     metrics.write({{"type", "config"}, {"config", config}});
-    metrics.write({{"type", "status"},
-                   {"state", "running"},
-                   {"name", spec.name},
-                   {"model", net.describe()},
-                   {"parameters", net.params().size()},
-                   {"train_samples", train_count},
-                   {"val_samples", data.val.size()},
-                   {"test_samples", data.test.size()},
-                   {"classes", classes},
-                   {"task", spec.task},
-                   {"total_steps", total_steps},
-                   {"resumed_from_step", state.step},
-                   {"threads", compute_threads()},
-                   {"convolutions", net.convolution_kernels()}});
+    json running = {{"type", "status"},
+                    {"state", "running"},
+                    {"name", spec.name},
+                    {"model", net.describe()},
+                    {"parameters", net.params().size()},
+                    {"train_samples", train_count},
+                    {"val_samples", data.val.size()},
+                    {"test_samples", data.test.size()},
+                    {"classes", classes},
+                    {"task", spec.task},
+                    {"total_steps", total_steps},
+                    {"resumed_from_step", state.step},
+                    {"threads", compute_threads()}};
+    if (options.device == "cpu") // else the device event says where they run, once the device is chosen
+        running["convolutions"] = net.convolution_kernels();
+    metrics.write(running);
     metrics.log("model " + net.describe());
     if (static_cast<size_t>(classes) > kMaxConfusionClasses)
         metrics.log("confusion matrices are not reported: " + std::to_string(classes) + " classes (at most " +

@@ -19,6 +19,7 @@ enum ExitCode : int {
     kExitBadData = 3,    // missing, truncated or malformed data
     kExitNonFinite = 4,  // the loss became NaN or infinite
     kExitIoError = 5,    // a checkpoint could not be written
+    kExitCpuFailed = 7,  // the CPU path failed: out of memory, or a oneDNN call (6 is the GPU path's, gpumodel.h)
     kExitPreempted = 75, // asked to stop (SIGTERM): checkpoint written, resume with --resume
 };
 

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 using nlohmann::json;
@@ -68,9 +69,9 @@ Side run_traindeck(const std::string& binary, const std::string& spec_path, cons
                    int threads, const std::string& work_dir, bool onednn) {
     const std::string checkpoints = work_dir + "/ck-" + model + (onednn ? "" : "-im2col");
     std::filesystem::remove_all(checkpoints); // every round trains from the start
-    const std::string command = std::string(onednn ? "" : "TRAINDECK_ONEDNN=0 ") + binary + " " + spec_path +
-                                " --threads " + std::to_string(threads) + " --checkpoint-dir " + checkpoints +
-                                " --set epochs=" + std::to_string(epochs) + " --set log_every=10 2>&1";
+    const std::string command = std::string(onednn ? "env -u TRAINDECK_ONEDNN " : "TRAINDECK_ONEDNN=0 ") + binary +
+                                " " + spec_path + " --threads " + std::to_string(threads) + " --checkpoint-dir " +
+                                checkpoints + " --set epochs=" + std::to_string(epochs) + " --set log_every=10 2>&1";
     Side side;
     std::vector<double> epoch_rates, window_rates;
     for (const json& r : run_json_lines(command, "@traindeck ")) {
@@ -81,13 +82,27 @@ Side run_traindeck(const std::string& binary, const std::string& spec_path, cons
             window_rates.push_back(r["samples_per_s"].get<double>());
         else if (type == "eval" && r["split"] == "test")
             side.test_accuracy = r["accuracy"].get<double>();
-        else if (type == "status" && r["state"] == "running")
-            side.convolutions = r.value("convolutions", json::array());
-        else if (type == "status" && r["state"] == "finished") {
-            side.flops_per_sample = 3.0 * r["forward_flops_per_sample"].get<double>();
+        else if ((type == "status" && r["state"] == "running") || (type == "event" && r.value("event", "") == "device"))
+            side.convolutions = r.value("convolutions", side.convolutions);
+        else if (type == "status" && r["state"] == "finished")
             side.layers = r.value("layers", json::array());
-        }
     }
+    // Forward and backward: a layer with weights computes twice its forward's FLOPs backward (the input's and the
+    // weights' gradients), the first layer once (no input gradient).
+    for (const json& layer : side.layers)
+        side.flops_per_sample +=
+            layer["forward_flops_per_sample"].get<double>() * (layer["input_gradient"].get<bool>() ? 3.0 : 2.0);
+    // Each side must have run where it says: oneDNN's convolutions, or the engine's own.
+    if (model == "cnn" && side.convolutions.empty()) {
+        std::fprintf(stderr, "cnn: the run did not say where its convolutions ran\n");
+        std::exit(2);
+    }
+    for (const json& where : side.convolutions)
+        if (where.get<std::string>().rfind(onednn ? "oneDNN" : "im2col", 0) != 0) {
+            std::fprintf(stderr, "%s: the %s side's convolutions ran in %s\n", model.c_str(),
+                         onednn ? "oneDNN" : "im2col", side.convolutions.dump().c_str());
+            std::exit(2);
+        }
     side.samples_per_s = epochs > 1 ? median(epoch_rates) : median(window_rates);
     return side;
 }
@@ -248,8 +263,8 @@ int main(int argc, char** argv) {
         print_layer_profile(last.layers, peak);
         std::printf("\n");
     }
-    std::printf("GFLOP/s counts forward + backward as 3x the forward multiply-adds (an upper bound: the first "
-                "layer's input gradient is skipped).\n");
+    std::printf("GFLOP/s counts each weighted layer's forward FLOPs 3x (forward, input and weight gradients), the "
+                "first layer's 2x (it has no input gradient).\n");
     if (!second_pass && std::getenv("OPENBLAS_CORETYPE")) {
         std::printf("\n--- again without OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (OpenBLAS picks its kernels for this CPU) ---\n");
         std::fflush(stdout);
@@ -258,6 +273,8 @@ int main(int argc, char** argv) {
             command += std::string(" ") + argv[i];
         command += " --second-pass"; // last, so the option pairs before it still parse
         const int status = std::system(command.c_str());
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
+            return 2; // could not run, not a missed target
         all_met = all_met && status == 0;
     }
     return all_met ? 0 : 1;

@@ -117,8 +117,12 @@ TEST(Layers, Conv2dMatchesDirectConvolution) {
 // oneDNN's kernels against the engine's own im2col + gemm, on the shapes the engine meets: a first layer of one
 // channel, the CNN preset's second layer, padding and stride, a 1x1 shortcut, batches that do not split evenly among
 // the threads and a batch of one. The weight gradients must add onto what is there (gradient accumulation).
+// Also with 4 threads and batches smaller than that, so that a share's kernels run on another thread than the one
+// that made them, and after the pool is made again.
 TEST(Layers, OneDnnConvolutionsMatchTheEnginesOwn) {
-    set_compute_threads(2);
+    struct Threads {
+        ~Threads() { set_compute_threads(1); }
+    } restore;
     Rng rng(21);
     const std::vector<Conv2dShape> shapes = {
         {.batch = 5, .in_h = 28, .in_w = 28, .in_c = 1, .out_c = 32, .kernel = 3},
@@ -126,48 +130,53 @@ TEST(Layers, OneDnnConvolutionsMatchTheEnginesOwn) {
         {.batch = 3, .in_h = 9, .in_w = 8, .in_c = 6, .out_c = 8, .kernel = 3, .stride = 2, .pad = 1},
         {.batch = 4, .in_h = 8, .in_w = 8, .in_c = 8, .out_c = 16, .kernel = 1, .stride = 2},
         {.batch = 1, .in_h = 6, .in_w = 5, .in_c = 3, .out_c = 4, .kernel = 3, .pad = 1},
+        {.batch = 3, .in_h = 6, .in_w = 5, .in_c = 3, .out_c = 4, .kernel = 3, .pad = 1},
+        {.batch = 5, .in_h = 6, .in_w = 5, .in_c = 3, .out_c = 4, .kernel = 3, .pad = 1},
     };
-    for (const Conv2dShape& s : shapes) {
-        SCOPED_TRACE(testing::Message() << s.in_h << "x" << s.in_w << "x" << s.in_c << " -> " << s.out_c << " k"
-                                        << s.kernel << " s" << s.stride << " p" << s.pad << " batch " << s.batch);
-        ASSERT_TRUE(onednn::runs(s)) << "oneDNN has no JIT kernel for this shape on this CPU";
-        EXPECT_NE(std::string(onednn::kernel_name(s)), "");
-        const auto x = random_vector(size_t(s.batch) * s.in_h * s.in_w * s.in_c, rng);
-        const auto w = random_vector(size_t(s.out_c) * s.patch(), rng);
-        const auto b = random_vector(s.out_c, rng);
-        const auto dy = random_vector(s.positions() * s.out_c, rng);
-        const auto dw0 = random_vector(w.size(), rng), db0 = random_vector(b.size(), rng);
-        std::vector<float> cols(s.positions() * s.patch()), dcols(cols.size());
-        std::vector<float> y_own(dy.size()), dx_own(x.size()), dw_own = dw0, db_own = db0;
-        conv2d_forward_im2col(y_own.data(), cols.data(), x.data(), w.data(), b.data(), s);
-        conv2d_backward_im2col(dx_own.data(), dw_own.data(), db_own.data(), dcols.data(), dy.data(), cols.data(),
-                               w.data(), s);
-        std::vector<float> y(dy.size(), NAN), dx(x.size(), NAN), dw = dw0, db = db0;
-        conv2d_forward(y.data(), nullptr, x.data(), w.data(), b.data(), s);
-        conv2d_backward(dx.data(), dw.data(), db.data(), nullptr, dy.data(), x.data(), nullptr, w.data(), s);
-        auto expect_close = [](const std::vector<float>& got, const std::vector<float>& want, const char* what) {
-            size_t far = 0;
-            for (size_t i = 0; i < want.size(); ++i)
-                far += !(std::abs(got[i] - want[i]) <= 1e-4f * std::max(1.0f, std::abs(want[i])));
-            EXPECT_EQ(far, 0u) << what << ": " << far << " of " << want.size() << " differ";
-        };
-        expect_close(y, y_own, "output");
-        expect_close(dx, dx_own, "input gradient");
-        expect_close(dw, dw_own, "weight gradient");
-        expect_close(db, db_own, "bias gradient");
-        // The same inputs give the same bits: a resumed run goes on exactly.
-        std::vector<float> dx_again(x.size()), dw_again = dw0, db_again = db0;
-        conv2d_backward(dx_again.data(), dw_again.data(), db_again.data(), nullptr, dy.data(), x.data(), nullptr,
-                        w.data(), s);
-        EXPECT_EQ(dx_again, dx);
-        EXPECT_EQ(dw_again, dw);
-        EXPECT_EQ(db_again, db);
-        // The first layer's input gradient is not asked for.
-        std::vector<float> dw_first = dw0, db_first = db0;
-        conv2d_backward(nullptr, dw_first.data(), db_first.data(), nullptr, dy.data(), x.data(), nullptr, w.data(), s);
-        EXPECT_EQ(dw_first, dw);
-    }
-    set_compute_threads(1);
+    for (const int threads : {2, 4, 4, 1})
+        for (const Conv2dShape& s : shapes) {
+            set_compute_threads(threads);
+            SCOPED_TRACE(testing::Message()
+                         << s.in_h << "x" << s.in_w << "x" << s.in_c << " -> " << s.out_c << " k" << s.kernel << " s"
+                         << s.stride << " p" << s.pad << " batch " << s.batch << ", " << threads << " threads");
+            ASSERT_TRUE(onednn::runs(s)) << "oneDNN has no JIT kernel for this shape on this CPU";
+            EXPECT_NE(std::string(onednn::kernel_name(s)), "");
+            const auto x = random_vector(size_t(s.batch) * s.in_h * s.in_w * s.in_c, rng);
+            const auto w = random_vector(size_t(s.out_c) * s.patch(), rng);
+            const auto b = random_vector(s.out_c, rng);
+            const auto dy = random_vector(s.positions() * s.out_c, rng);
+            const auto dw0 = random_vector(w.size(), rng), db0 = random_vector(b.size(), rng);
+            std::vector<float> cols(s.positions() * s.patch()), dcols(cols.size());
+            std::vector<float> y_own(dy.size()), dx_own(x.size()), dw_own = dw0, db_own = db0;
+            conv2d_forward_im2col(y_own.data(), cols.data(), x.data(), w.data(), b.data(), s);
+            conv2d_backward_im2col(dx_own.data(), dw_own.data(), db_own.data(), dcols.data(), dy.data(), cols.data(),
+                                   w.data(), s);
+            std::vector<float> y(dy.size(), NAN), dx(x.size(), NAN), dw = dw0, db = db0;
+            conv2d_forward(y.data(), nullptr, x.data(), w.data(), b.data(), s);
+            conv2d_backward(dx.data(), dw.data(), db.data(), nullptr, dy.data(), x.data(), nullptr, w.data(), s);
+            auto expect_close = [](const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+                size_t far = 0;
+                for (size_t i = 0; i < want.size(); ++i)
+                    far += !(std::abs(got[i] - want[i]) <= 1e-4f * std::max(1.0f, std::abs(want[i])));
+                EXPECT_EQ(far, 0u) << what << ": " << far << " of " << want.size() << " differ";
+            };
+            expect_close(y, y_own, "output");
+            expect_close(dx, dx_own, "input gradient");
+            expect_close(dw, dw_own, "weight gradient");
+            expect_close(db, db_own, "bias gradient");
+            // The same inputs give the same bits: a resumed run goes on exactly.
+            std::vector<float> dx_again(x.size()), dw_again = dw0, db_again = db0;
+            conv2d_backward(dx_again.data(), dw_again.data(), db_again.data(), nullptr, dy.data(), x.data(), nullptr,
+                            w.data(), s);
+            EXPECT_EQ(dx_again, dx);
+            EXPECT_EQ(dw_again, dw);
+            EXPECT_EQ(db_again, db);
+            // The first layer's input gradient is not asked for.
+            std::vector<float> dw_first = dw0, db_first = db0;
+            conv2d_backward(nullptr, dw_first.data(), db_first.data(), nullptr, dy.data(), x.data(), nullptr, w.data(),
+                            s);
+            EXPECT_EQ(dw_first, dw);
+        }
 }
 
 TEST(Layers, MaxPoolActivationsAndSoftmaxGradients) {

@@ -240,11 +240,14 @@ TEST_F(Trainer, ConvolutionsRunInOneDnnUnlessTurnedOffAndTheProfileSaysWhereTime
         run_trainer({spec, "--checkpoint-dir", dir.file("own"), "--threads", "2"}, {"TRAINDECK_ONEDNN=0"});
     ASSERT_EQ(own.exit_code, 0) << own.err;
 
-    const json ran_in = onednn.records("status").front()["convolutions"];
+    auto convolutions = [](const ProcessResult& run) {
+        return run.records("status").front().value("convolutions", json());
+    };
+    const json ran_in = convolutions(onednn);
     ASSERT_EQ(ran_in.size(), 2u) << ran_in.dump();
     for (const auto& where : ran_in)
         EXPECT_TRUE(where.get<std::string>().starts_with("oneDNN ")) << ran_in.dump();
-    EXPECT_EQ(own.records("status").front()["convolutions"], json::array({"im2col + BLAS", "im2col + BLAS"}));
+    EXPECT_EQ(convolutions(own), json::array({"im2col + BLAS", "im2col + BLAS"}));
 
     const auto ours = curve(onednn), theirs = curve(own);
     ASSERT_EQ(ours.size(), theirs.size());
