@@ -15,8 +15,8 @@ done
 packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config git libgtest-dev
-  # engine (convolutions: oneDNN; image folders: libpng, libjpeg-turbo, and stb_image_resize's header)
-  libopenblas-dev libdnnl-dev zlib1g-dev libpng-dev libturbojpeg0-dev libstb-dev
+  # engine (convolutions: oneDNN, whose CMake config also wants OpenCL's headers and loader; image folders: libpng, libjpeg-turbo, and stb_image_resize's header)
+  libopenblas-dev libdnnl-dev ocl-icd-opencl-dev zlib1g-dev libpng-dev libturbojpeg0-dev libstb-dev
   # worker, client, catalog
   nlohmann-json3-dev libsimdjson-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev
   # console
