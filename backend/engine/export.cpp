@@ -272,8 +272,9 @@ Expected<ExportReport> export_model(const json& spec_json, const std::string& ch
     }
     if (options.int8) {
         json int8_metadata = metadata;
-        int8_metadata["quantization"] = "QDQ: int8 weights per output channel (symmetric), uint8 activations per tensor, " +
-                                        std::to_string(calibration) + " calibration samples";
+        int8_metadata["quantization"] =
+            "QDQ: int8 weights per output channel (symmetric, 7 bits: +-63), uint8 activations per tensor, " +
+            std::to_string(calibration) + " calibration samples";
         auto bytes = build_onnx(net, params, input, &int8.inputs, int8_metadata);
         if (!bytes)
             return Error{bytes.error()};

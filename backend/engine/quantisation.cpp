@@ -47,10 +47,11 @@ WeightQuant quantize_weights(const float* weights, size_t count, int outputs) {
         float largest = 0.0f;
         for (size_t i = 0; i < row; ++i)
             largest = std::max(largest, std::fabs(w[i]));
-        const float scale = largest > 0.0f ? largest / 127.0f : 1.0f;
+        const float scale = largest > 0.0f ? largest / kWeightLevel : 1.0f;
         q.scales.push_back(scale);
         for (size_t i = 0; i < row; ++i)
-            q.values[o * row + i] = static_cast<int8_t>(std::clamp(std::nearbyint(w[i] / scale), -127.0f, 127.0f));
+            q.values[o * row + i] =
+                static_cast<int8_t>(std::clamp(std::nearbyint(w[i] / scale), -kWeightLevel, kWeightLevel));
     }
     return q;
 }

@@ -30,8 +30,13 @@ ActivationQuant activation_quant(const ActivationRange& range);
 float fake_quantize(float x, const ActivationQuant& q);
 void fake_quantize(const float* x, float* out, size_t count, const ActivationQuant& q);
 
-// int8 weights with one scale per output channel (largest magnitude → ±127); a tensor's rows (one per output) are
-// contiguous in both our linear [O, I] and conv [O, K, K, C] layouts, and in PyTorch's.
+// int8 weights with one scale per output channel (largest magnitude → ±kWeightLevel); a tensor's rows (one per output)
+// are contiguous in both our linear [O, I] and conv [O, K, K, C] layouts, and in PyTorch's.
+// Seven bits, not eight (ONNX Runtime's "reduce range"): on x86 CPUs without VNNI (AVX2, AVX-512 before Cascade Lake)
+// ONNX Runtime multiplies uint8 activations by int8 weights with vpmaddubsw, which adds two products into 16 bits and
+// saturates there: 255 × 127 × 2 overflows, 255 × 63 × 2 = 32,130 does not. With ±127 a regression's int8 model
+// gave onnxruntime outputs 0.21 standard deviations away from the ones TrainDeck had scored, on an AVX2 EPYC.
+constexpr float kWeightLevel = 63.0f;
 struct WeightQuant {
     std::vector<int8_t> values;
     std::vector<float> scales;
