@@ -1,8 +1,9 @@
-// The jobs and events tables: the schema, and reading and writing a job's row with its columns in one order.
+// The jobs table and the event blocks: the schema, and reading and writing a job's row with its columns in one order.
 #include "jobtable.h"
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <stdexcept>
 
 namespace traindeck::worker {
@@ -15,6 +16,57 @@ namespace {
 constexpr const char* kColumns =
     "id, name, request, state, reason, priority, restarts, next_seq, metrics_offset, stdout_offset, stderr_offset, "
     "shim_pid, pid, gpus, spend, run_seconds, warnings, exit_code, submitted, started, finished";
+
+void put_little_endian(std::string& out, uint64_t value, int bytes) {
+    for (int i = 0; i < bytes; ++i)
+        out += static_cast<char>((value >> (8 * i)) & 0xff);
+}
+
+uint64_t get_little_endian(std::string_view bytes) {
+    uint64_t value = 0;
+    for (size_t i = 0; i < bytes.size(); ++i)
+        value |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+    return value;
+}
+
+// Schema 1 kept a row an event (table events). Its events become blocks of the same fragments, in one transaction:
+// a worker stopped in the middle finds the old table whole and moves it again.
+void move_events_into_blocks(Database& db) {
+    if (Statement exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'");
+        !exists.step())
+        return;
+    db.exec("BEGIN IMMEDIATE");
+    try {
+        // Its own scope: the table can be dropped only once no statement reads it.
+        {
+            Statement select = db.prepare("SELECT job, seq, time, type, data FROM events ORDER BY job, seq");
+            Statement insert;
+            std::string block;
+            int64_t job = 0, first = 0, last = 0;
+            const auto flush = [&] {
+                if (!block.empty())
+                    insert_event_block(db, insert, job, first, last, block);
+                block.clear();
+            };
+            while (select.step()) {
+                if (select.integer(0) != job || block.size() >= kEventBlockBytes) {
+                    flush();
+                    job = select.integer(0);
+                    first = select.integer(1);
+                }
+                last = select.integer(1);
+                append_event_to_block(block, last, select.real(2), select.text_view(3), select.text_view(4));
+            }
+            flush();
+        }
+        db.exec("DROP TABLE events");
+        db.exec("UPDATE meta SET value='2' WHERE key='schema_version'");
+        db.exec("COMMIT");
+    } catch (...) {
+        db.exec("ROLLBACK");
+        throw;
+    }
+}
 
 } // namespace
 
@@ -43,15 +95,74 @@ void create_job_tables(Database& db) {
             submitted REAL NOT NULL,
             started REAL NOT NULL DEFAULT 0,
             finished REAL NOT NULL DEFAULT 0);
-        CREATE TABLE IF NOT EXISTS events(
+        CREATE TABLE IF NOT EXISTS event_blocks(
             job INTEGER NOT NULL REFERENCES jobs(id),
-            seq INTEGER NOT NULL,
-            time REAL NOT NULL,
-            type TEXT NOT NULL,
-            data TEXT NOT NULL,
-            PRIMARY KEY(job, seq)) WITHOUT ROWID;
-        INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', '1');
+            first_seq INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            events BLOB NOT NULL);
+        CREATE INDEX IF NOT EXISTS event_blocks_by_job ON event_blocks(job, last_seq);
+        INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', '2');
     )");
+    move_events_into_blocks(db);
+}
+
+void append_event_to_block(std::string& block, int64_t seq, double time, std::string_view type, std::string_view data) {
+    // The fragment's length is known only once it is printed: its four bytes are filled in after.
+    put_little_endian(block, static_cast<uint64_t>(seq), 8);
+    const size_t length_at = block.size();
+    block.append(4, '\0');
+    // to_chars: printf's %f costs more than the whole rest of an event on this path.
+    char number[64];
+    block += "{\"seq\":";
+    block.append(number, std::to_chars(number, number + sizeof(number), seq).ptr);
+    block += ",\"time\":";
+    block.append(number, std::to_chars(number, number + sizeof(number), time, std::chars_format::fixed, 6).ptr);
+    block += ",\"type\":\"";
+    block += type;
+    block += "\",\"data\":";
+    block += data;
+    block += '}';
+    const auto length = static_cast<uint32_t>(block.size() - length_at - 4);
+    for (int i = 0; i < 4; ++i)
+        block[length_at + i] = static_cast<char>((length >> (8 * i)) & 0xff);
+}
+
+void insert_event_block(Database& db, Statement& insert, int64_t job, int64_t first_seq, int64_t last_seq,
+                        std::string_view block) {
+    if (!insert.prepared())
+        insert = db.prepare("INSERT INTO event_blocks(job, first_seq, last_seq, events) VALUES(?, ?, ?, ?)");
+    insert.reset();
+    insert.bind(1, job).bind(2, first_seq).bind(3, last_seq).bind_blob_static(4, block.data(), block.size());
+    insert.step();
+}
+
+int64_t read_events(Database& db, int64_t job, int64_t after, int64_t limit,
+                    const std::function<void(int64_t seq, std::string_view fragment)>& each) {
+    Statement select = db.prepare("SELECT events FROM event_blocks WHERE job=? AND last_seq>? ORDER BY last_seq");
+    select.bind(1, job).bind(2, after);
+    int64_t last = after, given = 0;
+    while (given < limit && select.step()) {
+        const std::string_view block = select.text_view(0);
+        for (size_t at = 0; given < limit && at < block.size();) {
+            if (block.size() - at < 12)
+                throw std::runtime_error("job " + std::to_string(job) + ": a damaged event block (" +
+                                         std::to_string(block.size() - at) + " bytes left, no event's header)");
+            const auto seq = static_cast<int64_t>(get_little_endian(block.substr(at, 8)));
+            const auto length = static_cast<size_t>(get_little_endian(block.substr(at + 8, 4)));
+            at += 12;
+            if (length > block.size() - at)
+                throw std::runtime_error("job " + std::to_string(job) + ": a damaged event block (an event of " +
+                                         std::to_string(length) + " bytes in " + std::to_string(block.size() - at) +
+                                         " left)");
+            if (seq > after) {
+                each(seq, block.substr(at, length));
+                last = seq;
+                ++given;
+            }
+            at += length;
+        }
+    }
+    return last;
 }
 
 std::string select_jobs_sql(std::string_view clause) {
@@ -101,7 +212,7 @@ int64_t insert_job(Database& db, const std::string& name, const std::string& req
 }
 
 void delete_job(Database& db, int64_t id) {
-    Statement events = db.prepare("DELETE FROM events WHERE job=?");
+    Statement events = db.prepare("DELETE FROM event_blocks WHERE job=?");
     events.bind(1, id);
     events.step();
     Statement job = db.prepare("DELETE FROM jobs WHERE id=?");

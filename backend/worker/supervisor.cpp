@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -312,16 +313,30 @@ void Supervisor::add_event(Job& job, const char* type, std::string_view data) {
 }
 
 void Supervisor::write_pending() {
-    if (!insert_event_.prepared())
-        insert_event_ = db_.prepare("INSERT INTO events(job, seq, time, type, data) VALUES(?, ?, ?, ?, ?)");
-    Statement& insert = insert_event_;
+    // A block a job, in the order its events were numbered; a block that reaches kEventBlockBytes is stored and the
+    // job's next events start another.
+    struct Block {
+        int64_t first = 0, last = 0;
+        std::string bytes;
+    };
+    std::unordered_map<int64_t, Block> blocks;
+    const auto store = [this](int64_t job, Block& block) {
+        insert_event_block(db_, insert_block_, job, block.first, block.last, block.bytes);
+        block.bytes.clear();
+    };
     for (const PendingEvent& event : pending_events_) {
-        insert.reset();
-        // Static binds: the arena stays valid until step() has copied the bytes into the page.
-        insert.bind(1, event.job).bind(2, event.seq).bind(3, event.time).bind_static(4, event.type);
-        insert.bind_static(5, std::string_view(pending_text_).substr(event.offset, event.length));
-        insert.step();
+        Block& block = blocks[event.job];
+        if (block.bytes.size() >= kEventBlockBytes)
+            store(event.job, block);
+        if (block.bytes.empty())
+            block.first = event.seq;
+        block.last = event.seq;
+        append_event_to_block(block.bytes, event.seq, event.time, event.type,
+                              std::string_view(pending_text_).substr(event.offset, event.length));
     }
+    for (auto& [job, block] : blocks)
+        if (!block.bytes.empty())
+            store(job, block);
     for (auto& [id, job] : jobs_)
         if (job->dirty)
             save_job(*job);

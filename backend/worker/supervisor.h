@@ -129,7 +129,7 @@ private:
     EventBoard& board_;
     Database db_;
     // The two statements of the ingest path, prepared once (after db_, so they are finalized before it closes).
-    Statement insert_event_, update_job_;
+    Statement insert_block_, update_job_;
     Telemetry telemetry_;
     dataset::ContentStore store_;
     std::unique_ptr<Executor> executor_; // local processes or a cluster (config_.executor)

@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <regex>
@@ -215,27 +214,15 @@ std::vector<int64_t> share_reply(const std::vector<std::pair<int64_t, int64_t>>&
 
 // Appends "\"events\":[...]" with the job's events after `after` (at most limit) to body; returns the last seq.
 int64_t append_events(Database& db, int64_t job, int64_t after, int64_t limit, std::string& body) {
-    Statement select = db.prepare("SELECT seq, time, type, data FROM events WHERE job=? AND seq>? ORDER BY seq LIMIT ?");
-    select.bind(1, job).bind(2, after).bind(3, limit);
-    // Stored data is JSON already: splice it in rather than parse and print it again.
+    // Stored as the fragments a reply carries (jobtable.h): spliced in, not parsed and printed again.
     body += "\"events\":[";
-    int64_t last = after;
     bool first = true;
-    while (select.step()) {
-        last = select.integer(0);
-        // to_chars: printf's %f costs more than the whole rest of an event on this path.
-        char number[64];
-        body += first ? "{\"seq\":" : ",{\"seq\":";
-        body.append(number, std::to_chars(number, number + sizeof(number), last).ptr);
-        body += ",\"time\":";
-        body.append(number, std::to_chars(number, number + sizeof(number), select.real(1), std::chars_format::fixed, 6).ptr);
-        body += ",\"type\":\"";
-        body += select.text_view(2);
-        body += "\",\"data\":";
-        body += select.text_view(3);
-        body += '}';
+    const int64_t last = read_events(db, job, after, limit, [&](int64_t, std::string_view fragment) {
+        if (!first)
+            body += ',';
+        body += fragment;
         first = false;
-    }
+    });
     body += ']';
     return last;
 }

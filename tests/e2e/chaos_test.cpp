@@ -18,6 +18,7 @@
 #include "checkpoint.h"
 #include "childprocess.h"
 #include "jobobserver.h"
+#include "jobtable.h"
 #include "requireall.h"
 #include "seriesstore.h"
 #include "sqlitedb.h"
@@ -32,10 +33,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include <sys/stat.h>
@@ -476,25 +479,27 @@ TEST(Chaos, Kill9OfTrainerWorkerAndConsoleLosesAndRepeatsNothing) {
     int64_t telemetry = 0, warnings = 0;
     bool started = false;
     {
-        Statement select = worker_db.prepare("SELECT seq, type, data FROM events WHERE job=? ORDER BY seq");
-        select.bind(1, job);
-        while (select.step()) {
-            seqs.push_back(select.integer(0));
-            const std::string type = select.text(1);
-            const json data = json::parse(select.text(2), nullptr, false);
-            if (type == "record")
-                records.push_back(data);
-            else if (type == "log")
-                worker_log_seqs.insert(select.integer(0));
-            else if (type == "telemetry")
-                ++telemetry;
-            else if (type == "warning")
-                ++warnings;
-            else if (type == "state" && data.value("state", "") == "running")
-                started = true;
-            else if (type == "state" && data.value("state", "") == "queued" && started) // not the submission's
-                retry_reasons.push_back(data.value("reason", ""));
-        }
+        worker::read_events(
+            worker_db, job, 0, std::numeric_limits<int64_t>::max(), [&](int64_t seq, std::string_view fragment) {
+                const json event = json::parse(fragment, nullptr, false);
+                ASSERT_TRUE(event.is_object()) << fragment;
+                EXPECT_EQ(event["seq"], seq);
+                seqs.push_back(seq);
+                const std::string type = event["type"];
+                const json& data = event["data"];
+                if (type == "record")
+                    records.push_back(data);
+                else if (type == "log")
+                    worker_log_seqs.insert(seq);
+                else if (type == "telemetry")
+                    ++telemetry;
+                else if (type == "warning")
+                    ++warnings;
+                else if (type == "state" && data.value("state", "") == "running")
+                    started = true;
+                else if (type == "state" && data.value("state", "") == "queued" && started) // not the submission's
+                    retry_reasons.push_back(data.value("reason", ""));
+            });
     }
     ASSERT_FALSE(seqs.empty());
     for (size_t k = 0; k < seqs.size(); ++k)
