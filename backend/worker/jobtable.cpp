@@ -29,43 +29,64 @@ uint64_t get_little_endian(std::string_view bytes) {
     return value;
 }
 
-// Schema 1 kept a row an event (table events). Its events become blocks of the same fragments, in one transaction:
-// a worker stopped in the middle finds the old table whole and moves it again.
+// Schema 1 kept a row an event (table events). Its events become blocks of the same fragments, a job a transaction:
+// one job's blocks in, its rows out, committed together, so that a worker stopped in the middle (or short of disk)
+// goes on where it stopped, and the move never needs room for more than one job's events twice.
 void move_events_into_blocks(Database& db) {
     if (Statement exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'");
         !exists.step())
         return;
-    db.exec("BEGIN IMMEDIATE");
-    try {
-        // Its own scope: the table can be dropped only once no statement reads it.
-        {
-            Statement select = db.prepare("SELECT job, seq, time, type, data FROM events ORDER BY job, seq");
-            Statement insert;
-            std::string block;
-            int64_t job = 0, first = 0, last = 0;
-            const auto flush = [&] {
+    const auto in_transaction = [&db](const std::function<void()>& work) {
+        db.exec("BEGIN IMMEDIATE");
+        try {
+            work();
+            db.exec("COMMIT");
+        } catch (...) {
+            // SQLite may have rolled back by itself (a full disk, an I/O error): the first error is the one to say.
+            try {
+                db.exec("ROLLBACK");
+            } catch (...) {
+            }
+            throw;
+        }
+    };
+    std::vector<int64_t> jobs;
+    {
+        Statement select = db.prepare("SELECT DISTINCT job FROM events ORDER BY job");
+        while (select.step())
+            jobs.push_back(select.integer(0));
+    }
+    Statement insert;
+    for (const int64_t job : jobs)
+        in_transaction([&] {
+            // Its own scope: the rows can be deleted only once no statement reads them.
+            {
+                Statement select = db.prepare("SELECT seq, time, type, data FROM events WHERE job=? ORDER BY seq");
+                select.bind(1, job);
+                std::string block;
+                int64_t first = 0, last = 0;
+                while (select.step()) {
+                    if (block.size() >= kEventBlockBytes) {
+                        insert_event_block(db, insert, job, first, last, block);
+                        block.clear();
+                    }
+                    if (block.empty())
+                        first = select.integer(0);
+                    last = select.integer(0);
+                    append_event_to_block(block, last, select.real(1), select.text_view(2), select.text_view(3));
+                }
                 if (!block.empty())
                     insert_event_block(db, insert, job, first, last, block);
-                block.clear();
-            };
-            while (select.step()) {
-                if (select.integer(0) != job || block.size() >= kEventBlockBytes) {
-                    flush();
-                    job = select.integer(0);
-                    first = select.integer(1);
-                }
-                last = select.integer(1);
-                append_event_to_block(block, last, select.real(2), select.text_view(3), select.text_view(4));
             }
-            flush();
-        }
+            Statement remove = db.prepare("DELETE FROM events WHERE job=?");
+            remove.bind(1, job);
+            remove.step();
+        });
+    insert = Statement();
+    in_transaction([&db] {
         db.exec("DROP TABLE events");
         db.exec("UPDATE meta SET value='2' WHERE key='schema_version'");
-        db.exec("COMMIT");
-    } catch (...) {
-        db.exec("ROLLBACK");
-        throw;
-    }
+    });
 }
 
 } // namespace

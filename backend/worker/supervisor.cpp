@@ -281,8 +281,9 @@ void Supervisor::tick(bool meter_now) {
             meter(*job, now);
         }
         // Exits are noticed when the executor sees a shim end; otherwise (a re-adopted job's shim is not our child,
-        // a cluster's job is not even here) they are checked once a second, as the job is metered.
-        if (job->run.shim_reaped || meter_job)
+        // a cluster's job is not even here) they are checked once a second: a local job's as it is metered, a
+        // cluster job's right after the executor's refresh (its squeue answer), in the tick that refreshed.
+        if (job->run.shim_reaped || (job->run.cluster_id.empty() ? meter_job : meter_now))
             check_exit(*job);
         if (job->stop != StopReason::none && is_active(job->state) && job->stop_sent > 0 &&
             now - job->stop_sent > config_.stop_grace_seconds) {
@@ -1004,7 +1005,9 @@ void Supervisor::ingest_all(Job& job, bool exited) {
 void Supervisor::ingest_captures(Job& job, const std::string& dir) {
     // A job that captures nothing has no files to look for (an open a job a read: 8 % of the worker's time with
     // 1,000 such jobs running).
-    for (int part = 0; part < 2 && job.request.capture; ++part) {
+    if (!job.request.capture)
+        return;
+    for (int part = 0; part < 2; ++part) {
         if (job.capture_sent[part])
             continue;
         const std::string path = dir + "/" + kCaptureFiles[part];

@@ -58,10 +58,16 @@ class ReadSnapshot {
 public:
     explicit ReadSnapshot(Database& db) : db_(db) { db_.exec("BEGIN"); }
     ~ReadSnapshot() {
+        // A read transaction has nothing to keep: one that cannot commit is rolled back, so that the thread's
+        // connection never stays on an old snapshot for its next request.
         try {
             db_.exec("COMMIT");
         } catch (...) {
-            // a read transaction has nothing to lose: the next BEGIN fails loudly if this one is still open
+            try {
+                db_.exec("ROLLBACK");
+            } catch (...) {
+                // SQLite ended it already
+            }
         }
     }
     ReadSnapshot(const ReadSnapshot&) = delete;
@@ -545,9 +551,11 @@ void WorkerServer::routes() {
         if (!state.step())
             return error_reply(res, 404, "no job " + std::to_string(job));
         const bool finished = is_finished(state.text_view(0));
-        if (wait_ms > 0 && !finished && state.integer(1) - 1 <= after)
-            board_.wait(job, after, static_cast<int>(wait_ms));
+        const int64_t last_seq = state.integer(1) - 1;
+        // Off its row before the wait: a stepping statement holds its read snapshot, and checkpoints, until reset.
         state.reset();
+        if (wait_ms > 0 && !finished && last_seq <= after)
+            board_.wait(job, after, static_cast<int>(wait_ms));
         std::string body = "{";
         const int64_t last = append_events(db, job, after, limit, body);
         state.bind(1, job);
@@ -609,6 +617,9 @@ void WorkerServer::routes() {
                          waiting > 0 || is_finished(state.text_view(0)))
                     ready.emplace_back(id, std::max<int64_t>(waiting, 0));
             }
+            // A statement left on a row keeps its read snapshot past COMMIT, and so across the wait: the woken watch
+            // would read the database as it was before (tests/worker: AWatchThatWaitedAnswersWithTheNewsThatWokeIt).
+            state.reset();
         };
         std::optional<ReadSnapshot> snapshot(std::in_place, db);
         news();
@@ -634,6 +645,7 @@ void WorkerServer::routes() {
             state.step();
             body += ",\"next\":" + std::to_string(last) + ",\"state\":\"" + state.text(0) + "\"}";
         }
+        state.reset();
         body += "},\"missing\":" + json(missing).dump() + "}";
         res.status = 200;
         res.set_content(body, "application/json");

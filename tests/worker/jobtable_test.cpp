@@ -30,7 +30,8 @@ struct TempFolder {
     ~TempFolder() { std::filesystem::remove_all(path); }
 };
 
-// What schema 1's reader printed for an event, made here with printf's %.6f: the fragments must not change.
+// What schema 1's reader printed for an event (to_chars, fixed, 6 decimals), made here with printf's %.6f, which
+// prints the same: the fragments must not change.
 std::string old_fragment(int64_t seq, double time, const std::string& type, const std::string& data) {
     char number[64];
     std::snprintf(number, sizeof(number), "%.6f", time);
@@ -143,7 +144,8 @@ TEST(JobTable, ADamagedBlockIsSaidNotReadPast) {
         db.exec("DELETE FROM event_blocks");
         insert_event_block(db, insert, 1, 1, 2, std::string_view(block).substr(0, cut));
         size_t given = 0;
-        if (cut == first_end) { // a whole block of one event
+        // A cut at the first event's end is a whole block of one event.
+        if (cut == first_end) {
             read_events(db, 1, 0, kAll, [&](int64_t, std::string_view) { ++given; });
             EXPECT_EQ(given, 1u);
             continue;

@@ -952,6 +952,47 @@ TEST(Worker, OneLongPollWatchesManyJobs) {
     EXPECT_EQ(worker.client().post("/v1/events/watch", std::string("[]")).status, 400);
 }
 
+// A watch that waited for news answers with the news that woke it, from the per-job stream and from the long poll
+// of many jobs: neither reads the database as it was before the wait (a statement left stepping kept SQLite's read
+// snapshot open across the wait, and the woken watch found nothing new). The running job's telemetry, once a
+// second, is the news.
+TEST(Worker, AWatchThatWaitedAnswersWithTheNewsThatWokeIt) {
+    WorkerProcess worker;
+    const int64_t id = worker.submit({{"argv", {"/bin/sleep", "60"}}, {"capture", false}});
+    ASSERT_GT(id, 0);
+    const std::string key = std::to_string(id);
+    int64_t next = 0;
+    bool running = false;
+    for (int i = 0; i < 100 && !running; ++i) {
+        const auto reply = worker.client().post("/v1/events/watch", json{{"after", {{key, next}}}, {"wait_ms", 5000}});
+        ASSERT_EQ(reply.status, 200) << reply.body;
+        const json body = reply.json();
+        if (!body["jobs"].contains(key))
+            continue;
+        next = body["jobs"][key]["next"];
+        running = body["jobs"][key]["state"] == "running";
+    }
+    ASSERT_TRUE(running);
+    for (int round = 0; round < 3; ++round) {
+        // Everything so far read: the reply comes only once something new is committed.
+        const auto reply = worker.client().post("/v1/events/watch", json{{"after", {{key, next}}}, {"wait_ms", 20000}});
+        ASSERT_EQ(reply.status, 200) << reply.body;
+        const json body = reply.json();
+        ASSERT_TRUE(body["jobs"].contains(key)) << "round " << round << ": woken with nothing new: " << reply.body;
+        ASSERT_FALSE(body["jobs"][key]["events"].empty()) << reply.body;
+        EXPECT_EQ(body["jobs"][key]["events"][0]["seq"], next + 1);
+        next = body["jobs"][key]["next"];
+        const auto single =
+            worker.client().get("/v1/jobs/" + key + "/events?after=" + std::to_string(next) + "&wait_ms=20000");
+        ASSERT_EQ(single.status, 200) << single.body;
+        const json events = single.json()["events"];
+        ASSERT_FALSE(events.empty()) << "round " << round << ": the per-job stream woke with nothing new";
+        EXPECT_EQ(events[0]["seq"], next + 1);
+        next = single.json()["next"];
+    }
+    EXPECT_EQ(worker.client().post("/v1/jobs/" + key + "/cancel", std::string("{}")).status, 202);
+}
+
 // A job's last line is kept even when it has no newline (a print with end="", a crash mid-line): at the run's end
 // what is left of each stream is a line. Metrics too. Before, it waited forever for a newline that never came.
 TEST(Worker, AJobsLastLineWithoutANewlineIsKept) {
