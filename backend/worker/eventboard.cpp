@@ -38,4 +38,16 @@ std::vector<int64_t> EventBoard::wait_any(const std::map<int64_t, int64_t>& afte
     return ready;
 }
 
+std::vector<std::optional<std::pair<int64_t, bool>>> EventBoard::known(const std::map<int64_t, int64_t>& after) {
+    std::vector<std::optional<std::pair<int64_t, bool>>> entries;
+    entries.reserve(after.size());
+    std::lock_guard lock(mutex_);
+    for (const auto& [job, seq] : after)
+        if (const auto it = jobs_.find(job); it != jobs_.end())
+            entries.emplace_back(it->second);
+        else
+            entries.emplace_back();
+    return entries;
+}
+
 } // namespace traindeck::worker

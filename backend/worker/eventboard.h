@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -18,6 +19,11 @@ public:
     // The same for many jobs at once (one watcher, one request, one thread): waits until any of them has an event
     // after its `after` or is finished; returns the jobs that do.
     std::vector<int64_t> wait_any(const std::map<int64_t, int64_t>& after, int timeout_ms);
+
+    // What the board knows of each job in `after`, in its order: (last seq, finished), or nothing for a job that has
+    // published nothing since the worker started (its row says). One lock for all of them: a watch of 1,000 jobs
+    // asked the database for each job's row at every request.
+    std::vector<std::optional<std::pair<int64_t, bool>>> known(const std::map<int64_t, int64_t>& after);
 
 private:
     std::mutex mutex_;

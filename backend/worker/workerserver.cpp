@@ -602,20 +602,34 @@ void WorkerServer::routes() {
         const int wait_ms = static_cast<int>(std::min<uint64_t>(request.value("wait_ms", uint64_t(0)), 60000));
         Database& db = reader(supervisor_.database_path());
         Statement state = db.prepare("SELECT state, next_seq FROM jobs WHERE id=?");
-        // Each ready job with how many events it has after its SEQ.
+        // Each ready job with how many events it has after its SEQ. The event board answers for the jobs that have
+        // published since the worker started, their rows for the others (and say which jobs are missing).
         std::vector<std::pair<int64_t, int64_t>> ready;
         std::vector<int64_t> missing;
         const auto news = [&] {
             ready.clear();
             missing.clear();
+            const auto known = board_.known(after);
+            size_t index = 0;
             for (const auto& [id, seq] : after) {
-                state.reset();
-                state.bind(1, id);
-                if (!state.step())
-                    missing.push_back(id);
-                else if (const int64_t waiting = state.integer(1) - 1 - seq;
-                         waiting > 0 || is_finished(state.text_view(0)))
-                    ready.emplace_back(id, std::max<int64_t>(waiting, 0));
+                const auto& entry = known[index++];
+                int64_t last = 0;
+                bool finished = false;
+                if (entry) {
+                    last = entry->first;
+                    finished = entry->second;
+                } else {
+                    state.reset();
+                    state.bind(1, id);
+                    if (!state.step()) {
+                        missing.push_back(id);
+                        continue;
+                    }
+                    last = state.integer(1) - 1;
+                    finished = is_finished(state.text_view(0));
+                }
+                if (last > seq || finished)
+                    ready.emplace_back(id, std::max<int64_t>(last - seq, 0));
             }
             // A statement left on a row keeps its read snapshot past COMMIT, and so across the wait: the woken watch
             // would read the database as it was before (tests/worker: AWatchThatWaitedAnswersWithTheNewsThatWokeIt).
@@ -636,16 +650,23 @@ void WorkerServer::routes() {
         const std::vector<int64_t> grants = total > 0 ? share_reply(ready, static_cast<int64_t>(total), limit)
                                                       : std::vector<int64_t>(ready.size(), limit);
         std::string body = "{\"jobs\":{";
+        bool first = true;
         for (size_t i = 0; i < ready.size(); ++i) {
             const int64_t id = ready[i].first;
-            body += (i ? ",\"" : "\"") + std::to_string(id) + "\":{";
-            const int64_t last = append_events(db, id, after[id], grants[i], body);
             state.reset();
             state.bind(1, id);
-            state.step();
-            body += ",\"next\":" + std::to_string(last) + ",\"state\":\"" + state.text(0) + "\"}";
+            // The board still knows a job deleted since it published: its row is gone.
+            if (!state.step()) {
+                missing.push_back(id);
+                continue;
+            }
+            const std::string job_state = state.text(0);
+            state.reset();
+            body += (first ? "\"" : ",\"") + std::to_string(id) + "\":{";
+            first = false;
+            const int64_t last = append_events(db, id, after[id], grants[i], body);
+            body += ",\"next\":" + std::to_string(last) + ",\"state\":\"" + job_state + "\"}";
         }
-        state.reset();
         body += "},\"missing\":" + json(missing).dump() + "}";
         res.status = 200;
         res.set_content(body, "application/json");

@@ -601,6 +601,11 @@ TEST(Worker, DeleteRemovesAFinishedJobForGoodAndNeverReusesItsId) {
     EXPECT_GE(deleted.json()["bytes"].get<int64_t>(), 100000);
     EXPECT_FALSE(std::filesystem::exists(job_dir(worker, done)));
     EXPECT_EQ(worker.client().get("/v1/jobs/" + std::to_string(done)).status, 404);
+    // The event board still knows the deleted job (it published while it ran): a watch of it says it is missing.
+    const auto watched = worker.client().post("/v1/events/watch", json{{"after", {{std::to_string(done), 0}}}});
+    ASSERT_EQ(watched.status, 200) << watched.body;
+    EXPECT_EQ(watched.json()["missing"], json::array({done})) << watched.body;
+    EXPECT_TRUE(watched.json()["jobs"].empty()) << watched.body;
     EXPECT_EQ(worker.client().del("/v1/jobs/" + std::to_string(done)).status, 404);
     EXPECT_EQ(worker.client().del("/v1/jobs/" + std::to_string(done + 1000)).status, 404);
 
