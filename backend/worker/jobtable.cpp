@@ -63,20 +63,10 @@ void move_events_into_blocks(Database& db) {
             {
                 Statement select = db.prepare("SELECT seq, time, type, data FROM events WHERE job=? ORDER BY seq");
                 select.bind(1, job);
-                std::string block;
-                int64_t first = 0, last = 0;
-                while (select.step()) {
-                    if (block.size() >= kEventBlockBytes) {
-                        insert_event_block(db, insert, job, first, last, block);
-                        block.clear();
-                    }
-                    if (block.empty())
-                        first = select.integer(0);
-                    last = select.integer(0);
-                    append_event_to_block(block, last, select.real(1), select.text_view(2), select.text_view(3));
-                }
-                if (!block.empty())
-                    insert_event_block(db, insert, job, first, last, block);
+                EventBlockWriter writer(db, insert, job);
+                while (select.step())
+                    writer.add(select.integer(0), select.real(1), select.text_view(2), select.text_view(3));
+                writer.finish();
             }
             Statement remove = db.prepare("DELETE FROM events WHERE job=?");
             remove.bind(1, job);
@@ -155,6 +145,22 @@ void insert_event_block(Database& db, Statement& insert, int64_t job, int64_t fi
     insert.reset();
     insert.bind(1, job).bind(2, first_seq).bind(3, last_seq).bind_blob_static(4, block.data(), block.size());
     insert.step();
+}
+
+void EventBlockWriter::add(int64_t seq, double time, std::string_view type, std::string_view data) {
+    if (bytes_.size() >= kEventBlockBytes)
+        finish();
+    if (bytes_.empty())
+        first_ = seq;
+    last_ = seq;
+    append_event_to_block(bytes_, seq, time, type, data);
+}
+
+void EventBlockWriter::finish() {
+    if (bytes_.empty())
+        return;
+    insert_event_block(*db_, *insert_, job_, first_, last_, bytes_);
+    bytes_.clear();
 }
 
 int64_t read_events(Database& db, int64_t job, int64_t after, int64_t limit,

@@ -36,7 +36,7 @@ struct JobRow {
 };
 
 // Creates the tables when they are missing, and moves a schema-1 database's events (one row an event) into blocks
-// (schema 2), in one transaction. A new column needs a migration, never an edit of a CREATE here.
+// (schema 2), a job a transaction. A new column needs a migration, never an edit of a CREATE here.
 void create_job_tables(Database& db);
 
 // A job's events are stored in blocks: one row a job a commit, of at most kEventBlockBytes, each event in it as the
@@ -51,6 +51,22 @@ void append_event_to_block(std::string& block, int64_t seq, double time, std::st
 // first use and kept by the caller.
 void insert_event_block(Database& db, Statement& insert, int64_t job, int64_t first_seq, int64_t last_seq,
                         std::string_view block);
+// One job's events made into blocks, in the order they are added: a block that reaches kEventBlockBytes is stored and
+// the next event starts another; finish() stores what is left. The supervisor's commits and the schema-1 move both
+// write through it.
+class EventBlockWriter {
+public:
+    EventBlockWriter(Database& db, Statement& insert, int64_t job) : db_(&db), insert_(&insert), job_(job) {}
+    void add(int64_t seq, double time, std::string_view type, std::string_view data);
+    void finish();
+
+private:
+    Database* db_;
+    Statement* insert_;
+    int64_t job_;
+    int64_t first_ = 0, last_ = 0;
+    std::string bytes_;
+};
 // Calls each(seq, fragment) for the job's events after seq `after`, in order, at most `limit` of them; returns the last
 // seq given (`after` when none). Throws std::runtime_error on a block that is not one (a damaged database).
 int64_t read_events(Database& db, int64_t job, int64_t after, int64_t limit,

@@ -323,30 +323,14 @@ void Supervisor::add_event(Job& job, const char* type, std::string_view data) {
 }
 
 void Supervisor::write_pending() {
-    // A block a job, in the order its events were numbered; a block that reaches kEventBlockBytes is stored and the
-    // job's next events start another.
-    struct Block {
-        int64_t first = 0, last = 0;
-        std::string bytes;
-    };
-    std::unordered_map<int64_t, Block> blocks;
-    const auto store = [this](int64_t job, Block& block) {
-        insert_event_block(db_, insert_block_, job, block.first, block.last, block.bytes);
-        block.bytes.clear();
-    };
-    for (const PendingEvent& event : pending_events_) {
-        Block& block = blocks[event.job];
-        if (block.bytes.size() >= kEventBlockBytes)
-            store(event.job, block);
-        if (block.bytes.empty())
-            block.first = event.seq;
-        block.last = event.seq;
-        append_event_to_block(block.bytes, event.seq, event.time, event.type,
-                              std::string_view(pending_text_).substr(event.offset, event.length));
-    }
-    for (auto& [job, block] : blocks)
-        if (!block.bytes.empty())
-            store(job, block);
+    // A block writer a job, its events in the order they were numbered.
+    std::unordered_map<int64_t, EventBlockWriter> blocks;
+    for (const PendingEvent& event : pending_events_)
+        blocks.try_emplace(event.job, db_, insert_block_, event.job)
+            .first->second.add(event.seq, event.time, event.type,
+                               std::string_view(pending_text_).substr(event.offset, event.length));
+    for (auto& [job, writer] : blocks)
+        writer.finish();
     for (auto& [id, job] : jobs_)
         if (job->dirty)
             save_job(*job);
