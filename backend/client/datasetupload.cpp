@@ -73,7 +73,11 @@ bool upload_dataset(const WorkerClient& client, const dataset::Manifest& manifes
     const std::string manifest_text = manifest.to_json().dump();
     // Two rounds at most: a chunk the worker dropped as damaged during the build is asked for again.
     for (int round = 0; round < 2; ++round) {
-        HttpResponse asked = control->post("/v1/chunks/missing", nlohmann::json{{"chunks", hashes}}.dump(), 60000);
+        // The manifest first: the worker writes each chunk straight into the version's files. A worker from before
+        // that endpoint (404) is asked which chunks it lacks, and copies its chunk files into the version at the end.
+        HttpResponse asked = control->post("/v1/uploads/" + version, manifest_text, 600000);
+        if (asked.status == 404)
+            asked = control->post("/v1/chunks/missing", nlohmann::json{{"chunks", hashes}}.dump(), 60000);
         const nlohmann::json reply = asked.json();
         if (!asked.ok() || !reply.contains("missing") || !reply["missing"].is_array()) {
             error = "asking the worker which chunks it lacks failed: " + asked.message();

@@ -21,7 +21,7 @@ struct UploadProgress {
 };
 
 struct UploadOptions {
-    int connections = 2;
+    int connections = 4;
     std::function<void(const UploadProgress&)> progress; // from the sending threads
     const std::atomic<bool>* cancel = nullptr;
     int64_t stop_after_bytes = 0; // tests: simulate an interruption after this many bytes (0 = never)

@@ -6,8 +6,12 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <mutex>
+#include <set>
+#include <shared_mutex>
 #include <thread>
 
 #include <fcntl.h>
@@ -56,52 +60,285 @@ int space_status(int error_number) { return error_number == ENOSPC || error_numb
 void make_read_only(const fs::path& root) {
     std::error_code ec;
     for (fs::recursive_directory_iterator it(root, ec), end; it != end; it.increment(ec))
-        if (it->is_directory(ec))
-            ::chmod(it->path().c_str(), 0555);
+        ::chmod(it->path().c_str(), it->is_directory(ec) ? 0555 : 0444);
     ::chmod(root.c_str(), 0555);
 }
 
-void remove_tree(const fs::path& root) {
+void make_writable(const fs::path& root) {
     std::error_code ec;
-    // Read-only folders cannot lose their entries: give write back first.
-    for (fs::recursive_directory_iterator it(root, ec), end; it != end; it.increment(ec))
-        if (it->is_directory(ec))
-            ::chmod(it->path().c_str(), 0755);
     ::chmod(root.c_str(), 0755);
+    for (fs::recursive_directory_iterator it(root, ec), end; it != end; it.increment(ec))
+        ::chmod(it->path().c_str(), it->is_directory(ec) ? 0755 : 0644);
+}
+
+void remove_tree(const fs::path& root) {
+    // Read-only folders cannot lose their entries: give write back first.
+    make_writable(root);
+    std::error_code ec;
     fs::remove_all(root, ec);
+}
+
+// Writes bytes at offset into an existing file; with `sync`, on disk before it returns. 0 or errno. A synced piece
+// goes past the page cache (O_DIRECT, from an aligned copy) in whole blocks: the disk takes it by DMA, and the
+// kernel neither allocates nor copies a page for it; the unaligned tail, if any, is written through the cache.
+int write_piece(const ContentStore::Piece& piece, const char* data, int& saved, bool sync) {
+    constexpr int64_t kBlock = 4096;
+    const int fd = ::open(piece.path.c_str(), O_WRONLY | O_CLOEXEC);
+    saved = fd < 0 ? errno : 0;
+    auto write_at = [&saved](int to, const char* from, int64_t size, int64_t offset) {
+        for (int64_t done = 0; saved == 0 && done < size;) {
+            const ssize_t wrote = ::pwrite(to, from + done, static_cast<size_t>(size - done), offset + done);
+            if (wrote < 0 && errno == EINTR)
+                continue;
+            if (wrote <= 0)
+                saved = wrote < 0 ? errno : ENOSPC;
+            else
+                done += wrote;
+        }
+    };
+    int64_t direct_bytes = sync && piece.offset % kBlock == 0 ? piece.size / kBlock * kBlock : 0;
+    const int direct =
+        direct_bytes > 0 && saved == 0 ? ::open(piece.path.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT) : -1;
+    if (direct >= 0) {
+        thread_local std::unique_ptr<char, decltype(&std::free)> aligned(nullptr, &std::free);
+        if (!aligned) {
+            void* memory = nullptr;
+            if (::posix_memalign(&memory, kBlock, static_cast<size_t>(kChunkBytes)) == 0)
+                aligned.reset(static_cast<char*>(memory));
+        }
+        if (aligned) {
+            std::memcpy(aligned.get(), data, static_cast<size_t>(direct_bytes));
+            write_at(direct, aligned.get(), direct_bytes, piece.offset);
+        } else {
+            direct_bytes = 0;
+        }
+        // A file system that takes O_DIRECT opens but refuses the write (EINVAL): the page cache, as everywhere.
+        if (saved == EINVAL)
+            saved = 0, direct_bytes = 0;
+        ::close(direct);
+    } else {
+        direct_bytes = 0;
+    }
+    write_at(fd, data + direct_bytes, piece.size - direct_bytes, piece.offset + direct_bytes);
+    if (saved == 0 && sync && ::fdatasync(fd) != 0)
+        saved = errno;
+    if (fd >= 0)
+        ::close(fd);
+    return saved;
+}
+
+// A piece's bytes, if it can be read whole and they hash to `hash`.
+bool read_piece(const ContentStore::Piece& piece, const std::string& hash, std::string& bytes) {
+    if (piece.size < 0 || piece.size > kChunkBytes)
+        return false;
+    bytes.resize(static_cast<size_t>(piece.size));
+    const int fd = ::open(piece.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return false;
+    int64_t done = 0;
+    while (done < piece.size) {
+        const ssize_t got =
+            ::pread(fd, bytes.data() + done, static_cast<size_t>(piece.size - done), piece.offset + done);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        done += got;
+    }
+    ::close(fd);
+    return done == piece.size && sha256_hex(bytes.data(), bytes.size()) == hash;
 }
 
 } // namespace
 
+// A file of several chunks, hashed front to back as its chunks arrive, so that it is verified without being read
+// back: a chunk that comes before its turn waits in memory (a bounded amount) for the thread that hashes the one
+// before it. Given up (the file is read back when the version is completed) when too much waits, or when chunks
+// were written before this upload's hashers existed (a worker restart).
+struct FileHash {
+    std::mutex mutex;
+    std::unique_ptr<Sha256> hash = std::make_unique<Sha256>();
+    size_t next = 0; // chunks hashed
+    std::map<size_t, std::string> early;
+    bool given_up = false;
+    void reset() {
+        hash = std::make_unique<Sha256>();
+        next = 0;
+        early.clear();
+        given_up = false;
+    }
+};
+
+constexpr size_t kEarlyChunks = 16; // chunks of a file that may wait in memory for their turn (64 MB)
+
+struct ContentStore::Upload {
+    struct Place : Piece {
+        size_t file = 0, index = 0; // which file of the manifest, which of its chunks
+    };
+    Manifest manifest;
+    std::string version, folder;
+    std::map<std::string, std::vector<Place>> places; // each chunk's places in the upload's files; fixed once made
+    std::vector<std::unique_ptr<FileHash>> hashes;    // by file: null for a file of one chunk (its chunk's hash)
+    std::set<std::string> written;                    // chunks in all their places, on disk (index_mutex_)
+    std::shared_mutex writing; // shared while a chunk is written into place; exclusive to complete the version
+    bool done = false;         // published (under `writing`): a chunk on its way finds another home
+};
+
 bool ContentStore::open(const std::string& dir, std::string& error) {
     dir_ = dir;
     std::error_code ec;
-    for (const char* sub : {"chunks", "datasets", "manifests", "tmp"}) {
+    for (const char* sub : {"chunks", "datasets", "manifests", "tmp", "uploads"}) {
         fs::create_directories(dir + "/" + sub, ec);
         if (ec) {
             error = "cannot create " + dir + "/" + sub + ": " + ec.message();
             return false;
         }
     }
-    // Leftovers of builds and chunk writes a crash interrupted.
+    // Leftovers of builds and chunk writes a crash interrupted. An upload's folder stays: its chunks are found
+    // again when the upload resumes.
     for (const auto& entry : fs::directory_iterator(dir + "/tmp", ec))
         remove_tree(entry.path());
+    std::lock_guard lock(index_mutex_);
+    for (const std::string& version : versions()) {
+        Manifest manifest;
+        std::string damaged;
+        if (stored_manifest(version, manifest, damaged))
+            index_version(manifest, dir_ + "/datasets/" + version);
+    }
     return true;
+}
+
+void ContentStore::index_version(const Manifest& manifest, const std::string& folder) {
+    std::set<std::string> seen;
+    for (const ManifestFile& file : manifest.files)
+        for (size_t c = 0; c < file.chunks.size(); ++c)
+            if (seen.insert(file.chunks[c]).second) {
+                const int64_t offset = static_cast<int64_t>(c) * kChunkBytes;
+                published_.emplace(file.chunks[c],
+                                   Piece{folder + "/" + file.path, offset, std::min(kChunkBytes, file.size - offset)});
+            }
 }
 
 std::string ContentStore::chunk_path(const std::string& hash) const { return dir_ + "/chunks/" + hash.substr(0, 2) + "/" + hash; }
 
 bool ContentStore::has_chunk(const std::string& hash) const {
+    if (!is_sha256_hex(hash))
+        return false;
+    {
+        std::lock_guard lock(index_mutex_);
+        if (published_.count(hash) != 0)
+            return true;
+        for (const auto& [version, upload] : uploads_)
+            if (upload->written.count(hash) != 0)
+                return true;
+    }
     struct stat info {};
-    return is_sha256_hex(hash) && ::stat(chunk_path(hash).c_str(), &info) == 0;
+    return ::stat(chunk_path(hash).c_str(), &info) == 0;
 }
 
 std::vector<std::string> ContentStore::missing_chunks(const std::vector<std::string>& hashes) const {
     std::vector<std::string> missing;
+    std::set<std::string> seen;
     for (const std::string& hash : hashes)
-        if (!has_chunk(hash) && std::find(missing.begin(), missing.end(), hash) == missing.end())
+        if (seen.insert(hash).second && !has_chunk(hash))
             missing.push_back(hash);
     return missing;
+}
+
+std::shared_ptr<ContentStore::Upload> ContentStore::upload_for(const Manifest& manifest, int& status,
+                                                               std::string& error) {
+    const std::string version = manifest.version();
+    if (auto found = uploads_.find(version); found != uploads_.end())
+        return found->second;
+    auto upload = std::make_shared<Upload>();
+    upload->manifest = manifest;
+    upload->version = version;
+    upload->folder = dir_ + "/uploads/" + version;
+    for (size_t f = 0; f < manifest.files.size(); ++f) {
+        const ManifestFile& file = manifest.files[f];
+        upload->hashes.push_back(file.chunks.size() > 1 ? std::make_unique<FileHash>() : nullptr);
+        for (size_t c = 0; c < file.chunks.size(); ++c) {
+            const int64_t offset = static_cast<int64_t>(c) * kChunkBytes;
+            std::vector<Upload::Place>& places = upload->places[file.chunks[c]];
+            Upload::Place place;
+            place.path = upload->folder + "/" + file.path;
+            place.offset = offset;
+            place.size = std::min(kChunkBytes, file.size - offset);
+            place.file = f;
+            place.index = c;
+            places.push_back(place);
+            if (places.back().size != places.front().size) {
+                status = 400;
+                error = "the manifest gives chunk " + file.chunks[c].substr(0, 12) + "… two sizes";
+                return nullptr;
+            }
+        }
+    }
+    // After a restart the folder is there with what was written before: each chunk counts as written when every
+    // one of its places hashes right.
+    std::error_code ec;
+    const bool resumed = fs::is_directory(upload->folder, ec);
+    for (const ManifestFile& file : manifest.files) {
+        const std::string path = upload->folder + "/" + file.path;
+        fs::create_directories(fs::path(path).parent_path(), ec);
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        struct stat info {};
+        int saved = fd < 0 ? errno : 0;
+        if (fd >= 0 && (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)))
+            saved = EISDIR;
+        // Sparse until written: a large version takes its space as its chunks arrive.
+        if (saved == 0 && info.st_size != file.size && ::ftruncate(fd, file.size) != 0)
+            saved = errno;
+        if (fd >= 0)
+            ::close(fd);
+        if (saved != 0) {
+            status = saved == ENOSPC || saved == EDQUOT ? 507 : 400;
+            error = "cannot make " + file.path + " (" + std::strerror(saved) + ")";
+            remove_tree(upload->folder);
+            return nullptr;
+        }
+    }
+    if (resumed) {
+        std::string bytes;
+        for (const auto& entry : upload->places)
+            if (std::all_of(entry.second.begin(), entry.second.end(),
+                            [&](const Piece& place) { return read_piece(place, entry.first, bytes); }))
+                upload->written.insert(entry.first);
+        for (const auto& file : upload->hashes)
+            if (file)
+                file->given_up = true;
+    } else if (const int saved = sync_file_system(dir_); saved != 0) {
+        // The files' names on disk before any chunk written into them is acknowledged.
+        status = space_status(saved);
+        error = std::string("cannot make the version's files (") + std::strerror(saved) + ")";
+        remove_tree(upload->folder);
+        return nullptr;
+    }
+    uploads_[version] = upload;
+    return upload;
+}
+
+int ContentStore::begin_upload(const Manifest& manifest, std::vector<std::string>& missing, std::string& error) {
+    missing.clear();
+    if (!dataset_path(manifest.version()).empty())
+        return 200;
+    std::vector<std::string> candidates;
+    {
+        std::lock_guard lock(index_mutex_);
+        int status = 200;
+        const std::shared_ptr<Upload> upload = upload_for(manifest, status, error);
+        if (!upload)
+            return status;
+        std::set<std::string> seen;
+        for (const std::string& hash : manifest.chunk_hashes())
+            if (seen.insert(hash).second && upload->written.count(hash) == 0 && published_.count(hash) == 0)
+                candidates.push_back(hash);
+    }
+    // In the order of the manifest: a sender that sends them in this order writes each file front to back.
+    for (const std::string& hash : candidates)
+        if (!has_chunk(hash))
+            missing.push_back(hash);
+    return 200;
 }
 
 int ContentStore::put_chunk(const std::string& hash, const std::string& bytes, std::string& error) {
@@ -113,16 +350,74 @@ int ContentStore::put_chunk(const std::string& hash, const std::string& bytes, s
         error = "a chunk holds at most " + std::to_string(kChunkBytes) + " bytes";
         return 413;
     }
-    if (sha256_hex(bytes.data(), bytes.size()) != hash) {
+    std::vector<std::shared_ptr<Upload>> wanting;
+    bool hash_it = false;
+    {
+        std::lock_guard lock(index_mutex_);
+        for (const auto& [version, upload] : uploads_)
+            if (auto found = upload->places.find(hash);
+                found != upload->places.end() && upload->written.count(hash) == 0) {
+                wanting.push_back(upload);
+                for (const Upload::Place& place : found->second)
+                    hash_it = hash_it || !upload->hashes[place.file];
+            }
+    }
+    // Checked against its name unless every place it goes to is in a file of several chunks, which is hashed whole
+    // as its chunks arrive (and refused, with its chunks forgotten, if it does not hash to the manifest): each byte
+    // is hashed once.
+    if ((wanting.empty() || hash_it) && sha256_hex(bytes.data(), bytes.size()) != hash) {
         error = "the chunk's bytes do not hash to " + hash + " (damaged in transit); send it again";
         return 400;
     }
+    // Into the places of every upload that wants it: the version's own files, each on disk before the chunk is
+    // acknowledged (a chunk the client was told is stored survives a power cut).
+    int status = 0;
+    for (const std::shared_ptr<Upload>& upload : wanting) {
+        std::shared_lock writing(upload->writing);
+        if (upload->done)
+            continue;
+        const std::vector<Upload::Place>& places = upload->places.at(hash);
+        if (places.front().size != static_cast<int64_t>(bytes.size())) {
+            error = "the chunk is " + std::to_string(bytes.size()) + " bytes; its version's manifest says " +
+                    std::to_string(places.front().size);
+            return 400;
+        }
+        for (const Piece& place : places)
+            if (int saved = 0; write_piece(place, bytes.data(), saved, true) != 0) {
+                error = "cannot store the chunk (" + std::string(std::strerror(saved)) + ")";
+                return space_status(saved);
+            }
+        for (const Upload::Place& place : places)
+            if (FileHash* file = upload->hashes[place.file].get()) {
+                std::lock_guard turn(file->mutex);
+                if (file->given_up || place.index < file->next)
+                    continue;
+                if (place.index > file->next) {
+                    if (file->early.size() < kEarlyChunks)
+                        file->early.emplace(place.index, bytes);
+                    else
+                        file->given_up = true, file->early.clear();
+                    continue;
+                }
+                file->hash->update(bytes.data(), bytes.size());
+                ++file->next;
+                for (auto early = file->early.begin(); early != file->early.end() && early->first == file->next;
+                     early = file->early.erase(early), ++file->next)
+                    file->hash->update(early->second.data(), early->second.size());
+            }
+        std::lock_guard lock(index_mutex_);
+        upload->written.insert(hash);
+        status = 201;
+    }
+    if (status != 0)
+        return status;
     if (has_chunk(hash))
         return 200;
+    // Nobody said which version it belongs to (a code snapshot's chunk, or a client of the older protocol): a chunk
+    // file of its own.
     const std::string final_path = chunk_path(hash);
     std::error_code ec;
     fs::create_directories(fs::path(final_path).parent_path(), ec);
-    // Fsynced before it is acknowledged: a chunk the client was told is stored survives a power cut.
     AtomicFile file(final_path, 0444, dir_ + "/tmp");
     file.write(bytes.data(), bytes.size());
     if (const int saved = file.commit(); saved != 0) {
@@ -131,7 +426,6 @@ int ContentStore::put_chunk(const std::string& hash, const std::string& bytes, s
     }
     return 201;
 }
-
 int ContentStore::put_chunks(const std::vector<std::pair<std::string, std::string_view>>& chunks) {
     std::vector<std::pair<std::string, std::string>> written; // temp, final
     auto drop = [&] {
@@ -176,9 +470,24 @@ int ContentStore::put_chunks(const std::vector<std::pair<std::string, std::strin
 }
 
 bool ContentStore::read_chunk(const std::string& hash, std::string& bytes) const {
-    // One byte more than a chunk may hold: a larger file under a chunk's name is no chunk.
-    return is_sha256_hex(hash) && read_file_upto(chunk_path(hash), static_cast<size_t>(kChunkBytes) + 1, bytes) &&
-           static_cast<int64_t>(bytes.size()) <= kChunkBytes;
+    if (!is_sha256_hex(hash))
+        return false;
+    std::vector<Piece> sources;
+    {
+        std::lock_guard lock(index_mutex_);
+        for (auto [at, end] = published_.equal_range(hash); at != end; ++at)
+            sources.push_back(at->second);
+        for (const auto& [version, upload] : uploads_)
+            if (upload->written.count(hash) != 0)
+                sources.push_back(upload->places.at(hash).front());
+    }
+    // A chunk file as it is (one byte more than a chunk may hold: a larger file under a chunk's name is no chunk):
+    // its receiver checks the hash. A piece of a version's file only if it hashes right: a job may have changed it.
+    if (read_file_upto(chunk_path(hash), static_cast<size_t>(kChunkBytes) + 1, bytes) &&
+        static_cast<int64_t>(bytes.size()) <= kChunkBytes)
+        return true;
+    return std::any_of(sources.begin(), sources.end(),
+                       [&](const Piece& piece) { return read_piece(piece, hash, bytes); });
 }
 
 int ContentStore::put_manifest(const Manifest& manifest) {
@@ -226,97 +535,174 @@ int ContentStore::materialize(const Manifest& manifest, std::vector<std::string>
     std::lock_guard lock(build_mutex_);
     if (!dataset_path(manifest.version()).empty())
         return 200;
-    return build(manifest, missing, error);
+    std::shared_ptr<Upload> upload;
+    {
+        std::lock_guard index(index_mutex_);
+        int status = 0;
+        if (!(upload = upload_for(manifest, status, error)))
+            return status;
+    }
+    return complete(upload, {}, missing, error);
 }
 
-int ContentStore::build(const Manifest& manifest, std::vector<std::string>& missing, std::string& error) {
-    const std::string version = manifest.version();
-    missing = missing_chunks(manifest.chunk_hashes());
+void ContentStore::forget(const std::string& hash, const Piece& piece) {
+    std::lock_guard lock(index_mutex_);
+    struct stat info {};
+    if (piece.path == chunk_path(hash) && ::stat(piece.path.c_str(), &info) == 0) {
+        // Content-addressed bytes that do not hash to their name (rot, or a hand that changed them): of no use.
+        ::unlink(piece.path.c_str());
+        return;
+    }
+    for (auto [at, end] = published_.equal_range(hash); at != end;)
+        at = at->second.path == piece.path && at->second.offset == piece.offset ? published_.erase(at) : std::next(at);
+    for (const auto& [version, upload] : uploads_)
+        if (upload->written.count(hash) != 0 && upload->places.at(hash).front().path == piece.path)
+            upload->written.erase(hash);
+}
+
+int ContentStore::complete(const std::shared_ptr<Upload>& upload, const std::multimap<std::string, Piece>& extra,
+                           std::vector<std::string>& missing, std::string& error) {
+    std::unique_lock writing(upload->writing); // no chunk is being written into place meanwhile
+    const Manifest& manifest = upload->manifest;
+    const std::string& version = upload->version;
+    // Every chunk not yet in place: copied from wherever the store (or the caller) holds bytes that hash to it. Not
+    // synced one by one: the whole version is, before it is published.
+    missing.clear();
+    std::string bytes;
+    for (const auto& [hash, places] : upload->places) {
+        std::vector<Piece> sources;
+        {
+            std::lock_guard lock(index_mutex_);
+            if (upload->written.count(hash) != 0)
+                continue;
+            sources.push_back({chunk_path(hash), 0, places.front().size});
+            for (auto [at, end] = published_.equal_range(hash); at != end; ++at)
+                sources.push_back(at->second);
+            for (const auto& [other_version, other] : uploads_)
+                if (other != upload && other->written.count(hash) != 0)
+                    sources.push_back(other->places.at(hash).front());
+        }
+        for (auto [at, end] = extra.equal_range(hash); at != end; ++at)
+            sources.push_back(at->second);
+        bool found = false;
+        for (const Piece& source : sources) {
+            if ((found = source.size == places.front().size && read_piece(source, hash, bytes)))
+                break;
+            forget(hash, source);
+        }
+        if (!found) {
+            missing.push_back(hash);
+            continue;
+        }
+        for (const Piece& place : places)
+            if (int saved = 0; write_piece(place, bytes.data(), saved, false) != 0) {
+                error = "cannot copy a chunk into " + place.path.substr(upload->folder.size() + 1) + " (" +
+                        std::strerror(saved) + ")";
+                return space_status(saved);
+            }
+        std::lock_guard lock(index_mutex_);
+        upload->written.insert(hash);
+    }
     if (!missing.empty()) {
         error = std::to_string(missing.size()) + " chunk(s) of this version are not on the worker yet; upload them first";
         return 409;
     }
-    const fs::path build = dir_ + "/tmp/build-" + version.substr(0, 16) + "." + unique_suffix();
-    std::error_code ec;
-    fs::create_directories(build, ec);
-    // Every file is its chunks copied in order (not hard links: a job writing to a shared inode would damage
-    // the chunk, and with it every later build of any version that holds those bytes), and hashed as it is copied:
-    // the version becomes visible only when every file is the manifest's. Two threads, a file at a time each: the
-    // copy and the hash are the cost here, the disk is not, on a page-cached upload.
-    for (const ManifestFile& file : manifest.files)
-        fs::create_directories((build / file.path).parent_path(), ec);
+    // Every file against its hash. A file of one chunk is that chunk, whose hash was checked as it was put in
+    // place; a longer one was hashed as its chunks arrived, or else is read back and hashed now, on two threads, a
+    // file at a time each.
     std::atomic<size_t> next{0};
     std::atomic<bool> stop{false};
     std::mutex failure_mutex;
     int failed_status = 0;
     std::string failure;
-    auto copy = [&] {
+    auto verify = [&] {
         std::vector<char> buffer(kChunkBytes);
         for (size_t i; !stop.load() && (i = next.fetch_add(1)) < manifest.files.size();) {
             const ManifestFile& file = manifest.files[i];
-            const int out = ::open((build / file.path).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
-            int saved = out < 0 ? errno : 0;
-            bool ok = out >= 0;
-            Sha256 whole;
-            for (size_t c = 0; ok && c < file.chunks.size(); ++c) {
-                const int in = ::open(chunk_path(file.chunks[c]).c_str(), O_RDONLY | O_CLOEXEC);
-                ssize_t got = in < 0 ? -1 : 0;
-                while (in >= 0 && (got = ::read(in, buffer.data(), buffer.size())) > 0 &&
-                       (ok = write_all(out, buffer.data(), got, saved)))
+            FileHash* hashed = upload->hashes[i].get();
+            if (!hashed)
+                continue;
+            std::string digest;
+            int64_t total = file.size;
+            int saved = 0;
+            {
+                std::lock_guard turn(hashed->mutex);
+                if (!hashed->given_up && hashed->next == file.chunks.size())
+                    digest = hashed->hash->hex();
+                hashed->reset();
+                hashed->given_up = true; // hex() ends a hash: a second try reads the file back
+            }
+            if (digest.empty()) {
+                const int in = ::open((upload->folder + "/" + file.path).c_str(), O_RDONLY | O_CLOEXEC);
+                saved = in < 0 ? errno : 0;
+                Sha256 whole;
+                total = 0;
+                for (ssize_t got; in >= 0 && (got = ::read(in, buffer.data(), buffer.size())) != 0;) {
+                    if (got < 0) {
+                        saved = errno;
+                        break;
+                    }
                     whole.update(buffer.data(), static_cast<size_t>(got));
-                if (in < 0 || got < 0)
-                    ok = false, saved = saved ? saved : errno;
+                    total += got;
+                }
                 if (in >= 0)
                     ::close(in);
+                digest = whole.hex();
             }
-            if (out >= 0)
-                ::close(out);
             std::lock_guard lock(failure_mutex);
-            if (!ok) {
+            if (saved != 0) {
                 if (!stop.exchange(true)) {
                     failed_status = space_status(saved);
-                    failure = "cannot build " + file.path + " (" + std::strerror(saved) + ")";
+                    failure = "cannot read back " + file.path + " (" + std::strerror(saved) + ")";
                 }
-            } else if (whole.hex() != file.sha256 && !stop.exchange(true)) {
+            } else if ((total != file.size || digest != file.sha256) && !stop.exchange(true)) {
+                std::lock_guard index(index_mutex_);
                 for (const std::string& chunk : file.chunks)
-                    ::unlink(chunk_path(chunk).c_str());
+                    upload->written.erase(chunk);
+                std::lock_guard turn(hashed->mutex);
+                hashed->reset(); // its chunks come again, front to back
                 failed_status = 422;
-                failure = file.path + ": the stored chunks do not hash to the manifest's " + file.sha256.substr(0, 12) +
-                          "… (damaged on the worker's disk); they were dropped, upload again";
+                failure = file.path + ": its chunks do not hash to the manifest's " + file.sha256.substr(0, 12) +
+                          "… (a manifest whose file and chunk hashes disagree, or damage on the worker's disk); its "
+                          "chunks were forgotten, upload again";
             }
         }
     };
-    std::thread helper(copy);
-    copy();
+    std::thread helper(verify);
+    verify();
     helper.join();
     if (stop.load()) {
-        remove_tree(build);
         error = failure;
         return failed_status;
     }
     if (const int saved = write_file_atomically(dir_ + "/manifests/" + version + ".json", manifest.to_json().dump());
         saved != 0) {
-        remove_tree(build);
         error = "cannot write the manifest (" + std::string(std::strerror(saved)) + ")";
         return space_status(saved);
     }
-    make_read_only(build);
-    if (!write_seal(version, build.string(), error)) {
-        remove_tree(build);
+    make_read_only(upload->folder);
+    if (!write_seal(version, upload->folder, error)) {
+        make_writable(upload->folder);
         return 500;
     }
     // The version's bytes are on disk before its name says it is complete.
     if (const int saved = sync_file_system(dir_); saved != 0) {
-        remove_tree(build);
+        make_writable(upload->folder);
         error = "cannot write the version to disk (" + std::string(std::strerror(saved)) + ")";
         return space_status(saved);
     }
-    if (::rename(build.c_str(), (dir_ + "/datasets/" + version).c_str()) != 0) {
+    const std::string published = dir_ + "/datasets/" + version;
+    if (::rename(upload->folder.c_str(), published.c_str()) != 0) {
         const int saved = errno;
-        remove_tree(build);
+        make_writable(upload->folder);
         error = "cannot publish the version (" + std::string(std::strerror(saved)) + ")";
         return space_status(saved);
     }
+    fsync_folder(dir_ + "/datasets");
+    upload->done = true;
+    std::lock_guard lock(index_mutex_);
+    uploads_.erase(version);
+    index_version(manifest, published);
     return 201;
 }
 
@@ -446,11 +832,32 @@ int ContentStore::rebuild(const std::string& version, std::string& error) {
         error = "cannot move the changed version aside (" + std::string(std::strerror(errno)) + ")";
         return 500;
     }
-    remove_tree(aside);
+    // The changed folder's chunks are sources like any other: each one that still hashes right is copied back.
+    std::multimap<std::string, Piece> changed;
+    for (const ManifestFile& file : manifest.files)
+        for (size_t c = 0; c < file.chunks.size(); ++c) {
+            const int64_t offset = static_cast<int64_t>(c) * kChunkBytes;
+            changed.emplace(file.chunks[c],
+                            Piece{aside + "/" + file.path, offset, std::min(kChunkBytes, file.size - offset)});
+        }
+    std::shared_ptr<Upload> upload;
+    {
+        std::lock_guard index(index_mutex_);
+        for (auto at = published_.begin(); at != published_.end();)
+            at = at->second.path.rfind(folder + "/", 0) == 0 ? published_.erase(at) : std::next(at);
+        int status = 0;
+        if (!(upload = upload_for(manifest, status, error))) {
+            remove_tree(aside);
+            return status;
+        }
+    }
     std::vector<std::string> missing;
-    const int status = build(manifest, missing, error);
+    const int status = complete(upload, changed, missing, error);
+    remove_tree(aside);
     if (status == 409)
-        error = "its chunks are gone from the store; upload the version again";
+        error = std::to_string(missing.size()) +
+                " chunk(s) were destroyed and the store holds them nowhere else; upload the version again (only those "
+                "chunks travel)";
     return status;
 }
 

@@ -673,8 +673,9 @@ void WorkerServer::routes() {
     });
 }
 
-// The content-addressed dataset store: ask which chunks are missing, send those, then put the manifest, which
-// builds and verifies the version. Every step can be repeated, so an interrupted upload resumes by asking again.
+// The content-addressed dataset store: say the manifest (or, the older way, ask which chunks are missing), send the
+// chunks the worker lacks, then put the manifest, which completes and verifies the version. Every step can be repeated,
+// so an interrupted upload resumes by asking again.
 void WorkerServer::dataset_routes() {
     Routes& s = *routes_;
     dataset::ContentStore& store = supervisor_.store();
@@ -691,6 +692,24 @@ void WorkerServer::dataset_routes() {
             hashes.push_back(hash);
         }
         reply(res, 200, {{"missing", store.missing_chunks(hashes)}});
+    });
+    // An upload that says its manifest first: the version's files are made, and each chunk sent is written
+    // straight into its places there (once, not into a chunk file and then copied).
+    s.Post(R"(/v1/uploads/([0-9a-f]{64}))", [&store](const httplib::Request& req, httplib::Response& res) {
+        if (too_large(req, res, kManifestMaxBytes))
+            return;
+        const json body = json::parse(req.body, nullptr, false);
+        dataset::Manifest manifest;
+        std::string error;
+        if (body.is_discarded() || !dataset::Manifest::from_json(body, manifest, error))
+            return error_reply(res, 400, "the body is not a dataset's manifest" + (error.empty() ? "" : ": " + error));
+        if (manifest.version() != req.matches[1].str())
+            return error_reply(res, 400,
+                               "the manifest's version is " + manifest.version() + ", not the one in the URL");
+        std::vector<std::string> missing;
+        if (const int status = store.begin_upload(manifest, missing, error); status >= 300)
+            return error_reply(res, status, error);
+        reply(res, 200, {{"missing", missing}});
     });
     // Through httplib's read of the body: a TLS connection's chunks, and the fuzz target's. A plain connection's
     // chunks take bind()'s route, which reads the body in large pieces (bodyreader.h) and ends here too.

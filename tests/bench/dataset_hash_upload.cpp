@@ -4,7 +4,7 @@
 //   2. upload it to a loopback traindeck-worker (chunks, hash checks, every chunk fsynced before it is acknowledged,
 //      then the version built: copied from the chunks, hashed, synced) vs `curl` PUTting the same files to a plain
 //      HTTP sink that stores each body as a file and fsyncs it and its folder before it answers. Targets: TrainDeck
-//      (on --connections threads, one connection each: 2, the console's setting) >= 1.0x one curl process (one
+//      (on --connections threads, one connection each: 4, the console's setting) >= 1.0x one curl process (one
 //      connection) and >= 0.9x four curl processes at once (four connections, a quarter of the bytes each). The
 //      sink reads with 1 MiB reads on a thread per connection, so that the peer's figure is curl's, not the sink's;
 //      the same sink without fsync is timed too, for reference (the page cache, which no durable store matches);
@@ -12,7 +12,7 @@
 // Each figure is the median of --runs runs, the sides alternating; the page cache is warm for both. Exit status: 0
 // every target met, 1 one missed, 2 the bench could not run.
 //
-//   dataset_hash_upload [--size-mb 2048] [--runs 3] [--connections 2] [--dir /tmp]
+//   dataset_hash_upload [--size-mb 2048] [--runs 3] [--connections 4] [--dir /tmp]
 #include "datasetupload.h"
 #include "manifest.h"
 #include "workerprocess.h"
@@ -188,7 +188,7 @@ private:
 int main(int argc, char** argv) {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     int64_t size_mb = 2048;
-    int runs = 3, connections = 2;
+    int runs = 3, connections = client::UploadOptions{}.connections;
     std::string base = "/tmp";
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string arg = argv[i];

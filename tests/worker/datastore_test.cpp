@@ -99,6 +99,11 @@ TEST(DataStore, UploadSendsOnlyWhatTheWorkerLacksAndBuildsAReadOnlyCopy) {
     ::stat(copy.c_str(), &info);
     EXPECT_EQ(info.st_mode & 0777, 0555u);
     EXPECT_EQ(worker.client().get("/v1/datasets/" + first.version()).status, 200);
+    // Each byte was stored once, in the version's files: no chunk file was written on the way.
+    size_t chunk_files = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(worker.state_dir() + "/store/chunks"))
+        chunk_files += entry.is_regular_file() ? 1 : 0;
+    EXPECT_EQ(chunk_files, 0u);
 
     // Again: nothing to send.
     EXPECT_EQ(upload(worker, first, data.path).bytes_sent, 0);
@@ -191,6 +196,67 @@ TEST(DataStore, DamagedAndHostileInputIsRefused) {
     client::WorkerClient stranger(worker.url(), "wrong-token");
     EXPECT_EQ(stranger.put("/v1/chunks/" + other_hash, other, "application/octet-stream").status, 401);
     EXPECT_FALSE(fs::exists(worker.state_dir() + "/store/chunks/" + other_hash.substr(0, 2) + "/" + other_hash));
+}
+
+// A client that says a file hashes to other bytes than its chunks: every chunk arrives whole and right, and the
+// version is still refused. Then a chunk the store holds only in a file a job changed behind the seal's back is
+// found damaged when it is copied into a new version, and asked for again.
+TEST(DataStore, AFileThatDoesNotHashToItsManifestIsRefusedAndACopiedChunkIsHashChecked) {
+    WorkerProcess worker;
+    client::WorkerClient& http = worker.client();
+    Folder data;
+    write_random(data.file("big.bin"), dataset::kChunkBytes + 999, 7);
+    write_random(data.file("small.bin"), 5000, 8);
+    const dataset::Manifest manifest = scan(data.path);
+    json lying = manifest.to_json();
+    lying["files"][0]["sha256"] = manifest.files[1].sha256; // big.bin's hash said to be small.bin's
+    dataset::Manifest liar;
+    std::string error;
+    ASSERT_TRUE(dataset::Manifest::from_json(lying, liar, error)) << error;
+    auto begun = http.post("/v1/uploads/" + liar.version(), lying.dump());
+    ASSERT_EQ(begun.status, 200) << begun.message();
+    EXPECT_EQ(begun.json()["missing"].size(), 3u);
+    const std::string big = read_file(data.file("big.bin"));
+    const std::vector<std::string> pieces = {big.substr(0, dataset::kChunkBytes), big.substr(dataset::kChunkBytes),
+                                             read_file(data.file("small.bin"))};
+    for (const std::string& piece : pieces)
+        EXPECT_EQ(
+            http.put("/v1/chunks/" + dataset::sha256_hex(piece.data(), piece.size()), piece, "application/octet-stream")
+                .status,
+            201);
+    auto refused = http.put("/v1/datasets/" + liar.version(), lying.dump(), "application/json");
+    EXPECT_EQ(refused.status, 422);
+    EXPECT_NE(refused.message().find("big.bin: its chunks do not hash to the manifest's"), std::string::npos)
+        << refused.message();
+    EXPECT_EQ(http.get("/v1/datasets/" + liar.version()).status, 404);
+
+    // The honest manifest, with one more file: big.bin's chunks were forgotten with the lie and travel again;
+    // small.bin's is copied from the refused upload's file.
+    write_random(data.file("solo.bin"), 3000, 10);
+    const dataset::Manifest honest = scan(data.path);
+    const client::UploadProgress sent = upload(worker, honest, data.path);
+    EXPECT_EQ(sent.chunks_sent, 3);
+    EXPECT_EQ(sent.bytes_sent, dataset::kChunkBytes + 999 + 3000);
+    const std::string copy = worker.state_dir() + "/store/datasets/" + honest.version();
+    for (const char* name : {"big.bin", "small.bin", "solo.bin"})
+        EXPECT_EQ(file_hash(copy + "/" + name), file_hash(data.file(name))) << name;
+
+    // Rot in the published copy of solo.bin (no job ran, so no seal check saw it), the store's only copy of its
+    // chunk. A second version holds the same solo.bin and one new file: the worker believes it holds the chunk,
+    // finds it damaged when it copies it, and asks for it.
+    fs::permissions(copy + "/solo.bin", fs::perms::owner_write, fs::perm_options::add);
+    {
+        std::fstream rot(copy + "/solo.bin", std::ios::in | std::ios::out | std::ios::binary);
+        rot.seekp(10);
+        rot.write("ROT", 3);
+    }
+    write_random(data.file("new.bin"), 1234, 9);
+    const dataset::Manifest second = scan(data.path);
+    const client::UploadProgress delta = upload(worker, second, data.path);
+    EXPECT_EQ(delta.chunks_sent, 2); // new.bin, then solo.bin once its copy was refused
+    EXPECT_EQ(delta.bytes_sent, 1234 + 3000);
+    EXPECT_EQ(file_hash(worker.state_dir() + "/store/datasets/" + second.version() + "/solo.bin"),
+              file_hash(data.file("solo.bin")));
 }
 
 // A connection to the worker of our own: requests written byte for byte, answers read as they come.
@@ -444,6 +510,8 @@ TEST(DataStore, JobTrainsOnItsDatasetVersionReadOnly) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the dataset folder was writable";
 }
 
+// The store keeps each uploaded byte once, in the version's own files: what a job destroys there is rebuilt from
+// every chunk that still hashes right, and the rest is asked of the next upload, which sends only that.
 TEST(DataStore, AJobThatWritesIntoItsDatasetCannotChangeItForLaterJobs) {
     WorkerProcess worker;
     Folder data;
@@ -452,26 +520,51 @@ TEST(DataStore, AJobThatWritesIntoItsDatasetCannotChangeItForLaterJobs) {
     const dataset::Manifest manifest = scan(data.path);
     upload(worker, manifest, data.path);
     const std::string original = file_hash(data.file("train.bin")), original_big = file_hash(data.file("deep/big.bin"));
+    const std::string copy = worker.state_dir() + "/store/datasets/" + manifest.version();
+    auto warning_of = [](const std::vector<json>& events) {
+        for (const auto& e : events)
+            if (e["type"] == "warning" && e["data"].value("alert", "") == "dataset_changed")
+                return e["data"]["message"].get<std::string>();
+        return std::string();
+    };
 
-    // The job runs as the worker's user (root here): it can make the files writable and change them in place,
-    // truncate one, and add a file. Nothing stops the writes; the next job must still see the uploaded bytes.
-    const std::string vandal = "chmod -R u+w \"$TRAINDECK_DATASET_DIR\" && printf 'XXXX' | dd of=\"$TRAINDECK_DATASET_DIR/train.bin\" "
-                               "bs=1 seek=100 conv=notrunc 2>/dev/null && : > \"$TRAINDECK_DATASET_DIR/deep/big.bin\" && "
-                               "echo extra > \"$TRAINDECK_DATASET_DIR/added.txt\"";
+    // A job that only adds a file and touches another: every chunk still hashes right, and the version is rebuilt.
+    const std::string toucher =
+        "chmod -R u+w \"$TRAINDECK_DATASET_DIR\" && touch \"$TRAINDECK_DATASET_DIR/train.bin\" && "
+        "echo extra > \"$TRAINDECK_DATASET_DIR/added.txt\"";
+    const int64_t touched = worker.submit({{"argv", {toucher}}, {"shell", true}, {"dataset", manifest.version()}});
+    ASSERT_GT(touched, 0) << worker.last_error;
+    const std::string rebuilt = warning_of(worker.drain(touched));
+    EXPECT_NE(rebuilt.find("this job changed its read-only dataset"), std::string::npos) << rebuilt;
+    EXPECT_NE(rebuilt.find("rebuilt from its verified chunks"), std::string::npos) << rebuilt;
+    EXPECT_FALSE(fs::exists(copy + "/added.txt"));
+    EXPECT_EQ(file_hash(copy + "/train.bin"), original);
+
+    // The job runs as the worker's user (root here): it can make the files writable and change them in place.
+    // It changes the one-chunk file and the second chunk of the other: the first chunk of big.bin survives.
+    const std::string vandal =
+        "chmod -R u+w \"$TRAINDECK_DATASET_DIR\" && printf 'XXXX' | dd of=\"$TRAINDECK_DATASET_DIR/train.bin\" "
+        "bs=1 seek=100 conv=notrunc 2>/dev/null && printf 'YYYY' | dd of=\"$TRAINDECK_DATASET_DIR/deep/big.bin\" "
+        "bs=1 seek=" +
+        std::to_string(dataset::kChunkBytes + 10) +
+        " conv=notrunc 2>/dev/null && echo extra > \"$TRAINDECK_DATASET_DIR/added.txt\"";
     const int64_t bad = worker.submit({{"argv", {vandal}}, {"shell", true}, {"dataset", manifest.version()}});
     ASSERT_GT(bad, 0) << worker.last_error;
-    const auto bad_events = worker.drain(bad);
-    ASSERT_FALSE(bad_events.empty());
+    const std::string warned = warning_of(worker.drain(bad));
     EXPECT_EQ(worker.job(bad)["state"], "succeeded");
-    std::string warned;
-    for (const auto& e : bad_events)
-        if (e["type"] == "warning" && e["data"].value("alert", "") == "dataset_changed")
-            warned = e["data"]["message"];
     EXPECT_NE(warned.find("this job changed its read-only dataset"), std::string::npos) << warned;
-    EXPECT_NE(warned.find("rebuilt from its verified chunks"), std::string::npos) << warned;
+    EXPECT_NE(warned.find("2 chunk(s) were destroyed"), std::string::npos) << warned;
+    EXPECT_NE(warned.find("upload the version again"), std::string::npos) << warned;
+
+    // No job reads the damaged version: it is not on the worker until it is uploaded again.
+    EXPECT_EQ(worker.client().get("/v1/datasets/" + manifest.version()).status, 404);
+    EXPECT_EQ(worker.client().post("/v1/jobs", json{{"argv", {"/bin/true"}}, {"dataset", manifest.version()}}).status,
+              409);
+    const client::UploadProgress again = upload(worker, manifest, data.path);
+    EXPECT_EQ(again.chunks_sent, 2);
+    EXPECT_EQ(again.bytes_sent, 300000 + 4242);
 
     // The next job on the version reads exactly what was uploaded, and the extra file is gone.
-    const std::string copy = worker.state_dir() + "/store/datasets/" + manifest.version();
     const std::string report = worker.state_dir() + "/report";
     const std::string reader = "sha256sum \"$TRAINDECK_DATASET_DIR/train.bin\" \"$TRAINDECK_DATASET_DIR/deep/big.bin\" > " +
                                report + "; ls \"$TRAINDECK_DATASET_DIR\" >> " + report;
@@ -484,11 +577,4 @@ TEST(DataStore, AJobThatWritesIntoItsDatasetCannotChangeItForLaterJobs) {
     EXPECT_NE(listed.find(manifest.files[0].sha256), std::string::npos) << listed;
     EXPECT_NE(listed.find(manifest.files[1].sha256), std::string::npos) << listed;
     EXPECT_EQ(listed.find("added.txt"), std::string::npos) << listed;
-    // The chunks were never touched (no file of a version shares an inode with a chunk).
-    for (const auto& file : manifest.files)
-        for (const auto& chunk : file.chunks) {
-            const std::string path = worker.state_dir() + "/store/chunks/" + chunk.substr(0, 2) + "/" + chunk;
-            const std::string bytes = read_file(path);
-            EXPECT_EQ(dataset::sha256_hex(bytes.data(), bytes.size()), chunk);
-        }
 }
