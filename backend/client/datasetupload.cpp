@@ -21,30 +21,6 @@ struct ChunkSource {
     int64_t offset = 0, size = 0;
 };
 
-bool read_chunk(const ChunkSource& chunk, std::string& bytes, std::string& error) {
-    bytes.resize(static_cast<size_t>(chunk.size));
-    const int fd = ::open(chunk.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        error = chunk.path + ": cannot read (" + std::strerror(errno) + ")";
-        return false;
-    }
-    int64_t done = 0;
-    while (done < chunk.size) {
-        const ssize_t got = ::pread(fd, bytes.data() + done, static_cast<size_t>(chunk.size - done), chunk.offset + done);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            break;
-        done += got;
-    }
-    ::close(fd);
-    if (done != chunk.size) {
-        error = chunk.path + ": shorter than when it was registered; register the dataset again";
-        return false;
-    }
-    return true;
-}
-
 } // namespace
 
 bool upload_dataset(const WorkerClient& client, const dataset::Manifest& manifest, const std::string& root,
@@ -96,7 +72,6 @@ bool upload_dataset(const WorkerClient& client, const dataset::Manifest& manifes
         std::atomic<bool> failed{false};
         auto send = [&] {
             auto connection = client.fork();
-            std::string bytes;
             for (size_t i; !failed.load() && (i = next.fetch_add(1)) < work.size();) {
                 std::string chunk_error;
                 bool ok = !(options.cancel && options.cancel->load());
@@ -107,12 +82,20 @@ bool upload_dataset(const WorkerClient& client, const dataset::Manifest& manifes
                     if (result.bytes_sent >= options.stop_after_bytes)
                         ok = false, chunk_error = "interrupted (test)";
                 }
-                ok = ok && read_chunk(work[i], bytes, chunk_error);
+                // Read from the file as it is sent (into libcurl's buffer): no copy of the chunk in memory.
+                const int fd = ok ? ::open(work[i].path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+                if (ok && fd < 0)
+                    ok = false, chunk_error = work[i].path + ": cannot read (" + std::strerror(errno) + ")";
                 for (int attempt = 0; ok && attempt < 3; ++attempt) {
-                    HttpResponse sent = connection->put("/v1/chunks/" + work[i].hash, bytes, "application/octet-stream");
+                    HttpResponse sent = connection->put_file("/v1/chunks/" + work[i].hash, fd, work[i].offset,
+                                                             work[i].size, "application/octet-stream");
                     if (sent.ok())
                         break;
-                    if (sent.status == 400) {
+                    if (sent.status == 0 && sent.error.find("shorter than") != std::string::npos) {
+                        ok = false;
+                        chunk_error =
+                            work[i].path + ": shorter than when it was registered; register the dataset again";
+                    } else if (sent.status == 400) {
                         // The bytes on disk no longer hash to what was registered.
                         ok = false;
                         chunk_error = work[i].path + ": changed since the dataset was registered (" + sent.message() +
@@ -122,6 +105,8 @@ bool upload_dataset(const WorkerClient& client, const dataset::Manifest& manifes
                         chunk_error = "sending a chunk of " + work[i].relative + " failed: " + sent.message();
                     }
                 }
+                if (fd >= 0)
+                    ::close(fd);
                 std::lock_guard lock(mutex);
                 if (!ok) {
                     if (!failed.exchange(true))

@@ -5,7 +5,10 @@
 #include <openssl/pem.h>
 #include <openssl/sha.h>
 #include <openssl/x509.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <mutex>
 
 namespace traindeck::client {
@@ -114,6 +117,18 @@ HttpResponse WorkerClient::put(const std::string& path, const std::string& body,
     return perform("PUT", path, &body, timeout_ms, content_type);
 }
 
+HttpResponse WorkerClient::put_file(const std::string& path, int fd, int64_t offset, int64_t size,
+                                    const char* content_type, long timeout_ms) {
+    FileBody file{fd, offset, size};
+    HttpResponse response = perform("PUT", path, nullptr, timeout_ms, content_type, &file);
+    if (file.short_file) {
+        response.status = 0;
+        response.error = "the file is shorter than the body it was to give (" + std::to_string(file.sent) + " of " +
+                         std::to_string(size) + " bytes)";
+    }
+    return response;
+}
+
 std::unique_ptr<WorkerClient> WorkerClient::fork() const {
     auto client = std::make_unique<WorkerClient>(base_url_, token_);
     client->set_tls(pinned_, ca_file_, verify_host_);
@@ -125,7 +140,7 @@ std::unique_ptr<WorkerClient> WorkerClient::fork() const {
 }
 
 HttpResponse WorkerClient::perform(const std::string& method, const std::string& path, const std::string* body,
-                                   long timeout_ms, const char* content_type) {
+                                   long timeout_ms, const char* content_type, FileBody* file) {
     HttpResponse response;
     CURL* curl = static_cast<CURL*>(curl_);
     if (!curl) {
@@ -157,6 +172,44 @@ HttpResponse WorkerClient::perform(const std::string& method, const std::string&
             curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body->data());
         curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
+    } else if (file) {
+        headers = curl_slist_append(headers, (std::string("Content-Type: ") + content_type).c_str());
+        headers = curl_slist_append(headers, "Expect:");
+        curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+        if (method != "PUT")
+            curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+        curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(file->size));
+        // Large reads into libcurl's buffer: a 4 MiB chunk in a few system calls instead of 64.
+        curl_easy_setopt(curl, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
+        file->sent = 0;
+        curl_easy_setopt(curl, CURLOPT_READDATA, file);
+        // Sent again from the start when libcurl must resend (a connection that was closed under it).
+        curl_easy_setopt(curl, CURLOPT_SEEKDATA, file);
+        curl_easy_setopt(
+            curl, CURLOPT_SEEKFUNCTION, +[](void* data, curl_off_t offset, int origin) -> int {
+                auto* from = static_cast<FileBody*>(data);
+                if (origin != SEEK_SET || offset < 0 || offset > from->size)
+                    return CURL_SEEKFUNC_CANTSEEK;
+                from->sent = offset;
+                return CURL_SEEKFUNC_OK;
+            });
+        curl_easy_setopt(
+            curl, CURLOPT_READFUNCTION, +[](char* into, size_t size, size_t count, void* data) -> size_t {
+                auto* from = static_cast<FileBody*>(data);
+                const int64_t want = std::min<int64_t>(static_cast<int64_t>(size * count), from->size - from->sent);
+                if (want == 0)
+                    return 0;
+                ssize_t got;
+                while ((got = ::pread(from->fd, into, static_cast<size_t>(want), from->offset + from->sent)) < 0 &&
+                       errno == EINTR) {
+                }
+                if (got <= 0) {
+                    from->short_file = true;
+                    return CURL_READFUNC_ABORT;
+                }
+                from->sent += got;
+                return static_cast<size_t>(got);
+            });
     } else if (method != "GET") {
         curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
     }

@@ -57,14 +57,23 @@ public:
     HttpResponse get(const std::string& path, long timeout_ms = 10000);
     HttpResponse del(const std::string& path, long timeout_ms = 10000) { return perform("DELETE", path, nullptr, timeout_ms); }
     HttpResponse put(const std::string& path, const std::string& body, const char* content_type, long timeout_ms = 60000);
+    // A PUT whose body is size bytes of an open file from offset, read straight into libcurl's send buffer (no copy
+    // of the whole body in memory). A file that ends early fails the request with an error that says so.
+    HttpResponse put_file(const std::string& path, int fd, int64_t offset, int64_t size, const char* content_type,
+                          long timeout_ms = 60000);
     HttpResponse post(const std::string& path, const std::string& body, long timeout_ms = 10000);
     HttpResponse post(const std::string& path, const nlohmann::json& body, long timeout_ms = 10000) {
         return post(path, body.dump(), timeout_ms);
     }
 
 private:
+    struct FileBody {
+        int fd = -1;
+        int64_t offset = 0, size = 0, sent = 0;
+        bool short_file = false;
+    };
     HttpResponse perform(const std::string& method, const std::string& path, const std::string* body, long timeout_ms,
-                         const char* content_type = "application/json");
+                         const char* content_type = "application/json", FileBody* file = nullptr);
 
     std::string base_url_, token_, pinned_, ca_file_, unix_socket_;
     std::vector<std::string> headers_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
@@ -98,7 +99,7 @@ int write_piece(const ContentStore::Piece& piece, const char* data, int& saved, 
     };
     int64_t direct_bytes = sync && piece.offset % kBlock == 0 ? piece.size / kBlock * kBlock : 0;
     const int direct =
-        direct_bytes > 0 && saved == 0 ? ::open(piece.path.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT) : -1;
+        direct_bytes > 0 && saved == 0 ? ::open(piece.path.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT | O_DSYNC) : -1;
     if (direct >= 0) {
         thread_local std::unique_ptr<char, decltype(&std::free)> aligned(nullptr, &std::free);
         if (!aligned) {
@@ -120,7 +121,7 @@ int write_piece(const ContentStore::Piece& piece, const char* data, int& saved, 
         direct_bytes = 0;
     }
     write_at(fd, data + direct_bytes, piece.size - direct_bytes, piece.offset + direct_bytes);
-    if (saved == 0 && sync && ::fdatasync(fd) != 0)
+    if (saved == 0 && sync && direct_bytes < piece.size && ::fdatasync(fd) != 0)
         saved = errno;
     if (fd >= 0)
         ::close(fd);
@@ -151,25 +152,67 @@ bool read_piece(const ContentStore::Piece& piece, const std::string& hash, std::
 
 } // namespace
 
+constexpr size_t kEarlyChunks = 16; // chunks of a file that may wait in memory for their turn (64 MB)
+
 // A file of several chunks, hashed front to back as its chunks arrive, so that it is verified without being read
 // back: a chunk that comes before its turn waits in memory (a bounded amount) for the thread that hashes the one
 // before it. Given up (the file is read back when the version is completed) when too much waits, or when chunks
 // were written before this upload's hashers existed (a worker restart).
 struct FileHash {
     std::mutex mutex;
+    std::condition_variable idle;
     std::unique_ptr<Sha256> hash = std::make_unique<Sha256>();
-    size_t next = 0; // chunks hashed
-    std::map<size_t, std::string> early;
+    size_t next = 0;                       // chunks hashed
+    std::map<size_t, std::string> waiting; // chunks written, by index, not yet hashed
+    bool busy = false;                     // a thread is hashing (outside the lock)
     bool given_up = false;
     void reset() {
         hash = std::make_unique<Sha256>();
         next = 0;
-        early.clear();
+        waiting.clear();
         given_up = false;
     }
+    // Takes a written chunk; the thread that finds nobody hashing hashes every chunk whose turn has come, the
+    // others return at once (their connections go on): a file is hashed by one thread at a time, in order.
+    void add(size_t index, std::string bytes) {
+        std::unique_lock lock(mutex);
+        if (given_up || index < next)
+            return;
+        if (waiting.size() >= kEarlyChunks) {
+            given_up = true, waiting.clear();
+            return;
+        }
+        waiting.emplace(index, std::move(bytes));
+        if (busy)
+            return;
+        busy = true;
+        while (!given_up && !waiting.empty() && waiting.begin()->first == next) {
+            std::string turn = std::move(waiting.begin()->second);
+            waiting.erase(waiting.begin());
+            Sha256* into = hash.get();
+            lock.unlock();
+            into->update(turn.data(), turn.size());
+            lock.lock();
+            ++next;
+        }
+        busy = false;
+        idle.notify_all();
+    }
+    void restart() {
+        std::unique_lock lock(mutex);
+        idle.wait(lock, [this] { return !busy; });
+        reset();
+    }
+    // The whole file's hash if every chunk was hashed here, else "" (it is read back); ends this hash.
+    std::string finish(size_t chunks) {
+        std::unique_lock lock(mutex);
+        idle.wait(lock, [this] { return !busy; });
+        std::string digest = !given_up && next == chunks ? hash->hex() : std::string();
+        reset();
+        given_up = true; // hex() ends a hash: a second try reads the file back
+        return digest;
+    }
 };
-
-constexpr size_t kEarlyChunks = 16; // chunks of a file that may wait in memory for their turn (64 MB)
 
 struct ContentStore::Upload {
     struct Place : Piece {
@@ -341,7 +384,7 @@ int ContentStore::begin_upload(const Manifest& manifest, std::vector<std::string
     return 200;
 }
 
-int ContentStore::put_chunk(const std::string& hash, const std::string& bytes, std::string& error) {
+int ContentStore::put_chunk(const std::string& hash, std::string bytes, std::string& error) {
     if (!is_sha256_hex(hash)) {
         error = "a chunk is named by the SHA-256 of its bytes (64 lower-case hex digits)";
         return 400;
@@ -387,24 +430,15 @@ int ContentStore::put_chunk(const std::string& hash, const std::string& bytes, s
                 error = "cannot store the chunk (" + std::string(std::strerror(saved)) + ")";
                 return space_status(saved);
             }
+        std::vector<std::pair<FileHash*, size_t>> hashers;
         for (const Upload::Place& place : places)
-            if (FileHash* file = upload->hashes[place.file].get()) {
-                std::lock_guard turn(file->mutex);
-                if (file->given_up || place.index < file->next)
-                    continue;
-                if (place.index > file->next) {
-                    if (file->early.size() < kEarlyChunks)
-                        file->early.emplace(place.index, bytes);
-                    else
-                        file->given_up = true, file->early.clear();
-                    continue;
-                }
-                file->hash->update(bytes.data(), bytes.size());
-                ++file->next;
-                for (auto early = file->early.begin(); early != file->early.end() && early->first == file->next;
-                     early = file->early.erase(early), ++file->next)
-                    file->hash->update(early->second.data(), early->second.size());
-            }
+            if (FileHash* file = upload->hashes[place.file].get())
+                hashers.emplace_back(file, place.index);
+        for (size_t h = 0; h < hashers.size(); ++h)
+            // The request's own buffer for the last one (nothing reads it after): no copy on the usual path.
+            hashers[h].first->add(hashers[h].second, h + 1 == hashers.size() && upload == wanting.back()
+                                                         ? std::move(bytes)
+                                                         : std::string(bytes));
         std::lock_guard lock(index_mutex_);
         upload->written.insert(hash);
         status = 201;
@@ -625,14 +659,7 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, const std::mul
             std::string digest;
             int64_t total = file.size;
             int saved = 0;
-            {
-                std::lock_guard turn(hashed->mutex);
-                if (!hashed->given_up && hashed->next == file.chunks.size())
-                    digest = hashed->hash->hex();
-                hashed->reset();
-                hashed->given_up = true; // hex() ends a hash: a second try reads the file back
-            }
-            if (digest.empty()) {
+            if ((digest = hashed->finish(file.chunks.size())).empty()) {
                 const int in = ::open((upload->folder + "/" + file.path).c_str(), O_RDONLY | O_CLOEXEC);
                 saved = in < 0 ? errno : 0;
                 Sha256 whole;
@@ -659,8 +686,7 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, const std::mul
                 std::lock_guard index(index_mutex_);
                 for (const std::string& chunk : file.chunks)
                     upload->written.erase(chunk);
-                std::lock_guard turn(hashed->mutex);
-                hashed->reset(); // its chunks come again, front to back
+                hashed->restart(); // its chunks come again, front to back
                 failed_status = 422;
                 failure = file.path + ": its chunks do not hash to the manifest's " + file.sha256.substr(0, 12) +
                           "… (a manifest whose file and chunk hashes disagree, or damage on the worker's disk); its "

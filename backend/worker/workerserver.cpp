@@ -211,10 +211,9 @@ void error_page(httplib::Response& res) {
     }
 }
 
-void store_chunk(dataset::ContentStore& store, const std::string& hash, const std::string& bytes,
-                 httplib::Response& res) {
+void store_chunk(dataset::ContentStore& store, const std::string& hash, std::string bytes, httplib::Response& res) {
     std::string error;
-    const int status = store.put_chunk(hash, bytes, error);
+    const int status = store.put_chunk(hash, std::move(bytes), error);
     if (status >= 300)
         return error_reply(res, status, error);
     reply(res, status, {{"stored", hash}});
@@ -315,7 +314,7 @@ std::string WorkerServer::bind(const std::string& host, int port, const std::str
                   std::string body, error;
                   if (const int status = read_body(req, reader, dataset::kChunkBytes, 5000, body, error); status != 0)
                       return error_reply(res, status, error);
-                  store_chunk(supervisor_.store(), req.matches[1], body, res);
+                  store_chunk(supervisor_.store(), req.matches[1], std::move(body), res);
               });
     }
     // httplib listens with a backlog of 5: under a burst of connections the kernel drops SYNs and every new client
