@@ -163,7 +163,7 @@ struct FileHash {
     std::condition_variable idle;
     std::unique_ptr<Sha256> hash = std::make_unique<Sha256>();
     size_t next = 0;                       // chunks hashed
-    std::map<size_t, std::string> waiting; // chunks written, by index, not yet hashed
+    std::map<size_t, std::shared_ptr<const std::string>> waiting; // chunks written, by index, not yet hashed
     bool busy = false;                     // a thread is hashing (outside the lock)
     bool given_up = false;
     void reset() {
@@ -174,7 +174,7 @@ struct FileHash {
     }
     // Takes a written chunk; the thread that finds nobody hashing hashes every chunk whose turn has come, the
     // others return at once (their connections go on): a file is hashed by one thread at a time, in order.
-    void add(size_t index, std::string bytes) {
+    void add(size_t index, const std::shared_ptr<const std::string>& bytes) {
         std::unique_lock lock(mutex);
         if (given_up || index < next)
             return;
@@ -182,16 +182,16 @@ struct FileHash {
             given_up = true, waiting.clear();
             return;
         }
-        waiting.emplace(index, std::move(bytes));
+        waiting.emplace(index, bytes);
         if (busy)
             return;
         busy = true;
         while (!given_up && !waiting.empty() && waiting.begin()->first == next) {
-            std::string turn = std::move(waiting.begin()->second);
+            const std::shared_ptr<const std::string> turn = std::move(waiting.begin()->second);
             waiting.erase(waiting.begin());
             Sha256* into = hash.get();
             lock.unlock();
-            into->update(turn.data(), turn.size());
+            into->update(turn->data(), turn->size());
             lock.lock();
             ++next;
         }
@@ -384,7 +384,10 @@ int ContentStore::begin_upload(const Manifest& manifest, std::vector<std::string
     return 200;
 }
 
-int ContentStore::put_chunk(const std::string& hash, std::string bytes, std::string& error) {
+int ContentStore::put_chunk(const std::string& hash, std::string received, std::string& error) {
+    // Shared with the hashers of the files it goes into (no copy): they may hash it after this returns.
+    const auto shared = std::make_shared<const std::string>(std::move(received));
+    const std::string& bytes = *shared;
     if (!is_sha256_hex(hash)) {
         error = "a chunk is named by the SHA-256 of its bytes (64 lower-case hex digits)";
         return 400;
@@ -430,19 +433,15 @@ int ContentStore::put_chunk(const std::string& hash, std::string bytes, std::str
                 error = "cannot store the chunk (" + std::string(std::strerror(saved)) + ")";
                 return space_status(saved);
             }
-        std::vector<std::pair<FileHash*, size_t>> hashers;
         for (const Upload::Place& place : places)
             if (FileHash* file = upload->hashes[place.file].get())
-                hashers.emplace_back(file, place.index);
-        for (size_t h = 0; h < hashers.size(); ++h)
-            // The request's own buffer for the last one (nothing reads it after): no copy on the usual path.
-            hashers[h].first->add(hashers[h].second, h + 1 == hashers.size() && upload == wanting.back()
-                                                         ? std::move(bytes)
-                                                         : std::string(bytes));
+                file->add(place.index, shared);
         std::lock_guard lock(index_mutex_);
         upload->written.insert(hash);
         status = 201;
     }
+    if (status != 0)
+        return status;
     if (status != 0)
         return status;
     if (has_chunk(hash))
