@@ -601,8 +601,13 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, const std::mul
     // Every chunk not yet in place: copied from wherever the store (or the caller) holds bytes that hash to it. Not
     // synced one by one: the whole version is, before it is published.
     missing.clear();
-    std::string bytes;
-    for (const auto& [hash, places] : upload->places) {
+    // In the manifest's order, each file front to back: its hasher takes each copied chunk in turn.
+    std::set<std::string> seen;
+    auto chunk = std::make_shared<std::string>();
+    for (const std::string& hash : manifest.chunk_hashes()) {
+        if (!seen.insert(hash).second)
+            continue;
+        const std::vector<Upload::Place>& places = upload->places.at(hash);
         std::vector<Piece> sources;
         {
             std::lock_guard lock(index_mutex_);
@@ -617,9 +622,11 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, const std::mul
         }
         for (auto [at, end] = extra.equal_range(hash); at != end; ++at)
             sources.push_back(at->second);
+        if (chunk.use_count() > 1)
+            chunk = std::make_shared<std::string>(); // the last one waits in a hasher
         bool found = false;
         for (const Piece& source : sources) {
-            if ((found = source.size == places.front().size && read_piece(source, hash, bytes)))
+            if ((found = source.size == places.front().size && read_piece(source, hash, *chunk)))
                 break;
             forget(hash, source);
         }
@@ -628,11 +635,14 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, const std::mul
             continue;
         }
         for (const Piece& place : places)
-            if (int saved = 0; write_piece(place, bytes.data(), saved, false) != 0) {
+            if (int saved = 0; write_piece(place, chunk->data(), saved, false) != 0) {
                 error = "cannot copy a chunk into " + place.path.substr(upload->folder.size() + 1) + " (" +
                         std::strerror(saved) + ")";
                 return space_status(saved);
             }
+        for (const Upload::Place& place : places)
+            if (FileHash* file = upload->hashes[place.file].get())
+                file->add(place.index, chunk);
         std::lock_guard lock(index_mutex_);
         upload->written.insert(hash);
     }

@@ -259,6 +259,53 @@ TEST(DataStore, AFileThatDoesNotHashToItsManifestIsRefusedAndACopiedChunkIsHashC
               file_hash(data.file("solo.bin")));
 }
 
+// A file of several chunks is hashed whole as its chunks arrive, in whatever order they come; a chunk of one that
+// arrives damaged is taken (it is not hashed alone) and the file is refused at the end, its chunks asked for again.
+TEST(DataStore, ALargeFileIsVerifiedWholeWhateverOrderItsChunksComeIn) {
+    WorkerProcess worker;
+    client::WorkerClient& http = worker.client();
+    Folder data;
+    write_random(data.file("three.bin"), 2 * dataset::kChunkBytes + 100, 21);
+    const dataset::Manifest manifest = scan(data.path);
+    const std::string bytes = read_file(data.file("three.bin"));
+    auto piece = [&](size_t c) { return bytes.substr(c * dataset::kChunkBytes, dataset::kChunkBytes); };
+    auto put = [&](const std::string& chunk_bytes, const std::string& name) {
+        return http.put("/v1/chunks/" + name, chunk_bytes, "application/octet-stream").status;
+    };
+    ASSERT_EQ(http.post("/v1/uploads/" + manifest.version(), manifest.to_json().dump()).status, 200);
+    for (size_t c : {2u, 0u, 1u})
+        EXPECT_EQ(put(piece(c), manifest.files[0].chunks[c]), 201) << c;
+    EXPECT_EQ(http.put("/v1/datasets/" + manifest.version(), manifest.to_json().dump(), "application/json").status,
+              201);
+    EXPECT_EQ(file_hash(worker.state_dir() + "/store/datasets/" + manifest.version() + "/three.bin"),
+              file_hash(data.file("three.bin")));
+
+    // Another version: a two-chunk file whose first chunk arrives with a byte flipped.
+    write_random(data.file("two.bin"), dataset::kChunkBytes + 5, 22);
+    fs::remove(data.file("three.bin"));
+    const dataset::Manifest second = scan(data.path);
+    const std::string two = read_file(data.file("two.bin"));
+    std::string damaged = two.substr(0, dataset::kChunkBytes);
+    damaged[12345] ^= 0x20;
+    auto begun = http.post("/v1/uploads/" + second.version(), second.to_json().dump());
+    ASSERT_EQ(begun.status, 200);
+    EXPECT_EQ(begun.json()["missing"].size(), 2u);
+    EXPECT_EQ(put(damaged, second.files[0].chunks[0]), 201);
+    EXPECT_EQ(put(two.substr(dataset::kChunkBytes), second.files[0].chunks[1]), 201);
+    auto refused = http.put("/v1/datasets/" + second.version(), second.to_json().dump(), "application/json");
+    EXPECT_EQ(refused.status, 422);
+    EXPECT_NE(refused.message().find("two.bin: its chunks do not hash"), std::string::npos) << refused.message();
+    EXPECT_EQ(http.get("/v1/datasets/" + second.version()).status, 404);
+    // Both of its chunks are asked for again; sent right, the version is built.
+    begun = http.post("/v1/uploads/" + second.version(), second.to_json().dump());
+    EXPECT_EQ(begun.json()["missing"], json(second.files[0].chunks));
+    EXPECT_EQ(put(two.substr(0, dataset::kChunkBytes), second.files[0].chunks[0]), 201);
+    EXPECT_EQ(put(two.substr(dataset::kChunkBytes), second.files[0].chunks[1]), 201);
+    EXPECT_EQ(http.put("/v1/datasets/" + second.version(), second.to_json().dump(), "application/json").status, 201);
+    EXPECT_EQ(file_hash(worker.state_dir() + "/store/datasets/" + second.version() + "/two.bin"),
+              file_hash(data.file("two.bin")));
+}
+
 // A connection to the worker of our own: requests written byte for byte, answers read as they come.
 class RawConnection {
 public:
