@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <cstdlib>
@@ -237,10 +238,18 @@ bool ContentStore::open(const std::string& dir, std::string& error) {
             return false;
         }
     }
-    // Leftovers of builds and chunk writes a crash interrupted. An upload's folder stays: its chunks are found
-    // again when the upload resumes.
+    // Leftovers of builds and chunk writes a crash interrupted. An upload's folder stays, its chunks found again
+    // when the upload resumes, unless nothing was written into it for kAbandonedUploadDays: then it is given up.
     for (const auto& entry : fs::directory_iterator(dir + "/tmp", ec))
         remove_tree(entry.path());
+    const auto abandoned = fs::file_time_type::clock::now() - std::chrono::hours(24 * kAbandonedUploadDays);
+    for (const auto& entry : fs::directory_iterator(dir + "/uploads", ec)) {
+        bool recent = entry.last_write_time(ec) > abandoned;
+        for (fs::recursive_directory_iterator it(entry.path(), ec), end; !recent && it != end; it.increment(ec))
+            recent = it->last_write_time(ec) > abandoned;
+        if (!recent)
+            remove_tree(entry.path());
+    }
     std::lock_guard lock(index_mutex_);
     for (const std::string& version : versions()) {
         Manifest manifest;

@@ -28,6 +28,9 @@
 
 namespace traindeck::dataset {
 
+// An upload nothing was written into for this long is removed when the store is next opened.
+constexpr int kAbandonedUploadDays = 7;
+
 class ContentStore {
 public:
     bool open(const std::string& dir, std::string& error);

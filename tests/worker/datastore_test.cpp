@@ -1,5 +1,6 @@
 // Datasets sent to a real worker over loopback HTTP: only missing chunks travel, interrupted uploads resume,
 // damaged or hostile input is refused, and a job reads its dataset version read-only.
+#include "contentstore.h"
 #include "datasetupload.h"
 #include "manifest.h"
 #include "randombytes.h"
@@ -151,6 +152,32 @@ TEST(DataStore, InterruptedUploadResumesAndShowsNothingHalfDone) {
     EXPECT_EQ(rest.chunks_sent, 5);
     EXPECT_EQ(rest.bytes_sent, 5 * dataset::kChunkBytes);
     EXPECT_EQ(worker.client().get("/v1/datasets/" + manifest.version()).status, 200);
+}
+
+// An upload left unfinished keeps its chunks for a resume, but not for ever: one nothing was written into for a
+// week is removed when the worker next starts; a younger one stays.
+TEST(DataStore, AnUploadAbandonedForAWeekIsRemovedAtTheNextStart) {
+    WorkerProcess worker;
+    Folder data;
+    write_random(data.file("old/a.bin"), 1000, 31);
+    write_random(data.file("young/b.bin"), 1000, 32);
+    const dataset::Manifest old_one = scan(data.path + "/old"), young = scan(data.path + "/young");
+    for (const auto& manifest : {old_one, young})
+        ASSERT_EQ(worker.client().post("/v1/uploads/" + manifest.version(), manifest.to_json().dump()).status, 200);
+    const std::string uploads = worker.state_dir() + "/store/uploads/";
+    ASSERT_TRUE(fs::exists(uploads + old_one.version() + "/a.bin"));
+    worker.kill_hard();
+    auto age = [](const std::string& root, int days) {
+        const auto when = fs::file_time_type::clock::now() - std::chrono::hours(24 * days);
+        for (const auto& entry : fs::recursive_directory_iterator(root))
+            fs::last_write_time(entry.path(), when);
+        fs::last_write_time(root, when);
+    };
+    age(uploads + old_one.version(), dataset::kAbandonedUploadDays + 1);
+    age(uploads + young.version(), dataset::kAbandonedUploadDays - 1);
+    ASSERT_TRUE(worker.restart());
+    EXPECT_FALSE(fs::exists(uploads + old_one.version()));
+    EXPECT_TRUE(fs::exists(uploads + young.version() + "/b.bin"));
 }
 
 TEST(DataStore, DamagedAndHostileInputIsRefused) {
