@@ -81,7 +81,7 @@ void remove_tree(const fs::path& root) {
 }
 
 // Writes bytes at offset into an existing file; with `sync`, on disk before it returns. 0 or errno. A synced piece
-// goes past the page cache (O_DIRECT, from an aligned copy) in whole blocks: the disk takes it by DMA, and the
+// goes past the page cache (O_DIRECT|O_DSYNC) in whole blocks: the disk takes it by DMA, and the
 // kernel neither allocates nor copies a page for it; the unaligned tail, if any, is written through the cache.
 int write_piece(const ContentStore::Piece& piece, const char* data, int& saved, bool sync) {
     constexpr int64_t kBlock = 4096;
@@ -102,18 +102,22 @@ int write_piece(const ContentStore::Piece& piece, const char* data, int& saved, 
     const int direct =
         direct_bytes > 0 && saved == 0 ? ::open(piece.path.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT | O_DSYNC) : -1;
     if (direct >= 0) {
+        // Received into aligned memory (AlignedBytes), the bytes go as they are; else from an aligned copy.
+        const char* from = reinterpret_cast<uintptr_t>(data) % kBlock == 0 ? data : nullptr;
         thread_local std::unique_ptr<char, decltype(&std::free)> aligned(nullptr, &std::free);
-        if (!aligned) {
+        if (!from && !aligned) {
             void* memory = nullptr;
             if (::posix_memalign(&memory, kBlock, static_cast<size_t>(kChunkBytes)) == 0)
                 aligned.reset(static_cast<char*>(memory));
         }
-        if (aligned) {
+        if (!from && aligned) {
             std::memcpy(aligned.get(), data, static_cast<size_t>(direct_bytes));
-            write_at(direct, aligned.get(), direct_bytes, piece.offset);
-        } else {
-            direct_bytes = 0;
+            from = aligned.get();
         }
+        if (from)
+            write_at(direct, from, direct_bytes, piece.offset);
+        else
+            direct_bytes = 0;
         // A file system that takes O_DIRECT opens but refuses the write (EINVAL): the page cache, as everywhere.
         if (saved == EINVAL)
             saved = 0, direct_bytes = 0;
@@ -164,7 +168,8 @@ struct FileHash {
     std::condition_variable idle;
     std::unique_ptr<Sha256> hash = std::make_unique<Sha256>();
     size_t next = 0;                       // chunks hashed
-    std::map<size_t, std::shared_ptr<const std::string>> waiting; // chunks written, by index, not yet hashed
+    // Chunks written, by index, not yet hashed: their bytes, and what keeps them alive.
+    std::map<size_t, std::pair<std::shared_ptr<const void>, std::string_view>> waiting;
     bool busy = false;                     // a thread is hashing (outside the lock)
     bool given_up = false;
     void reset() {
@@ -175,7 +180,7 @@ struct FileHash {
     }
     // Takes a written chunk; the thread that finds nobody hashing hashes every chunk whose turn has come, the
     // others return at once (their connections go on): a file is hashed by one thread at a time, in order.
-    void add(size_t index, const std::shared_ptr<const std::string>& bytes) {
+    void add(size_t index, std::shared_ptr<const void> owner, std::string_view bytes) {
         std::unique_lock lock(mutex);
         if (given_up || index < next)
             return;
@@ -183,16 +188,16 @@ struct FileHash {
             given_up = true, waiting.clear();
             return;
         }
-        waiting.emplace(index, bytes);
+        waiting.emplace(index, std::make_pair(std::move(owner), bytes));
         if (busy)
             return;
         busy = true;
         while (!given_up && !waiting.empty() && waiting.begin()->first == next) {
-            const std::shared_ptr<const std::string> turn = std::move(waiting.begin()->second);
+            const auto turn = std::move(waiting.begin()->second);
             waiting.erase(waiting.begin());
             Sha256* into = hash.get();
             lock.unlock();
-            into->update(turn->data(), turn->size());
+            into->update(turn.second.data(), turn.second.size());
             lock.lock();
             ++next;
         }
@@ -393,10 +398,10 @@ int ContentStore::begin_upload(const Manifest& manifest, std::vector<std::string
     return 200;
 }
 
-int ContentStore::put_chunk(const std::string& hash, std::string received, std::string& error) {
+int ContentStore::put_chunk(const std::string& hash, AlignedBytes received, std::string& error) {
     // Shared with the hashers of the files it goes into (no copy): they may hash it after this returns.
-    const auto shared = std::make_shared<const std::string>(std::move(received));
-    const std::string& bytes = *shared;
+    const auto shared = std::make_shared<const AlignedBytes>(std::move(received));
+    const std::string_view bytes = shared->view();
     if (!is_sha256_hex(hash)) {
         error = "a chunk is named by the SHA-256 of its bytes (64 lower-case hex digits)";
         return 400;
@@ -444,7 +449,7 @@ int ContentStore::put_chunk(const std::string& hash, std::string received, std::
             }
         for (const Upload::Place& place : places)
             if (FileHash* file = upload->hashes[place.file].get())
-                file->add(place.index, shared);
+                file->add(place.index, shared, bytes);
         std::lock_guard lock(index_mutex_);
         upload->written.insert(hash);
         status = 201;
@@ -651,7 +656,7 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, const std::mul
             }
         for (const Upload::Place& place : places)
             if (FileHash* file = upload->hashes[place.file].get())
-                file->add(place.index, chunk);
+                file->add(place.index, chunk, *chunk);
         std::lock_guard lock(index_mutex_);
         upload->written.insert(hash);
     }

@@ -16,6 +16,7 @@
 // even as root): the seal shows what it changed, and the version is rebuilt from every chunk that still hashes
 // right, here or in another version; a chunk the job destroyed and the store holds nowhere else must be uploaded
 // again (the version leaves datasets/, and the next upload sends only the lost chunks).
+#include "alignedbytes.h"
 #include "manifest.h"
 
 #include <map>
@@ -49,7 +50,7 @@ public:
     // Stores bytes under their hash: into every place an upload in progress wants them (each file written to is
     // on disk before this returns), else as a chunk file. status: 201 stored, 200 already there, 400 bad hash or
     // bytes that do not hash to it, 413 more than a chunk, 507 out of space.
-    int put_chunk(const std::string& hash, std::string bytes, std::string& error);
+    int put_chunk(const std::string& hash, AlignedBytes bytes, std::string& error);
     // Many chunks whose hashes the caller computed (a code snapshot: hundreds of small files): each written to
     // tmp/, one syncfs for all, then each renamed to its name; far cheaper than an fsync per chunk. 0 or errno.
     int put_chunks(const std::vector<std::pair<std::string, std::string_view>>& chunks);

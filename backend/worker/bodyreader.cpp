@@ -83,8 +83,12 @@ int connection_socket(const httplib::Request& req) {
     return -1;
 }
 
-int read_body(const httplib::Request& req, const httplib::ContentReader& reader, size_t max_bytes, int timeout_ms,
-              std::string& body, std::string& error) {
+namespace {
+
+// Body: std::string or AlignedBytes (clear, append, resize, data, size).
+template <typename Body>
+int read_body_into(const httplib::Request& req, const httplib::ContentReader& reader, size_t max_bytes, int timeout_ms,
+                   Body& body, std::string& error) {
     body.clear();
     const std::string length_text = req.get_header_value("Content-Length");
     size_t length = 0;
@@ -159,6 +163,18 @@ int read_body(const httplib::Request& req, const httplib::ContentReader& reader,
         have += static_cast<size_t>(got);
     }
     return 0;
+}
+
+} // namespace
+
+int read_body(const httplib::Request& req, const httplib::ContentReader& reader, size_t max_bytes, int timeout_ms,
+              std::string& body, std::string& error) {
+    return read_body_into(req, reader, max_bytes, timeout_ms, body, error);
+}
+
+int read_body(const httplib::Request& req, const httplib::ContentReader& reader, size_t max_bytes, int timeout_ms,
+              AlignedBytes& body, std::string& error) {
+    return read_body_into(req, reader, max_bytes, timeout_ms, body, error);
 }
 
 } // namespace traindeck::worker

@@ -5,6 +5,8 @@
 // read_body takes what httplib has already buffered of the body through its ContentReader, then reads the rest from
 // the connection's socket itself, up to the whole body in one call. Anywhere else (TLS, a Unix socket, a chunked or
 // encoded body, a socket it cannot find) it reads through httplib as before.
+#include "alignedbytes.h"
+
 #include <httplib.h>
 
 #include <cstddef>
@@ -23,5 +25,8 @@ int connection_socket(const httplib::Request& req);
 // not be read as the next request.
 int read_body(const httplib::Request& req, const httplib::ContentReader& reader, size_t max_bytes, int timeout_ms,
               std::string& body, std::string& error);
+// The same into memory aligned for O_DIRECT, not zero-filled first (a dataset chunk).
+int read_body(const httplib::Request& req, const httplib::ContentReader& reader, size_t max_bytes, int timeout_ms,
+              AlignedBytes& body, std::string& error);
 
 } // namespace traindeck::worker

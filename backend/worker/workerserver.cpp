@@ -211,7 +211,7 @@ void error_page(httplib::Response& res) {
     }
 }
 
-void store_chunk(dataset::ContentStore& store, const std::string& hash, std::string bytes, httplib::Response& res) {
+void store_chunk(dataset::ContentStore& store, const std::string& hash, AlignedBytes bytes, httplib::Response& res) {
     std::string error;
     const int status = store.put_chunk(hash, std::move(bytes), error);
     if (status >= 300)
@@ -311,7 +311,8 @@ std::string WorkerServer::bind(const std::string& host, int port, const std::str
         // routes that take a ContentReader before the others, so this one answers every chunk PUT here.
         s.Put(R"(/v1/chunks/([0-9a-f]{64}))",
               [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-                  std::string body, error;
+                  AlignedBytes body;
+                  std::string error;
                   if (const int status = read_body(req, reader, dataset::kChunkBytes, 5000, body, error); status != 0)
                       return error_reply(res, status, error);
                   store_chunk(supervisor_.store(), req.matches[1], std::move(body), res);
@@ -713,7 +714,7 @@ void WorkerServer::dataset_routes() {
     // Through httplib's read of the body: a TLS connection's chunks, and the fuzz target's. A plain connection's
     // chunks take bind()'s route, which reads the body in large pieces (bodyreader.h) and ends here too.
     s.Put(R"(/v1/chunks/([0-9a-f]{64}))", [&store](const httplib::Request& req, httplib::Response& res) {
-        store_chunk(store, req.matches[1], req.body, res);
+        store_chunk(store, req.matches[1], AlignedBytes(req.body), res);
     });
     s.Put(R"(/v1/datasets/([0-9a-f]{64}))", [&store](const httplib::Request& req, httplib::Response& res) {
         if (too_large(req, res, kManifestMaxBytes))

@@ -331,12 +331,19 @@ int main(int argc, char** argv) {
     }
     sink.reset();
     cached.reset();
+    // The ratio of each run to the peers timed next to it (the machine's speed drifts between runs), then the median.
+    std::vector<double> to_one, to_four;
+    for (size_t r = 0; r < ours.size(); ++r) {
+        to_one.push_back(ours[r] / peer[r]);
+        to_four.push_back(ours[r] / peer4[r]);
+    }
     const double up_ours = median(ours), up_peer = median(peer), up_peer4 = median(peer4);
-    const bool one_met = up_ours / up_peer >= 1.0, four_met = up_ours / up_peer4 >= 0.9;
-    std::printf("upload TrainDeck %8.0f MB/s   curl x1 %8.0f MB/s   ratio %.2fx  (target >= 1.0x: %s)\n", up_ours,
-                up_peer, up_ours / up_peer, one_met ? "met" : "MISSED");
-    std::printf("upload TrainDeck %8.0f MB/s   curl x4 %8.0f MB/s   ratio %.2fx  (target >= 0.9x: %s)\n", up_ours,
-                up_peer4, up_ours / up_peer4, four_met ? "met" : "MISSED");
+    const double one = median(to_one), four = median(to_four);
+    const bool one_met = one >= 1.0, four_met = four >= 0.9;
+    std::printf("upload TrainDeck %8.0f MB/s   curl x1 %8.0f MB/s   median ratio %.2fx  (target >= 1.0x: %s)\n",
+                up_ours, up_peer, one, one_met ? "met" : "MISSED");
+    std::printf("upload TrainDeck %8.0f MB/s   curl x4 %8.0f MB/s   median ratio %.2fx  (target >= 0.9x: %s)\n",
+                up_ours, up_peer4, four, four_met ? "met" : "MISSED");
     std::printf("(for reference: curl x1 to the same sink without fsync, into the page cache: %.0f MB/s)\n",
                 median(peer_cached));
 
