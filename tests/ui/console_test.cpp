@@ -1895,7 +1895,7 @@ void ConsoleTest::windowStaysResponsiveAgainstASlowWorker() {
     slow.answer("GET", "/v1/resources", {200, R"({"cpus":2,"memory_mb":1024})", kSlow});
     slow.answer("POST", "/v1/jobs", {201, R"({"id":5})", kSlow});
     slow.answer("GET", "/v1/jobs/", {200, R"({"events":[],"next":0,"state":"running"})", kSlow});
-    slow.answer("POST", "/v1/chunks/missing", {200, R"({"missing":[]})", kSlow});
+    slow.answer("POST", "/v1/uploads/", {200, R"({"missing":[]})", kSlow});
 
     WorkerReaper reaper{dir + "/local"};
     Console console;
@@ -1933,7 +1933,7 @@ void ConsoleTest::windowStaysResponsiveAgainstASlowWorker() {
     // 3. An upload to it, cancelled while the worker sits on its first question.
     window.datasets().selectVersion(version);
     window.datasets().uploadSelected("slow-box");
-    QTRY_VERIFY_WITH_TIMEOUT(slow.count("/v1/chunks/missing") >= 1, 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(slow.count("/v1/uploads/") >= 1, 10000);
     timer.restart();
     datasets.cancel();
     QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 5000);
@@ -1943,7 +1943,7 @@ void ConsoleTest::windowStaysResponsiveAgainstASlowWorker() {
     QTRY_VERIFY_WITH_TIMEOUT(row_of(window, "slow job") >= 0, 30000);
     // 5. Another upload, and the window closed while it waits.
     window.datasets().uploadSelected("slow-box");
-    QTRY_VERIFY_WITH_TIMEOUT(slow.count("/v1/chunks/missing") >= 2, 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(slow.count("/v1/uploads/") >= 2, 10000);
     timer.restart();
     console.window.reset();
     const qint64 close_ms = timer.elapsed();
