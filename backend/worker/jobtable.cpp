@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <charconv>
+#include <chrono>
 #include <stdexcept>
 
 namespace traindeck::worker {
@@ -165,29 +166,58 @@ void EventBlockWriter::finish() {
 
 int64_t read_events(Database& db, int64_t job, int64_t after, int64_t limit,
                     const std::function<void(int64_t seq, std::string_view fragment)>& each) {
-    Statement select = db.prepare("SELECT events FROM event_blocks WHERE job=? AND last_seq>? ORDER BY last_seq");
+    Statement select =
+        db.prepare("SELECT first_seq, last_seq, events FROM event_blocks WHERE job=? AND last_seq>? ORDER BY last_seq");
     select.bind(1, job).bind(2, after);
     int64_t last = after, given = 0;
     while (given < limit && select.step()) {
-        const std::string_view block = select.text_view(0);
-        for (size_t at = 0; given < limit && at < block.size();) {
-            if (block.size() - at < 12)
-                throw std::runtime_error("job " + std::to_string(job) + ": a damaged event block (" +
-                                         std::to_string(block.size() - at) + " bytes left, no event's header)");
+        const int64_t first_seq = select.integer(0), last_seq = select.integer(1);
+        const std::string_view block = select.text_view(2);
+        std::string damage;
+        size_t at = 0;
+        for (int64_t previous = first_seq - 1; given < limit && at < block.size();) {
+            if (block.size() - at < 12) {
+                damage = std::to_string(block.size() - at) + " bytes left, no event's header";
+                break;
+            }
             const auto seq = static_cast<int64_t>(get_little_endian(block.substr(at, 8)));
             const auto length = static_cast<size_t>(get_little_endian(block.substr(at + 8, 4)));
+            if (length > block.size() - at - 12) {
+                damage = "an event of " + std::to_string(length) + " bytes in " +
+                         std::to_string(block.size() - at - 12) + " left";
+                break;
+            }
+            if (seq <= previous || seq > last_seq) {
+                damage = "event " + std::to_string(seq) + " out of its place";
+                break;
+            }
             at += 12;
-            if (length > block.size() - at)
-                throw std::runtime_error("job " + std::to_string(job) + ": a damaged event block (an event of " +
-                                         std::to_string(length) + " bytes in " + std::to_string(block.size() - at) +
-                                         " left)");
             if (seq > after) {
                 each(seq, block.substr(at, length));
                 last = seq;
                 ++given;
             }
+            previous = seq;
             at += length;
         }
+        if (damage.empty() && at >= block.size() && last < last_seq)
+            damage = "it ends at event " + std::to_string(last) + " of " + std::to_string(last_seq);
+        if (damage.empty() || given >= limit)
+            continue;
+        // The block's unreadable events are said, as a warning at their last seq, and passed: the job's other
+        // events, and other jobs' in the same reply, are still delivered.
+        const std::string message = "events " + std::to_string(std::max(last + 1, first_seq)) + " to " +
+                                    std::to_string(last_seq) +
+                                    " of this job could not be read from the worker's database (a damaged event "
+                                    "block: " +
+                                    damage + "); they are lost";
+        std::string fragment;
+        const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+        append_event_to_block(fragment, last_seq, now, "warning",
+                              json{{"message", message}, {"alert", "events_damaged"}}.dump());
+        each(last_seq, std::string_view(fragment).substr(12));
+        last = last_seq;
+        ++given;
     }
     return last;
 }

@@ -68,7 +68,8 @@ private:
     std::string bytes_;
 };
 // Calls each(seq, fragment) for the job's events after seq `after`, in order, at most `limit` of them; returns the last
-// seq given (`after` when none). Throws std::runtime_error on a block that is not one (a damaged database).
+// seq given (`after` when none). The events of a block that cannot be read whole (a damaged database) come as one
+// warning event ("alert": "events_damaged") at the block's last seq, which says which seqs are lost.
 int64_t read_events(Database& db, int64_t job, int64_t after, int64_t limit,
                     const std::function<void(int64_t seq, std::string_view fragment)>& each);
 
