@@ -133,16 +133,20 @@ int write_piece(const ContentStore::Piece& piece, const char* data, int& saved, 
     return saved;
 }
 
-// A piece's bytes, if it can be read whole and they hash to `hash`.
-bool read_piece(const ContentStore::Piece& piece, const std::string& hash, std::string& bytes) {
+enum class PieceRead { good, unreadable, wrong };
+
+// A piece's bytes, if it can be read whole from a regular file (a job may have put a FIFO in its place: never
+// waited on) and they hash to `hash`.
+PieceRead read_piece(const ContentStore::Piece& piece, const std::string& hash, std::string& bytes) {
     if (piece.size < 0 || piece.size > kChunkBytes)
-        return false;
+        return PieceRead::unreadable;
     bytes.resize(static_cast<size_t>(piece.size));
-    const int fd = ::open(piece.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    const int fd = ::open(piece.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0)
-        return false;
+        return PieceRead::unreadable;
+    struct stat info {};
     int64_t done = 0;
-    while (done < piece.size) {
+    while (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && done < piece.size) {
         const ssize_t got =
             ::pread(fd, bytes.data() + done, static_cast<size_t>(piece.size - done), piece.offset + done);
         if (got < 0 && errno == EINTR)
@@ -152,49 +156,66 @@ bool read_piece(const ContentStore::Piece& piece, const std::string& hash, std::
         done += got;
     }
     ::close(fd);
-    return done == piece.size && sha256_hex(bytes.data(), bytes.size()) == hash;
+    if (done != piece.size)
+        return PieceRead::unreadable;
+    return sha256_hex(bytes.data(), bytes.size()) == hash ? PieceRead::good : PieceRead::wrong;
 }
 
 } // namespace
 
-constexpr size_t kEarlyChunks = 16; // chunks of a file that may wait in memory for their turn (64 MB)
+constexpr size_t kEarlyChunks = 16;                 // chunks of a file that may wait for their turn (64 MB)
+constexpr int64_t kEarlyBytes = int64_t(256) << 20; // and all files' waiting chunks together
 
 // A file of several chunks, hashed front to back as its chunks arrive, so that it is verified without being read
 // back: a chunk that comes before its turn waits in memory (a bounded amount) for the thread that hashes the one
 // before it. Given up (the file is read back when the version is completed) when too much waits, or when chunks
 // were written before this upload's hashers existed (a worker restart).
 struct FileHash {
+    explicit FileHash(std::atomic<int64_t>& early) : early_bytes(early) {}
+    std::atomic<int64_t>& early_bytes; // the store's: bytes waiting in every file's hasher
     std::mutex mutex;
     std::condition_variable idle;
     std::unique_ptr<Sha256> hash = std::make_unique<Sha256>();
-    size_t next = 0;                       // chunks hashed
+    size_t next = 0; // chunks hashed
     // Chunks written, by index, not yet hashed: their bytes, and what keeps them alive.
     std::map<size_t, std::pair<std::shared_ptr<const void>, std::string_view>> waiting;
-    bool busy = false;                     // a thread is hashing (outside the lock)
+    bool busy = false; // a thread is hashing (outside the lock)
     bool given_up = false;
+    void drop_waiting() {
+        for (const auto& [index, held] : waiting)
+            early_bytes -= static_cast<int64_t>(held.second.size());
+        waiting.clear();
+    }
     void reset() {
         hash = std::make_unique<Sha256>();
         next = 0;
-        waiting.clear();
+        drop_waiting();
         given_up = false;
     }
     // Takes a written chunk; the thread that finds nobody hashing hashes every chunk whose turn has come, the
     // others return at once (their connections go on): a file is hashed by one thread at a time, in order.
     void add(size_t index, std::shared_ptr<const void> owner, std::string_view bytes) {
         std::unique_lock lock(mutex);
-        if (given_up || index < next)
+        if (given_up || index < next || waiting.count(index) != 0)
             return;
-        if (waiting.size() >= kEarlyChunks) {
-            given_up = true, waiting.clear();
+        // A chunk whose turn has come is always taken; one ahead of its turn only within the bounds, else the file
+        // is read back at the end (its chunks may never come in order: a sender of another order, or chunks the
+        // store already held, copied in only when the version is completed).
+        if (index > next &&
+            (waiting.size() >= kEarlyChunks || early_bytes.load() + static_cast<int64_t>(bytes.size()) > kEarlyBytes)) {
+            given_up = true;
+            drop_waiting();
             return;
         }
         waiting.emplace(index, std::make_pair(std::move(owner), bytes));
+        early_bytes += static_cast<int64_t>(bytes.size());
         if (busy)
             return;
         busy = true;
         while (!given_up && !waiting.empty() && waiting.begin()->first == next) {
             const auto turn = std::move(waiting.begin()->second);
             waiting.erase(waiting.begin());
+            early_bytes -= static_cast<int64_t>(turn.second.size());
             Sha256* into = hash.get();
             lock.unlock();
             into->update(turn.second.data(), turn.second.size());
@@ -229,6 +250,7 @@ struct ContentStore::Upload {
     std::map<std::string, std::vector<Place>> places; // each chunk's places in the upload's files; fixed once made
     std::vector<std::unique_ptr<FileHash>> hashes;    // by file: null for a file of one chunk (its chunk's hash)
     std::set<std::string> written;                    // chunks in all their places, on disk (index_mutex_)
+    std::set<std::string> receiving;                  // chunks being written into place now (index_mutex_)
     std::shared_mutex writing; // shared while a chunk is written into place; exclusive to complete the version
     bool done = false;         // published (under `writing`): a chunk on its way finds another home
 };
@@ -305,15 +327,25 @@ std::vector<std::string> ContentStore::missing_chunks(const std::vector<std::str
 std::shared_ptr<ContentStore::Upload> ContentStore::upload_for(const Manifest& manifest, int& status,
                                                                std::string& error) {
     const std::string version = manifest.version();
-    if (auto found = uploads_.find(version); found != uploads_.end())
-        return found->second;
+    // One upload made at a time (two requests for the same version must not make its files twice), outside the
+    // index's lock: chunk writes for other uploads go on meanwhile.
+    std::lock_guard making(making_mutex_);
+    {
+        std::lock_guard lock(index_mutex_);
+        if (auto found = uploads_.find(version); found != uploads_.end())
+            return found->second;
+    }
+    if (!dataset_path(version).empty()) {
+        status = 200; // published meanwhile: nothing to upload
+        return nullptr;
+    }
     auto upload = std::make_shared<Upload>();
     upload->manifest = manifest;
     upload->version = version;
     upload->folder = dir_ + "/uploads/" + version;
     for (size_t f = 0; f < manifest.files.size(); ++f) {
         const ManifestFile& file = manifest.files[f];
-        upload->hashes.push_back(file.chunks.size() > 1 ? std::make_unique<FileHash>() : nullptr);
+        upload->hashes.push_back(file.chunks.size() > 1 ? std::make_unique<FileHash>(early_bytes_) : nullptr);
         for (size_t c = 0; c < file.chunks.size(); ++c) {
             const int64_t offset = static_cast<int64_t>(c) * kChunkBytes;
             std::vector<Upload::Place>& places = upload->places[file.chunks[c]];
@@ -331,15 +363,33 @@ std::shared_ptr<ContentStore::Upload> ContentStore::upload_for(const Manifest& m
             }
         }
     }
-    // After a restart the folder is there with what was written before: each chunk counts as written when every
-    // one of its places hashes right.
+    // After a restart (or for a rebuild) the folder is there with what was written before: writable again, anything
+    // the manifest does not name removed, and each chunk counted as written when every one of its places hashes
+    // right. Never removed whole: what it holds may be the only copy of those bytes.
     std::error_code ec;
     const bool resumed = fs::is_directory(upload->folder, ec);
+    if (resumed) {
+        make_writable(upload->folder);
+        std::set<std::string> named;
+        for (const ManifestFile& file : manifest.files)
+            for (fs::path part = file.path; !part.empty(); part = part.parent_path())
+                named.insert(part.string());
+        std::vector<fs::path> strays;
+        for (fs::recursive_directory_iterator it(upload->folder, ec), end; it != end; it.increment(ec))
+            if (named.count(it->path().lexically_relative(upload->folder).string()) == 0)
+                strays.push_back(it->path()), it.disable_recursion_pending();
+        for (const fs::path& stray : strays)
+            fs::remove_all(stray, ec);
+    }
     for (const ManifestFile& file : manifest.files) {
         const std::string path = upload->folder + "/" + file.path;
         fs::create_directories(fs::path(path).parent_path(), ec);
-        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         struct stat info {};
+        // A job may have put a folder, a link or a FIFO where a file was: it goes (O_NONBLOCK: a FIFO is not waited
+        // on).
+        if (::lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+            fs::remove_all(path, ec);
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
         int saved = fd < 0 ? errno : 0;
         if (fd >= 0 && (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)))
             saved = EISDIR;
@@ -349,28 +399,33 @@ std::shared_ptr<ContentStore::Upload> ContentStore::upload_for(const Manifest& m
         if (fd >= 0)
             ::close(fd);
         if (saved != 0) {
-            status = saved == ENOSPC || saved == EDQUOT ? 507 : 400;
+            status = saved == ENOSPC || saved == EDQUOT ? 507 : saved == EISDIR || saved == ENOTDIR ? 400 : 500;
             error = "cannot make " + file.path + " (" + std::strerror(saved) + ")";
-            remove_tree(upload->folder);
+            if (!resumed)
+                remove_tree(upload->folder);
             return nullptr;
         }
     }
     if (resumed) {
         std::string bytes;
         for (const auto& entry : upload->places)
-            if (std::all_of(entry.second.begin(), entry.second.end(),
-                            [&](const Piece& place) { return read_piece(place, entry.first, bytes); }))
+            if (std::all_of(entry.second.begin(), entry.second.end(), [&](const Piece& place) {
+                    return read_piece(place, entry.first, bytes) == PieceRead::good;
+                }))
                 upload->written.insert(entry.first);
         for (const auto& file : upload->hashes)
             if (file)
                 file->given_up = true;
-    } else if (const int saved = sync_file_system(dir_); saved != 0) {
-        // The files' names on disk before any chunk written into them is acknowledged.
+    }
+    // The files' names on disk before any chunk written into them is acknowledged.
+    if (const int saved = sync_file_system(dir_); saved != 0) {
         status = space_status(saved);
         error = std::string("cannot make the version's files (") + std::strerror(saved) + ")";
-        remove_tree(upload->folder);
+        if (!resumed)
+            remove_tree(upload->folder);
         return nullptr;
     }
+    std::lock_guard lock(index_mutex_);
     uploads_[version] = upload;
     return upload;
 }
@@ -380,12 +435,12 @@ int ContentStore::begin_upload(const Manifest& manifest, std::vector<std::string
     if (!dataset_path(manifest.version()).empty())
         return 200;
     std::vector<std::string> candidates;
+    int status = 200;
+    const std::shared_ptr<Upload> upload = upload_for(manifest, status, error);
+    if (!upload)
+        return status;
     {
         std::lock_guard lock(index_mutex_);
-        int status = 200;
-        const std::shared_ptr<Upload> upload = upload_for(manifest, status, error);
-        if (!upload)
-            return status;
         std::set<std::string> seen;
         for (const std::string& hash : manifest.chunk_hashes())
             if (seen.insert(hash).second && upload->written.count(hash) == 0 && published_.count(hash) == 0)
@@ -413,15 +468,39 @@ int ContentStore::put_chunk(const std::string& hash, AlignedBytes received, std:
     std::vector<std::shared_ptr<Upload>> wanting;
     bool hash_it = false;
     {
-        std::lock_guard lock(index_mutex_);
-        for (const auto& [version, upload] : uploads_)
-            if (auto found = upload->places.find(hash);
-                found != upload->places.end() && upload->written.count(hash) == 0) {
-                wanting.push_back(upload);
-                for (const Upload::Place& place : found->second)
-                    hash_it = hash_it || !upload->hashes[place.file];
-            }
+        // The same chunk arriving twice at once (a retry after a timeout, a second client): the second waits for
+        // the first, so that the bytes on disk are the bytes each file's hasher took.
+        std::unique_lock lock(index_mutex_);
+        for (bool busy = true; busy;) {
+            busy = false;
+            wanting.clear();
+            hash_it = false;
+            for (const auto& [version, upload] : uploads_)
+                if (auto found = upload->places.find(hash);
+                    found != upload->places.end() && upload->written.count(hash) == 0) {
+                    busy = busy || upload->receiving.count(hash) != 0;
+                    wanting.push_back(upload);
+                    for (const Upload::Place& place : found->second)
+                        hash_it = hash_it || !upload->hashes[place.file];
+                }
+            if (busy)
+                received_.wait(lock);
+        }
+        for (const std::shared_ptr<Upload>& upload : wanting)
+            upload->receiving.insert(hash);
     }
+    // Whatever happens below, the chunk is no longer being received by this request when it returns.
+    struct Receiving {
+        ContentStore& store;
+        const std::string& hash;
+        const std::vector<std::shared_ptr<Upload>>& uploads;
+        ~Receiving() {
+            std::lock_guard lock(store.index_mutex_);
+            for (const std::shared_ptr<Upload>& upload : uploads)
+                upload->receiving.erase(hash);
+            store.received_.notify_all();
+        }
+    } receiving{*this, hash, wanting};
     // Checked against its name unless every place it goes to is in a file of several chunks, which is hashed whole
     // as its chunks arrive (and refused, with its chunks forgotten, if it does not hash to the manifest): each byte
     // is hashed once.
@@ -430,7 +509,8 @@ int ContentStore::put_chunk(const std::string& hash, AlignedBytes received, std:
         return 400;
     }
     // Into the places of every upload that wants it: the version's own files, each on disk before the chunk is
-    // acknowledged (a chunk the client was told is stored survives a power cut).
+    // acknowledged (a chunk the client was told is stored survives a power cut). An upload whose manifest gives it
+    // another size is skipped (its completion will ask for the chunk again).
     int status = 0;
     for (const std::shared_ptr<Upload>& upload : wanting) {
         std::shared_lock writing(upload->writing);
@@ -440,7 +520,8 @@ int ContentStore::put_chunk(const std::string& hash, AlignedBytes received, std:
         if (places.front().size != static_cast<int64_t>(bytes.size())) {
             error = "the chunk is " + std::to_string(bytes.size()) + " bytes; its version's manifest says " +
                     std::to_string(places.front().size);
-            return 400;
+            status = status == 0 ? 400 : status;
+            continue;
         }
         for (const Piece& place : places)
             if (int saved = 0; write_piece(place, bytes.data(), saved, true) != 0) {
@@ -452,10 +533,9 @@ int ContentStore::put_chunk(const std::string& hash, AlignedBytes received, std:
                 file->add(place.index, shared, bytes);
         std::lock_guard lock(index_mutex_);
         upload->written.insert(hash);
+        // Taken by at least one upload: stored.
         status = 201;
     }
-    if (status != 0)
-        return status;
     if (status != 0)
         return status;
     if (has_chunk(hash))
@@ -534,7 +614,7 @@ bool ContentStore::read_chunk(const std::string& hash, std::string& bytes) const
         static_cast<int64_t>(bytes.size()) <= kChunkBytes)
         return true;
     return std::any_of(sources.begin(), sources.end(),
-                       [&](const Piece& piece) { return read_piece(piece, hash, bytes); });
+                       [&](const Piece& piece) { return read_piece(piece, hash, bytes) == PieceRead::good; });
 }
 
 int ContentStore::put_manifest(const Manifest& manifest) {
@@ -582,22 +662,20 @@ int ContentStore::materialize(const Manifest& manifest, std::vector<std::string>
     std::lock_guard lock(build_mutex_);
     if (!dataset_path(manifest.version()).empty())
         return 200;
-    std::shared_ptr<Upload> upload;
-    {
-        std::lock_guard index(index_mutex_);
-        int status = 0;
-        if (!(upload = upload_for(manifest, status, error)))
-            return status;
-    }
-    return complete(upload, {}, missing, error);
+    int status = 0;
+    const std::shared_ptr<Upload> upload = upload_for(manifest, status, error);
+    if (!upload)
+        return status;
+    return complete(upload, missing, error);
 }
 
-void ContentStore::forget(const std::string& hash, const Piece& piece) {
+void ContentStore::forget(const std::string& hash, const Piece& piece, bool wrong) {
     std::lock_guard lock(index_mutex_);
-    struct stat info {};
-    if (piece.path == chunk_path(hash) && ::stat(piece.path.c_str(), &info) == 0) {
-        // Content-addressed bytes that do not hash to their name (rot, or a hand that changed them): of no use.
-        ::unlink(piece.path.c_str());
+    if (piece.path == chunk_path(hash)) {
+        // Content-addressed bytes read whole that do not hash to their name (rot, or a hand that changed them) are
+        // of no use; a chunk file that could not be read (too many open files, a read error) stays.
+        if (wrong)
+            ::unlink(piece.path.c_str());
         return;
     }
     for (auto [at, end] = published_.equal_range(hash); at != end;)
@@ -607,8 +685,8 @@ void ContentStore::forget(const std::string& hash, const Piece& piece) {
             upload->written.erase(hash);
 }
 
-int ContentStore::complete(const std::shared_ptr<Upload>& upload, const std::multimap<std::string, Piece>& extra,
-                           std::vector<std::string>& missing, std::string& error) {
+int ContentStore::complete(const std::shared_ptr<Upload>& upload, std::vector<std::string>& missing,
+                           std::string& error) {
     std::unique_lock writing(upload->writing); // no chunk is being written into place meanwhile
     const Manifest& manifest = upload->manifest;
     const std::string& version = upload->version;
@@ -634,15 +712,15 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, const std::mul
                 if (other != upload && other->written.count(hash) != 0)
                     sources.push_back(other->places.at(hash).front());
         }
-        for (auto [at, end] = extra.equal_range(hash); at != end; ++at)
-            sources.push_back(at->second);
         if (chunk.use_count() > 1)
             chunk = std::make_shared<std::string>(); // the last one waits in a hasher
         bool found = false;
         for (const Piece& source : sources) {
-            if ((found = source.size == places.front().size && read_piece(source, hash, *chunk)))
+            const PieceRead read =
+                source.size == places.front().size ? read_piece(source, hash, *chunk) : PieceRead::unreadable;
+            if ((found = read == PieceRead::good))
                 break;
-            forget(hash, source);
+            forget(hash, source, read == PieceRead::wrong);
         }
         if (!found) {
             missing.push_back(hash);
@@ -670,7 +748,7 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, const std::mul
     std::atomic<size_t> next{0};
     std::atomic<bool> stop{false};
     std::mutex failure_mutex;
-    int failed_status = 0;
+    int failed_status = 0, refused = 0;
     std::string failure;
     auto verify = [&] {
         std::vector<char> buffer(kChunkBytes);
@@ -705,15 +783,16 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, const std::mul
                     failed_status = space_status(saved);
                     failure = "cannot read back " + file.path + " (" + std::strerror(saved) + ")";
                 }
-            } else if ((total != file.size || digest != file.sha256) && !stop.exchange(true)) {
+            } else if (total != file.size || digest != file.sha256) {
+                // Every such file, not only the first: the next round sends all their chunks at once.
                 std::lock_guard index(index_mutex_);
                 for (const std::string& chunk : file.chunks)
                     upload->written.erase(chunk);
                 hashed->restart(); // its chunks come again, front to back
-                failed_status = 422;
-                failure = file.path + ": its chunks do not hash to the manifest's " + file.sha256.substr(0, 12) +
-                          "… (a manifest whose file and chunk hashes disagree, or damage on the worker's disk); its "
-                          "chunks were forgotten, upload again";
+                if (++refused == 1)
+                    failure = file.path + ": its chunks do not hash to the manifest's " + file.sha256.substr(0, 12) +
+                              "… (the file changed while it was sent, a manifest whose file and chunk hashes "
+                              "disagree, or damage on the worker's disk); its chunks were forgotten, upload again";
             }
         }
     };
@@ -723,6 +802,10 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, const std::mul
     if (stop.load()) {
         error = failure;
         return failed_status;
+    }
+    if (refused > 0) {
+        error = refused == 1 ? failure : failure + " (and " + std::to_string(refused - 1) + " more file(s) like it)";
+        return 422;
     }
     if (const int saved = write_file_atomically(dir_ + "/manifests/" + version + ".json", manifest.to_json().dump());
         saved != 0) {
@@ -875,34 +958,35 @@ int ContentStore::rebuild(const std::string& version, std::string& error) {
         return 422;
     }
     std::lock_guard lock(build_mutex_);
+    // Rebuilt in place: the changed folder becomes the version's upload (what it holds may be the only copy of
+    // those bytes, so it is never deleted, not even when the rebuild fails or the worker stops half way), and the
+    // upload's resume keeps every chunk that still hashes right, removes what the manifest does not name, and
+    // completes the rest from the store.
     const std::string folder = dir_ + "/datasets/" + version;
-    const std::string aside = dir_ + "/tmp/changed-" + version.substr(0, 16) + "." + unique_suffix();
-    if (::rename(folder.c_str(), aside.c_str()) != 0 && errno != ENOENT) {
-        error = "cannot move the changed version aside (" + std::string(std::strerror(errno)) + ")";
-        return 500;
-    }
-    // The changed folder's chunks are sources like any other: each one that still hashes right is copied back.
-    std::multimap<std::string, Piece> changed;
-    for (const ManifestFile& file : manifest.files)
-        for (size_t c = 0; c < file.chunks.size(); ++c) {
-            const int64_t offset = static_cast<int64_t>(c) * kChunkBytes;
-            changed.emplace(file.chunks[c],
-                            Piece{aside + "/" + file.path, offset, std::min(kChunkBytes, file.size - offset)});
-        }
-    std::shared_ptr<Upload> upload;
+    const std::string upload_folder = dir_ + "/uploads/" + version;
     {
         std::lock_guard index(index_mutex_);
         for (auto at = published_.begin(); at != published_.end();)
             at = at->second.path.rfind(folder + "/", 0) == 0 ? published_.erase(at) : std::next(at);
-        int status = 0;
-        if (!(upload = upload_for(manifest, status, error))) {
-            remove_tree(aside);
-            return status;
+        if (uploads_.count(version) != 0) {
+            error = "an upload of this version is under way";
+            return 409;
         }
     }
+    std::error_code ec;
+    if (fs::exists(upload_folder, ec))
+        remove_tree(upload_folder); // a stale one: the published folder has every byte it could have
+    if (::rename(folder.c_str(), upload_folder.c_str()) != 0 && errno != ENOENT) {
+        error = "cannot take the changed version back (" + std::string(std::strerror(errno)) + ")";
+        return 500;
+    }
+    fsync_folder(dir_ + "/datasets");
+    int status = 0;
+    const std::shared_ptr<Upload> upload = upload_for(manifest, status, error);
+    if (!upload)
+        return status >= 300 ? status : 500;
     std::vector<std::string> missing;
-    const int status = complete(upload, changed, missing, error);
-    remove_tree(aside);
+    status = complete(upload, missing, error);
     if (status == 409)
         error = std::to_string(missing.size()) +
                 " chunk(s) were destroyed and the store holds them nowhere else; upload the version again (only those "

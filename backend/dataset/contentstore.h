@@ -19,6 +19,8 @@
 #include "alignedbytes.h"
 #include "manifest.h"
 
+#include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -89,20 +91,24 @@ private:
     struct Upload;
     std::string chunk_path(const std::string& hash) const;
     // The version's upload in progress, made (its folder and files, or found after a restart with the chunks
-    // already in place) when there is none. index_mutex_ held.
+    // already in place) when there is none; null with status 200 when the version is published. index_mutex_ not
+    // held.
     std::shared_ptr<Upload> upload_for(const Manifest& manifest, int& status, std::string& error);
-    // Every chunk the upload lacks, copied into place from `extra` or the store (hash checked), else listed in
-    // missing; then every file verified and the folder published. build_mutex_ held.
-    int complete(const std::shared_ptr<Upload>& upload, const std::multimap<std::string, Piece>& extra,
-                 std::vector<std::string>& missing, std::string& error);
-    // A source found damaged or gone: no longer offered (a chunk file that does not hash to its name is removed).
-    void forget(const std::string& hash, const Piece& piece);
+    // Every chunk the upload lacks, copied into place from the store (hash checked), else listed in missing; then
+    // every file verified and the folder published. build_mutex_ held.
+    int complete(const std::shared_ptr<Upload>& upload, std::vector<std::string>& missing, std::string& error);
+    // A source found damaged or gone: no longer offered (a chunk file read whole that does not hash to its name,
+    // `wrong`, is removed).
+    void forget(const std::string& hash, const Piece& piece, bool wrong);
     bool write_seal(const std::string& version, const std::string& folder, std::string& error);
     void index_version(const Manifest& manifest, const std::string& folder); // index_mutex_ held
 
     std::string dir_;
-    std::mutex build_mutex_; // one build at a time
+    std::mutex build_mutex_;  // one build at a time
+    std::mutex making_mutex_; // one upload made (its files, or checked after a restart) at a time
     mutable std::mutex index_mutex_;
+    std::condition_variable received_;    // a chunk finished being written into an upload (index_mutex_)
+    std::atomic<int64_t> early_bytes_{0}; // chunks waiting in memory for their file's hasher
     std::map<std::string, std::shared_ptr<Upload>> uploads_; // by version
     std::multimap<std::string, Piece> published_;            // a chunk's bytes in each published version holding it
 };

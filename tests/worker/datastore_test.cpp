@@ -651,4 +651,18 @@ TEST(DataStore, AJobThatWritesIntoItsDatasetCannotChangeItForLaterJobs) {
     EXPECT_NE(listed.find(manifest.files[0].sha256), std::string::npos) << listed;
     EXPECT_NE(listed.find(manifest.files[1].sha256), std::string::npos) << listed;
     EXPECT_EQ(listed.find("added.txt"), std::string::npos) << listed;
+
+    // A job that puts a FIFO where a file was: the worker does not wait on it (it would hang every dataset call),
+    // and the file's chunk is asked for again.
+    const std::string fifo =
+        "rm -f \"$TRAINDECK_DATASET_DIR/train.bin\" && mkfifo \"$TRAINDECK_DATASET_DIR/train.bin\"";
+    const int64_t piped = worker.submit({{"argv", {fifo}}, {"shell", true}, {"dataset", manifest.version()}});
+    ASSERT_GT(piped, 0) << worker.last_error;
+    const std::string said = warning_of(worker.drain(piped));
+    EXPECT_NE(said.find("1 chunk(s) were destroyed"), std::string::npos) << said;
+    EXPECT_EQ(worker.client().get("/v1/health").status, 200);
+    const client::UploadProgress healed = upload(worker, manifest, data.path);
+    EXPECT_EQ(healed.chunks_sent, 1);
+    EXPECT_EQ(healed.bytes_sent, 300000);
+    EXPECT_EQ(file_hash(copy + "/train.bin"), original);
 }
