@@ -99,6 +99,23 @@ bool too_large(const httplib::Request& req, httplib::Response& res, int64_t limi
     return true;
 }
 
+// The manifest a request's body holds, for the version its URL names (match 1); false once it has answered why not.
+bool manifest_of(const httplib::Request& req, httplib::Response& res, const char* what, dataset::Manifest& manifest) {
+    if (too_large(req, res, kManifestMaxBytes))
+        return false;
+    const json body = json::parse(req.body, nullptr, false);
+    std::string error;
+    if (body.is_discarded() || !dataset::Manifest::from_json(body, manifest, error)) {
+        error_reply(res, 400,
+                    std::string("the body is not a ") + what + "'s manifest" + (error.empty() ? "" : ": " + error));
+        return false;
+    }
+    if (manifest.version() != req.matches[1].str()) {
+        error_reply(res, 400, "the manifest's version is " + manifest.version() + ", not the one in the URL");
+        return false;
+    }
+    return true;
+}
 
 bool parse_int(const std::string& text, int64_t& out) {
     try {
@@ -696,16 +713,10 @@ void WorkerServer::dataset_routes() {
     // An upload that says its manifest first: the version's files are made, and each chunk sent is written
     // straight into its places there (once, not into a chunk file and then copied).
     s.Post(R"(/v1/uploads/([0-9a-f]{64}))", [&store](const httplib::Request& req, httplib::Response& res) {
-        if (too_large(req, res, kManifestMaxBytes))
-            return;
-        const json body = json::parse(req.body, nullptr, false);
         dataset::Manifest manifest;
+        if (!manifest_of(req, res, "dataset", manifest))
+            return;
         std::string error;
-        if (body.is_discarded() || !dataset::Manifest::from_json(body, manifest, error))
-            return error_reply(res, 400, "the body is not a dataset's manifest" + (error.empty() ? "" : ": " + error));
-        if (manifest.version() != req.matches[1].str())
-            return error_reply(res, 400,
-                               "the manifest's version is " + manifest.version() + ", not the one in the URL");
         std::vector<std::string> missing;
         if (const int status = store.begin_upload(manifest, missing, error); status >= 300)
             return error_reply(res, status, error);
@@ -717,17 +728,10 @@ void WorkerServer::dataset_routes() {
         store_chunk(store, req.matches[1], AlignedBytes(req.body), res);
     });
     s.Put(R"(/v1/datasets/([0-9a-f]{64}))", [&store](const httplib::Request& req, httplib::Response& res) {
-        if (too_large(req, res, kManifestMaxBytes))
-            return;
-        const json body = json::parse(req.body, nullptr, false);
-        if (body.is_discarded())
-            return error_reply(res, 400, "the body is not valid JSON (a dataset manifest)");
         dataset::Manifest manifest;
+        if (!manifest_of(req, res, "dataset", manifest))
+            return;
         std::string error;
-        if (!dataset::Manifest::from_json(body, manifest, error))
-            return error_reply(res, 400, error);
-        if (manifest.version() != req.matches[1].str())
-            return error_reply(res, 400, "the manifest's version is " + manifest.version() + ", not the one in the URL");
         std::vector<std::string> missing;
         const int status = store.materialize(manifest, missing, error);
         if (status == 409)
@@ -754,16 +758,9 @@ void WorkerServer::dataset_routes() {
         reply(res, 200, manifest.to_json());
     });
     s.Put(R"(/v1/code/([0-9a-f]{64}))", [&store](const httplib::Request& req, httplib::Response& res) {
-        if (too_large(req, res, kManifestMaxBytes))
-            return;
-        const json body = json::parse(req.body, nullptr, false);
         dataset::Manifest manifest;
-        std::string error;
-        if (body.is_discarded() || !dataset::Manifest::from_json(body, manifest, error))
-            return error_reply(res, 400, "the body is not a snapshot's manifest" + (error.empty() ? "" : ": " + error));
-        if (manifest.version() != req.matches[1].str())
-            return error_reply(res, 400,
-                               "the manifest's version is " + manifest.version() + ", not the one in the URL");
+        if (!manifest_of(req, res, "snapshot", manifest))
+            return;
         if (const std::vector<std::string> missing = store.missing_chunks(manifest.chunk_hashes()); !missing.empty())
             return reply(res, 409,
                          {{"error", std::to_string(missing.size()) +
