@@ -8,11 +8,14 @@
 #include "workerprocess.h"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include <arpa/inet.h>
@@ -124,6 +127,60 @@ TEST(DataStore, UploadSendsOnlyWhatTheWorkerLacksAndBuildsAReadOnlyCopy) {
     EXPECT_EQ(file_hash(worker.state_dir() + "/store/datasets/" + second.version() + "/big.bin"), file_hash(data.file("big.bin")));
     const json listed = worker.client().get("/v1/datasets").json();
     EXPECT_EQ(listed["datasets"].size(), 2u);
+}
+
+// A worker from before POST /v1/uploads (it answers 404 there): the client falls back to asking which chunks are
+// missing, the chunks become chunk files, and the version is built from them, whole.
+TEST(DataStore, AClientFallsBackToTheOlderProtocolOnAnOlderWorker) {
+    WorkerProcess worker;
+    ASSERT_TRUE(worker.running());
+    // The older worker: the real one behind a proxy that knows no /v1/uploads.
+    httplib::Server proxy;
+    std::atomic<int> refused{0};
+    proxy.Post(R"(/v1/uploads/.*)", [&](const httplib::Request&, httplib::Response& res) {
+        ++refused;
+        res.status = 404;
+        res.set_content(R"({"error":"no such endpoint"})", "application/json");
+    });
+    auto forward = [&](const httplib::Request& req, httplib::Response& res) {
+        httplib::Client to(worker.url());
+        to.set_read_timeout(60, 0);
+        const httplib::Headers headers = {{"Authorization", req.get_header_value("Authorization")}};
+        const std::string type = req.get_header_value("Content-Type");
+        const httplib::Result answer = req.method == "GET"    ? to.Get(req.path, headers)
+                                       : req.method == "POST" ? to.Post(req.path, headers, req.body, type)
+                                                              : to.Put(req.path, headers, req.body, type);
+        res.status = answer ? answer->status : 502;
+        if (answer)
+            res.set_content(answer->body, "application/json");
+    };
+    proxy.Get(".*", forward);
+    proxy.Post(".*", forward);
+    proxy.Put(".*", forward);
+    const int port = proxy.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    std::thread serving([&] { proxy.listen_after_bind(); });
+
+    Folder data;
+    write_random(data.file("big.bin"), dataset::kChunkBytes + 321, 51);
+    write_random(data.file("small.bin"), 7000, 52);
+    const dataset::Manifest manifest = scan(data.path);
+    client::WorkerClient older("http://127.0.0.1:" + std::to_string(port), worker.token());
+    client::UploadProgress sent;
+    std::string error;
+    EXPECT_TRUE(client::upload_dataset(older, manifest, data.path, sent, error)) << error;
+    proxy.stop();
+    serving.join();
+    EXPECT_GE(refused.load(), 1);
+    EXPECT_EQ(sent.chunks_sent, 3);
+    // The older way's chunk files, and the version copied from them.
+    size_t chunk_files = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(worker.state_dir() + "/store/chunks"))
+        chunk_files += entry.is_regular_file() ? 1 : 0;
+    EXPECT_EQ(chunk_files, 3u);
+    const std::string copy = worker.state_dir() + "/store/datasets/" + manifest.version();
+    EXPECT_EQ(file_hash(copy + "/big.bin"), file_hash(data.file("big.bin")));
+    EXPECT_EQ(file_hash(copy + "/small.bin"), file_hash(data.file("small.bin")));
 }
 
 TEST(DataStore, InterruptedUploadResumesAndShowsNothingHalfDone) {
