@@ -58,14 +58,11 @@ private:
     struct Pool {
         std::mutex mutex;
         std::vector<char*> free;
-        ~Pool() {
-            for (char* buffer : free)
-                ::operator delete(buffer, std::align_val_t(kAlignment));
-        }
     };
+    // Never destroyed: a thread still running at exit may give a buffer back after static destructors ran.
     static Pool& pool() {
-        static Pool shared;
-        return shared;
+        static Pool* shared = new Pool;
+        return *shared;
     }
 
     void reserve(std::size_t capacity) {
