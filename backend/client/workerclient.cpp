@@ -163,18 +163,18 @@ HttpResponse WorkerClient::perform(const std::string& method, const std::string&
         headers = curl_slist_append(headers, authorization.c_str());
     for (const std::string& header : headers_)
         headers = curl_slist_append(headers, header.c_str());
-    if (body) {
+    if (body || file) {
         headers = curl_slist_append(headers, (std::string("Content-Type: ") + content_type).c_str());
         // No "Expect: 100-continue" round trip before large bodies.
         headers = curl_slist_append(headers, "Expect:");
+    }
+    if (body) {
         curl_easy_setopt(curl, CURLOPT_POST, 1L);
         if (method != "POST")
             curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body->data());
         curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
     } else if (file) {
-        headers = curl_slist_append(headers, (std::string("Content-Type: ") + content_type).c_str());
-        headers = curl_slist_append(headers, "Expect:");
         curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
         if (method != "PUT")
             curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -81,12 +80,13 @@ void remove_tree(const fs::path& root) {
 }
 
 // Writes bytes at offset into an existing file; with `sync`, on disk before it returns. 0 or errno. A synced piece
-// goes past the page cache (O_DIRECT|O_DSYNC) in whole blocks: the disk takes it by DMA, and the
-// kernel neither allocates nor copies a page for it; the unaligned tail, if any, is written through the cache.
-int write_piece(const ContentStore::Piece& piece, const char* data, int& saved, bool sync) {
+// received into aligned memory (AlignedBytes, as every chunk is) goes past the page cache (O_DIRECT|O_DSYNC) in whole
+// blocks: the disk takes it by DMA, and the kernel neither allocates nor copies a page for it; the unaligned tail,
+// if any, is written through the cache.
+int write_piece(const ContentStore::Piece& piece, const char* data, bool sync) {
     constexpr int64_t kBlock = 4096;
     const int fd = ::open(piece.path.c_str(), O_WRONLY | O_CLOEXEC);
-    saved = fd < 0 ? errno : 0;
+    int saved = fd < 0 ? errno : 0;
     auto write_at = [&saved](int to, const char* from, int64_t size, int64_t offset) {
         for (int64_t done = 0; saved == 0 && done < size;) {
             const ssize_t wrote = ::pwrite(to, from + done, static_cast<size_t>(size - done), offset + done);
@@ -98,26 +98,13 @@ int write_piece(const ContentStore::Piece& piece, const char* data, int& saved, 
                 done += wrote;
         }
     };
-    int64_t direct_bytes = sync && piece.offset % kBlock == 0 ? piece.size / kBlock * kBlock : 0;
+    int64_t direct_bytes = sync && piece.offset % kBlock == 0 && reinterpret_cast<uintptr_t>(data) % kBlock == 0
+                               ? piece.size / kBlock * kBlock
+                               : 0;
     const int direct =
         direct_bytes > 0 && saved == 0 ? ::open(piece.path.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT | O_DSYNC) : -1;
     if (direct >= 0) {
-        // Received into aligned memory (AlignedBytes), the bytes go as they are; else from an aligned copy.
-        const char* from = reinterpret_cast<uintptr_t>(data) % kBlock == 0 ? data : nullptr;
-        thread_local std::unique_ptr<char, decltype(&std::free)> aligned(nullptr, &std::free);
-        if (!from && !aligned) {
-            void* memory = nullptr;
-            if (::posix_memalign(&memory, kBlock, static_cast<size_t>(kChunkBytes)) == 0)
-                aligned.reset(static_cast<char*>(memory));
-        }
-        if (!from && aligned) {
-            std::memcpy(aligned.get(), data, static_cast<size_t>(direct_bytes));
-            from = aligned.get();
-        }
-        if (from)
-            write_at(direct, from, direct_bytes, piece.offset);
-        else
-            direct_bytes = 0;
+        write_at(direct, data, direct_bytes, piece.offset);
         // A file system that takes O_DIRECT opens but refuses the write (EINVAL): the page cache, as everywhere.
         if (saved == EINVAL)
             saved = 0, direct_bytes = 0;
@@ -131,6 +118,12 @@ int write_piece(const ContentStore::Piece& piece, const char* data, int& saved, 
     if (fd >= 0)
         ::close(fd);
     return saved;
+}
+
+// Where a file's chunk c lies in it, the file being under folder.
+ContentStore::Piece piece_of(const std::string& folder, const ManifestFile& file, size_t c) {
+    const int64_t offset = static_cast<int64_t>(c) * kChunkBytes;
+    return {folder + "/" + file.path, offset, std::min(kChunkBytes, file.size - offset)};
 }
 
 enum class PieceRead { good, unreadable, wrong };
@@ -291,11 +284,8 @@ void ContentStore::index_version(const Manifest& manifest, const std::string& fo
     std::set<std::string> seen;
     for (const ManifestFile& file : manifest.files)
         for (size_t c = 0; c < file.chunks.size(); ++c)
-            if (seen.insert(file.chunks[c]).second) {
-                const int64_t offset = static_cast<int64_t>(c) * kChunkBytes;
-                published_.emplace(file.chunks[c],
-                                   Piece{folder + "/" + file.path, offset, std::min(kChunkBytes, file.size - offset)});
-            }
+            if (seen.insert(file.chunks[c]).second)
+                published_.emplace(file.chunks[c], piece_of(folder, file, c));
 }
 
 std::string ContentStore::chunk_path(const std::string& hash) const { return dir_ + "/chunks/" + hash.substr(0, 2) + "/" + hash; }
@@ -347,15 +337,8 @@ std::shared_ptr<ContentStore::Upload> ContentStore::upload_for(const Manifest& m
         const ManifestFile& file = manifest.files[f];
         upload->hashes.push_back(file.chunks.size() > 1 ? std::make_unique<FileHash>(early_bytes_) : nullptr);
         for (size_t c = 0; c < file.chunks.size(); ++c) {
-            const int64_t offset = static_cast<int64_t>(c) * kChunkBytes;
             std::vector<Upload::Place>& places = upload->places[file.chunks[c]];
-            Upload::Place place;
-            place.path = upload->folder + "/" + file.path;
-            place.offset = offset;
-            place.size = std::min(kChunkBytes, file.size - offset);
-            place.file = f;
-            place.index = c;
-            places.push_back(place);
+            places.push_back({piece_of(upload->folder, file, c), f, c});
             if (places.back().size != places.front().size) {
                 status = 400;
                 error = "the manifest gives chunk " + file.chunks[c].substr(0, 12) + "… two sizes";
@@ -434,22 +417,11 @@ int ContentStore::begin_upload(const Manifest& manifest, std::vector<std::string
     missing.clear();
     if (!dataset_path(manifest.version()).empty())
         return 200;
-    std::vector<std::string> candidates;
     int status = 200;
-    const std::shared_ptr<Upload> upload = upload_for(manifest, status, error);
-    if (!upload)
+    if (!upload_for(manifest, status, error))
         return status;
-    {
-        std::lock_guard lock(index_mutex_);
-        std::set<std::string> seen;
-        for (const std::string& hash : manifest.chunk_hashes())
-            if (seen.insert(hash).second && upload->written.count(hash) == 0 && published_.count(hash) == 0)
-                candidates.push_back(hash);
-    }
     // In the order of the manifest: a sender that sends them in this order writes each file front to back.
-    for (const std::string& hash : candidates)
-        if (!has_chunk(hash))
-            missing.push_back(hash);
+    missing = missing_chunks(manifest.chunk_hashes());
     return 200;
 }
 
@@ -524,7 +496,7 @@ int ContentStore::put_chunk(const std::string& hash, AlignedBytes received, std:
             continue;
         }
         for (const Piece& place : places)
-            if (int saved = 0; write_piece(place, bytes.data(), saved, true) != 0) {
+            if (const int saved = write_piece(place, bytes.data(), true); saved != 0) {
                 error = "cannot store the chunk (" + std::string(std::strerror(saved)) + ")";
                 return space_status(saved);
             }
@@ -553,6 +525,7 @@ int ContentStore::put_chunk(const std::string& hash, AlignedBytes received, std:
     }
     return 201;
 }
+
 int ContentStore::put_chunks(const std::vector<std::pair<std::string, std::string_view>>& chunks) {
     std::vector<std::pair<std::string, std::string>> written; // temp, final
     auto drop = [&] {
@@ -602,11 +575,7 @@ bool ContentStore::read_chunk(const std::string& hash, std::string& bytes) const
     std::vector<Piece> sources;
     {
         std::lock_guard lock(index_mutex_);
-        for (auto [at, end] = published_.equal_range(hash); at != end; ++at)
-            sources.push_back(at->second);
-        for (const auto& [version, upload] : uploads_)
-            if (upload->written.count(hash) != 0)
-                sources.push_back(upload->places.at(hash).front());
+        sources = copies_of(hash, nullptr);
     }
     // A chunk file as it is (one byte more than a chunk may hold: a larger file under a chunk's name is no chunk):
     // its receiver checks the hash. A piece of a version's file only if it hashes right: a job may have changed it.
@@ -669,6 +638,16 @@ int ContentStore::materialize(const Manifest& manifest, std::vector<std::string>
     return complete(upload, missing, error);
 }
 
+std::vector<ContentStore::Piece> ContentStore::copies_of(const std::string& hash, const Upload* except) const {
+    std::vector<Piece> copies;
+    for (auto [at, end] = published_.equal_range(hash); at != end; ++at)
+        copies.push_back(at->second);
+    for (const auto& [version, upload] : uploads_)
+        if (upload.get() != except && upload->written.count(hash) != 0)
+            copies.push_back(upload->places.at(hash).front());
+    return copies;
+}
+
 void ContentStore::forget(const std::string& hash, const Piece& piece, bool wrong) {
     std::lock_guard lock(index_mutex_);
     if (piece.path == chunk_path(hash)) {
@@ -690,7 +669,7 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, std::vector<st
     std::unique_lock writing(upload->writing); // no chunk is being written into place meanwhile
     const Manifest& manifest = upload->manifest;
     const std::string& version = upload->version;
-    // Every chunk not yet in place: copied from wherever the store (or the caller) holds bytes that hash to it. Not
+    // Every chunk not yet in place: copied from wherever the store holds bytes that hash to it. Not
     // synced one by one: the whole version is, before it is published.
     missing.clear();
     // In the manifest's order, each file front to back: its hasher takes each copied chunk in turn.
@@ -706,11 +685,8 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, std::vector<st
             if (upload->written.count(hash) != 0)
                 continue;
             sources.push_back({chunk_path(hash), 0, places.front().size});
-            for (auto [at, end] = published_.equal_range(hash); at != end; ++at)
-                sources.push_back(at->second);
-            for (const auto& [other_version, other] : uploads_)
-                if (other != upload && other->written.count(hash) != 0)
-                    sources.push_back(other->places.at(hash).front());
+            const std::vector<Piece> copies = copies_of(hash, upload.get());
+            sources.insert(sources.end(), copies.begin(), copies.end());
         }
         if (chunk.use_count() > 1)
             chunk = std::make_shared<std::string>(); // the last one waits in a hasher
@@ -727,7 +703,7 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, std::vector<st
             continue;
         }
         for (const Piece& place : places)
-            if (int saved = 0; write_piece(place, chunk->data(), saved, false) != 0) {
+            if (const int saved = write_piece(place, chunk->data(), false); saved != 0) {
                 error = "cannot copy a chunk into " + place.path.substr(upload->folder.size() + 1) + " (" +
                         std::strerror(saved) + ")";
                 return space_status(saved);
@@ -950,10 +926,8 @@ std::string ContentStore::check(const std::string& version) {
 }
 
 int ContentStore::rebuild(const std::string& version, std::string& error) {
-    std::string text;
     Manifest manifest;
-    if (!is_sha256_hex(version) || !read_text(dir_ + "/manifests/" + version + ".json", text) ||
-        !Manifest::from_json(nlohmann::json::parse(text, nullptr, false), manifest, error) || manifest.version() != version) {
+    if (!stored_manifest(version, manifest, error)) {
         error = "the manifest of version " + version.substr(0, 12) + "… is missing or damaged; upload the version again";
         return 422;
     }
@@ -966,12 +940,12 @@ int ContentStore::rebuild(const std::string& version, std::string& error) {
     const std::string upload_folder = dir_ + "/uploads/" + version;
     {
         std::lock_guard index(index_mutex_);
-        for (auto at = published_.begin(); at != published_.end();)
-            at = at->second.path.rfind(folder + "/", 0) == 0 ? published_.erase(at) : std::next(at);
         if (uploads_.count(version) != 0) {
             error = "an upload of this version is under way";
             return 409;
         }
+        for (auto at = published_.begin(); at != published_.end();)
+            at = at->second.path.rfind(folder + "/", 0) == 0 ? published_.erase(at) : std::next(at);
     }
     std::error_code ec;
     if (fs::exists(upload_folder, ec))

@@ -97,6 +97,8 @@ private:
     // Every chunk the upload lacks, copied into place from the store (hash checked), else listed in missing; then
     // every file verified and the folder published. build_mutex_ held.
     int complete(const std::shared_ptr<Upload>& upload, std::vector<std::string>& missing, std::string& error);
+    // Every piece of a published version or of an upload (but `except`) said to hold the chunk. index_mutex_ held.
+    std::vector<Piece> copies_of(const std::string& hash, const Upload* except) const;
     // A source found damaged or gone: no longer offered (a chunk file read whole that does not hash to its name,
     // `wrong`, is removed).
     void forget(const std::string& hash, const Piece& piece, bool wrong);
