@@ -50,19 +50,37 @@ void remember_series(Database& db, int64_t job, const std::string& kind, const s
     upsert.step();
 }
 
-// What to add of one series: the points after those taken before; -1 when the source no longer starts with them.
+// Where one series' new points start, as the index of the first point the catalog does not hold yet (counted from the
+// source's first point): the points after those taken before. -1 when the source no longer starts with them (it was
+// rewritten). A run read on (ImportedRun::points_before) holds only the points after `skip` of them: -2 when the
+// catalog does not hold all of those (the run was deleted and purged since, or an import of it failed), so the
+// source must be read whole again.
 template <typename Point, typename ValueOf>
-int64_t first_new_point(const std::vector<Point>& points, const Imported* before, ValueOf value_of) {
+int64_t first_new_point(const std::vector<Point>& points, const Imported* before, ValueOf value_of,
+                        const importers::PointsBefore* skip = nullptr) {
+    const int64_t skipped = skip ? skip->points : 0;
     if (!before)
-        return 0;
-    if (static_cast<int64_t>(points.size()) < before->points)
+        return skipped > 0 ? -2 : 0;
+    if (skipped + static_cast<int64_t>(points.size()) < before->points)
         return -1;
-    if (before->points > 0) {
-        const Point& last = points[static_cast<size_t>(before->points - 1)];
+    if (before->points < skipped)
+        return -2;
+    if (before->points > skipped) {
+        const Point& last = points[static_cast<size_t>(before->points - skipped - 1)];
         if (last.step != before->last_step || !same_value(value_of(last), before->last_value))
             return -1;
+    } else if (skipped > 0 &&
+               (skip->last_step != before->last_step || !same_value(skip->last_value, before->last_value))) {
+        return -2;
     }
     return before->points;
+}
+
+const importers::PointsBefore* points_before(const ImportedRun& run, const char* kind, const std::string& name) {
+    if (run.points_before.empty())
+        return nullptr;
+    const auto it = run.points_before.find({kind, name});
+    return it == run.points_before.end() ? nullptr : &it->second;
 }
 
 // A source file's path as the catalog keeps it: absolute, so a view finds it whatever its working folder.
@@ -91,17 +109,18 @@ std::pair<std::string, std::string> outcome(const ImportedRun& run) {
     return {"succeeded", "imported from " + run.format + "; the source does not record how the run ended"};
 }
 
-// The histograms from seq `from` on, stored over the reader's buckets (no copy of them).
+// The histograms from points[index] on, which is seq `seq` of the series, stored over the reader's buckets (no copy
+// of them).
 void write_histograms(Catalog& catalog, int64_t job, const std::string& name,
-                      const std::vector<importers::HistogramPoint>& points, int64_t from) {
+                      const std::vector<importers::HistogramPoint>& points, int64_t index, int64_t seq) {
     std::vector<HistogramView> views;
-    views.reserve(points.size() - static_cast<size_t>(from));
-    for (size_t i = static_cast<size_t>(from); i < points.size(); ++i) {
+    views.reserve(points.size() - static_cast<size_t>(index));
+    for (size_t i = static_cast<size_t>(index); i < points.size(); ++i) {
         const auto& h = points[i];
         views.push_back(
             {h.step, h.wall_time, h.min, h.max, h.num, h.sum, h.sum_squares, h.bucket_limit, h.bucket_count});
     }
-    catalog.append_histograms(job, name, from, views);
+    catalog.append_histograms(job, name, seq, views);
 }
 
 RunImportResult write(Catalog& catalog, const ImportedRun& run) {
@@ -189,20 +208,28 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
     for (const auto& [name, points] : run.scalars) {
         const auto it = before.find({"scalar", name});
         const Imported* had = it == before.end() ? nullptr : &it->second;
-        const int64_t from = first_new_point(points, had, [](const importers::ScalarPoint& p) { return p.value; });
+        const importers::PointsBefore* skip = points_before(run, "scalar", name);
+        const int64_t skipped = skip ? skip->points : 0;
+        const int64_t from = first_new_point(
+            points, had, [](const importers::ScalarPoint& p) { return p.value; }, skip);
+        if (from == -2) {
+            result.read_whole_again = true;
+            continue;
+        }
         if (from < 0) {
             result.notes.push_back("series " + name + " of " + run.source + " was rewritten, not grown (" +
-                                   std::to_string(points.size()) + " points now, " + std::to_string(had->points) +
+                                   std::to_string(skipped + static_cast<int64_t>(points.size())) + " points now, " +
+                                   std::to_string(had->points) +
                                    " imported before, or a different last point): nothing added to it; delete the "
                                    "run and import it again to start over");
             continue;
         }
         result.points_kept += from;
-        if (from == static_cast<int64_t>(points.size()))
+        if (from == skipped + static_cast<int64_t>(points.size()))
             continue;
         std::vector<MetricPoint> add;
-        add.reserve(points.size() - static_cast<size_t>(from));
-        for (size_t i = static_cast<size_t>(from); i < points.size(); ++i) {
+        add.reserve(points.size() - static_cast<size_t>(from - skipped));
+        for (size_t i = static_cast<size_t>(from - skipped); i < points.size(); ++i) {
             const auto& p = points[i];
             ++result.points_added;
             if (!std::isfinite(p.value)) {
@@ -217,7 +244,7 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
             std::stable_sort(times.begin() + static_cast<std::ptrdiff_t>(time_runs.back()), times.end(), by_step);
         time_runs.push_back(times.size());
         catalog.append_points(job, name, add);
-        remember_series(db, job, "scalar", name, static_cast<int64_t>(points.size()), points.back().step,
+        remember_series(db, job, "scalar", name, skipped + static_cast<int64_t>(points.size()), points.back().step,
                         points.back().value);
         result.changed = true;
     }
@@ -245,18 +272,25 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
     for (const auto& [name, points] : run.histograms) {
         const auto it = before.find({"histogram", name});
         const Imported* had = it == before.end() ? nullptr : &it->second;
-        const int64_t from = first_new_point(points, had, [](const importers::HistogramPoint& h) { return h.num; });
+        const importers::PointsBefore* skip = points_before(run, "histogram", name);
+        const int64_t skipped = skip ? skip->points : 0;
+        const int64_t from = first_new_point(
+            points, had, [](const importers::HistogramPoint& h) { return h.num; }, skip);
+        if (from == -2) {
+            result.read_whole_again = true;
+            continue;
+        }
         if (from < 0) {
             result.notes.push_back("histogram " + name + " of " + run.source +
                                    " was rewritten, not grown: nothing added to it");
             continue;
         }
-        if (from == static_cast<int64_t>(points.size()))
+        const int64_t total = skipped + static_cast<int64_t>(points.size());
+        if (from == total)
             continue;
-        write_histograms(catalog, job, name, points, from);
-        result.histograms_added += static_cast<int64_t>(points.size()) - from;
-        remember_series(db, job, "histogram", name, static_cast<int64_t>(points.size()), points.back().step,
-                        points.back().num);
+        write_histograms(catalog, job, name, points, from - skipped, from);
+        result.histograms_added += total - from;
+        remember_series(db, job, "histogram", name, total, points.back().step, points.back().num);
         result.changed = true;
     }
 

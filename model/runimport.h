@@ -29,6 +29,10 @@ struct RunImportResult {
     int64_t histograms_added = 0;
     int64_t images_added = 0;       // their places in the source (model/imagestore.h)
     bool changed = false;           // anything was written
+    // A run read on from where its last read stopped (ImportedRun::points_before) whose earlier points the catalog
+    // does not hold (the run was purged since, or an import failed): what it holds was not written; read the source
+    // whole and import that (SourceFollower::forget).
+    bool read_whole_again = false;
     std::vector<std::string> notes; // series the source rewrote, a run deleted in the catalog, ...
 };
 

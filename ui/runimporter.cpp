@@ -6,6 +6,7 @@
 #include "followeddamage.h"
 #include "readruns.h"
 #include "runimport.h"
+#include "sourcefollower.h"
 
 #include <QFileInfo>
 #include <QThreadPool>
@@ -86,6 +87,10 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
             bool later = false; // a follow's later pass: only the runs that changed are spoken of
             // Each piece of damage said once; while following, a file's cut-short end not until following stops.
             importers::FollowedDamage damage_said;
+            // Following, each path has a follower, which reads only what changed since its last pass.
+            std::vector<importers::SourceFollower> followers;
+            followers.reserve(static_cast<size_t>(paths.size()));
+            importers::SourceFollower* follower = nullptr; // the path's being read, when following
             const auto take_result = [&] {
                 if (!written)
                     return;
@@ -96,6 +101,8 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                     error = writer->flush();
                 const std::shared_ptr<importers::ImportedRun> run = std::exchange(written, nullptr);
                 const QString name = QString::fromStdString(run->name);
+                if (follower && (!error.empty() || !*result || (*result)->read_whole_again))
+                    follower->forget(run->source); // read whole at the next pass
                 if (!error.empty() || !*result) {
                     ++summary.runs_failed;
                     progress.lines << tr("%1 was not imported: %2")
@@ -142,8 +149,8 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                     progress.current = path;
                     report(progress);
                 }
-                auto read = importers::read_runs_each(
-                    QFileInfo(path).absoluteFilePath().toStdString(), options, [&](importers::ImportedRun&& run) {
+                const auto each =
+                    [&](importers::ImportedRun&& run) {
                         take_result(); // the run before, written while this one was read
                         if (stopped())
                             return false;
@@ -157,7 +164,10 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                         writer->post(
                             [into = result, run = written](Catalog& catalog) { *into = import_run(catalog, *run); });
                         return true;
-                    });
+                    };
+                auto read = follower ? follower->pass(each)
+                                     : importers::read_runs_each(QFileInfo(path).absoluteFilePath().toStdString(),
+                                                                 options, each);
                 take_result();
                 if (!read) {
                     ++summary.runs_failed;
@@ -173,12 +183,12 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                 progress.changed.clear();
                 return static_cast<bool>(read);
             };
-            std::vector<uint64_t> fingerprints;
             for (const QString& path : paths) {
                 if (stopped())
                     break;
-                // Taken before reading: a write during the import is seen at the next look.
-                fingerprints.push_back(importers::source_fingerprint(QFileInfo(path).absoluteFilePath().toStdString()));
+                if (follow) {
+                    follower = &followers.emplace_back(QFileInfo(path).absoluteFilePath().toStdString(), options);
+                }
                 import_path(path);
             }
             later = true;
@@ -190,14 +200,11 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
             while (follow && !stopped()) {
                 for (int slept = 0; slept < 200 && !stopped(); slept += 20)
                     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-                for (size_t i = 0; i < fingerprints.size() && !stopped(); ++i) {
-                    const QString& path = paths[static_cast<int>(i)];
-                    const uint64_t now =
-                        importers::source_fingerprint(QFileInfo(path).absoluteFilePath().toStdString());
-                    if (now == fingerprints[i])
-                        continue;
-                    // A read that failed (a file replaced while it was read) is tried again at the next look.
-                    fingerprints[i] = import_path(path) ? now : 0;
+                // A read that failed (a file replaced while it was read) is tried again at the next look.
+                for (size_t i = 0; i < followers.size() && !stopped(); ++i) {
+                    follower = &followers[i];
+                    if (follower->changed())
+                        import_path(paths[static_cast<int>(i)]);
                 }
             }
             // A file still ending inside a record when following stops: its writer stopped mid-record, or is slow.

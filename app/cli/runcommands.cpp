@@ -11,6 +11,7 @@
 #include "runfield.h"
 #include "runimport.h"
 #include "runquery.h"
+#include "sourcefollower.h"
 #include "tfevents.h"
 
 #include <QCoreApplication>
@@ -278,19 +279,24 @@ namespace {
 
 volatile std::sig_atomic_t g_stop_following = 0;
 
-// One pass over a path: read, import each run (its own transaction), and say what changed. With only_changes (a
-// follow's later passes) runs that gained nothing are not mentioned. Damage is said as `damage` lets it (each piece
-// once; while following, a file's cut-short end not until following stops with it so).
-json import_path(Cli& cli, const QString& path, const importers::ReadRunsOptions& options, bool only_changes,
-                 bool following, importers::FollowedDamage& damage_said, QString& text, int& exit) {
+// One pass over a path: read, import each run (its own transaction), and say what changed. Following, the path is
+// read by its follower (only what changed since its last pass). With only_changes (a follow's later passes) runs that
+// gained nothing are not mentioned. Damage is said as `damage` lets it (each piece once; while following, a file's
+// cut-short end not until following stops with it so).
+json import_path(Cli& cli, const QString& path, const importers::ReadRunsOptions& options,
+                 importers::SourceFollower* follower, bool only_changes, importers::FollowedDamage& damage_said,
+                 QString& text, int& exit) {
     const auto started = std::chrono::steady_clock::now();
+    const bool following = follower != nullptr;
     json runs = json::array();
     int64_t points = 0, runs_read = 0;
     // Each run imported as soon as it is read (a logdir is never in memory whole).
-    auto read = importers::read_runs_each(
-        QFileInfo(path).absoluteFilePath().toStdString(), options, [&](importers::ImportedRun&& run) {
+    const auto each =
+        [&](importers::ImportedRun&& run) {
             ++runs_read;
             auto result = import_run(cli.catalog(), run);
+            if (follower && (!result || result->read_whole_again))
+                follower->forget(run.source);
             if (!result) {
                 cli.fail(kFailed, QString("%1 was not imported: %2")
                                       .arg(QString::fromStdString(run.source), QString::fromStdString(result.error())));
@@ -335,7 +341,9 @@ json import_path(Cli& cli, const QString& path, const importers::ReadRunsOptions
                 text += "  note: " + QString::fromStdString(note) + "\n";
 
             return true;
-        });
+        };
+    auto read = follower ? follower->pass(each)
+                         : importers::read_runs_each(QFileInfo(path).absoluteFilePath().toStdString(), options, each);
     if (!read) {
         cli.fail(kFailed, QString::fromStdString(read.error()));
         exit = kFailed;
@@ -383,18 +391,20 @@ int cmd_import(Cli& cli) {
     int exit = kOk;
     json report = json::array();
     QString text;
-    std::vector<uint64_t> fingerprints;
+    std::vector<importers::SourceFollower> followers;
     importers::FollowedDamage damage_said;
+    followers.reserve(static_cast<size_t>(args.size()));
     for (const QString& path : args) {
-        // Taken before reading: a write during the import is seen at the next look.
-        fingerprints.push_back(importers::source_fingerprint(QFileInfo(path).absoluteFilePath().toStdString()));
-        report.push_back(import_path(cli, path, options, false, follow, damage_said, text, exit));
+        if (follow)
+            followers.emplace_back(QFileInfo(path).absoluteFilePath().toStdString(), options);
+        report.push_back(
+            import_path(cli, path, options, follow ? &followers.back() : nullptr, false, damage_said, text, exit));
     }
     cli.print(report, text);
     if (!follow)
         return exit;
-    // Live: each path is looked at every interval (a stat of its files) and read again when anything changed;
-    // import_run adds only what it gained. Until SIGINT or SIGTERM.
+    // Live: each path is looked at every interval (a stat of its files) and what changed is read again (its
+    // follower reads only that); import_run adds only what it gained. Until SIGINT or SIGTERM.
     std::signal(SIGINT, [](int) { g_stop_following = 1; });
     std::signal(SIGTERM, [](int) { g_stop_following = 1; });
     if (!cli.json())
@@ -402,16 +412,13 @@ int cmd_import(Cli& cli) {
     while (!g_stop_following) {
         ::usleep(static_cast<useconds_t>(interval_ms) * 1000);
         for (int i = 0; i < args.size() && !g_stop_following; ++i) {
-            const uint64_t now = importers::source_fingerprint(QFileInfo(args[i]).absoluteFilePath().toStdString());
-            if (now == fingerprints[static_cast<size_t>(i)])
+            importers::SourceFollower& follower = followers[static_cast<size_t>(i)];
+            if (!follower.changed())
                 continue;
-            fingerprints[static_cast<size_t>(i)] = now;
             QString changes;
             int pass_exit = kOk;
-            const json pass = import_path(cli, args[i], options, true, true, damage_said, changes, pass_exit);
             // A failed pass (a file replaced while read) is tried again at the next look; the worst outcome is kept.
-            if (pass.contains("error"))
-                fingerprints[static_cast<size_t>(i)] = 0;
+            const json pass = import_path(cli, args[i], options, &follower, true, damage_said, changes, pass_exit);
             if (pass_exit == kFailed || (pass_exit == kDamaged && exit == kOk))
                 exit = pass_exit;
             if (cli.json())

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace traindeck::importers {
@@ -51,6 +52,15 @@ struct Damage {
     bool at_end = false;
 };
 
+// What a run read on from where an earlier read of it stopped (a followed logdir: sourcefollower.h) had of a series
+// before the points it holds now: how many, and the last one (its step, and its value: a scalar's value, a
+// histogram's num).
+struct PointsBefore {
+    int64_t points = 0;
+    int64_t last_step = 0;
+    double last_value = 0;
+};
+
 struct ImportedRun {
     std::string name;       // as the source names the run (a folder, an MLflow run name, a W&B display name)
     std::string source;     // the path that is the run: a TensorBoard run folder, an MLflow run folder, a file
@@ -72,6 +82,9 @@ struct ImportedRun {
     std::map<std::string, std::vector<ScalarPoint>, std::less<>> scalars; // by tag, each in the order written
     std::map<std::string, std::vector<HistogramPoint>> histograms;
     std::map<std::string, std::vector<ImagePoint>> images;
+    // A run read on (sourcefollower.h): the scalars and histograms read before, by ("scalar" or "histogram", name);
+    // their vectors above hold only the points after those. Empty for a run read whole. Images are always whole.
+    std::map<std::pair<std::string, std::string>, PointsBefore> points_before;
     std::map<std::string, int64_t> other_records; // what was read and not kept, counted ("graph_def", "plugin:text")
     int64_t records = 0;                          // records (events, lines, W&B records) read whole
 

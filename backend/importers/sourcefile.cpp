@@ -26,11 +26,22 @@ void SourceBuffer::grow(size_t capacity, size_t keep) {
 }
 
 Expected<std::string_view> SourceBuffer::read(const std::string& path) {
+    SourceFileStat stat;
+    return read_from(path, 0, stat);
+}
+
+Expected<std::string_view> SourceBuffer::read_from(const std::string& path, uint64_t from, SourceFileStat& stat) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return Error{"cannot read " + path + ": " + std::strerror(errno) + "; check that it exists and is readable"};
     struct stat info {};
-    const size_t expected = ::fstat(fd, &info) == 0 && info.st_size > 0 ? static_cast<size_t>(info.st_size) : 0;
+    if (::fstat(fd, &info) == 0) {
+        stat.device = info.st_dev;
+        stat.inode = info.st_ino;
+        stat.size = info.st_size > 0 ? static_cast<uint64_t>(info.st_size) : 0;
+        stat.mtime_ns = static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
+    }
+    const size_t expected = stat.size > from ? static_cast<size_t>(stat.size - from) : 0;
     // Read to the end rather than to st_size (one byte more than it is asked for, to see the end): a file still being
     // appended to gives what it has now.
     if (capacity_ < expected + 1)
@@ -39,7 +50,8 @@ Expected<std::string_view> SourceBuffer::read(const std::string& path) {
     for (;;) {
         if (size == capacity_)
             grow(capacity_ * 2 + 4096, size);
-        const ssize_t n = ::read(fd, data_.get() + size, capacity_ - size);
+        const ssize_t n =
+            ::pread(fd, data_.get() + size, capacity_ - size, static_cast<off_t>(from + static_cast<uint64_t>(size)));
         if (n == 0)
             break;
         if (n < 0) {
@@ -47,7 +59,7 @@ Expected<std::string_view> SourceBuffer::read(const std::string& path) {
                 continue;
             const int error = errno;
             ::close(fd);
-            return Error{"reading " + path + " failed after " + std::to_string(size) +
+            return Error{"reading " + path + " failed after " + std::to_string(from + size) +
                          " bytes: " + std::strerror(error)};
         }
         size += static_cast<size_t>(n);

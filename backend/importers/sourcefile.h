@@ -16,9 +16,18 @@ Expected<std::string> read_source_file(const std::string& path);
 // The same into a buffer kept from one file to the next, for readers of many large files (a logdir's event files):
 // a fresh buffer a file is zeroed and faulted in page by page again, which took more time than reading the bytes.
 // The bytes stay valid until the next read.
+// read_from() also says which file it read and how it stood when opened (a follower compares it with the last look).
+struct SourceFileStat {
+    uint64_t device = 0, inode = 0;
+    uint64_t size = 0; // when opened; the bytes read may go past it (a writer still appending)
+    int64_t mtime_ns = 0;
+};
+
 class SourceBuffer {
 public:
     Expected<std::string_view> read(const std::string& path);
+    // The bytes from offset `from` to the end (none when the file is shorter), and the file's stat.
+    Expected<std::string_view> read_from(const std::string& path, uint64_t from, SourceFileStat& stat);
 
 private:
     void grow(size_t capacity, size_t keep);

@@ -16,7 +16,9 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 // The message fields read here, by number (tensorboard/compat/proto/{event,summary,histogram,tensor,tensor_shape,
@@ -881,6 +883,55 @@ ImportedRun read_event_files(const std::string& folder, const std::vector<std::s
     return read_event_files(folder, files, buffer);
 }
 
+namespace {
+
+// The records of one file's bytes, which start at `base` in it, decoded into run; a record that is no Event is
+// damage, and so is the framing's (scan_tfrecords).
+TfRecordScan read_records(std::string_view bytes, const std::string& file, uint64_t base, size_t file_index,
+                          ImportedRun& run, TagPlugins& plugins) {
+    std::string why;
+    return scan_tfrecords(
+        bytes, file,
+        [&](uint64_t offset, std::string_view data) {
+            if (!decode_event(data, run, plugins, why, offset, file_index))
+                run.damage.push_back({file, offset, "a record that is not an Event was skipped: " + why});
+        },
+        run.damage, base);
+}
+
+bool stat_file(const std::string& path, SourceFileStat& out) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0)
+        return false;
+    out.device = info.st_dev;
+    out.inode = info.st_ino;
+    out.size = info.st_size > 0 ? static_cast<uint64_t>(info.st_size) : 0;
+    out.mtime_ns = static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
+    return true;
+}
+
+bool same_file(const SourceFileStat& a, const SourceFileStat& b) { return a.device == b.device && a.inode == b.inode; }
+
+// Which of the tail's files changed since it was left, or nullopt when the run cannot be read on from the tail.
+std::optional<std::vector<bool>> changed_files(const TensorBoardRunFiles& listed, const EventFilesTail& tail) {
+    if (!tail.started || listed.files.size() < tail.files.size())
+        return std::nullopt;
+    std::vector<bool> changed(tail.files.size());
+    for (size_t i = 0; i < tail.files.size(); ++i) {
+        const EventFilesTail::File& file = tail.files[i];
+        SourceFileStat now;
+        if (listed.files[i] != file.path || !file.readable || !stat_file(file.path, now) ||
+            !same_file(now, file.seen) || now.size < file.read_to)
+            return std::nullopt;
+        changed[i] = now.size != file.seen.size || now.mtime_ns != file.seen.mtime_ns;
+        if (changed[i] && i + 1 < tail.files.size())
+            return std::nullopt; // its new points come before the later files' in a whole read
+    }
+    return changed;
+}
+
+} // namespace
+
 ImportedRun read_event_files(const std::string& folder, const std::vector<std::string>& files, SourceBuffer& buffer) {
     ImportedRun run;
     run.format = "tensorboard";
@@ -894,16 +945,102 @@ ImportedRun read_event_files(const std::string& folder, const std::vector<std::s
             run.damage.push_back({file, 0, bytes.error()});
             continue;
         }
-        std::string why;
-        scan_tfrecords(
-            *bytes, file,
-            [&](uint64_t offset, std::string_view data) {
-                if (!decode_event(data, run, plugins, why, offset, run.files.size() - 1))
-                    run.damage.push_back({file, offset, "a record that is not an Event was skipped: " + why});
-            },
-            run.damage);
+        read_records(*bytes, file, 0, run.files.size() - 1, run, plugins);
     }
     return run;
+}
+
+bool event_files_unchanged(const TensorBoardRunFiles& listed, const EventFilesTail& tail) {
+    if (listed.files.size() != tail.files.size())
+        return false;
+    const auto changed = changed_files(listed, tail);
+    return changed && std::none_of(changed->begin(), changed->end(), [](bool c) { return c; });
+}
+
+ImportedRun read_event_files_on(const TensorBoardRunFiles& listed, EventFilesTail& tail, SourceBuffer& buffer,
+                                uint64_t* bytes_read) {
+    std::optional<std::vector<bool>> changed = changed_files(listed, tail);
+    if (!changed) {
+        tail = EventFilesTail{};
+        changed.emplace();
+    }
+    if (!tail.started) {
+        tail.started = true;
+        tail.run.format = "tensorboard";
+        tail.run.source = listed.folder;
+        tail.run.name = listed.name;
+    }
+    bool again = false; // a file changed between the look and the read: the run is read whole
+    for (size_t i = 0; i < listed.files.size() && !again; ++i) {
+        const bool known = i < tail.files.size();
+        if (known && !(*changed)[i])
+            continue;
+        if (!known) {
+            EventFilesTail::File added;
+            added.path = listed.files[i];
+            tail.files.push_back(std::move(added));
+            tail.run.files.push_back(listed.files[i]);
+        }
+        EventFilesTail::File& file = tail.files[i];
+        // From the last whole record's CRC on: those 4 bytes must still be there, or the file was rewritten.
+        const uint64_t from = file.last_footer.empty() ? file.read_to : file.read_to - 4;
+        SourceFileStat seen;
+        auto bytes = buffer.read_from(file.path, from, seen);
+        if (!bytes) {
+            if (known) {
+                again = true;
+                break;
+            }
+            file.readable = false;
+            tail.run.damage.push_back({file.path, 0, bytes.error()});
+            continue;
+        }
+        if (bytes_read)
+            *bytes_read += bytes->size();
+        std::string_view data = *bytes;
+        if (known && (!same_file(seen, file.seen) || data.substr(0, from < file.read_to ? 4 : 0) != file.last_footer)) {
+            again = true;
+            break;
+        }
+        data.remove_prefix(static_cast<size_t>(file.read_to - from));
+        // What was said of the file from read_to on is said again by this read, or is gone (a record now whole).
+        std::erase_if(tail.run.damage,
+                      [&](const Damage& d) { return d.file == file.path && d.offset >= file.read_to; });
+        const TfRecordScan scan = read_records(data, file.path, file.read_to, i, tail.run, tail.plugins);
+        if (scan.end_of_whole > file.read_to)
+            file.last_footer = std::string(data.substr(static_cast<size_t>(scan.end_of_whole - file.read_to) - 4, 4));
+        file.read_to = scan.end_of_whole;
+        file.seen = seen;
+    }
+    if (again) {
+        tail = EventFilesTail{};
+        return read_event_files_on(listed, tail, buffer, bytes_read);
+    }
+    // Hand out the points read now; the tail keeps their count and last point.
+    auto scalars = std::move(tail.run.scalars);
+    auto histograms = std::move(tail.run.histograms);
+    tail.run.scalars.clear();
+    tail.run.histograms.clear();
+    ImportedRun out = tail.run;
+    out.scalars = std::move(scalars);
+    out.histograms = std::move(histograms);
+    for (const auto& [tag, points] : out.scalars) {
+        if (points.empty())
+            continue;
+        PointsBefore& before = tail.run.points_before[{"scalar", tag}];
+        before.points += static_cast<int64_t>(points.size());
+        before.last_step = points.back().step;
+        before.last_value = points.back().value;
+    }
+    for (const auto& [tag, points] : out.histograms) {
+        if (points.empty())
+            continue;
+        PointsBefore& before = tail.run.points_before[{"histogram", tag}];
+        before.points += static_cast<int64_t>(points.size());
+        before.last_step = points.back().step;
+        before.last_value = points.back().num;
+    }
+    return out;
 }
 
 Expected<std::vector<TensorBoardRunFiles>> list_tensorboard_runs(const std::string& path) {

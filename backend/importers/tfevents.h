@@ -54,6 +54,35 @@ struct TensorBoardRunFiles {
 Expected<std::vector<TensorBoardRunFiles>> list_tensorboard_runs(const std::string& path);
 ImportedRun read_tensorboard_run(const TensorBoardRunFiles& run, SourceBuffer& buffer);
 
+// A run folder followed while its writer appends (sourcefollower.h): where each file was read to, and what was read
+// of the run but the scalars and histograms already handed out (counted in run.points_before). A fresh one reads the
+// run whole.
+struct EventFilesTail {
+    struct File {
+        std::string path;
+        SourceFileStat seen;     // at the last read
+        uint64_t read_to = 0;    // just past the last whole record: where the next read starts
+        std::string last_footer; // the 4 bytes before read_to (that record's data CRC): a file rewritten in place, not
+                                 // appended to, has others there
+        bool readable = true;    // false: the file could not be read (the run is read whole next time)
+    };
+    std::vector<File> files;
+    TagPlugins plugins;
+    ImportedRun run;
+    bool started = false;
+};
+
+// Whether the folder's files are as the tail left them (a stat of each; nothing read).
+bool event_files_unchanged(const TensorBoardRunFiles& listed, const EventFilesTail& tail);
+
+// The run as a whole read of listed's files gives it, but read only where they grew since the tail was left: the
+// scalars and histograms read before are counted in points_before, not repeated. The whole run is read again (the
+// tail started afresh) when the files changed otherwise than by growing at their end: a file shrank, was replaced or
+// went away, its last record read is no longer there, a file before the last one grew, or a new file sorts before
+// the last one (a whole read would order their points otherwise). *bytes_read: how many bytes were read.
+ImportedRun read_event_files_on(const TensorBoardRunFiles& listed, EventFilesTail& tail, SourceBuffer& buffer,
+                                uint64_t* bytes_read = nullptr);
+
 // A logdir (or one event file, or a run folder): one run per folder holding event files, in path order. Only a path
 // that cannot be read at all, or a tree with no event file, is an error (list_tensorboard_runs' errors); damage
 // inside files is in each run.

@@ -17,14 +17,15 @@ uint32_t read_u32(const char* p) {
 
 TfRecordScan scan_tfrecords(std::string_view bytes, const std::string& file,
                             const std::function<void(uint64_t, std::string_view)>& on_record,
-                            std::vector<Damage>& damage) {
+                            std::vector<Damage>& damage, uint64_t base) {
     TfRecordScan scan;
+    scan.end_of_whole = base;
     constexpr size_t kHeader = 12, kFooter = 4;
     size_t at = 0;
     while (at < bytes.size()) {
         const size_t left = bytes.size() - at;
         if (left < kHeader) {
-            damage.push_back({file, at,
+            damage.push_back({file, base + at,
                               "the file ends " + std::to_string(left) +
                                   " bytes into a record header (cut short, or a writer is still appending)",
                               true});
@@ -34,7 +35,7 @@ TfRecordScan scan_tfrecords(std::string_view bytes, const std::string& file,
         uint64_t length = 0;
         std::memcpy(&length, bytes.data() + at, 8);
         if (mask_crc32c(crc32c(bytes.data() + at, 8)) != read_u32(bytes.data() + at + 8)) {
-            damage.push_back({file, at,
+            damage.push_back({file, base + at,
                               "the record length's CRC does not match, so where the next record starts is lost "
                               "(TFRecord has no marker to find it again): the last " +
                                   std::to_string(left) + " bytes of the file were not read"});
@@ -42,7 +43,7 @@ TfRecordScan scan_tfrecords(std::string_view bytes, const std::string& file,
             break;
         }
         if (length > left - kHeader || left - kHeader - length < kFooter) {
-            damage.push_back({file, at,
+            damage.push_back({file, base + at,
                               "the file ends inside a record of " + std::to_string(length) + " bytes (" +
                                   std::to_string(left) + " bytes left; cut short, or a writer is still appending)",
                               true});
@@ -52,15 +53,15 @@ TfRecordScan scan_tfrecords(std::string_view bytes, const std::string& file,
         const std::string_view data = bytes.substr(at + kHeader, static_cast<size_t>(length));
         const size_t next = at + kHeader + static_cast<size_t>(length) + kFooter;
         if (masked_crc32c(data) != read_u32(bytes.data() + at + kHeader + length)) {
-            damage.push_back({file, at,
+            damage.push_back({file, base + at,
                               "the data CRC of a " + std::to_string(length) +
                                   "-byte record does not match: that record was skipped, the ones after it read"});
         } else {
             ++scan.records;
-            on_record(at, data);
+            on_record(base + at, data);
         }
         at = next;
-        scan.end_of_whole = at;
+        scan.end_of_whole = base + at;
     }
     return scan;
 }

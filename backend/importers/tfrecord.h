@@ -24,9 +24,11 @@ struct TfRecordScan {
 };
 
 // Calls on_record(offset of the record's header, data) for every sound record, in file order; a Damage per problem.
+// `base` is where bytes start in the file (a file read on from where an earlier scan stopped): every offset said,
+// end_of_whole included, is the file's.
 TfRecordScan scan_tfrecords(std::string_view bytes, const std::string& file,
                             const std::function<void(uint64_t offset, std::string_view data)>& on_record,
-                            std::vector<Damage>& damage);
+                            std::vector<Damage>& damage, uint64_t base = 0);
 
 // One record, framed (the writer's side).
 std::string tfrecord_frame(std::string_view data);

@@ -1,10 +1,14 @@
 // Benchmark: issue 17's two latencies, each beside its physical peer in the same run.
-//   import_tail_ls [--records 100] [--runs 10000] [--rounds 7] [--dir DIR] [--keep yes]
+//   import_tail_ls [--records 100] [--beside 100] [--beside-points 50000] [--runs 10000] [--rounds 7] [--dir DIR]
+//                  [--keep yes] [--cli PATH]
 // (1) Live tail: `traindeck-cli import --follow` (its default look every 200 ms, as the console's Import runs…
 //     "Keep following") on a logdir whose event file gets one scalar record at a time, 50 to 150 ms apart, against
 //     `tail -c +1 -F` of the same file (the bytes' own arrival). Latency: from the record's write (after write()
 //     returned) to the step readable in the catalog (a read-only connection polled every 2 ms), and to tail's output
-//     holding every byte written. Target: p99 < 500 ms.
+//     holding every byte written. Target: p99 < 500 ms. The logdir also holds --beside finished runs of
+//     --beside-points scalar points each (our exporter's files; 100 × 50,000 = 5 M points, about 260 MB), as a
+//     sweep's logdir does while its last run is written: following one live run must not cost reading the others.
+//     --cli runs another traindeck-cli (an older build, for a before/after).
 // (2) `traindeck-cli ls` on a catalog of --runs runs (each a built-in job's config of 8 keys, 3 metric records of
 //     loss and accuracy, a state), time to the first byte of its output, against `sqlite3` listing the same rows
 //     (id, name, state, backend, created: the floor of reading them). Rounds alternate which goes first; medians and
@@ -120,9 +124,10 @@ bool append(const std::string& path, const std::string& bytes) {
 } // namespace
 
 int main(int argc, char** argv) {
-    int records = 100, runs = 10000, rounds = 7;
+    int records = 100, runs = 10000, rounds = 7, beside = 100, beside_points = 50000;
     bool keep = false;
     std::string dir = fs::temp_directory_path().string();
+    std::string cli = TRAINDECK_CLI_BINARY;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string key = argv[i];
         if (key == "--records")
@@ -135,14 +140,37 @@ int main(int argc, char** argv) {
             dir = argv[i + 1];
         else if (key == "--keep")
             keep = std::string(argv[i + 1]) == "yes";
+        else if (key == "--beside")
+            beside = std::atoi(argv[i + 1]);
+        else if (key == "--beside-points")
+            beside_points = std::atoi(argv[i + 1]);
+        else if (key == "--cli")
+            cli = argv[i + 1];
     }
-    const std::string cli = TRAINDECK_CLI_BINARY;
     const fs::path root = fs::path(dir) / "traindeck-tail-ls-bench";
     fs::remove_all(root);
     fs::create_directories(root / "logdir" / "live");
     bool missed = false;
 
-    // (1) Live tail.
+    // (1) Live tail, beside finished runs.
+    int64_t beside_bytes = 0;
+    for (int i = 0; i < beside; ++i) {
+        importers::ImportedRun run;
+        std::mt19937 values(static_cast<unsigned>(i));
+        std::uniform_real_distribution<float> noise(0, 1);
+        for (const char* tag : {"loss", "accuracy"}) {
+            auto& points = run.scalars[tag];
+            for (int step = 0; step < beside_points / 2; ++step)
+                points.push_back({step, noise(values), 1.7e9 + step});
+        }
+        const auto written =
+            importers::write_tensorboard_scalars((root / "logdir" / ("done-" + std::to_string(i))).string(), run);
+        if (!written) {
+            std::fprintf(stderr, "import_tail_ls: %s\n", written.error().c_str());
+            return 2;
+        }
+        beside_bytes += static_cast<int64_t>(fs::file_size(*written));
+    }
     const std::string file = (root / "logdir" / "live" / "events.out.tfevents.1700000000.bench.1.0").string();
     if (!append(file,
                 importers::encode_file_version_event(1.7e9) + importers::encode_scalar_event("loss", 0, 1, 1.7e9)))
@@ -174,7 +202,8 @@ int main(int argc, char** argv) {
             reader = std::move(opened);
         }
         try {
-            Statement select = reader->db().prepare("SELECT last_step FROM metric_summaries WHERE name='loss'");
+            Statement select = reader->db().prepare("SELECT last_step FROM metric_summaries WHERE name='loss' AND job "
+                                                    "IN (SELECT id FROM jobs WHERE name='live')");
             return select.step() ? select.integer(0) : -1;
         } catch (const std::exception&) {
             return -1;
@@ -228,8 +257,9 @@ int main(int argc, char** argv) {
     }
     finish_children();
     const double p99 = percentile(ours, 0.99);
-    std::printf("live tail, %d records 50-150 ms apart (traindeck-cli import --follow at its default 200 ms look):\n",
-                records);
+    std::printf("live tail, %d records 50-150 ms apart (traindeck-cli import --follow at its default 200 ms look), "
+                "beside %d finished runs of %d points (%.0f MB):\n",
+                records, beside, beside_points, static_cast<double>(beside_bytes) / 1e6);
     std::printf("  ours (write -> step in the catalog): p50 %.1f ms  p99 %.1f ms  max %.1f ms\n", median(ours), p99,
                 percentile(ours, 1.0));
     std::printf("  tail -F (write -> bytes out):        p50 %.1f ms  p99 %.1f ms  max %.1f ms\n", median(peer),
