@@ -51,36 +51,44 @@ void remember_series(Database& db, int64_t job, const std::string& kind, const s
 }
 
 // Where one series' new points start, as the index of the first point the catalog does not hold yet (counted from the
-// source's first point): the points after those taken before. -1 when the source no longer starts with them (it was
-// rewritten). A run read on (ImportedRun::points_before) holds only the points after `skip` of them: -2 when the
-// catalog does not hold all of those (the run was deleted and purged since, or an import of it failed), so the
-// source must be read whole again.
+// source's first point): the points after those taken before; -1 when the source no longer starts with them (it was
+// rewritten). A run read on holds only the points after the `skipped` it had before (ImportedRun::points_before),
+// which holds_what_was_read_before() found in the catalog.
 template <typename Point, typename ValueOf>
 int64_t first_new_point(const std::vector<Point>& points, const Imported* before, ValueOf value_of,
-                        const importers::PointsBefore* skip = nullptr) {
-    const int64_t skipped = skip ? skip->points : 0;
+                        int64_t skipped = 0) {
     if (!before)
-        return skipped > 0 ? -2 : 0;
+        return 0;
     if (skipped + static_cast<int64_t>(points.size()) < before->points)
         return -1;
-    if (before->points < skipped)
-        return -2;
     if (before->points > skipped) {
         const Point& last = points[static_cast<size_t>(before->points - skipped - 1)];
         if (last.step != before->last_step || !same_value(value_of(last), before->last_value))
             return -1;
-    } else if (skipped > 0 &&
-               (skip->last_step != before->last_step || !same_value(skip->last_value, before->last_value))) {
-        return -2;
     }
     return before->points;
 }
 
-const importers::PointsBefore* points_before(const ImportedRun& run, const char* kind, const std::string& name) {
+// Whether the catalog holds every point a run read on was read on from (ImportedRun::points_before): not when the
+// run was deleted and purged since, or an import of it failed. Then the run must be read whole again.
+bool holds_what_was_read_before(const ImportedRun& run,
+                                const std::map<std::pair<std::string, std::string>, Imported>& before) {
+    for (const auto& [key, skipped] : run.points_before) {
+        const auto it = before.find(key);
+        if (it == before.end() || it->second.points < skipped.points ||
+            (it->second.points == skipped.points &&
+             (it->second.last_step != skipped.last_step || !same_value(it->second.last_value, skipped.last_value))))
+            return false;
+    }
+    return true;
+}
+
+// How many points of a series a run read on had before those it holds (0 for a run read whole).
+int64_t points_before(const ImportedRun& run, const char* kind, const std::string& name) {
     if (run.points_before.empty())
-        return nullptr;
+        return 0;
     const auto it = run.points_before.find({kind, name});
-    return it == run.points_before.end() ? nullptr : &it->second;
+    return it == run.points_before.end() ? 0 : it->second.points;
 }
 
 // A source file's path as the catalog keeps it: absolute, so a view finds it whatever its working folder.
@@ -136,9 +144,17 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
                 result.notes.push_back("the run imported from " + run.source +
                                        " is deleted in the catalog: restore it (undo) or let it be purged, then import "
                                        "again; nothing was changed");
+                // A run read on: what it holds is not in the catalog; read whole once it is restored or purged.
+                result.read_whole_again = !run.points_before.empty();
                 return result;
             }
         }
+    }
+    // A run read on must find what it was read on from; else nothing is written, and it is read whole again.
+    if (!run.points_before.empty() &&
+        (result.job == 0 || !holds_what_was_read_before(run, imported_series(db, result.job)))) {
+        result.read_whole_again = true;
+        return result;
     }
     const json spec = {
         {"import", {{"path", run.source}, {"format", run.format}, {"tool", run.tool}, {"source_id", run.source_id}}}};
@@ -208,14 +224,9 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
     for (const auto& [name, points] : run.scalars) {
         const auto it = before.find({"scalar", name});
         const Imported* had = it == before.end() ? nullptr : &it->second;
-        const importers::PointsBefore* skip = points_before(run, "scalar", name);
-        const int64_t skipped = skip ? skip->points : 0;
+        const int64_t skipped = points_before(run, "scalar", name);
         const int64_t from = first_new_point(
-            points, had, [](const importers::ScalarPoint& p) { return p.value; }, skip);
-        if (from == -2) {
-            result.read_whole_again = true;
-            continue;
-        }
+            points, had, [](const importers::ScalarPoint& p) { return p.value; }, skipped);
         if (from < 0) {
             result.notes.push_back("series " + name + " of " + run.source + " was rewritten, not grown (" +
                                    std::to_string(skipped + static_cast<int64_t>(points.size())) + " points now, " +
@@ -272,14 +283,9 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
     for (const auto& [name, points] : run.histograms) {
         const auto it = before.find({"histogram", name});
         const Imported* had = it == before.end() ? nullptr : &it->second;
-        const importers::PointsBefore* skip = points_before(run, "histogram", name);
-        const int64_t skipped = skip ? skip->points : 0;
+        const int64_t skipped = points_before(run, "histogram", name);
         const int64_t from = first_new_point(
-            points, had, [](const importers::HistogramPoint& h) { return h.num; }, skip);
-        if (from == -2) {
-            result.read_whole_again = true;
-            continue;
-        }
+            points, had, [](const importers::HistogramPoint& h) { return h.num; }, skipped);
         if (from < 0) {
             result.notes.push_back("histogram " + name + " of " + run.source +
                                    " was rewritten, not grown: nothing added to it");

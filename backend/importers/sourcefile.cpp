@@ -50,8 +50,10 @@ Expected<std::string_view> SourceBuffer::read_from(const std::string& path, uint
     for (;;) {
         if (size == capacity_)
             grow(capacity_ * 2 + 4096, size);
-        const ssize_t n =
-            ::pread(fd, data_.get() + size, capacity_ - size, static_cast<off_t>(from + static_cast<uint64_t>(size)));
+        // read() from the start, so that what cannot seek (a FIFO, /dev/fd/N) still reads.
+        const ssize_t n = from == 0 ? ::read(fd, data_.get() + size, capacity_ - size)
+                                    : ::pread(fd, data_.get() + size, capacity_ - size,
+                                              static_cast<off_t>(from + static_cast<uint64_t>(size)));
         if (n == 0)
             break;
         if (n < 0) {

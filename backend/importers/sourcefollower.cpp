@@ -35,41 +35,36 @@ SourceFollower::SourceFollower(std::string path, ReadRunsOptions options)
 
 bool SourceFollower::changed() const { return fingerprint_ == 0 || source_fingerprint(path_) != fingerprint_; }
 
-void SourceFollower::forget(const std::string& source) {
-    tails_.erase(source);
-    fingerprint_ = 0;
-    forgot_ = true;
-}
+void SourceFollower::forget(const std::string& source) { tails_.erase(source); }
 
 Expected<ReadRuns> SourceFollower::pass(const std::function<bool(ImportedRun&&)>& on_run) {
-    // Taken before reading: a write during the pass is seen at the next look.
-    const uint64_t fingerprint = source_fingerprint(path_);
-    forgot_ = false; // forget() during the pass (its caller writes each run as the next is read) keeps it 0
-    if (format_.empty()) {
-        if (options_.format == "tensorboard" || options_.format.empty()) {
-            auto detected = options_.format.empty() ? detect_format(path_) : Expected<std::string>(options_.format);
-            if (!detected) {
-                fingerprint_ = 0;
-                return Error{detected.error()};
-            }
-            format_ = *detected;
-        } else {
-            format_ = options_.format;
-        }
+    // Taken before reading: a write during the pass is seen at the next look. A pass that fails is tried again when
+    // something changes (not at every look: its error would be said at every look).
+    fingerprint_ = source_fingerprint(path_);
+    // What the path holds is asked at every pass, as a whole read asks it: a folder may hold a metrics table before
+    // its first event file.
+    std::string format = options_.format;
+    if (format.empty()) {
+        auto detected = detect_format(path_);
+        if (!detected)
+            return Error{detected.error()};
+        format = *detected;
     }
+    if (format != format_)
+        tails_.clear();
+    format_ = format;
     if (format_ != "tensorboard") {
         bool stopped = false;
         auto read = read_runs_each(path_, {format_, options_.include_deleted},
                                    [&](ImportedRun&& run) { return !(stopped = !on_run(std::move(run))); });
         bytes_read_ += bytes_under(path_);
-        fingerprint_ = read && !stopped && !forgot_ ? fingerprint : 0;
+        if (stopped)
+            fingerprint_ = 0; // the runs not read are read at the next look
         return read;
     }
     auto listed = list_tensorboard_runs(path_);
-    if (!listed) {
-        fingerprint_ = 0;
+    if (!listed)
         return Error{listed.error()};
-    }
     bool stopped = false;
     std::set<std::string> folders;
     for (const TensorBoardRunFiles& files : *listed) {
@@ -86,7 +81,8 @@ Expected<ReadRuns> SourceFollower::pass(const std::function<bool(ImportedRun&&)>
     }
     // Runs whose folders went: their tails go too (a folder that comes back is read whole).
     std::erase_if(tails_, [&](const auto& entry) { return !folders.count(entry.first); });
-    fingerprint_ = stopped || forgot_ ? 0 : fingerprint;
+    if (stopped)
+        fingerprint_ = 0; // the runs not read are read at the next look
     ReadRuns read;
     read.format = format_;
     return read;

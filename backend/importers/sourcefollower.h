@@ -26,16 +26,17 @@ public:
     SourceFollower(std::string path, ReadRunsOptions options);
 
     // Whether anything at the path changed since the last pass began (a stat of each file; nothing read). True before
-    // the first pass, and after forget().
+    // the first pass, and after a pass that was stopped.
     bool changed() const;
 
     // One pass: each run that changed goes to on_run as soon as it is read (all of them at the first pass); on_run
     // returns false to stop there (a cancel: that run, and the ones not read, are read at the next pass). The result
-    // has the format and the notes, and no runs; an error when the path cannot be read (the next pass tries again).
+    // has the format and the notes, and no runs; an error when the path cannot be read (tried again when something
+    // at it changes).
     Expected<ReadRuns> pass(const std::function<bool(ImportedRun&& run)>& on_run);
 
     // The run from `source` (ImportedRun::source) that a pass gave was not written (its import failed, or said
-    // read_whole_again): the next pass reads it whole.
+    // read_whole_again): the next pass, when something at the path changes, reads it whole.
     void forget(const std::string& source);
 
     // Bytes of source files read by the passes so far (what following costs).
@@ -45,8 +46,7 @@ private:
     std::string path_;
     ReadRunsOptions options_;
     uint64_t fingerprint_ = 0; // source_fingerprint when the last pass began; 0: read at the next pass
-    bool forgot_ = false;      // forget() was called during the pass under way
-    std::string format_;       // detected at the first pass
+    std::string format_;       // what the last pass read the path as
     std::map<std::string, EventFilesTail> tails_; // TensorBoard runs, by folder
     SourceBuffer buffer_;
     uint64_t bytes_read_ = 0;

@@ -617,7 +617,7 @@ namespace {
 // Keeps a scalar decoded by a fast path (decode_simple_scalar's or decode_plain_scalar's). False for the hparams
 // plugin's placeholder (the general path counts it).
 bool keep_scalar(ImportedRun& run, const TagPlugins& plugins, double wall_time, int64_t step, std::string_view tag,
-                 float scalar) {
+                 double scalar) {
     if (!plugins.empty())
         if (const auto it = plugins.find(tag); it != plugins.end() && it->second == "hparams")
             return false;
@@ -638,6 +638,7 @@ bool keep_scalar(ImportedRun& run, const TagPlugins& plugins, double wall_time, 
 // That event in the bytes every protobuf writer gives it (fields in number order, lengths under 128 bytes):
 //   09 <wall_time: 8 bytes> [10 <step: varint of up to 9 bytes; the field is left out when 0>]
 //   2a <summary length> 0a <value length> 0a <tag length> <tag> 15 <simple_value: 4 bytes>
+//   [99 e4 03 <the exact value: 8 bytes>: field 7747, as our exporter writes a value a float does not hold]
 // matched byte by byte, each length against the next and the last against the record's end. False for any other
 // bytes (a negative step, a long tag, another field, another order): decode_simple_scalar's field loops take them.
 // The loops were half the reading of a logdir of scalars.
@@ -664,15 +665,24 @@ bool decode_plain_scalar(std::string_view record, ImportedRun& run, const TagPlu
     if (end - p < 6 || p[0] != 0x2a || p[2] != 0x0a || p[4] != 0x0a)
         return false;
     const size_t summary = p[1], value = p[3], tag = p[5];
-    if (summary != value + 2 || value != tag + 7 || summary >= 128 || static_cast<size_t>(end - p) != summary + 2)
+    const bool exact = value == tag + 18; // 7 bytes of simple_value and tag's key, 11 of the exact value
+    if (summary != value + 2 || (value != tag + 7 && !exact) || summary >= 128 ||
+        static_cast<size_t>(end - p) != summary + 2)
         return false;
     const unsigned char* simple = p + 6 + tag;
     if (simple[0] != 0x15)
         return false;
     float scalar = 0;
     std::memcpy(&scalar, simple + 1, 4);
+    double kept = scalar;
+    static_assert(kExactValueField == 7747); // its key, (7747 << 3) | fixed64, is the varint 99 e4 03
+    if (exact) {
+        if (simple[5] != 0x99 || simple[6] != 0xe4 || simple[7] != 0x03)
+            return false;
+        std::memcpy(&kept, simple + 8, 8);
+    }
     return keep_scalar(run, plugins, wall_time, static_cast<int64_t>(step),
-                       std::string_view(reinterpret_cast<const char*>(p + 6), tag), scalar);
+                       std::string_view(reinterpret_cast<const char*>(p + 6), tag), kept);
 }
 
 namespace {
@@ -1007,9 +1017,11 @@ ImportedRun read_event_files_on(const TensorBoardRunFiles& listed, EventFilesTai
         std::erase_if(tail.run.damage,
                       [&](const Damage& d) { return d.file == file.path && d.offset >= file.read_to; });
         const TfRecordScan scan = read_records(data, file.path, file.read_to, i, tail.run, tail.plugins);
-        if (scan.end_of_whole > file.read_to)
-            file.last_footer = std::string(data.substr(static_cast<size_t>(scan.end_of_whole - file.read_to) - 4, 4));
-        file.read_to = scan.end_of_whole;
+        // A last record that fails its data CRC is read again next time: it may be a record still arriving.
+        const uint64_t read_to = scan.last_record_bad ? scan.last_record : scan.end_of_whole;
+        if (read_to > file.read_to)
+            file.last_footer = std::string(data.substr(static_cast<size_t>(read_to - file.read_to) - 4, 4));
+        file.read_to = read_to;
         file.seen = seen;
     }
     if (again) {

@@ -53,9 +53,17 @@ TfRecordScan scan_tfrecords(std::string_view bytes, const std::string& file,
         const std::string_view data = bytes.substr(at + kHeader, static_cast<size_t>(length));
         const size_t next = at + kHeader + static_cast<size_t>(length) + kFooter;
         if (masked_crc32c(data) != read_u32(bytes.data() + at + kHeader + length)) {
-            damage.push_back({file, base + at,
-                              "the data CRC of a " + std::to_string(length) +
-                                  "-byte record does not match: that record was skipped, the ones after it read"});
+            scan.last_record_bad = next == bytes.size();
+            scan.last_record = base + at;
+            if (scan.last_record_bad)
+                damage.push_back({file, base + at,
+                                  "the data CRC of the file's last record (" + std::to_string(length) +
+                                      " bytes) does not match: that record was skipped (damaged, or still arriving)",
+                                  true});
+            else
+                damage.push_back({file, base + at,
+                                  "the data CRC of a " + std::to_string(length) +
+                                      "-byte record does not match: that record was skipped, the ones after it read"});
         } else {
             ++scan.records;
             on_record(base + at, data);

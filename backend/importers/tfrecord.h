@@ -21,6 +21,11 @@ struct TfRecordScan {
     uint64_t records = 0;       // records whose data CRC held (handed to on_record)
     uint64_t end_of_whole = 0;  // the offset just past the last record whose framing was whole
     bool stopped_early = false; // the rest of the file from end_of_whole on was not read (see damage)
+    // The bytes end with a whole record whose data CRC does not match, at last_record: damage, or (on a network file
+    // system, which may show a file's new size before its bytes) a record still arriving. Its Damage is at_end, and a
+    // follower reads it again (tfevents.h, read_event_files_on).
+    bool last_record_bad = false;
+    uint64_t last_record = 0;
 };
 
 // Calls on_record(offset of the record's header, data) for every sound record, in file order; a Damage per problem.

@@ -53,4 +53,14 @@ TEST(FollowedDamage, ATFRecordCutShortIsMarkedAtItsEnd) {
         flipped, "f", [](uint64_t, std::string_view) {}, damage);
     ASSERT_EQ(damage.size(), 1u);
     EXPECT_FALSE(damage[0].at_end);
+    // The last record's data wrong: damage, or (on a network file system) bytes still arriving.
+    flipped = encode_file_version_event(1.7e9) + record + record;
+    flipped[flipped.size() - 6] ^= 0x40;
+    damage.clear();
+    const TfRecordScan scan = scan_tfrecords(
+        flipped, "f", [](uint64_t, std::string_view) {}, damage);
+    ASSERT_EQ(damage.size(), 1u);
+    EXPECT_TRUE(damage[0].at_end);
+    EXPECT_TRUE(scan.last_record_bad);
+    EXPECT_EQ(scan.last_record, flipped.size() - record.size());
 }

@@ -378,17 +378,163 @@ TEST(FollowImport, ACatalogThatLostWhatTheFollowerGaveItGetsTheRunWhole) {
         return got;
     };
     EXPECT_EQ(pass_into(first).points_added, 40);
+    const auto points_in = [](Catalog& catalog, int64_t job) {
+        return SeriesStore::points(catalog.db(), catalog.series(job, "loss", false), INT64_MIN, INT64_MAX).size();
+    };
     append(file, encode_scalar_event("loss", 41, 41, kStart + 41));
-    // The follower hands out step 41 alone; this catalog never had steps 1 to 40.
+    // The follower hands out step 41 alone; this catalog never had the run.
     const RunImportResult lost = pass_into(other);
     EXPECT_TRUE(lost.read_whole_again);
     EXPECT_EQ(lost.points_added, 0);
-    EXPECT_TRUE(other.series_names(lost.job).empty() ||
-                SeriesStore::points(other.db(), other.series(lost.job, "loss", false), INT64_MIN, INT64_MAX).empty());
-    EXPECT_TRUE(follower.changed()); // forgotten: read at the next look
+    EXPECT_EQ(lost.job, 0); // nothing written, not even the run
+    EXPECT_EQ(job_named(other, "run"), 0);
+    // Forgotten: read whole at the next pass that finds a change.
+    append(file, encode_scalar_event("loss", 42, 42, kStart + 42));
+    ASSERT_TRUE(follower.changed());
     const RunImportResult whole = pass_into(other);
     EXPECT_FALSE(whole.read_whole_again);
-    EXPECT_EQ(whole.points_added, 41);
-    EXPECT_EQ(SeriesStore::points(other.db(), other.series(whole.job, "loss", false), INT64_MIN, INT64_MAX).size(),
-              41u);
+    EXPECT_EQ(whole.points_added, 42);
+    EXPECT_EQ(points_in(other, whole.job), 42u);
+
+    // A third catalog holds the run, but only its first 20 steps (an earlier import): step 43 alone would leave a gap.
+    Catalog third;
+    ASSERT_EQ(third.open((temp.dir / "third.db").string()), "");
+    auto runs = read_tensorboard_logdir(logdir);
+    ASSERT_TRUE(runs && runs->size() == 1);
+    runs->front().scalars.at("loss").resize(20);
+    const auto early = import_run(third, runs->front());
+    ASSERT_TRUE(early);
+    pass_into(first);
+    append(file, encode_scalar_event("loss", 43, 43, kStart + 43));
+    const RunImportResult gap = pass_into(third);
+    EXPECT_TRUE(gap.read_whole_again);
+    EXPECT_EQ(gap.job, early->job);
+    EXPECT_EQ(points_in(third, early->job), 20u); // nothing written
+    append(file, encode_scalar_event("loss", 44, 44, kStart + 44));
+    const RunImportResult filled = pass_into(third);
+    EXPECT_FALSE(filled.read_whole_again);
+    EXPECT_EQ(filled.points_added, 24);
+    EXPECT_EQ(points_in(third, early->job), 44u);
+}
+
+// A run deleted in the catalog while it is followed takes nothing; restored, it catches up whole at the next change,
+// even when that change carries no series it had (an image).
+TEST(FollowImport, ARunDeletedWhileFollowedCatchesUpWhenRestored) {
+    TempCatalog temp;
+    const std::string logdir = (temp.dir / "logdir").string();
+    const std::string file = logdir + "/run/events.out.tfevents.1700000000.host.1.0";
+    std::string bytes = encode_file_version_event(kStart);
+    for (int step = 1; step <= 20; ++step)
+        bytes += encode_scalar_event("loss", step, static_cast<float>(step), kStart + step);
+    write_whole(file, bytes);
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    SourceFollower follower(logdir, {});
+    const auto pass = [&] {
+        RunImportResult got;
+        EXPECT_TRUE(follower.pass([&](ImportedRun&& run) {
+            auto result = import_run(catalog, run);
+            EXPECT_TRUE(result);
+            if (result) {
+                got = *result;
+                if (result->read_whole_again)
+                    follower.forget(run.source);
+            }
+            return true;
+        }));
+        return got;
+    };
+    const int64_t job = pass().job;
+    ASSERT_GT(job, 0);
+    catalog.set_deleted(job, true);
+    const std::string more = encode_scalar_event("loss", 21, 21, kStart + 21) + histogram_event("weights", 21);
+    append(file, more);
+    const RunImportResult deleted = pass();
+    EXPECT_TRUE(deleted.read_whole_again);
+    ASSERT_EQ(deleted.notes.size(), 1u);
+    EXPECT_NE(deleted.notes[0].find("deleted in the catalog"), std::string::npos);
+    catalog.set_deleted(job, false);
+    append(file, image_event("samples", 22));
+    const RunImportResult restored = pass();
+    EXPECT_EQ(restored.job, job);
+    EXPECT_EQ(restored.points_added, 1); // step 21, taken now
+    EXPECT_EQ(restored.histograms_added, 1);
+    EXPECT_EQ(restored.images_added, 1);
+
+    Catalog whole;
+    ASSERT_EQ(whole.open((temp.dir / "whole.db").string()), "");
+    auto runs = read_tensorboard_logdir(logdir);
+    ASSERT_TRUE(runs && runs->size() == 1);
+    ASSERT_TRUE(import_run(whole, runs->front()));
+    EXPECT_EQ(everything_of(catalog, job), everything_of(whole, job_named(whole, "run")));
+}
+
+// A last record that fails its data CRC may be one still arriving (a network file system can show a file's size
+// before its bytes): a follower reads it again, and takes it once it is whole. Until then it is said as a cut-short
+// end, not as damage.
+TEST(FollowImport, ALastRecordThatFailsItsCrcIsReadAgain) {
+    TempCatalog temp;
+    const std::string logdir = (temp.dir / "logdir").string();
+    const std::string file = logdir + "/run/events.out.tfevents.1700000000.host.1.0";
+    std::string bytes = encode_file_version_event(kStart);
+    for (int step = 1; step <= 10; ++step)
+        bytes += encode_scalar_event("loss", step, static_cast<float>(step), kStart + step);
+    const std::string last = encode_scalar_event("loss", 11, 11, kStart + 11);
+    std::string arriving = last;
+    arriving[arriving.size() - 6] = 0; // part of its value not there yet
+    write_whole(file, bytes + arriving);
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    SourceFollower follower(logdir, {});
+    std::vector<Damage> damage;
+    const auto pass = [&] {
+        EXPECT_TRUE(follower.pass([&](ImportedRun&& run) {
+            damage = run.damage;
+            EXPECT_TRUE(import_run(catalog, run));
+            return true;
+        }));
+    };
+    pass();
+    ASSERT_EQ(damage.size(), 1u);
+    EXPECT_TRUE(damage[0].at_end);
+    EXPECT_EQ(damage[0].offset, bytes.size());
+    // Its bytes arrive, and one more record after it.
+    write_whole(file, bytes + last + encode_scalar_event("loss", 12, 12, kStart + 12));
+    pass();
+    EXPECT_TRUE(damage.empty());
+    const int64_t job = job_named(catalog, "run");
+    const auto points = SeriesStore::points(catalog.db(), catalog.series(job, "loss", false), INT64_MIN, INT64_MAX);
+    ASSERT_EQ(points.size(), 12u);
+    EXPECT_EQ(points[10].value, 11);
+}
+
+// What the path holds is asked at every pass: a folder that held only a metrics table when following began is read
+// as a logdir once an event file appears under it, as a whole read would read it.
+TEST(FollowImport, AFolderThatBecomesALogdirIsReadAsOne) {
+    TempCatalog temp;
+    const std::string folder = (temp.dir / "experiment").string();
+    write_whole(folder + "/metrics.csv", "step,loss\n1,0.5\n2,0.25\n");
+    Catalog catalog;
+    ASSERT_EQ(catalog.open(temp.path()), "");
+    SourceFollower follower(folder, {});
+    std::vector<std::string> formats;
+    const auto pass = [&] {
+        EXPECT_TRUE(follower.pass([&](ImportedRun&& run) {
+            formats.push_back(run.format);
+            EXPECT_TRUE(import_run(catalog, run));
+            return true;
+        }));
+    };
+    pass();
+    EXPECT_EQ(formats, std::vector<std::string>{"csv"});
+    std::string bytes = encode_file_version_event(kStart);
+    for (int step = 1; step <= 5; ++step)
+        bytes += encode_scalar_event("loss", step, static_cast<float>(step), kStart + step);
+    write_whole(folder + "/tb/events.out.tfevents.1700000000.host.1.0", bytes);
+    ASSERT_TRUE(follower.changed());
+    pass();
+    EXPECT_EQ(formats, (std::vector<std::string>{"csv", "tensorboard"}));
+    const int64_t job = job_named(catalog, "tb");
+    ASSERT_GT(job, 0);
+    EXPECT_EQ(SeriesStore::points(catalog.db(), catalog.series(job, "loss", false), INT64_MIN, INT64_MAX).size(), 5u);
 }
