@@ -3,6 +3,7 @@
 #include "runimporter.h"
 
 #include "background.h"
+#include "changewatch.h"
 #include "followeddamage.h"
 #include "readruns.h"
 #include "runimport.h"
@@ -12,7 +13,7 @@
 #include <QThreadPool>
 
 #include <chrono>
-#include <thread>
+#include <optional>
 #include <utility>
 
 namespace traindeck {
@@ -183,6 +184,15 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                 progress.changed.clear();
                 return static_cast<bool>(read);
             };
+            // Following, a change under a path wakes the loop below at once (watched before the first import: a
+            // write during it counts too); the look every 200 ms stays, for what inotify is not told of (NFS).
+            std::optional<importers::ChangeWatch> watch;
+            if (follow) {
+                std::vector<std::string> absolute;
+                for (const QString& path : paths)
+                    absolute.push_back(QFileInfo(path).absoluteFilePath().toStdString());
+                watch.emplace(absolute);
+            }
             for (const QString& path : paths) {
                 if (stopped())
                     break;
@@ -195,11 +205,15 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
             if (follow && !stopped()) {
                 progress.following = true;
                 progress.current = paths.join(QStringLiteral(", "));
+                if (!watch->problem().empty())
+                    progress.lines << tr("Changes are not told (%1): looking every 200 ms")
+                                          .arg(QString::fromStdString(watch->problem()));
                 report(progress);
             }
             while (follow && !stopped()) {
-                for (int slept = 0; slept < 200 && !stopped(); slept += 20)
-                    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                for (int waited = 0; waited < 200 && !stopped(); waited += 20)
+                    if (watch->wait(20))
+                        break;
                 // A read that failed (a file replaced while it was read) is tried again at the next look.
                 for (size_t i = 0; i < followers.size() && !stopped(); ++i) {
                     follower = &followers[i];

@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include "catalog.h"
+#include "changewatch.h"
 #include "followeddamage.h"
 #include "jobstate.h"
 #include "metricexport.h"
@@ -26,6 +27,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <unistd.h>
 
 namespace traindeck::cli {
@@ -394,6 +396,14 @@ int cmd_import(Cli& cli) {
     std::vector<importers::SourceFollower> followers;
     importers::FollowedDamage damage_said;
     followers.reserve(static_cast<size_t>(args.size()));
+    // Following, a change under a path wakes the loop below at once (before the first import: a write during it
+    // counts too); the look at every interval stays, for what inotify is not told of (NFS).
+    std::vector<std::string> absolute;
+    for (const QString& path : args)
+        absolute.push_back(QFileInfo(path).absoluteFilePath().toStdString());
+    std::optional<importers::ChangeWatch> watch;
+    if (follow)
+        watch.emplace(absolute);
     for (const QString& path : args) {
         if (follow)
             followers.emplace_back(QFileInfo(path).absoluteFilePath().toStdString(), options);
@@ -403,14 +413,19 @@ int cmd_import(Cli& cli) {
     cli.print(report, text);
     if (!follow)
         return exit;
-    // Live: each path is looked at every interval (a stat of its files) and what changed is read again (its
-    // follower reads only that); import_run adds only what it gained. Until SIGINT or SIGTERM.
+    // Live: each path is looked at when a change under it is told, and at every interval (a stat of its files), and
+    // what changed is read again (its follower reads only that); import_run adds only what it gained. Until SIGINT or
+    // SIGTERM.
     std::signal(SIGINT, [](int) { g_stop_following = 1; });
     std::signal(SIGTERM, [](int) { g_stop_following = 1; });
-    if (!cli.json())
+    if (!cli.json()) {
         std::fprintf(stderr, "traindeck-cli: following %s (Ctrl+C stops)\n", qPrintable(args.join(", ")));
+        if (!watch->problem().empty())
+            std::fprintf(stderr, "traindeck-cli: changes are not told (%s): looking every %d ms\n",
+                         watch->problem().c_str(), interval_ms);
+    }
     while (!g_stop_following) {
-        ::usleep(static_cast<useconds_t>(interval_ms) * 1000);
+        watch->wait(interval_ms);
         for (int i = 0; i < args.size() && !g_stop_following; ++i) {
             importers::SourceFollower& follower = followers[static_cast<size_t>(i)];
             if (!follower.changed())

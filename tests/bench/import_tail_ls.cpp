@@ -1,11 +1,11 @@
 // Benchmark: issue 17's two latencies, each beside its physical peer in the same run.
 //   import_tail_ls [--records 100] [--beside 100] [--beside-points 50000] [--runs 10000] [--rounds 7] [--dir DIR]
 //                  [--keep yes] [--cli PATH]
-// (1) Live tail: `traindeck-cli import --follow` (its default look every 200 ms, as the console's Import runs…
-//     "Keep following") on a logdir whose event file gets one scalar record at a time, 50 to 150 ms apart, against
-//     `tail -c +1 -F` of the same file (the bytes' own arrival). Latency: from the record's write (after write()
-//     returned) to the step readable in the catalog (a read-only connection polled every 2 ms), and to tail's output
-//     holding every byte written. Target: p99 < 500 ms. The logdir also holds --beside finished runs of
+// (1) Live tail: `traindeck-cli import --follow` (woken by inotify, and its default look every 200 ms besides, as the
+//     console's Import runs… "Keep following") on a logdir whose event file gets one scalar record at a time, 50 to 150
+//     ms apart, against `tail -c +1 -F` of the same file (the bytes' own arrival). Latency: from the record's write
+//     (after write() returned) to the step readable in the catalog (a read-only connection polled every 2 ms), and to
+//     tail's output holding every byte written. Target: p99 < 500 ms. The logdir also holds --beside finished runs of
 //     --beside-points scalar points each (our exporter's files; 100 × 50,000 = 5 M points, about 260 MB), as a
 //     sweep's logdir does while its last run is written: following one live run must not cost reading the others.
 //     --cli runs another traindeck-cli (an older build, for a before/after).
@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
     }
     finish_children();
     const double p99 = percentile(ours, 0.99);
-    std::printf("live tail, %d records 50-150 ms apart (traindeck-cli import --follow at its default 200 ms look), "
+    std::printf("live tail, %d records 50-150 ms apart (traindeck-cli import --follow, its default 200 ms look), "
                 "beside %d finished runs of %d points (%.0f MB):\n",
                 records, beside, beside_points, static_cast<double>(beside_bytes) / 1e6);
     std::printf("  ours (write -> step in the catalog): p50 %.1f ms  p99 %.1f ms  max %.1f ms\n", median(ours), p99,
