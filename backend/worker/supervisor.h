@@ -121,6 +121,7 @@ private:
     // the database holds none of it and memory still holds all of it, for the next commit to write.
     bool commit(const std::function<void()>& work, std::string* error = nullptr);
     void write_pending();
+    void checkpoint_wal(); // on the checkpointer thread, its own connection
     void add_state_event(Job& job);
     void save_job(Job& job);
     std::string job_dir(int64_t id) const;
@@ -140,6 +141,9 @@ private:
     std::condition_variable commands_changed_;
     std::deque<Command> commands_;
     std::thread thread_;
+    static constexpr int64_t kWalRestartBytes = 64 << 20; // the log is started again past this (checkpoint_wal)
+    int64_t page_size_ = 4096;
+    std::atomic<bool> wal_restart_wanted_{false}; // set by checkpoint_wal, done by the loop's next commit
     Database checkpointer_db_;
     std::thread checkpointer_;
     std::atomic<bool> stopping_{false};

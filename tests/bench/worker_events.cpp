@@ -8,8 +8,9 @@
 //
 // Targets (issue 15): >= 250,000 events/s with p99 < 100 ms; with 1,000 jobs watched, p99 < 150 ms. The offered load
 // must exceed the delivery target (a run that offers less cannot show it: exit 2), and the verdict counts what was
-// delivered: every line of every job, in order, and the rate measured from the reads. Exit status: 0 every target
-// met, 1 one missed (or a line lost), 2 the bench could not run.
+// delivered: every line of every job, in order, and the rate measured from the reads. The worker's WAL (sampled at
+// each reply) must stay under 256 MB: written and read at once, it once grew without end (580 MB in 10 s). Exit status:
+// 0 every target met, 1 one missed (or a line lost), 2 the bench could not run.
 //
 //   worker_events [--jobs 50] [--rate 6000] [--seconds 10] [--idle 0] [--total 20000 | --per-job 1]
 //   worker_events --idle 950     (1,000 jobs watched)
@@ -22,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -33,6 +35,7 @@ using namespace traindeck::test;
 using nlohmann::json;
 
 namespace {
+constexpr uintmax_t kWalBound = 256u << 20;
 double wall() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 double percentile(std::vector<double>& values, double p) {
@@ -211,6 +214,9 @@ int main(int argc, char** argv) {
     traindeck::worker::Telemetry telemetry;
     telemetry.sample_process(worker.pid());
     const double started = wall();
+    // The worker's log of writes (SQLite's WAL) while it is written and read at once: it must stay bounded.
+    const std::string wal_path = worker.state_dir() + "/worker.db-wal";
+    uintmax_t wal_peak = 0;
     std::ofstream(start_file).put('\n');
     while (streaming() && std::chrono::steady_clock::now() < deadline) {
         json watched = json::object();
@@ -224,6 +230,10 @@ int main(int argc, char** argv) {
         if (requests <= 3)
             std::printf("reply %ld: status %d, %zu bytes, %.0f ms after streaming started\n", requests, response.status,
                         response.body.size(), (wall() - started) * 1000);
+        std::error_code ec;
+        const uintmax_t wal = std::filesystem::file_size(wal_path, ec);
+        if (!ec)
+            wal_peak = std::max<uintmax_t>(wal_peak, wal);
         if (response.status != 200)
             continue;
         scan_reply(response.body, wall(), after, streams, timeline);
@@ -279,5 +289,8 @@ int main(int argc, char** argv) {
     std::printf("target p99 < %.0f ms (%zu jobs watched): ratio %.2f -> %s\n", p99_target_ms, after.size(),
                 p99 / p99_target_ms, p99_met ? "met" : "MISSED");
     std::printf("every line delivered in order: %s\n", whole ? "yes" : "NO");
-    return whole && rate_met && p99_met ? 0 : 1;
+    const bool wal_bounded = wal_peak < kWalBound;
+    std::printf("the worker's WAL peaked at %.0f MB (bound %.0f MB): %s\n", static_cast<double>(wal_peak) / 1e6,
+                static_cast<double>(kWalBound) / 1e6, wal_bounded ? "met" : "MISSED");
+    return whole && rate_met && p99_met && wal_bounded ? 0 : 1;
 }
