@@ -12,6 +12,7 @@
 #include <QFileInfo>
 #include <QThreadPool>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <utility>
@@ -205,21 +206,29 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
             if (follow && !stopped()) {
                 progress.following = true;
                 progress.current = paths.join(QStringLiteral(", "));
-                if (!watch->problem().empty())
-                    progress.lines << tr("Changes are not told (%1): looking every 200 ms")
-                                          .arg(QString::fromStdString(watch->problem()));
                 report(progress);
             }
+            int pass_ms = 0; // how long the last look's reading took: the next waits at least that
             while (follow && !stopped()) {
+                if (const std::string problem = watch->take_problem(); !problem.empty()) {
+                    progress.lines << tr("%1 (looking every 200 ms)").arg(QString::fromStdString(problem));
+                    report(progress);
+                    summary.lines << progress.lines;
+                    progress.lines.clear();
+                }
                 for (int waited = 0; waited < 200 && !stopped(); waited += 20)
-                    if (watch->wait(20))
+                    if (watch->wait(20, std::max(20, pass_ms)))
                         break;
+                const auto look = std::chrono::steady_clock::now();
                 // A read that failed (a file replaced while it was read) is tried again at the next look.
                 for (size_t i = 0; i < followers.size() && !stopped(); ++i) {
                     follower = &followers[i];
                     if (follower->changed())
                         import_path(paths[static_cast<int>(i)]);
                 }
+                pass_ms = static_cast<int>(std::min<int64_t>(
+                    200, std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - look)
+                             .count()));
             }
             // A file still ending inside a record when following stops: its writer stopped mid-record, or is slow.
             for (const importers::Damage& piece : damage_said.finish()) {

@@ -418,14 +418,14 @@ int cmd_import(Cli& cli) {
     // SIGTERM.
     std::signal(SIGINT, [](int) { g_stop_following = 1; });
     std::signal(SIGTERM, [](int) { g_stop_following = 1; });
-    if (!cli.json()) {
+    if (!cli.json())
         std::fprintf(stderr, "traindeck-cli: following %s (Ctrl+C stops)\n", qPrintable(args.join(", ")));
-        if (!watch->problem().empty())
-            std::fprintf(stderr, "traindeck-cli: changes are not told (%s): looking every %d ms\n",
-                         watch->problem().c_str(), interval_ms);
-    }
+    int pass_ms = 0; // how long the last look's reading took: the next waits at least that (half a core at most)
     while (!g_stop_following) {
-        watch->wait(interval_ms);
+        if (const std::string problem = watch->take_problem(); !problem.empty())
+            std::fprintf(stderr, "traindeck-cli: %s (looking every %d ms)\n", problem.c_str(), interval_ms);
+        watch->wait(interval_ms, std::max(20, pass_ms));
+        const auto look = std::chrono::steady_clock::now();
         for (int i = 0; i < args.size() && !g_stop_following; ++i) {
             importers::SourceFollower& follower = followers[static_cast<size_t>(i)];
             if (!follower.changed())
@@ -442,6 +442,9 @@ int cmd_import(Cli& cli) {
                 std::printf("%s", qPrintable(changes));
             std::fflush(stdout);
         }
+        pass_ms = static_cast<int>(std::min<int64_t>(
+            interval_ms,
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - look).count()));
     }
     // A file that still ends inside a record when following stops: its writer stopped mid-record, or is slow.
     json ends = json::array();

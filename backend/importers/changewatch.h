@@ -1,10 +1,12 @@
 #pragma once
 // Being told that something under a followed path changed, as soon as it does (Linux inotify), so that a followed
 // import looks at once instead of at its next look (traindeck-cli import --follow, the console's "Keep following").
-// Every folder under the path is watched (folders made later too); a file is watched through its folder. It only
-// wakes the follower sooner: the follower still looks at its interval, since some file systems (NFS, FUSE, a bind
-// of another machine's disk) tell inotify nothing of another machine's writes, and a watch can fail (the user's
-// fs.inotify.max_user_watches reached), which `problem()` says. Plain C++, no Qt.
+// Every folder under a followed folder is watched (folders made later too); a followed file, or a path not there yet,
+// through its folder alone. A followed folder that goes and comes back is watched again. It only wakes the follower
+// sooner: the follower still looks at its interval, since some file systems (NFS, FUSE) tell inotify nothing of
+// another machine's writes, and a watch can be refused (fs.inotify.max_user_watches), which take_problem() says.
+// Plain C++, no Qt.
+#include <chrono>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -18,20 +20,34 @@ public:
     ChangeWatch(const ChangeWatch&) = delete;
     ChangeWatch& operator=(const ChangeWatch&) = delete;
 
-    // Waits up to timeout_ms for a change under any of the paths; true when one came (all that came is taken), false at
-    // the timeout or on a signal. Without a watch it just sleeps.
-    bool wait(int timeout_ms);
+    // Waits up to timeout_ms for a change under any of the paths; true when one came (all that came is taken),
+    // false at the timeout or on a signal. A change that comes sooner than min_gap_ms after the last one told is
+    // held back until then: a tree written without a pause (a log beside the event files, the catalog itself) would
+    // otherwise be read again back to back. Without inotify it just sleeps.
+    bool wait(int timeout_ms, int min_gap_ms = 20);
 
-    // Why changes are not told (no inotify, a watch refused); "" when they are.
-    const std::string& problem() const { return problem_; }
+    // What could not be watched since the last call ("" when nothing): no inotify, a folder refused.
+    std::string take_problem();
 
 private:
-    void add(const std::string& folder);
-    void add_tree(const std::string& folder);
+    struct Root {
+        std::string path;
+        int wd = -1; // a followed folder's own watch; -1 for a file (watched through its folder) or a folder not there
+    };
+    struct Folder {
+        std::string path;
+        bool recursive = false; // under a followed folder: folders made in it are watched too
+    };
+    void watch_root(Root& root);
+    int add(const std::string& folder, bool recursive);
+    int add_tree(const std::string& folder); // the folder's watch, or -1
+    bool drain();                            // takes what came; true when anything did
 
     int fd_ = -1;
-    std::unordered_map<int, std::string> folders_; // watch descriptor -> folder
+    std::vector<Root> roots_;
+    std::unordered_map<int, Folder> folders_; // by watch descriptor
     std::string problem_;
+    std::chrono::steady_clock::time_point last_told_;
 };
 
 } // namespace traindeck::importers

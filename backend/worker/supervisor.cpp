@@ -124,10 +124,11 @@ std::string Supervisor::start() {
     }
     resources_snapshot_ = resources();
     // WAL checkpoints copy pages back into the database file; done by the writer they stall ingestion for
-    // tens of milliseconds at a time. A connection of its own checkpoints in the background instead.
+    // tens of milliseconds at a time. A connection of its own checkpoints in the background instead; the writer
+    // copies only the little that lets the log start again (checkpoint_wal).
     db_.exec("PRAGMA wal_autocheckpoint=0");
-    // A log started again from its beginning gives its disk space back (checkpoint_wal).
-    db_.exec("PRAGMA journal_size_limit=0");
+    // A log started again from its beginning is cut back to this size, giving the rest of its disk space back.
+    db_.exec("PRAGMA journal_size_limit=" + std::to_string(kWalRestartBytes));
     {
         Statement page = db_.prepare("PRAGMA page_size");
         if (page.step())
@@ -157,10 +158,11 @@ void Supervisor::checkpoint_wal() {
     // the log. This connection's passive checkpoints never get there while the loop commits during each one: watched
     // and written at once (tests/bench/worker_events --idle 950) the log grew by 56 MB a second, 1.1 GB in 20 s,
     // without end, and the watch's p99 grew with it. Past kWalRestartBytes, passive copies here first bring what is
-    // left down to what came during the last of them; then the loop is asked to copy that little itself, between
-    // its commits, and its next commit starts the log again (unless a reader is in it at that moment: the next round
-    // tries again). Each start still costs the watch a stall of about 250 ms (measured, not explained: not the
-    // copying, which a RESTART checkpoint here did with the same stall, and not the log's size left on disk).
+    // left down to what came during the last of them; then the loop is asked to copy the rest itself, between its
+    // commits, so that its next commit starts the log again. Past four times that (a disk so slow that a pass never
+    // gets near the end) the loop is asked anyway, whatever it then has to copy. Each start of the log still costs
+    // the watch a stall of about 250 ms (measured, not explained: a RESTART checkpoint here, which copied on this
+    // connection, stalled the same, and so did cutting the log to nothing).
     for (int pass = 0; pass < 4; ++pass) {
         Statement passive = checkpointer_db_.prepare("PRAGMA wal_checkpoint(PASSIVE)");
         if (!passive.step())
@@ -168,7 +170,7 @@ void Supervisor::checkpoint_wal() {
         const int64_t frames = passive.integer(1), left = frames - passive.integer(2);
         if (frames * page_size_ <= kWalRestartBytes)
             return;
-        if (left * page_size_ < (1 << 20)) {
+        if (left * page_size_ < (1 << 20) || frames * page_size_ > 4 * kWalRestartBytes) {
             wal_restart_wanted_ = true;
             return;
         }
@@ -389,14 +391,6 @@ bool Supervisor::commit(const std::function<void()>& work, std::string* error_ou
         }
     }
     const bool committed = error.empty();
-    if (committed && wal_restart_wanted_.exchange(false)) {
-        // The rest of the log copied back (checkpoint_wal says why): the next commit starts it again.
-        try {
-            db_.exec("PRAGMA wal_checkpoint(PASSIVE)");
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "traindeck-worker: WAL checkpoint: %s\n", e.what());
-        }
-    }
     if (!committed) {
         // Nothing of this transaction is stored: every job row is written again with the next commit, the
         // buffered events stay buffered (numbered as they are), and no reader is told of seqs it cannot read.
@@ -433,6 +427,15 @@ bool Supervisor::commit(const std::function<void()>& work, std::string* error_ou
             it = jobs_.erase(it);
         } else {
             ++it;
+        }
+    }
+    if (wal_restart_wanted_.exchange(false)) {
+        // What is left of the log copied back (checkpoint_wal says why), after the replies and the watchers were
+        // told: the next commit starts the log again, unless a reader is in it then (the next round tries again).
+        try {
+            db_.exec("PRAGMA wal_checkpoint(PASSIVE)");
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "traindeck-worker: WAL checkpoint: %s\n", e.what());
         }
     }
     return true;

@@ -1,11 +1,14 @@
 // Being told of changes under a followed path (changewatch.h): an append, a new file, a folder made after the watch
-// began and a file in it; a followed file through its folder; and nothing told when nothing changed. Each wait for a
-// change is bounded by a long timeout only so that a failure ends: a change is told as soon as it happens.
+// began and a file in it, a folder renamed within the tree; a followed file through its folder, and not the folders
+// made beside it; a followed folder removed and made again; changes told no sooner than the gap asked for; and
+// nothing told when nothing changed. Each wait for a change is bounded by a long timeout only so that a failure
+// ends: a change is told as soon as it happens.
 #include "changewatch.h"
 #include "importertest.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -26,7 +29,7 @@ TEST(ChangeWatch, EveryKindOfWriteUnderTheFolderIsToldAndNothingElse) {
     std::filesystem::create_directories(logdir + "/run");
     append(logdir + "/run/events.out.tfevents.1", "a");
     ChangeWatch watch({logdir});
-    ASSERT_EQ(watch.problem(), "");
+    ASSERT_EQ(watch.take_problem(), "");
     EXPECT_FALSE(watch.wait(50));                       // nothing yet
     append(logdir + "/run/events.out.tfevents.1", "b"); // an append
     EXPECT_TRUE(watch.wait(kLong));
@@ -52,10 +55,55 @@ TEST(ChangeWatch, AFollowedFileIsWatchedThroughItsFolder) {
     append(file, "step,loss\n");
     std::filesystem::create_directories(dir.file("elsewhere"));
     ChangeWatch watch({dir.file("elsewhere"), file});
-    ASSERT_EQ(watch.problem(), "");
+    ASSERT_EQ(watch.take_problem(), "");
     EXPECT_FALSE(watch.wait(50));
     append(file, "1,0.5\n");
     EXPECT_TRUE(watch.wait(kLong));
     append(dir.file("elsewhere") + "/x.csv", "1\n"); // the other path
     EXPECT_TRUE(watch.wait(kLong));
+    // A folder made beside the followed file is a change in its folder, but what is written in it is none of the
+    // follower's business: it is not watched.
+    std::filesystem::create_directories(dir.file("beside"));
+    EXPECT_TRUE(watch.wait(kLong));
+    while (watch.wait(50)) {
+    }
+    append(dir.file("beside") + "/big.bin", "x");
+    EXPECT_FALSE(watch.wait(300));
+}
+
+TEST(ChangeWatch, AFolderRenamedInTheTreeOrTheFollowedFolderMadeAgainIsStillWatched) {
+    TempDir dir;
+    const std::string logdir = dir.file("logdir");
+    std::filesystem::create_directories(logdir + "/tmp-run");
+    ChangeWatch watch({logdir});
+    std::filesystem::rename(logdir + "/tmp-run", logdir + "/run"); // a writer putting a folder in place
+    EXPECT_TRUE(watch.wait(kLong));
+    while (watch.wait(50)) {
+    }
+    append(logdir + "/run/events.out.tfevents.1", "a");
+    EXPECT_TRUE(watch.wait(kLong));
+    while (watch.wait(50)) {
+    }
+    std::filesystem::remove_all(logdir);
+    EXPECT_TRUE(watch.wait(kLong));
+    while (watch.wait(50)) {
+    }
+    std::filesystem::create_directories(logdir + "/run");
+    EXPECT_TRUE(watch.wait(kLong)); // it came back
+    while (watch.wait(50)) {
+    }
+    append(logdir + "/run/events.out.tfevents.2", "b"); // and what is written in it is told
+    EXPECT_TRUE(watch.wait(kLong));
+    EXPECT_EQ(watch.take_problem(), "");
+}
+
+TEST(ChangeWatch, AChangeIsToldNoSoonerThanTheGapAfterTheLastOne) {
+    TempDir dir;
+    ChangeWatch watch({dir.path});
+    append(dir.file("a"), "1");
+    ASSERT_TRUE(watch.wait(kLong));
+    const auto told = std::chrono::steady_clock::now();
+    append(dir.file("a"), "2");
+    ASSERT_TRUE(watch.wait(kLong, 300));
+    EXPECT_GE(std::chrono::steady_clock::now() - told, std::chrono::milliseconds(300));
 }
