@@ -183,6 +183,50 @@ std::string everything_of(Catalog& catalog, int64_t job) {
 
 uint64_t size_of(const std::string& path) { return fs::file_size(path); }
 
+// A logdir of one run folder ("run") whose event file holds loss at steps 1 to `steps`.
+struct OneRun {
+    std::string logdir, file, bytes;
+    OneRun(const TempCatalog& temp, int steps)
+        : logdir((temp.dir / "logdir").string()), file(logdir + "/run/events.out.tfevents.1700000000.host.1.0") {
+        bytes = encode_file_version_event(kStart);
+        for (int step = 1; step <= steps; ++step)
+            bytes += encode_scalar_event("loss", step, static_cast<float>(step), kStart + step);
+        write_whole(file, bytes);
+    }
+};
+
+// What one pass gave: the last run's import, its damage, the bytes read.
+struct Pass {
+    RunImportResult result;
+    std::vector<Damage> damage;
+    uint64_t bytes = 0;
+};
+
+// One pass, each run imported into catalog; a run the catalog says to read whole is forgotten, as the console and
+// the CLI do.
+Pass pass_into(SourceFollower& follower, Catalog& catalog) {
+    Pass pass;
+    const uint64_t before = follower.bytes_read();
+    auto read = follower.pass([&](ImportedRun&& run) {
+        pass.damage = run.damage;
+        auto result = import_run(catalog, run);
+        EXPECT_TRUE(result) << (result ? "" : result.error());
+        if (result) {
+            pass.result = *result;
+            if (result->read_whole_again)
+                follower.forget(run.source);
+        }
+        return true;
+    });
+    EXPECT_TRUE(read) << (read ? "" : read.error());
+    pass.bytes = follower.bytes_read() - before;
+    return pass;
+}
+
+size_t loss_points(Catalog& catalog, int64_t job) {
+    return SeriesStore::points(catalog.db(), catalog.series(job, "loss", false), INT64_MIN, INT64_MAX).size();
+}
+
 } // namespace
 
 TEST(FollowImport, ALiveLogdirReadOnPassByPassEndsAsOneWholeImportAndReadsEachByteOnce) {
@@ -269,27 +313,17 @@ TEST(FollowImport, ALiveLogdirReadOnPassByPassEndsAsOneWholeImportAndReadsEachBy
 
 TEST(FollowImport, AFileChangedOtherwiseThanByGrowingIsReadWhole) {
     TempCatalog temp;
-    const std::string logdir = (temp.dir / "logdir").string();
-    const std::string file = logdir + "/run/events.out.tfevents.1700000000.host.1.0";
-    std::string bytes = encode_file_version_event(kStart);
-    for (int step = 1; step <= 50; ++step)
-        bytes += encode_scalar_event("loss", step, static_cast<float>(step), kStart + step);
-    write_whole(file, bytes);
+    OneRun one(temp, 50);
+    const std::string &logdir = one.logdir, &file = one.file;
+    std::string& bytes = one.bytes;
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
     SourceFollower follower(logdir, {});
-    uint64_t before = follower.bytes_read();
-    const auto pass = [&](std::vector<std::string>* notes = nullptr) {
-        before = follower.bytes_read();
-        auto read = follower.pass([&](ImportedRun&& run) {
-            auto result = import_run(catalog, run);
-            EXPECT_TRUE(result);
-            if (result && notes)
-                *notes = result->notes;
-            return true;
-        });
-        EXPECT_TRUE(read);
-        return follower.bytes_read() - before;
+    std::vector<std::string> notes;
+    const auto pass = [&] {
+        Pass done = pass_into(follower, catalog);
+        notes = done.result.notes;
+        return done.bytes;
     };
     const auto run_size = [&] {
         uint64_t total = 0;
@@ -315,8 +349,7 @@ TEST(FollowImport, AFileChangedOtherwiseThanByGrowingIsReadWhole) {
         append(file, encode_scalar_event("loss", 52, 52, kStart + 52));
     }
     // The look at where the last read stopped finds another record's CRC there, and the run is read whole.
-    std::vector<std::string> notes;
-    EXPECT_EQ(pass(&notes), 4 + more.size() + run_size());
+    EXPECT_EQ(pass(), 4 + more.size() + run_size());
     ASSERT_EQ(notes.size(), 1u);
     EXPECT_NE(notes[0].find("rewritten"), std::string::npos) << notes[0];
 
@@ -346,44 +379,21 @@ TEST(FollowImport, AFileChangedOtherwiseThanByGrowingIsReadWhole) {
     append(file, encode_scalar_event("loss", 61, 61, kStart + 61));
     EXPECT_EQ(pass(), run_size());
     // What the catalog took: steps 1 to 60 and 70 (the rewrites added nothing: it keeps what it had).
-    const int64_t job = job_named(catalog, "run");
-    EXPECT_EQ(SeriesStore::points(catalog.db(), catalog.series(job, "loss", false), INT64_MIN, INT64_MAX).size(), 61u);
+    EXPECT_EQ(loss_points(catalog, job_named(catalog, "run")), 61u);
 }
 
 TEST(FollowImport, ACatalogThatLostWhatTheFollowerGaveItGetsTheRunWhole) {
     TempCatalog temp;
-    const std::string logdir = (temp.dir / "logdir").string();
-    const std::string file = logdir + "/run/events.out.tfevents.1700000000.host.1.0";
-    std::string bytes = encode_file_version_event(kStart);
-    for (int step = 1; step <= 40; ++step)
-        bytes += encode_scalar_event("loss", step, static_cast<float>(step), kStart + step);
-    write_whole(file, bytes);
+    OneRun one(temp, 40);
+    const std::string &logdir = one.logdir, &file = one.file;
     Catalog first, other;
     ASSERT_EQ(first.open((temp.dir / "first.db").string()), "");
     ASSERT_EQ(other.open((temp.dir / "other.db").string()), "");
     SourceFollower follower(logdir, {});
-    const auto pass_into = [&](Catalog& catalog) {
-        RunImportResult got;
-        auto read = follower.pass([&](ImportedRun&& run) {
-            auto result = import_run(catalog, run);
-            EXPECT_TRUE(result);
-            if (result) {
-                got = *result;
-                if (result->read_whole_again)
-                    follower.forget(run.source);
-            }
-            return true;
-        });
-        EXPECT_TRUE(read);
-        return got;
-    };
-    EXPECT_EQ(pass_into(first).points_added, 40);
-    const auto points_in = [](Catalog& catalog, int64_t job) {
-        return SeriesStore::points(catalog.db(), catalog.series(job, "loss", false), INT64_MIN, INT64_MAX).size();
-    };
+    EXPECT_EQ(pass_into(follower, first).result.points_added, 40);
     append(file, encode_scalar_event("loss", 41, 41, kStart + 41));
     // The follower hands out step 41 alone; this catalog never had the run.
-    const RunImportResult lost = pass_into(other);
+    const RunImportResult lost = pass_into(follower, other).result;
     EXPECT_TRUE(lost.read_whole_again);
     EXPECT_EQ(lost.points_added, 0);
     EXPECT_EQ(lost.job, 0); // nothing written, not even the run
@@ -391,10 +401,10 @@ TEST(FollowImport, ACatalogThatLostWhatTheFollowerGaveItGetsTheRunWhole) {
     // Forgotten: read whole at the next pass that finds a change.
     append(file, encode_scalar_event("loss", 42, 42, kStart + 42));
     ASSERT_TRUE(follower.changed());
-    const RunImportResult whole = pass_into(other);
+    const RunImportResult whole = pass_into(follower, other).result;
     EXPECT_FALSE(whole.read_whole_again);
     EXPECT_EQ(whole.points_added, 42);
-    EXPECT_EQ(points_in(other, whole.job), 42u);
+    EXPECT_EQ(loss_points(other, whole.job), 42u);
 
     // A third catalog holds the run, but only its first 20 steps (an earlier import): step 43 alone would leave a gap.
     Catalog third;
@@ -404,46 +414,29 @@ TEST(FollowImport, ACatalogThatLostWhatTheFollowerGaveItGetsTheRunWhole) {
     runs->front().scalars.at("loss").resize(20);
     const auto early = import_run(third, runs->front());
     ASSERT_TRUE(early);
-    pass_into(first);
+    pass_into(follower, first).result;
     append(file, encode_scalar_event("loss", 43, 43, kStart + 43));
-    const RunImportResult gap = pass_into(third);
+    const RunImportResult gap = pass_into(follower, third).result;
     EXPECT_TRUE(gap.read_whole_again);
     EXPECT_EQ(gap.job, early->job);
-    EXPECT_EQ(points_in(third, early->job), 20u); // nothing written
+    EXPECT_EQ(loss_points(third, early->job), 20u); // nothing written
     append(file, encode_scalar_event("loss", 44, 44, kStart + 44));
-    const RunImportResult filled = pass_into(third);
+    const RunImportResult filled = pass_into(follower, third).result;
     EXPECT_FALSE(filled.read_whole_again);
     EXPECT_EQ(filled.points_added, 24);
-    EXPECT_EQ(points_in(third, early->job), 44u);
+    EXPECT_EQ(loss_points(third, early->job), 44u);
 }
 
 // A run deleted in the catalog while it is followed takes nothing; restored, it catches up whole at the next change,
 // even when that change carries no series it had (an image).
 TEST(FollowImport, ARunDeletedWhileFollowedCatchesUpWhenRestored) {
     TempCatalog temp;
-    const std::string logdir = (temp.dir / "logdir").string();
-    const std::string file = logdir + "/run/events.out.tfevents.1700000000.host.1.0";
-    std::string bytes = encode_file_version_event(kStart);
-    for (int step = 1; step <= 20; ++step)
-        bytes += encode_scalar_event("loss", step, static_cast<float>(step), kStart + step);
-    write_whole(file, bytes);
+    OneRun one(temp, 20);
+    const std::string &logdir = one.logdir, &file = one.file;
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
     SourceFollower follower(logdir, {});
-    const auto pass = [&] {
-        RunImportResult got;
-        EXPECT_TRUE(follower.pass([&](ImportedRun&& run) {
-            auto result = import_run(catalog, run);
-            EXPECT_TRUE(result);
-            if (result) {
-                got = *result;
-                if (result->read_whole_again)
-                    follower.forget(run.source);
-            }
-            return true;
-        }));
-        return got;
-    };
+    const auto pass = [&] { return pass_into(follower, catalog).result; };
     const int64_t job = pass().job;
     ASSERT_GT(job, 0);
     catalog.set_deleted(job, true);
@@ -474,26 +467,17 @@ TEST(FollowImport, ARunDeletedWhileFollowedCatchesUpWhenRestored) {
 // end, not as damage.
 TEST(FollowImport, ALastRecordThatFailsItsCrcIsReadAgain) {
     TempCatalog temp;
-    const std::string logdir = (temp.dir / "logdir").string();
-    const std::string file = logdir + "/run/events.out.tfevents.1700000000.host.1.0";
-    std::string bytes = encode_file_version_event(kStart);
-    for (int step = 1; step <= 10; ++step)
-        bytes += encode_scalar_event("loss", step, static_cast<float>(step), kStart + step);
+    OneRun one(temp, 10);
+    const std::string &file = one.file, &bytes = one.bytes;
     const std::string last = encode_scalar_event("loss", 11, 11, kStart + 11);
     std::string arriving = last;
     arriving[arriving.size() - 6] = 0; // part of its value not there yet
     write_whole(file, bytes + arriving);
     Catalog catalog;
     ASSERT_EQ(catalog.open(temp.path()), "");
-    SourceFollower follower(logdir, {});
+    SourceFollower follower(one.logdir, {});
     std::vector<Damage> damage;
-    const auto pass = [&] {
-        EXPECT_TRUE(follower.pass([&](ImportedRun&& run) {
-            damage = run.damage;
-            EXPECT_TRUE(import_run(catalog, run));
-            return true;
-        }));
-    };
+    const auto pass = [&] { damage = pass_into(follower, catalog).damage; };
     pass();
     ASSERT_EQ(damage.size(), 1u);
     EXPECT_TRUE(damage[0].at_end);
