@@ -20,10 +20,15 @@ void LocalExecutor::set_visible_gpus(Environment& env, const std::vector<int>& g
 
 bool LocalExecutor::start(JobRun& run, const std::string& dir, const JobRequest&, std::string& error) {
     run.shim = spawn_shim(self_binary_, dir, error);
+    run.shim_reaped = false;
+    run.adopted = false;
     return run.shim >= 0;
 }
 
-bool LocalExecutor::adopt(JobRun& run, const std::string& dir) { return shim_alive(run.shim, dir); }
+bool LocalExecutor::adopt(JobRun& run, const std::string& dir) {
+    run.adopted = shim_alive(run.shim, dir);
+    return run.adopted;
+}
 
 void LocalExecutor::collect(const std::vector<JobRun*>& runs) {
     // How the jobs ended is in their exit_status.json; reaping says when to read it.
@@ -34,8 +39,13 @@ void LocalExecutor::collect(const std::vector<JobRun*>& runs) {
 }
 
 Executor::Check LocalExecutor::check(JobRun& run, const std::string& dir, const std::string&) {
-    // A re-adopted job's shim is not our child: whether it is still there is read from /proc.
-    if (run.shim > 0 && !shim_alive(run.shim, dir))
+    // Our own child is there until collect() reaps it. Only a re-adopted shim, not our child, is looked for in /proc.
+    // (/proc was asked of our children too, and that raced their start: the kernel lets posix_spawn return before
+    // the new program's arguments are in place, so a shim checked within its first milliseconds had an empty
+    // cmdline and was taken for vanished: its job marked failed while it ran on, never to be stopped. Jobs whose
+    // id is a multiple of 100 were checked in the tick that started them, and one in a few hundred was lost so.)
+    const bool alive = run.adopted ? shim_alive(run.shim, dir) : !run.shim_reaped;
+    if (run.shim > 0 && !alive)
         return {true, "the job's supervisor process vanished without recording an exit", {}};
     return {};
 }
