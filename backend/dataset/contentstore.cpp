@@ -243,6 +243,9 @@ struct ContentStore::Upload {
     std::map<std::string, std::vector<Place>> places; // each chunk's places in the upload's files; fixed once made
     std::vector<std::unique_ptr<FileHash>> hashes;    // by file: null for a file of one chunk (its chunk's hash)
     std::set<std::string> written;                    // chunks in all their places, on disk (index_mutex_)
+    // Of those, the ones whose bytes were checked against their hash as they were written (a chunk of a file of
+    // several chunks is checked when its whole file is, at completion): what has_chunk(hash, true) counts.
+    std::set<std::string> checked;
     std::set<std::string> receiving;                  // chunks being written into place now (index_mutex_)
     std::shared_mutex writing; // shared while a chunk is written into place; exclusive to complete the version
     bool done = false;         // published (under `writing`): a chunk on its way finds another home
@@ -290,7 +293,7 @@ void ContentStore::index_version(const Manifest& manifest, const std::string& fo
 
 std::string ContentStore::chunk_path(const std::string& hash) const { return dir_ + "/chunks/" + hash.substr(0, 2) + "/" + hash; }
 
-bool ContentStore::has_chunk(const std::string& hash) const {
+bool ContentStore::has_chunk(const std::string& hash, bool checked_only) const {
     if (!is_sha256_hex(hash))
         return false;
     {
@@ -298,18 +301,18 @@ bool ContentStore::has_chunk(const std::string& hash) const {
         if (published_.count(hash) != 0)
             return true;
         for (const auto& [version, upload] : uploads_)
-            if (upload->written.count(hash) != 0)
+            if ((checked_only ? upload->checked : upload->written).count(hash) != 0)
                 return true;
     }
     struct stat info {};
     return ::stat(chunk_path(hash).c_str(), &info) == 0;
 }
 
-std::vector<std::string> ContentStore::missing_chunks(const std::vector<std::string>& hashes) const {
+std::vector<std::string> ContentStore::missing_chunks(const std::vector<std::string>& hashes, bool checked_only) const {
     std::vector<std::string> missing;
     std::set<std::string> seen;
     for (const std::string& hash : hashes)
-        if (seen.insert(hash).second && !has_chunk(hash))
+        if (seen.insert(hash).second && !has_chunk(hash, checked_only))
             missing.push_back(hash);
     return missing;
 }
@@ -394,8 +397,10 @@ std::shared_ptr<ContentStore::Upload> ContentStore::upload_for(const Manifest& m
         for (const auto& entry : upload->places)
             if (std::all_of(entry.second.begin(), entry.second.end(), [&](const Piece& place) {
                     return read_piece(place, entry.first, bytes) == PieceRead::good;
-                }))
+                })) {
                 upload->written.insert(entry.first);
+                upload->checked.insert(entry.first);
+            }
         for (const auto& file : upload->hashes)
             if (file)
                 file->given_up = true;
@@ -505,12 +510,16 @@ int ContentStore::put_chunk(const std::string& hash, AlignedBytes received, std:
                 file->add(place.index, shared, bytes);
         std::lock_guard lock(index_mutex_);
         upload->written.insert(hash);
+        if (wanting.empty() || hash_it)
+            upload->checked.insert(hash);
         // Taken by at least one upload: stored.
         status = 201;
     }
     if (status != 0)
         return status;
-    if (has_chunk(hash))
+    // Already held where its bytes were checked. Not a place of an upload not yet verified (a chunk of a file of
+    // several chunks, checked only with its file): a code snapshot's chunk counted there would be lost with it.
+    if (has_chunk(hash, true))
         return 200;
     // Nobody said which version it belongs to (a code snapshot's chunk, or a client of the older protocol): a chunk
     // file of its own.
@@ -533,7 +542,7 @@ int ContentStore::put_chunks(const std::vector<std::pair<std::string, std::strin
             ::unlink(temp.c_str());
     };
     for (const auto& [hash, bytes] : chunks) {
-        if (!is_sha256_hex(hash) || has_chunk(hash))
+        if (!is_sha256_hex(hash) || has_chunk(hash, true))
             continue;
         const std::string temp = dir_ + "/tmp/chunk-" + hash.substr(0, 16) + "." + unique_suffix();
         const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
@@ -660,8 +669,10 @@ void ContentStore::forget(const std::string& hash, const Piece& piece, bool wron
     for (auto [at, end] = published_.equal_range(hash); at != end;)
         at = at->second.path == piece.path && at->second.offset == piece.offset ? published_.erase(at) : std::next(at);
     for (const auto& [version, upload] : uploads_)
-        if (upload->written.count(hash) != 0 && upload->places.at(hash).front().path == piece.path)
+        if (upload->written.count(hash) != 0 && upload->places.at(hash).front().path == piece.path) {
             upload->written.erase(hash);
+            upload->checked.erase(hash);
+        }
 }
 
 int ContentStore::complete(const std::shared_ptr<Upload>& upload, std::vector<std::string>& missing,
@@ -713,6 +724,7 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, std::vector<st
                 file->add(place.index, chunk, *chunk);
         std::lock_guard lock(index_mutex_);
         upload->written.insert(hash);
+        upload->checked.insert(hash); // copied from a source whose bytes hashed right
     }
     if (!missing.empty()) {
         error = std::to_string(missing.size()) + " chunk(s) of this version are not on the worker yet; upload them first";
@@ -762,8 +774,10 @@ int ContentStore::complete(const std::shared_ptr<Upload>& upload, std::vector<st
             } else if (total != file.size || digest != file.sha256) {
                 // Every such file, not only the first: the next round sends all their chunks at once.
                 std::lock_guard index(index_mutex_);
-                for (const std::string& chunk : file.chunks)
+                for (const std::string& chunk : file.chunks) {
                     upload->written.erase(chunk);
+                    upload->checked.erase(chunk);
+                }
                 hashed->restart(); // its chunks come again, front to back
                 if (++refused == 1)
                     failure = file.path + ": its chunks do not hash to the manifest's " + file.sha256.substr(0, 12) +

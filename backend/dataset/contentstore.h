@@ -43,8 +43,10 @@ public:
     const std::string& dir() const { return dir_; }
 
     // Whether the store holds the chunk anywhere: a chunk file, a published version's file, an upload's place.
-    bool has_chunk(const std::string& hash) const;
-    std::vector<std::string> missing_chunks(const std::vector<std::string>& hashes) const;
+    // checked_only: only where its bytes were checked against the hash (not a place in an upload's file of several
+    // chunks, which is checked whole when the upload completes): what nothing checks later (a code snapshot) needs.
+    bool has_chunk(const std::string& hash, bool checked_only = false) const;
+    std::vector<std::string> missing_chunks(const std::vector<std::string>& hashes, bool checked_only = false) const;
     // Starts (or resumes) the upload of a version: its files are made at their full size under uploads/, and
     // `missing` lists the chunks to send, once each (those the store holds nowhere). status: 200, 400 a manifest
     // whose files cannot all be made (a path that is also a folder), 507 out of space.

@@ -708,7 +708,8 @@ void WorkerServer::dataset_routes() {
                 return error_reply(res, 400, "chunk hashes are 64 lower-case hex digits");
             hashes.push_back(hash);
         }
-        reply(res, 200, {{"missing", store.missing_chunks(hashes)}});
+        // Counted only where checked: a code snapshot's chunks are never checked again after this.
+        reply(res, 200, {{"missing", store.missing_chunks(hashes, true)}});
     });
     // An upload that says its manifest first: the version's files are made, and each chunk sent is written
     // straight into its places there (once, not into a chunk file and then copied).
@@ -761,7 +762,8 @@ void WorkerServer::dataset_routes() {
         dataset::Manifest manifest;
         if (!manifest_of(req, res, "snapshot", manifest))
             return;
-        if (const std::vector<std::string> missing = store.missing_chunks(manifest.chunk_hashes()); !missing.empty())
+        if (const std::vector<std::string> missing = store.missing_chunks(manifest.chunk_hashes(), true);
+            !missing.empty())
             return reply(res, 409,
                          {{"error", std::to_string(missing.size()) +
                                         " chunk(s) of this snapshot are not on the worker yet; upload them first"},

@@ -390,6 +390,44 @@ TEST(DataStore, ALargeFileIsVerifiedWholeWhateverOrderItsChunksComeIn) {
               file_hash(data.file("two.bin")));
 }
 
+// A chunk written into an upload's file of several chunks is checked only with its whole file, when the upload
+// completes. A code snapshot, which nothing checks later, does not count it as held: its chunk is asked for and kept
+// in a place of its own, and survives the upload's failing check.
+TEST(DataStore, AChunkOnlyInAnUploadNotYetCheckedIsNotHeldForACodeSnapshot) {
+    WorkerProcess worker;
+    client::WorkerClient& http = worker.client();
+    Folder data;
+    write_random(data.file("two.bin"), dataset::kChunkBytes + 5, 23);
+    const dataset::Manifest version = scan(data.path);
+    const std::string two = read_file(data.file("two.bin"));
+    const std::string first = two.substr(0, dataset::kChunkBytes), hash = version.files[0].chunks[0];
+    std::string damaged = first;
+    damaged[777] ^= 0x01;
+    ASSERT_EQ(http.post("/v1/uploads/" + version.version(), version.to_json().dump()).status, 200);
+    EXPECT_EQ(http.put("/v1/chunks/" + hash, damaged, "application/octet-stream").status, 201);
+
+    // A snapshot of a file whose bytes are that chunk.
+    Folder code;
+    std::ofstream(code.file("piece.bin"), std::ios::binary) << first;
+    const dataset::Manifest snapshot = scan(code.path);
+    ASSERT_EQ(snapshot.files.at(0).chunks, std::vector<std::string>{hash});
+    const auto asked = http.post("/v1/chunks/missing", json{{"chunks", {hash}}}.dump());
+    ASSERT_EQ(asked.status, 200);
+    EXPECT_EQ(asked.json()["missing"], json::array({hash}));
+    EXPECT_EQ(http.put("/v1/code/" + snapshot.version(), snapshot.to_json().dump(), "application/json").status, 409);
+    EXPECT_EQ(http.put("/v1/chunks/" + hash, first, "application/octet-stream").status, 201); // a place of its own
+    EXPECT_EQ(http.put("/v1/code/" + snapshot.version(), snapshot.to_json().dump(), "application/json").status, 201);
+
+    // The upload fails its check and forgets the chunk; the snapshot's copy is whole.
+    EXPECT_EQ(http.put("/v1/chunks/" + version.files[0].chunks[1], two.substr(dataset::kChunkBytes),
+                       "application/octet-stream")
+                  .status,
+              201);
+    EXPECT_EQ(http.put("/v1/datasets/" + version.version(), version.to_json().dump(), "application/json").status, 422);
+    EXPECT_EQ(file_hash(worker.state_dir() + "/store/chunks/" + hash.substr(0, 2) + "/" + hash),
+              hash + " (" + std::to_string(first.size()) + " bytes)");
+}
+
 // A connection to the worker of our own: requests written byte for byte, answers read as they come.
 class RawConnection {
 public:
