@@ -150,9 +150,11 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
             }
         }
     }
-    // A run read on must find what it was read on from; else nothing is written, and it is read whole again.
-    if (!run.points_before.empty() &&
-        (result.job == 0 || !holds_what_was_read_before(run, imported_series(db, result.job)))) {
+    // What each series took before (none for a new run), read once: a run read on must find in it what it was read
+    // on from, else nothing is written and it is read whole again.
+    const auto before =
+        result.job == 0 ? std::map<std::pair<std::string, std::string>, Imported>() : imported_series(db, result.job);
+    if (!holds_what_was_read_before(run, before)) {
         result.read_whole_again = true;
         return result;
     }
@@ -215,7 +217,6 @@ RunImportResult write(Catalog& catalog, const ImportedRun& run) {
     }
 
     // Points: only those after what each series took before.
-    const auto before = imported_series(db, job);
     // The new points' record times (step, wall time), one run sorted by step a series, merged once at the end: a
     // map lookup a point cost more than the rest of the import's bookkeeping together.
     std::vector<MetricPoint> times;

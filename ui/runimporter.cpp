@@ -146,7 +146,7 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                 progress.lines.clear();
                 progress.changed.clear();
             };
-            const auto import_path = [&](const QString& path) -> bool {
+            const auto import_path = [&](const QString& path) {
                 if (!later) {
                     progress.current = path;
                     report(progress);
@@ -183,24 +183,19 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                 summary.lines << progress.lines;
                 progress.lines.clear();
                 progress.changed.clear();
-                return static_cast<bool>(read);
             };
             // Following, a change under a path wakes the loop below at once (watched before the first import: a
             // write during it counts too); the look every 200 ms stays, for what inotify is not told of (NFS).
+            std::vector<std::string> absolute;
+            for (const QString& path : paths)
+                absolute.push_back(QFileInfo(path).absoluteFilePath().toStdString());
             std::optional<importers::ChangeWatch> watch;
-            if (follow) {
-                std::vector<std::string> absolute;
-                for (const QString& path : paths)
-                    absolute.push_back(QFileInfo(path).absoluteFilePath().toStdString());
+            if (follow)
                 watch.emplace(absolute);
-            }
-            for (const QString& path : paths) {
-                if (stopped())
-                    break;
-                if (follow) {
-                    follower = &followers.emplace_back(QFileInfo(path).absoluteFilePath().toStdString(), options);
-                }
-                import_path(path);
+            for (size_t i = 0; i < absolute.size() && !stopped(); ++i) {
+                if (follow)
+                    follower = &followers.emplace_back(absolute[i], options);
+                import_path(paths[static_cast<int>(i)]);
             }
             later = true;
             if (follow && !stopped()) {
@@ -220,7 +215,7 @@ bool RunImporter::start(const QStringList& paths, const QString& format, bool in
                     if (watch->wait(20, std::max(20, pass_ms)))
                         break;
                 const auto look = std::chrono::steady_clock::now();
-                // A read that failed (a file replaced while it was read) is tried again at the next look.
+                // A pass that failed (a path that cannot be read) is tried again when something at it changes.
                 for (size_t i = 0; i < followers.size() && !stopped(); ++i) {
                     follower = &followers[i];
                     if (follower->changed())

@@ -404,11 +404,11 @@ int cmd_import(Cli& cli) {
     std::optional<importers::ChangeWatch> watch;
     if (follow)
         watch.emplace(absolute);
-    for (const QString& path : args) {
+    for (size_t i = 0; i < absolute.size(); ++i) {
         if (follow)
-            followers.emplace_back(QFileInfo(path).absoluteFilePath().toStdString(), options);
-        report.push_back(
-            import_path(cli, path, options, follow ? &followers.back() : nullptr, false, damage_said, text, exit));
+            followers.emplace_back(absolute[i], options);
+        report.push_back(import_path(cli, args[static_cast<int>(i)], options, follow ? &followers.back() : nullptr,
+                                     false, damage_said, text, exit));
     }
     cli.print(report, text);
     if (!follow)
@@ -432,7 +432,8 @@ int cmd_import(Cli& cli) {
                 continue;
             QString changes;
             int pass_exit = kOk;
-            // A failed pass (a file replaced while read) is tried again at the next look; the worst outcome is kept.
+            // A pass that failed (a path that cannot be read) is tried again when something at it changes; the worst
+            // outcome is kept.
             const json pass = import_path(cli, args[i], options, &follower, true, damage_said, changes, pass_exit);
             if (pass_exit == kFailed || (pass_exit == kDamaged && exit == kOk))
                 exit = pass_exit;

@@ -1,6 +1,5 @@
 #include "changewatch.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -73,7 +72,7 @@ int ChangeWatch::add_tree(const std::string& folder) {
 void ChangeWatch::watch_root(Root& root) {
     std::error_code ec;
     if (std::filesystem::is_directory(root.path, ec)) {
-        root.wd = std::max(add_tree(root.path), -1);
+        root.wd = add_tree(root.path);
     } else {
         // A file, or a path not there yet: its folder alone (not the folders beside it); wait() looks again for a
         // folder there.

@@ -9,6 +9,24 @@
 
 namespace traindeck::importers {
 
+namespace {
+
+SourceFileStat source_stat(const struct stat& info) {
+    return {static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino),
+            info.st_size > 0 ? static_cast<uint64_t>(info.st_size) : 0,
+            static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec};
+}
+
+} // namespace
+
+bool stat_source_file(const std::string& path, SourceFileStat& stat) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0)
+        return false;
+    stat = source_stat(info);
+    return true;
+}
+
 Expected<std::string> read_source_file(const std::string& path) {
     SourceBuffer buffer;
     auto bytes = buffer.read(path);
@@ -35,12 +53,8 @@ Expected<std::string_view> SourceBuffer::read_from(const std::string& path, uint
     if (fd < 0)
         return Error{"cannot read " + path + ": " + std::strerror(errno) + "; check that it exists and is readable"};
     struct stat info {};
-    if (::fstat(fd, &info) == 0) {
-        stat.device = info.st_dev;
-        stat.inode = info.st_ino;
-        stat.size = info.st_size > 0 ? static_cast<uint64_t>(info.st_size) : 0;
-        stat.mtime_ns = static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
-    }
+    if (::fstat(fd, &info) == 0)
+        stat = source_stat(info);
     const size_t expected = stat.size > from ? static_cast<size_t>(stat.size - from) : 0;
     // Read to the end rather than to st_size (one byte more than it is asked for, to see the end): a file still being
     // appended to gives what it has now.

@@ -23,6 +23,9 @@ struct SourceFileStat {
     int64_t mtime_ns = 0;
 };
 
+// A file's stat as read_from() gives it, without reading the file; false when it cannot be stat'ed.
+bool stat_source_file(const std::string& path, SourceFileStat& stat);
+
 class SourceBuffer {
 public:
     Expected<std::string_view> read(const std::string& path);

@@ -1,6 +1,7 @@
 #include "sourcefollower.h"
 
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <system_error>
 
@@ -71,10 +72,10 @@ Expected<ReadRuns> SourceFollower::pass(const std::function<bool(ImportedRun&&)>
         folders.insert(files.folder);
         if (stopped)
             continue;
-        EventFilesTail& tail = tails_[files.folder];
-        if (tail.started && event_files_unchanged(files, tail))
-            continue;
-        if (!on_run(read_event_files_on(files, tail, buffer_, &bytes_read_))) {
+        std::optional<ImportedRun> run = read_event_files_on(files, tails_[files.folder], buffer_, &bytes_read_);
+        if (!run)
+            continue; // its files are as the last pass left them
+        if (!on_run(std::move(*run))) {
             tails_.erase(files.folder); // handed out, not written: read whole next time
             stopped = true;
         }

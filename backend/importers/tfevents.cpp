@@ -18,7 +18,6 @@
 #include <limits>
 #include <optional>
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 // The message fields read here, by number (tensorboard/compat/proto/{event,summary,histogram,tensor,tensor_shape,
@@ -909,17 +908,6 @@ TfRecordScan read_records(std::string_view bytes, const std::string& file, uint6
         run.damage, base);
 }
 
-bool stat_file(const std::string& path, SourceFileStat& out) {
-    struct stat info {};
-    if (::stat(path.c_str(), &info) != 0)
-        return false;
-    out.device = info.st_dev;
-    out.inode = info.st_ino;
-    out.size = info.st_size > 0 ? static_cast<uint64_t>(info.st_size) : 0;
-    out.mtime_ns = static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
-    return true;
-}
-
 bool same_file(const SourceFileStat& a, const SourceFileStat& b) { return a.device == b.device && a.inode == b.inode; }
 
 // Which of the tail's files changed since it was left, or nullopt when the run cannot be read on from the tail.
@@ -930,7 +918,7 @@ std::optional<std::vector<bool>> changed_files(const TensorBoardRunFiles& listed
     for (size_t i = 0; i < tail.files.size(); ++i) {
         const EventFilesTail::File& file = tail.files[i];
         SourceFileStat now;
-        if (listed.files[i] != file.path || !file.readable || !stat_file(file.path, now) ||
+        if (listed.files[i] != file.path || !file.readable || !stat_source_file(file.path, now) ||
             !same_file(now, file.seen) || now.size < file.read_to)
             return std::nullopt;
         changed[i] = now.size != file.seen.size || now.mtime_ns != file.seen.mtime_ns;
@@ -960,16 +948,12 @@ ImportedRun read_event_files(const std::string& folder, const std::vector<std::s
     return run;
 }
 
-bool event_files_unchanged(const TensorBoardRunFiles& listed, const EventFilesTail& tail) {
-    if (listed.files.size() != tail.files.size())
-        return false;
-    const auto changed = changed_files(listed, tail);
-    return changed && std::none_of(changed->begin(), changed->end(), [](bool c) { return c; });
-}
-
-ImportedRun read_event_files_on(const TensorBoardRunFiles& listed, EventFilesTail& tail, SourceBuffer& buffer,
-                                uint64_t* bytes_read) {
+std::optional<ImportedRun> read_event_files_on(const TensorBoardRunFiles& listed, EventFilesTail& tail,
+                                               SourceBuffer& buffer, uint64_t* bytes_read) {
     std::optional<std::vector<bool>> changed = changed_files(listed, tail);
+    if (changed && listed.files.size() == tail.files.size() &&
+        std::none_of(changed->begin(), changed->end(), [](bool c) { return c; }))
+        return std::nullopt; // as the last read left them
     if (!changed) {
         tail = EventFilesTail{};
         changed.emplace();
@@ -1026,7 +1010,7 @@ ImportedRun read_event_files_on(const TensorBoardRunFiles& listed, EventFilesTai
     }
     if (again) {
         tail = EventFilesTail{};
-        return read_event_files_on(listed, tail, buffer, bytes_read);
+        return read_event_files_on(listed, tail, buffer, bytes_read); // a fresh tail always gives the run
     }
     // Hand out the points read now; the tail keeps their count and last point.
     auto scalars = std::move(tail.run.scalars);
@@ -1036,22 +1020,18 @@ ImportedRun read_event_files_on(const TensorBoardRunFiles& listed, EventFilesTai
     ImportedRun out = tail.run;
     out.scalars = std::move(scalars);
     out.histograms = std::move(histograms);
-    for (const auto& [tag, points] : out.scalars) {
-        if (points.empty())
-            continue;
-        PointsBefore& before = tail.run.points_before[{"scalar", tag}];
-        before.points += static_cast<int64_t>(points.size());
-        before.last_step = points.back().step;
-        before.last_value = points.back().value;
-    }
-    for (const auto& [tag, points] : out.histograms) {
-        if (points.empty())
-            continue;
-        PointsBefore& before = tail.run.points_before[{"histogram", tag}];
-        before.points += static_cast<int64_t>(points.size());
-        before.last_step = points.back().step;
-        before.last_value = points.back().num;
-    }
+    const auto count = [&](const char* kind, const auto& series, auto value_of) {
+        for (const auto& [tag, points] : series) {
+            if (points.empty())
+                continue;
+            PointsBefore& before = tail.run.points_before[{kind, tag}];
+            before.points += static_cast<int64_t>(points.size());
+            before.last_step = points.back().step;
+            before.last_value = value_of(points.back());
+        }
+    };
+    count("scalar", out.scalars, [](const ScalarPoint& p) { return p.value; });
+    count("histogram", out.histograms, [](const HistogramPoint& h) { return h.num; });
     return out;
 }
 

@@ -14,6 +14,7 @@
 #include "sourcefile.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,16 +73,14 @@ struct EventFilesTail {
     bool started = false;
 };
 
-// Whether the folder's files are as the tail left them (a stat of each; nothing read).
-bool event_files_unchanged(const TensorBoardRunFiles& listed, const EventFilesTail& tail);
-
 // The run as a whole read of listed's files gives it, but read only where they grew since the tail was left: the
 // scalars and histograms read before are counted in points_before, not repeated. The whole run is read again (the
 // tail started afresh) when the files changed otherwise than by growing at their end: a file shrank, was replaced or
 // went away, its last record read is no longer there, a file before the last one grew, or a new file sorts before
-// the last one (a whole read would order their points otherwise). *bytes_read: how many bytes were read.
-ImportedRun read_event_files_on(const TensorBoardRunFiles& listed, EventFilesTail& tail, SourceBuffer& buffer,
-                                uint64_t* bytes_read = nullptr);
+// the last one (a whole read would order their points otherwise). Nothing (nullopt, nothing read: a stat of each
+// file) when the files are as the tail left them. *bytes_read: how many bytes were read.
+std::optional<ImportedRun> read_event_files_on(const TensorBoardRunFiles& listed, EventFilesTail& tail,
+                                               SourceBuffer& buffer, uint64_t* bytes_read = nullptr);
 
 // A logdir (or one event file, or a run folder): one run per folder holding event files, in path order. Only a path
 // that cannot be read at all, or a tree with no event file, is an error (list_tensorboard_runs' errors); damage

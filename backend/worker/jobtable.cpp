@@ -1,10 +1,11 @@
 // The jobs table and the event blocks: the schema, and reading and writing a job's row with its columns in one order.
 #include "jobtable.h"
 
+#include "clock.h"
+
 #include <nlohmann/json.hpp>
 
 #include <charconv>
-#include <chrono>
 #include <stdexcept>
 
 namespace traindeck::worker {
@@ -212,8 +213,7 @@ int64_t read_events(Database& db, int64_t job, int64_t after, int64_t limit,
                                     "block: " +
                                     damage + "); they are lost";
         std::string fragment;
-        const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-        append_event_to_block(fragment, last_seq, now, "warning",
+        append_event_to_block(fragment, last_seq, wall_seconds(), "warning",
                               json{{"message", message}, {"alert", "events_damaged"}}.dump());
         each(last_seq, std::string_view(fragment).substr(12));
         last = last_seq;
